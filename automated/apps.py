@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class AutomatedConfig(AppConfig):
+    name = "automated"

@@ -1,0 +1,240 @@
+"""Video I/O: probe a file and stream its frames without loading the whole video.
+
+Frames are yielded one at a time as ``(frame_index, frame_rgb)`` where ``frame_rgb`` is
+a ``uint8`` array of shape ``(height, width, 3)`` in RGB order; skipped frames are
+``grab()``-bed, not decoded. The reader is released in ``finally`` even when the
+consumer stops early (STYLE.md, point 6).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+
+class VideoError(ValueError):
+    """A file is not a readable video (missing, not a container, no decodable frame)."""
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    """Properties of a video file.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+    frame_count : int
+        Frames that actually decode (counted, not taken from the header, which can lie
+        for truncated files and MPEG-1 streams).
+    fps : float
+        Frames per second from the container header.
+    resolution_wh : tuple of (int, int)
+        (width, height) in pixels.
+    duration_s : float
+        ``frame_count / fps`` in seconds.
+    """
+
+    path: Path
+    frame_count: int
+    fps: float
+    resolution_wh: tuple[int, int]
+    duration_s: float
+
+    @classmethod
+    def from_video_path(cls, path: str | os.PathLike) -> VideoInfo:
+        """Open ``path``, count its decodable frames and read fps and size.
+
+        Raises
+        ------
+        VideoError
+            If the file does not exist, is not a container OpenCV can open, or has no
+            decodable frame.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise VideoError(f"video file not found: {path}")
+        capture = cv2.VideoCapture(str(path))
+        try:
+            if not capture.isOpened():
+                raise VideoError(f"{path.name}: not a readable video container")
+            fps = float(capture.get(cv2.CAP_PROP_FPS) or 0.0)
+            width = int(capture.get(cv2.CAP_PROP_FRAME_WIDTH))
+            height = int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT))
+            frame_count = 0
+            while capture.grab():
+                frame_count += 1
+        finally:
+            capture.release()
+        if frame_count == 0 or width == 0 or height == 0:
+            raise VideoError(f"{path.name}: no decodable video frame")
+        if fps <= 0:
+            raise VideoError(f"{path.name}: frame rate missing from the container")
+        return cls(path, frame_count, fps, (width, height), frame_count / fps)
+
+
+def iter_frames(
+    video_path: str | os.PathLike, *, stride: int = 1, start: int = 0, end: int | None = None
+) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield ``(frame_index, frame_rgb)`` for frames ``start, start+stride, ... < end``.
+
+    Parameters
+    ----------
+    video_path : path-like
+    stride : int, default=1
+        Keep every ``stride``-th frame (frames in between are grabbed, not decoded).
+    start : int, default=0
+        First frame index (0-based).
+    end : int or None
+        Stop before this frame index; None reads to the end.
+
+    Yields
+    ------
+    frame_index : int
+    frame_rgb : ndarray of shape (height, width, 3), dtype uint8, RGB
+
+    Raises
+    ------
+    VideoError
+        If the file cannot be opened as a video.
+    ValueError
+        If ``stride < 1`` or ``start < 0``.
+    """
+    if stride < 1:
+        raise ValueError(f"stride must be >= 1, got {stride}")
+    if start < 0:
+        raise ValueError(f"start must be >= 0, got {start}")
+    path = Path(video_path)
+    if not path.is_file():
+        raise VideoError(f"video file not found: {path}")
+    capture = cv2.VideoCapture(str(path))
+    try:
+        if not capture.isOpened():
+            raise VideoError(f"{path.name}: not a readable video container")
+        index = 0
+        while end is None or index < end:
+            wanted = index >= start and (index - start) % stride == 0
+            if wanted:
+                ok, frame_bgr = capture.read()
+                if not ok:
+                    break
+                yield index, cv2.cvtColor(frame_bgr, cv2.COLOR_BGR2RGB)
+            elif not capture.grab():
+                break
+            index += 1
+    finally:
+        capture.release()
+
+
+def ffmpeg_executable() -> str:
+    """Path of the ffmpeg binary shipped by ``imageio-ffmpeg`` (or one on PATH)."""
+    try:
+        import imageio_ffmpeg
+
+        return imageio_ffmpeg.get_ffmpeg_exe()
+    except (ImportError, RuntimeError):
+        found = shutil.which("ffmpeg")
+        if found is None:
+            raise RuntimeError("ffmpeg not found: install imageio-ffmpeg") from None
+        return found
+
+
+class VideoWriter:
+    """Write RGB frames to a video file through ffmpeg (context manager).
+
+    ``codec="ffv1"`` (in ``.mkv``/``.avi``) is lossless, for intermediates where a metric
+    must not see codec artefacts (PrivHAR-Bench, seeds/004, "lossless intermediate
+    storage"); ``codec="libx264"`` (``.mp4``, yuv420p, CRF 18) plays in browsers.
+
+    Parameters
+    ----------
+    path : path-like
+    fps : float
+        Frames per second.
+    resolution_wh : tuple of (int, int)
+        (width, height) in pixels; every frame must have this size.
+
+    Raises
+    ------
+    ValueError
+        On a frame of the wrong shape or dtype.
+    RuntimeError
+        If ffmpeg fails (its stderr is in the message).
+    """
+
+    def __init__(self, path, fps: float, resolution_wh: tuple[int, int], *, codec: str = "libx264"):
+        self.path = Path(path)
+        self.fps = float(fps)
+        self.resolution_wh = (int(resolution_wh[0]), int(resolution_wh[1]))
+        self.codec = codec
+        self._process: subprocess.Popen | None = None
+
+    def __enter__(self) -> VideoWriter:
+        width, height = self.resolution_wh
+        codec_args = {
+            "libx264": ["-c:v", "libx264", "-preset", "veryfast", "-crf", "18", "-pix_fmt", "yuv420p",
+                        "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-movflags", "+faststart"],
+            "ffv1": ["-c:v", "ffv1", "-level", "3", "-pix_fmt", "bgr0"],
+        }.get(self.codec)
+        if codec_args is None:
+            raise ValueError(f"codec must be 'libx264' or 'ffv1', got {self.codec!r}")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        command = [
+            ffmpeg_executable(), "-y", "-loglevel", "error",
+            "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{width}x{height}",
+            "-r", repr(self.fps), "-i", "-", "-an", *codec_args, str(self.path),
+        ]
+        self._process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL
+        )
+        return self
+
+    def write(self, frame_rgb: np.ndarray) -> None:
+        """Append one frame, ``uint8`` of shape ``(height, width, 3)``, RGB."""
+        width, height = self.resolution_wh
+        if frame_rgb.shape != (height, width, 3) or frame_rgb.dtype != np.uint8:
+            raise ValueError(
+                f"frame must be uint8 of shape {(height, width, 3)}, "
+                f"got {frame_rgb.dtype} {frame_rgb.shape}"
+            )
+        assert self._process is not None and self._process.stdin is not None
+        self._process.stdin.write(np.ascontiguousarray(frame_rgb).tobytes())
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        assert self._process is not None
+        self._process.stdin.close()
+        stderr = self._process.stderr.read().decode(errors="replace")
+        code = self._process.wait()
+        if code != 0 and exc_type is None:
+            raise RuntimeError(f"ffmpeg failed writing {self.path.name}: {stderr.strip()}")
+
+
+def transcode_for_web(input_path, output_path) -> Path:
+    """Transcode any video ffmpeg reads to H.264/AAC MP4 that browsers play (faststart).
+
+    Metadata (title, comments, original names) is stripped so that no hint of the
+    source reaches a rater (DESIGN.md, security stance).
+
+    Raises
+    ------
+    VideoError
+        If ffmpeg cannot read or convert the input (its message is included).
+    """
+    output_path = Path(output_path)
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    command = [
+        ffmpeg_executable(), "-y", "-loglevel", "error", "-i", str(input_path),
+        "-map", "0:v:0", "-map", "0:a:0?", "-map_metadata", "-1", "-map_chapters", "-1",
+        "-c:v", "libx264", "-preset", "medium", "-crf", "23", "-pix_fmt", "yuv420p",
+        "-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2", "-c:a", "aac", "-b:a", "128k", "-ac", "2",
+        "-movflags", "+faststart", str(output_path),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise VideoError(f"cannot transcode {Path(input_path).name}: {result.stderr.strip()[-500:]}")
+    return output_path

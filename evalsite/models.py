@@ -1,0 +1,270 @@
+"""The catalogue: campaigns, identities, gallery faces, clear videos, teams, submissions.
+
+Terms follow ``../shared/DESIGN.md`` (domain model). Stored file names are opaque
+(random tokens), never identity codes or source-video names, so a file name can never
+reveal the answer of a trial (DESIGN.md, security stance).
+"""
+import secrets
+from pathlib import PurePosixPath
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+
+
+def opaque_token() -> str:
+    """Return a random URL-safe token (22 characters, 128 bits)."""
+    return secrets.token_urlsafe(16)
+
+
+def _opaque_name(folder: str, filename: str) -> str:
+    return f"{folder}/{opaque_token()}{PurePosixPath(filename).suffix.lower()}"
+
+
+def gallery_upload_to(instance, filename: str) -> str:
+    return _opaque_name("gallery", filename)
+
+
+def source_video_upload_to(instance, filename: str) -> str:
+    return _opaque_name("source", filename)
+
+
+def masked_video_upload_to(instance, filename: str) -> str:
+    return _opaque_name("masked", filename)
+
+
+def web_video_upload_to(instance, filename: str) -> str:
+    return _opaque_name("web", filename)
+
+
+def default_demographic_attributes() -> list[str]:
+    return ["gender", "race", "age_band"]
+
+
+class CampaignQuerySet(models.QuerySet):
+    def visible_to(self, user):
+        """Campaigns an organizer may see: all for superusers, else their own."""
+        if user.is_superuser:
+            return self
+        return self.filter(organizers=user)
+
+
+class Campaign(models.Model):
+    """One evaluation edition (MediaEval 2021 task overview, seeds/002, section 4)."""
+
+    name = models.CharField("name", max_length=200, unique=True)
+    slug = models.SlugField("slug", max_length=80, unique=True)
+    description = models.TextField("description", blank=True)
+    action_vocabulary = models.JSONField(
+        "action vocabulary",
+        default=list,
+        blank=True,
+        help_text='Actions raters choose from, e.g. ["talking", "coughing", "eating"].',
+    )
+    raters_per_video = models.PositiveSmallIntegerField(
+        "raters per video",
+        default=10,
+        help_text="Completed responses wanted per (video, condition); the task used >= 10.",
+    )
+    foils_per_trial = models.PositiveSmallIntegerField(
+        "foils per identity trial", default=4, help_text="4 foils + the target = 5 gallery faces."
+    )
+    demographic_attributes = models.JSONField(
+        "demographic attributes",
+        default=default_demographic_attributes,
+        blank=True,
+        help_text='Identity attributes foils are matched on, e.g. ["gender", "race", "age_band"].',
+    )
+    target_absent_share = models.FloatField(
+        "target-absent share",
+        default=0.2,
+        help_text="Share of identity trials whose true identity is not among the faces, in [0, 1].",
+    )
+    attention_check_rate = models.FloatField(
+        "attention-check rate", default=0.1, help_text="Catch trials per evaluated trial, in [0, 1]."
+    )
+    consent_text = models.TextField("consent text", blank=True)
+    join_code = models.CharField(
+        "join code", max_length=40, unique=True, default=opaque_token,
+        help_text="Opaque code in the campaign's rater link.",
+    )
+    rating_open = models.BooleanField("rating open", default=False)
+    organizers = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="campaigns")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = CampaignQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "campaign"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self):
+        for field in ("target_absent_share", "attention_check_rate"):
+            value = getattr(self, field)
+            if not 0.0 <= value <= 1.0:
+                raise ValidationError({field: f"must be in [0, 1], got {value}"}, code="out_of_range")
+
+
+class Identity(models.Model):
+    """A person (subject), known only by a pseudonymous code and demographic attributes."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="identities")
+    code = models.CharField(
+        "pseudonymous code", max_length=64, help_text="Never a real name, e.g. ID017."
+    )
+    attributes = models.JSONField(
+        "demographic attributes", default=dict, blank=True,
+        help_text='e.g. {"gender": "female", "race": "white", "age_band": "30-44"}',
+    )
+
+    class Meta:
+        verbose_name = "identity"
+        verbose_name_plural = "identities"
+        ordering = ["campaign", "code"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "code"], name="unique_identity_code")
+        ]
+
+    def __str__(self) -> str:
+        return self.code
+
+
+class GalleryImage(models.Model):
+    """A still of an identity, cropped to the internal face (seeds/002, section 4.2)."""
+
+    identity = models.ForeignKey(Identity, on_delete=models.CASCADE, related_name="gallery_images")
+    image = models.ImageField("image", upload_to=gallery_upload_to)
+    original_name = models.CharField("original file name", max_length=255, blank=True)
+    token = models.CharField(max_length=40, unique=True, default=opaque_token, editable=False)
+
+    class Meta:
+        verbose_name = "gallery image"
+        ordering = ["identity", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.identity.code}: {self.original_name or self.image.name}"
+
+
+class ResolutionTier(models.TextChoices):
+    HIGH = "high", "high"
+    LOW = "low", "low"
+
+
+class VideoMetadataMixin(models.Model):
+    """Probed properties of a stored video file (filled by validation)."""
+
+    frame_count = models.PositiveIntegerField("frames", null=True, blank=True)
+    fps = models.FloatField("frames per second", null=True, blank=True)
+    width = models.PositiveIntegerField("width (pixels)", null=True, blank=True)
+    height = models.PositiveIntegerField("height (pixels)", null=True, blank=True)
+    duration_s = models.FloatField("duration (s)", null=True, blank=True)
+    web_file = models.FileField(
+        "browser-playable copy", upload_to=web_video_upload_to, blank=True,
+        help_text="H.264 MP4 transcoded once for raters' browsers.",
+    )
+
+    class Meta:
+        abstract = True
+
+
+class SourceVideo(VideoMetadataMixin):
+    """A clear (unmasked) video of one identity performing an action."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="source_videos")
+    identity = models.ForeignKey(Identity, on_delete=models.PROTECT, related_name="source_videos")
+    name = models.CharField(
+        "video name", max_length=200,
+        help_text="File stem that masked videos must be named after, e.g. 'clip_0042'.",
+    )
+    file = models.FileField("clear video", upload_to=source_video_upload_to)
+    action = models.CharField("action label", max_length=100, blank=True)
+    resolution_tier = models.CharField(
+        "resolution tier", max_length=8, choices=ResolutionTier.choices, default=ResolutionTier.LOW
+    )
+    in_evaluated_subset = models.BooleanField(
+        "in evaluated subset", default=True,
+        help_text="Videos rated by humans; the same subset for every team (seeds/002, 4.2).",
+    )
+    token = models.CharField(max_length=40, unique=True, default=opaque_token, editable=False)
+
+    class Meta:
+        verbose_name = "source video"
+        ordering = ["campaign", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "name"], name="unique_source_video_name")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Team(models.Model):
+    """A team that submits masking methods."""
+
+    name = models.CharField("name", max_length=200, unique=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="teams")
+
+    class Meta:
+        verbose_name = "team"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Submission(models.Model):
+    """One masking method of a team for one campaign."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="submissions")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="submissions")
+    name = models.CharField("method name", max_length=200)
+    description = models.TextField("description", blank=True)
+    baseline_method = models.CharField(
+        "baseline method", max_length=64, blank=True,
+        help_text="Set for reference submissions generated by the platform, e.g. 'blur_face'.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "submission"
+        ordering = ["campaign", "team", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "team", "name"], name="unique_submission")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.team} / {self.name}"
+
+    def missing_source_videos(self):
+        """Source videos of the campaign without a valid masked video in this submission."""
+        return self.campaign.source_videos.exclude(masked_videos__submission=self)
+
+    @property
+    def is_complete(self) -> bool:
+        """True when every source video of the campaign has a valid masked video."""
+        return not self.missing_source_videos().exists()
+
+
+class MaskedVideo(VideoMetadataMixin):
+    """A submission's masked version of one source video (validated on upload)."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="masked_videos")
+    source_video = models.ForeignKey(SourceVideo, on_delete=models.CASCADE, related_name="masked_videos")
+    file = models.FileField("masked video", upload_to=masked_video_upload_to)
+    uploaded_at = models.DateTimeField(auto_now_add=True)
+    token = models.CharField(max_length=40, unique=True, default=opaque_token, editable=False)
+
+    class Meta:
+        verbose_name = "masked video"
+        ordering = ["submission", "source_video"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["submission", "source_video"], name="one_masked_video_per_source"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.submission}: {self.source_video.name}"

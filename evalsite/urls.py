@@ -1,0 +1,9 @@
+"""URL routes. Each app owns its own ``urls.py``; this file only mounts them."""
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/", include("evalsite.api_urls")),
+    path("", include("trials.urls")),
+]

@@ -1,0 +1,1 @@
+"""Human evaluation: raters, sessions, trials, responses, assignment, scoring."""

@@ -1,0 +1,1 @@
+"""Django models of this app (the science lives in Django-free modules)."""

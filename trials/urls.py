@@ -1,0 +1,3 @@
+"""Rater-facing pages."""
+app_name = "trials"
+urlpatterns: list = []
