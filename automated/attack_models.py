@@ -1,0 +1,1 @@
+"""Django models for attack-suite runs and results (naive/parrot attackers)."""

@@ -1,0 +1,1 @@
+"""Django models for automated face evaluation runs and per-video scores."""
