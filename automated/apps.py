@@ -3,3 +3,11 @@ from django.apps import AppConfig
 
 class AutomatedConfig(AppConfig):
     name = "automated"
+    verbose_name = "Automated evaluation"
+
+    def ready(self):
+        # Report columns/sections of the face evaluation and the attack suite.
+        from . import attack_report, face_report
+
+        face_report.register()
+        attack_report.register()

@@ -1,0 +1,1 @@
+"""Celery tasks of the face evaluation."""
