@@ -1,0 +1,427 @@
+"""Baseline anonymizers: reference points every campaign is scored against.
+
+Each transform is a pure function of an RGB frame (plus the face region where it masks
+only the face) that returns a new ``uint8`` frame of the same shape. ``BASELINE_METHODS``
+maps a method name to a ``BaselineMethod``; ``anonymize_video`` applies one to a video and
+writes a lossless FFV1 ``.mkv`` (PrivHAR-Bench distributes lossless frames "so the
+scrambling isn't accidentally fixed by video compression", seeds/004, section 2.A).
+
+Settings and sources:
+
+- Gaussian blur, sigma = 15 pixels (PrivHAR-Bench tier 1, seeds/004, section 2.B);
+  kernel 91 x 91 (OpenCV's 6 sigma + 1 for uint8).
+- Canny edges (PrivHAR-Bench tier 2); thresholds 100/200 (not given in the seed; the
+  OpenCV tutorial values).
+- Keyed block permutation (PrivHAR-Bench tier 3): the region is cut into B x B blocks
+  (B = 16 default; 8 and 4 also in the seed) whose order is permuted by sorting an
+  AES-CTR keystream, with a fresh nonce per frame so blocks cannot be tracked over time.
+  ``block_permute_fixed`` uses one nonce for all frames (the same permutation wherever
+  the block grid is the same): the weaker variant the seed's per-frame nonce guards
+  against.
+- Eye masking: a black strip over the eyes, 140 pixels high on 224-pixel face crops in
+  seeds/000_0b74979cb8a3f1c3.txt (section 4.2.1), i.e. 0.625 of the face height.
+- Pixelation: the face is averaged over 16 x 16-pixel cells (no seed value; the same cell
+  size as the coarse block permutation).
+- ``identity``: the unmasked frame, the worst case (clear accuracy) of every campaign.
+
+Face region: the face detector's box enlarged by ``FACE_MARGIN`` of its size on each side
+(detector boxes cut the forehead and chin), clipped to the frame.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+from .detection import MediaPipeFaceDetector, largest_face
+from .video import VideoInfo, VideoWriter, iter_frames
+
+BLUR_SIGMA_PX = 15.0
+PIXELATE_CELL_PX = 16
+BLOCK_PX = 16
+EYE_STRIP_FRACTION = 140 / 224
+CANNY_THRESHOLDS = (100, 200)
+FACE_MARGIN = 0.2
+
+
+class NoFaceInVideoError(ValueError):
+    """A face-region method was asked to mask a video in which no face is detected."""
+
+
+def _check_frame(frame_rgb: np.ndarray) -> None:
+    if not isinstance(frame_rgb, np.ndarray) or frame_rgb.ndim != 3 or frame_rgb.shape[2] != 3 \
+            or frame_rgb.dtype != np.uint8:
+        raise ValueError(
+            f"frame_rgb must be uint8 of shape (height, width, 3), got "
+            f"{getattr(frame_rgb, 'dtype', type(frame_rgb).__name__)} {getattr(frame_rgb, 'shape', '')}"
+        )
+
+
+def face_region(box_xyxy, resolution_wh: tuple[int, int], *, margin: float = FACE_MARGIN) -> tuple[int, int, int, int]:
+    """Integer region ``(x1, y1, x2, y2)`` around a face box, enlarged and clipped.
+
+    Parameters
+    ----------
+    box_xyxy : array-like of shape (4,)
+        Face box in pixels.
+    resolution_wh : tuple of (int, int)
+        Frame (width, height) in pixels.
+    margin : float, default=FACE_MARGIN
+        Added on each side as a fraction of the box width (x) and height (y).
+
+    Raises
+    ------
+    ValueError
+        If the region is empty after clipping.
+    """
+    x1, y1, x2, y2 = (float(v) for v in np.asarray(box_xyxy, dtype=np.float64).reshape(4))
+    width, height = resolution_wh
+    dx, dy = margin * (x2 - x1), margin * (y2 - y1)
+    region = (max(0, int(np.floor(x1 - dx))), max(0, int(np.floor(y1 - dy))),
+              min(width, int(np.ceil(x2 + dx))), min(height, int(np.ceil(y2 + dy))))
+    if region[2] <= region[0] or region[3] <= region[1]:
+        raise ValueError(f"face box {[x1, y1, x2, y2]} gives an empty region in a {width}x{height} frame")
+    return region
+
+
+def identity(frame_rgb: np.ndarray) -> np.ndarray:
+    """The unmasked frame (a copy): the worst-case reference."""
+    _check_frame(frame_rgb)
+    return frame_rgb.copy()
+
+
+def blur_frame(frame_rgb: np.ndarray, *, sigma_px: float = BLUR_SIGMA_PX) -> np.ndarray:
+    """Gaussian blur of the whole frame (PrivHAR-Bench tier 1, sigma = 15 pixels)."""
+    _check_frame(frame_rgb)
+    return cv2.GaussianBlur(frame_rgb, (0, 0), sigmaX=sigma_px, borderType=cv2.BORDER_REFLECT_101)
+
+
+def blur_face(frame_rgb: np.ndarray, region_xyxy, *, sigma_px: float = BLUR_SIGMA_PX) -> np.ndarray:
+    """Gaussian blur inside the face region only.
+
+    The blur is computed on the whole frame and pasted into the region, so the region's
+    edge pixels average real neighbours instead of a padded border.
+
+    Parameters
+    ----------
+    frame_rgb : ndarray of shape (height, width, 3), dtype uint8
+    region_xyxy : tuple of int (x1, y1, x2, y2)
+        From ``face_region``.
+    sigma_px : float, default=15
+    """
+    out = frame_rgb.copy()
+    x1, y1, x2, y2 = region_xyxy
+    out[y1:y2, x1:x2] = blur_frame(frame_rgb, sigma_px=sigma_px)[y1:y2, x1:x2]
+    return out
+
+
+def pixelate_face(frame_rgb: np.ndarray, region_xyxy, *, cell_px: int = PIXELATE_CELL_PX) -> np.ndarray:
+    """Replace the face region by cells of about ``cell_px`` x ``cell_px`` pixels of its mean colour."""
+    _check_frame(frame_rgb)
+    if cell_px < 1:
+        raise ValueError(f"cell_px must be >= 1, got {cell_px}")
+    out = frame_rgb.copy()
+    x1, y1, x2, y2 = region_xyxy
+    patch = frame_rgb[y1:y2, x1:x2]
+    cells_w = max(1, round((x2 - x1) / cell_px))
+    cells_h = max(1, round((y2 - y1) / cell_px))
+    small = cv2.resize(patch, (cells_w, cells_h), interpolation=cv2.INTER_AREA)
+    out[y1:y2, x1:x2] = cv2.resize(small, (x2 - x1, y2 - y1), interpolation=cv2.INTER_NEAREST)
+    return out
+
+
+def eye_mask(frame_rgb: np.ndarray, box_xyxy, eyes_xy=None, *, strip_fraction: float = EYE_STRIP_FRACTION) -> np.ndarray:
+    """Black strip over the eyes (Eye Masking, seeds/000, section 4.2.1).
+
+    The strip runs along the line through both eyes, as long as the face box is wide
+    (plus the margin) and ``strip_fraction`` of the face box high.
+
+    Parameters
+    ----------
+    frame_rgb : ndarray of shape (height, width, 3), dtype uint8
+    box_xyxy : array-like of shape (4,)
+        Face box in pixels.
+    eyes_xy : array-like of shape (2, 2), optional
+        Centres of the two eyes in pixels (MediaPipe keypoints 0 and 1). Without them the
+        eye line is taken as horizontal at 30% of the box height (where BlazeFace puts
+        the eyes on the GRID clips).
+    strip_fraction : float, default=140/224
+    """
+    _check_frame(frame_rgb)
+    x1, y1, x2, y2 = (float(v) for v in np.asarray(box_xyxy, dtype=np.float64).reshape(4))
+    if eyes_xy is None:
+        eye_y = y1 + 0.3 * (y2 - y1)
+        eyes = np.array([[x1, eye_y], [x2, eye_y]])
+    else:
+        eyes = np.asarray(eyes_xy, dtype=np.float64).reshape(2, 2)
+    centre = eyes.mean(axis=0)
+    along = eyes[1] - eyes[0]
+    norm = np.linalg.norm(along)
+    along = along / norm if norm > 0 else np.array([1.0, 0.0])
+    across = np.array([-along[1], along[0]])
+    half_length = (1 + 2 * FACE_MARGIN) * (x2 - x1) / 2
+    half_height = strip_fraction * (y2 - y1) / 2
+    corners = np.array([centre + sa * half_length * along + sc * half_height * across
+                        for sa, sc in ((-1, -1), (1, -1), (1, 1), (-1, 1))])
+    out = frame_rgb.copy()
+    cv2.fillPoly(out, [np.round(corners).astype(np.int32)], (0, 0, 0))
+    return out
+
+
+def canny_edges(frame_rgb: np.ndarray, *, thresholds: tuple[int, int] = CANNY_THRESHOLDS) -> np.ndarray:
+    """Canny edge map of the whole frame, white edges on black, as RGB (PrivHAR-Bench tier 2)."""
+    _check_frame(frame_rgb)
+    edges = cv2.Canny(cv2.cvtColor(frame_rgb, cv2.COLOR_RGB2GRAY), *thresholds)
+    return np.repeat(edges[:, :, None], 3, axis=2)
+
+
+def keystream_permutation(n: int, key: bytes, nonce: bytes) -> np.ndarray:
+    """Permutation of ``range(n)`` drawn from an AES-CTR keystream.
+
+    Each position gets a 64-bit word of keystream (AES-CTR encryption of zero bytes);
+    the permutation is the stable argsort of those words (sorting by random keys).
+
+    Parameters
+    ----------
+    n : int
+    key : bytes
+        AES key, 16, 24 or 32 bytes.
+    nonce : bytes
+        16-byte initial counter block; a fresh nonce gives an independent permutation.
+
+    Returns
+    -------
+    ndarray of shape (n,), dtype int64
+    """
+    if len(key) not in (16, 24, 32):
+        raise ValueError(f"AES key must be 16, 24 or 32 bytes, got {len(key)}")
+    if len(nonce) != 16:
+        raise ValueError(f"AES-CTR nonce must be 16 bytes, got {len(nonce)}")
+    encryptor = Cipher(algorithms.AES(key), modes.CTR(nonce)).encryptor()
+    words = np.frombuffer(encryptor.update(bytes(8 * n)) + encryptor.finalize(), dtype="<u8")
+    return np.argsort(words, kind="stable")
+
+
+def frame_nonce(frame_index: int) -> bytes:
+    """16-byte CTR block for a frame: the frame index in bytes 0-7, the block counter after."""
+    return int(frame_index).to_bytes(8, "big") + bytes(8)
+
+
+def block_permute(frame_rgb: np.ndarray, region_xyxy, *, key: bytes, nonce: bytes,
+                  block_px: int = BLOCK_PX) -> np.ndarray:
+    """Shuffle the ``block_px`` x ``block_px`` blocks of a region (PrivHAR-Bench tier 3).
+
+    The region is extended right and down to whole blocks; where that would leave the
+    frame it is shrunk to whole blocks instead (a strip of fewer than ``block_px`` pixels
+    at the frame edge stays in place). Fewer than two blocks: the frame is unchanged.
+
+    Parameters
+    ----------
+    frame_rgb : ndarray of shape (height, width, 3), dtype uint8
+    region_xyxy : tuple of int (x1, y1, x2, y2)
+    key : bytes
+        AES key (16, 24 or 32 bytes).
+    nonce : bytes
+        16-byte CTR nonce; ``frame_nonce(frame_index)`` for a fresh nonce per frame.
+    block_px : int, default=16
+        B in the seed (16, 8 or 4).
+    """
+    _check_frame(frame_rgb)
+    if block_px < 1:
+        raise ValueError(f"block_px must be >= 1, got {block_px}")
+    height, width = frame_rgb.shape[:2]
+    x1, y1, x2, y2 = region_xyxy
+    # Extend the region to whole blocks where the frame allows it, else shrink it.
+    cols = -(-(x2 - x1) // block_px)
+    rows = -(-(y2 - y1) // block_px)
+    if x1 + cols * block_px > width:
+        cols = (width - x1) // block_px
+    if y1 + rows * block_px > height:
+        rows = (height - y1) // block_px
+    out = frame_rgb.copy()
+    if rows * cols < 2:
+        return out
+    region = frame_rgb[y1:y1 + rows * block_px, x1:x1 + cols * block_px]
+    blocks = region.reshape(rows, block_px, cols, block_px, 3).swapaxes(1, 2).reshape(rows * cols, block_px, block_px, 3)
+    shuffled = blocks[keystream_permutation(rows * cols, key, nonce)]
+    out[y1:y1 + rows * block_px, x1:x1 + cols * block_px] = (
+        shuffled.reshape(rows, cols, block_px, block_px, 3).swapaxes(1, 2).reshape(rows * block_px, cols * block_px, 3)
+    )
+    return out
+
+
+@dataclass(frozen=True)
+class FrameContext:
+    """What a baseline method may use for one frame.
+
+    Attributes
+    ----------
+    frame_index : int
+    box_xyxy : ndarray of shape (4,) or None
+        The face box in pixels (None when the method does not need it).
+    eyes_xy : ndarray of shape (2, 2) or None
+        Eye centres in pixels, when known.
+    key : bytes
+        AES key of the video (keyed methods).
+    """
+
+    frame_index: int
+    box_xyxy: np.ndarray | None = None
+    eyes_xy: np.ndarray | None = None
+    key: bytes = bytes(32)
+
+
+@dataclass(frozen=True)
+class BaselineMethod:
+    """A named baseline: ``apply(frame_rgb, context) -> frame_rgb``; ``needs_face`` if it masks the face region."""
+
+    name: str
+    description: str
+    needs_face: bool
+    apply: Callable[[np.ndarray, FrameContext], np.ndarray]
+
+
+def _region(frame_rgb: np.ndarray, context: FrameContext):
+    return face_region(context.box_xyxy, (frame_rgb.shape[1], frame_rgb.shape[0]))
+
+
+BASELINE_METHODS: dict[str, BaselineMethod] = {
+    method.name: method
+    for method in (
+        BaselineMethod("identity", "unmasked frames (worst case)", False, lambda f, c: identity(f)),
+        BaselineMethod("blur_face", "Gaussian blur sigma=15 px on the face region", True,
+                       lambda f, c: blur_face(f, _region(f, c))),
+        BaselineMethod("blur_frame", "Gaussian blur sigma=15 px on the whole frame", False,
+                       lambda f, c: blur_frame(f)),
+        BaselineMethod("pixelate_face", "16 px pixelation of the face region", True,
+                       lambda f, c: pixelate_face(f, _region(f, c))),
+        BaselineMethod("eye_mask", "black strip over the eyes (0.625 of face height)", True,
+                       lambda f, c: eye_mask(f, c.box_xyxy, c.eyes_xy)),
+        BaselineMethod("block_permute_fixed", "16 px block permutation of the face region, one key and nonce for all frames",
+                       True, lambda f, c: block_permute(f, _region(f, c), key=c.key, nonce=frame_nonce(0))),
+        BaselineMethod("block_permute_keyed", "16 px AES-CTR block permutation of the face region, fresh nonce per frame",
+                       True, lambda f, c: block_permute(f, _region(f, c), key=c.key, nonce=frame_nonce(c.frame_index))),
+        BaselineMethod("canny", "Canny edge map of the whole frame", False, lambda f, c: canny_edges(f)),
+    )
+}
+
+
+def face_track(video_path, *, detector=None) -> tuple[np.ndarray, np.ndarray]:
+    """Largest face box and eye centres in every frame, gaps filled from neighbours.
+
+    A frame where the detector finds no face takes the box of the nearest earlier frame
+    with one, or, before the first detection, of the first later frame with one: a
+    masking baseline must never leave a face bare because the detector blinked.
+
+    Parameters
+    ----------
+    video_path : path-like
+    detector : MediaPipeFaceDetector, optional
+        Default: a new ``MediaPipeFaceDetector()`` (its keypoints give the eyes).
+
+    Returns
+    -------
+    boxes_xyxy : ndarray of shape (n_frames, 4), float32
+    eyes_xy : ndarray of shape (n_frames, 2, 2), float32
+        NaN where the detector gives no keypoints (e.g. dlib HOG).
+
+    Raises
+    ------
+    NoFaceInVideoError
+        If no frame of the video has a face.
+    """
+    own = detector is None
+    detector = MediaPipeFaceDetector() if own else detector
+    boxes, eyes = [], []
+    try:
+        for frame_index, frame_rgb in iter_frames(video_path):
+            detections = detector.detect(frame_rgb, frame_index)
+            box = largest_face(detections)
+            boxes.append(box if box is not None else np.full(4, np.nan, np.float32))
+            keypoints = getattr(detector, "last_keypoints_xy", None)
+            if box is not None and keypoints is not None and len(keypoints) == len(detections):
+                areas = np.prod(detections.boxes_xyxy[:, 2:] - detections.boxes_xyxy[:, :2], axis=1)
+                eyes.append(keypoints[int(np.argmax(areas)), :2])
+            else:
+                eyes.append(np.full((2, 2), np.nan, np.float32))
+    finally:
+        if own:
+            detector.close()
+    boxes_xyxy = np.asarray(boxes, np.float32).reshape(-1, 4)
+    eyes_xy = np.asarray(eyes, np.float32).reshape(-1, 2, 2)
+    found = np.flatnonzero(~np.isnan(boxes_xyxy[:, 0]))
+    if len(found) == 0:
+        raise NoFaceInVideoError(f"{Path(video_path).name}: no face detected in any frame")
+    # Nearest earlier detection, else the first later one.
+    source = np.maximum.accumulate(np.where(~np.isnan(boxes_xyxy[:, 0]), np.arange(len(boxes_xyxy)), -1))
+    source[source < 0] = found[0]
+    return boxes_xyxy[source], eyes_xy[source]
+
+
+def anonymize_video(src_path, dst_path, method: str, *, key: bytes | None = None, detector=None) -> VideoInfo:
+    """Apply a baseline method to every frame of a video; write lossless FFV1.
+
+    Frames are streamed (one decoded frame in memory at a time); face-region methods
+    first run ``face_track`` over the video (only the boxes are kept).
+
+    Parameters
+    ----------
+    src_path : path-like
+        Clear source video.
+    dst_path : path-like
+        Output file, ``.mkv`` (FFV1, lossless, RGB).
+    method : str
+        A key of ``BASELINE_METHODS``.
+    key : bytes, optional
+        AES key for the block permutations (16, 24 or 32 bytes). Default: 32 fresh random
+        bytes from ``os.urandom``, not stored (the permutation cannot be undone).
+    detector : optional
+        Face detector for face-region methods (default MediaPipe).
+
+    Returns
+    -------
+    VideoInfo
+        Of the written file: same frame count, size and fps as the source.
+
+    Raises
+    ------
+    ValueError
+        On an unknown method, a ``dst_path`` not ending in ``.mkv``, or a key of the
+        wrong length.
+    NoFaceInVideoError
+        If a face-region method finds no face in the whole video.
+    RuntimeError
+        If the written video's frame count differs from the source's.
+    """
+    if method not in BASELINE_METHODS:
+        raise ValueError(f"unknown baseline method {method!r}; choose one of {', '.join(BASELINE_METHODS)}")
+    dst_path = Path(dst_path)
+    if dst_path.suffix.lower() != ".mkv":
+        raise ValueError(f"baseline videos are written as lossless FFV1 .mkv, got {dst_path.name}")
+    key = os.urandom(32) if key is None else bytes(key)
+    if len(key) not in (16, 24, 32):
+        raise ValueError(f"AES key must be 16, 24 or 32 bytes, got {len(key)}")
+    baseline = BASELINE_METHODS[method]
+    source = VideoInfo.from_video_path(src_path)
+    boxes = eyes = None
+    if baseline.needs_face:
+        boxes, eyes = face_track(src_path, detector=detector)
+    with VideoWriter(dst_path, source.fps, source.resolution_wh, codec="ffv1") as writer:
+        for frame_index, frame_rgb in iter_frames(src_path):
+            context = FrameContext(frame_index, key=key)
+            if boxes is not None:
+                eye_pair = eyes[frame_index]
+                context = FrameContext(frame_index, boxes[frame_index],
+                                       None if np.isnan(eye_pair).any() else eye_pair, key)
+            writer.write(baseline.apply(frame_rgb, context))
+    written = VideoInfo.from_video_path(dst_path)
+    if written.frame_count != source.frame_count:
+        raise RuntimeError(
+            f"{dst_path.name}: wrote {written.frame_count} frames, source has {source.frame_count}"
+        )
+    return written
