@@ -268,3 +268,33 @@ class MaskedVideo(VideoMetadataMixin):
 
     def __str__(self) -> str:
         return f"{self.submission}: {self.source_video.name}"
+
+
+class SubmissionUpload(models.Model):
+    """One zip of masked videos uploaded to a submission, with its per-file validation report.
+
+    ``report`` is ``ValidationReport.to_dict()`` (evalsite/validation.py): one row per zip
+    member with file, status (accepted/rejected/ignored), code, message, plus the source
+    videos still missing after this upload.
+    """
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="uploads")
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    uploaded_at = models.DateTimeField(auto_now_add=True)
+    original_name = models.CharField("zip file name", max_length=255, blank=True)
+    replace = models.BooleanField(
+        "replace existing", default=False,
+        help_text="The organizer asked to replace masked videos already stored.",
+    )
+    accepted_count = models.PositiveIntegerField("accepted files", default=0)
+    rejected_count = models.PositiveIntegerField("rejected files", default=0)
+    report = models.JSONField("validation report", default=dict)
+
+    class Meta:
+        verbose_name = "submission upload"
+        ordering = ["-uploaded_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.submission}: {self.original_name or 'upload'} ({self.uploaded_at:%Y-%m-%d %H:%M})"

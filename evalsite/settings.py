@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("DEID_VAR_DIR", BASE_DIR / "var")).resolve()
 DATA_DIR = Path(os.environ.get("DEID_DATA_DIR", BASE_DIR.parent / "shared" / "data")).resolve()
+VAR_DIR.mkdir(parents=True, exist_ok=True)  # SQLite cannot create its folder
 
 SECRET_KEY = os.environ.get("DEID_SECRET_KEY", "dev-only-insecure-key-change-me-in-production")
 DEBUG = os.environ.get("DEID_DEBUG", "1") == "1"
