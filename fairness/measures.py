@@ -20,8 +20,10 @@ Cases the paper leaves open, decided here (each has a test in ``tests/fairness``
   divides by zero. :class:`UndefinedMeasureError` by default; NaN with
   ``undefined="nan"`` (sklearn's ``zero_division`` style: the caller opts in).
 - **Negative values**: the Gini coefficient of values that can be negative is not
-  bounded by 1 and its mean can be 0 for unequal groups; undefined as above. MDG only
-  compares discard fractions, so it accepts negative scores.
+  bounded by 1 and its mean can be 0 for unequal groups. A GC-based measure is therefore
+  undefined (as above) when a group's summary (mean, median or LWM) is negative; negative
+  single scores inside a group with a non-negative summary are used as they are. MDG
+  only compares discard fractions, so it accepts any finite scores.
 - **NaN scores**: ``nan_policy`` as in ``scipy.stats`` ("raise", "omit", "propagate").
 - **LWM of a group whose scores all equal max(Q)**: every weight of eq. 5 is 0. The
   weighted mean of a constant group is that constant for any positive weights, so the
