@@ -1,0 +1,383 @@
+"""Automated face evaluation of one masked video against its clear source video.
+
+The MediaEval 2021 computational evaluation (seeds/002_68b18bfdbdb94491.txt,
+"computational face recognition evaluation"): over selected frames, detect faces in the
+masked video and score the IoU with the clear face (cumulated over tested frames), and
+compare masked faces with the gallery face of the person, counting matches. Added here:
+the face detection failure rate, SSIM and PSNR of PrivHAR-Bench (seeds/004, section 3),
+and closed-set identification among all gallery identities with its chance level
+(seeds/000, closed-set identification).
+
+Protocol of ``evaluate_video`` (frames are streamed in lockstep, never loaded whole):
+
+1. Every ``stride``-th frame is *tested*. SSIM and PSNR compare every tested masked frame
+   with its clear frame.
+2. The largest face found in the clear frame is the evaluated person. Tested frames
+   with a clear face are *reference frames*; detection and recognition scores are over
+   reference frames only.
+3. Detection: IoU of the clear box with the best-overlapping masked box (0 if none);
+   failure = no face found in the masked frame.
+4. Recognition (the attacker): the probe is the masked face at the masked box that
+   overlaps the clear box, or, where the detector finds none, at the clear box itself,
+   so that a masking that only defeats the detector is not credited with hiding the
+   identity. Its embedding is compared with the gallery: a *match* when its distance to
+   the true identity's nearest gallery image is <= ``threshold`` (genuine comparison),
+   and its closed-set rank among all gallery identities.
+5. The same recognition on the clear frames gives the clear (unmasked) reference, so
+   masking success = clear rate - masked rate (seeds/002, section 4.3).
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+
+from .detection import FaceDetections, box_iou, largest_face, make_face_detector
+from .detection_metrics import detection_failure_rate, iou_summary, masked_frame_iou
+from .image_metrics import psnr, ssim, summarize_psnr
+from .recognition import (
+    MATCH_THRESHOLD, DlibFaceEmbedder, chance_level, closed_set_rank, identity_distances, match_rate,
+)
+from .video import VideoInfo, iter_frames
+
+
+class VideoPairError(ValueError):
+    """A masked video does not fit its clear video (frame count or frame size differ)."""
+
+
+@dataclass(frozen=True)
+class VideoEvaluation:
+    """Every automated face metric of one masked video (rates are fractions in [0, 1]).
+
+    Attributes
+    ----------
+    frames_tested : int
+        Frames compared (every ``stride``-th frame).
+    clear_faces : int
+        Tested frames with a face in the clear video (reference frames).
+    masked_faces : int
+        Reference frames where a face is found in the masked video.
+    mean_iou, cumulative_iou : float
+        Mean and sum of the per-reference-frame IoU (0 where the masked frame has no
+        face); NaN when ``clear_faces == 0``.
+    detection_failure_rate : float
+        ``1 - masked_faces / clear_faces``; NaN when ``clear_faces == 0``.
+    match_rate : float
+        Share of reference frames whose masked face matches the true identity's gallery
+        at ``threshold`` (verification); NaN when ``clear_faces == 0``.
+    rank1_rate, mean_rank : float
+        Closed-set identification of the masked face among ``n_identities``: share of
+        rank-1 hits and the mean rank (1 = best); NaN when ``clear_faces == 0``.
+    mean_genuine_distance : float
+        Mean L2 distance of the masked face to the true identity's gallery.
+    clear_match_rate, clear_rank1_rate : float
+        The same on the clear frames (unmasked reference); NaN when ``clear_faces == 0``.
+    chance_level : float
+        1 / ``n_identities``: the rank-1 rate of guessing.
+    n_identities : int
+    ssim : float
+        Mean SSIM over tested frames, in [-1, 1] (``image_metrics.ssim``).
+    psnr_db : float
+        Mean finite PSNR over tested frames in dB; +inf if every tested frame is
+        identical (``image_metrics.summarize_psnr``).
+    psnr_identical_frames : int
+        Tested frames identical to the clear frame (PSNR +inf, not in the mean).
+    stride : int
+    detector : str
+    threshold : float
+    """
+
+    frames_tested: int
+    clear_faces: int
+    masked_faces: int
+    mean_iou: float
+    cumulative_iou: float
+    detection_failure_rate: float
+    match_rate: float
+    rank1_rate: float
+    mean_rank: float
+    mean_genuine_distance: float
+    clear_match_rate: float
+    clear_rank1_rate: float
+    chance_level: float
+    n_identities: int
+    ssim: float
+    psnr_db: float
+    psnr_identical_frames: int
+    stride: int
+    detector: str
+    threshold: float
+
+    def as_dict(self) -> dict:
+        """Plain dict of all fields."""
+        return asdict(self)
+
+
+METRIC_FIELDS = tuple(f.name for f in fields(VideoEvaluation) if f.name not in ("stride", "detector", "threshold"))
+
+
+class _Stopwatch:
+    """Accumulates seconds per stage into a caller's dict (for the benchmark)."""
+
+    def __init__(self, into: dict | None):
+        self.into = into
+
+    def add(self, stage: str, since: float) -> float:
+        now = time.perf_counter()
+        if self.into is not None:
+            self.into[stage] = self.into.get(stage, 0.0) + now - since
+        return now
+
+
+def _genuine_distance(embedding, gallery_embeddings, gallery_identities, true_identity) -> float:
+    identities, distances = identity_distances(embedding, gallery_embeddings, gallery_identities)
+    return float(distances[np.flatnonzero(identities == true_identity)[0]])
+
+
+def _probe_box(clear_box: np.ndarray, masked: FaceDetections) -> np.ndarray:
+    """Masked box overlapping the clear face most, else the clear box (protocol step 4)."""
+    best, best_iou = clear_box, 0.0
+    for box in masked.boxes_xyxy:
+        iou = box_iou(clear_box, box)
+        if iou > best_iou:
+            best, best_iou = box, iou
+    return best
+
+
+def check_video_pair(clear_path, masked_path) -> VideoInfo:
+    """Check that two videos have the same frame count and size; return the clear one's info.
+
+    Raises
+    ------
+    VideoPairError
+        Naming both values when the frame counts or sizes differ.
+    automated.video.VideoError
+        If either file is not a readable video.
+    """
+    clear = VideoInfo.from_video_path(clear_path)
+    masked = VideoInfo.from_video_path(masked_path)
+    if clear.frame_count != masked.frame_count:
+        raise VideoPairError(
+            f"{masked.path.name} has {masked.frame_count} frames, its clear video {clear.path.name} has "
+            f"{clear.frame_count}"
+        )
+    if clear.resolution_wh != masked.resolution_wh:
+        raise VideoPairError(
+            f"{masked.path.name} is {masked.resolution_wh[0]}x{masked.resolution_wh[1]} pixels, its clear video "
+            f"{clear.path.name} is {clear.resolution_wh[0]}x{clear.resolution_wh[1]}"
+        )
+    return clear
+
+
+def evaluate_video(
+    clear_path,
+    masked_path,
+    gallery_embeddings: np.ndarray,
+    gallery_identities: Sequence,
+    true_identity,
+    *,
+    stride: int = 5,
+    detector="mediapipe",
+    embedder: DlibFaceEmbedder | None = None,
+    threshold: float = MATCH_THRESHOLD,
+    timings: dict | None = None,
+) -> VideoEvaluation:
+    """Score one masked video against its clear video and the gallery (module protocol).
+
+    Parameters
+    ----------
+    clear_path, masked_path : path-like
+        The clear source video and its masked version (same frame count and size).
+    gallery_embeddings : ndarray of shape (k, 128), float32
+        Gallery embeddings of ALL identities of the campaign (``embed_gallery_image``).
+    gallery_identities : array-like of shape (k,)
+        Identity label of each gallery embedding.
+    true_identity : label
+        The person in the video; must be in ``gallery_identities``.
+    stride : int, default=5
+        Test every ``stride``-th frame (frames 0, stride, 2*stride, ...).
+    detector : str or detector object, default="mediapipe"
+        A ``make_face_detector`` name (created and closed here) or a detector instance.
+    embedder : DlibFaceEmbedder, optional
+    threshold : float, default=0.6
+        Verification threshold on the L2 distance (match when distance <= threshold).
+    timings : dict, optional
+        If given, seconds spent per stage are added to it under "decode", "detect",
+        "embed" and "metrics" (used by benchmarks/bench_face_eval.py).
+
+    Returns
+    -------
+    VideoEvaluation
+
+    Raises
+    ------
+    VideoPairError
+        If the videos differ in frame count or frame size.
+    ValueError
+        If ``true_identity`` is not in the gallery, ``stride < 1``, or the gallery
+        arrays are inconsistent.
+    """
+    if stride < 1:
+        raise ValueError(f"stride must be >= 1, got {stride}")
+    labels = np.asarray(gallery_identities)
+    gallery = np.asarray(gallery_embeddings, dtype=np.float32)
+    if gallery.ndim != 2 or len(gallery) != len(labels) or len(labels) == 0:
+        raise ValueError(
+            f"gallery_embeddings must be (k, d) with k = len(gallery_identities) > 0, got {gallery.shape} "
+            f"and {len(labels)} identities"
+        )
+    if not np.any(labels == true_identity):
+        raise ValueError(f"true identity {true_identity!r} is not in the gallery (closed-set identification)")
+    check_video_pair(clear_path, masked_path)
+    embedder = embedder or DlibFaceEmbedder()
+    own_detector = isinstance(detector, str)
+    detector_name = detector if own_detector else type(detector).__name__
+    face_detector = make_face_detector(detector) if own_detector else detector
+    watch = _Stopwatch(timings)
+
+    frame_ious, clear_found, masked_found = [], [], []
+    masked_distances, masked_ranks, clear_distances, clear_ranks = [], [], [], []
+    ssims, psnrs = [], []
+    try:
+        pairs = zip(iter_frames(clear_path, stride=stride), iter_frames(masked_path, stride=stride), strict=True)
+        started = time.perf_counter()
+        for (frame_index, clear_rgb), (_, masked_rgb) in pairs:
+            started = watch.add("decode", started)
+            if clear_rgb.shape != masked_rgb.shape:  # a size change mid-stream
+                raise VideoPairError(f"frame {frame_index}: clear {clear_rgb.shape}, masked {masked_rgb.shape}")
+            clear_detections = face_detector.detect(clear_rgb, frame_index)
+            masked_detections = face_detector.detect(masked_rgb, frame_index)
+            started = watch.add("detect", started)
+            clear_box = largest_face(clear_detections)
+            probe_embeddings = None
+            if clear_box is not None:
+                probe_box = _probe_box(clear_box, masked_detections)
+                probe_embeddings = (embedder.embed(masked_rgb, probe_box[None]),
+                                    embedder.embed(clear_rgb, clear_box[None]))
+            started = watch.add("embed", started)
+            ssims.append(ssim(clear_rgb, masked_rgb))
+            psnrs.append(psnr(clear_rgb, masked_rgb))
+            if clear_box is not None:
+                frame_ious.append(masked_frame_iou(clear_box, masked_detections))
+                clear_found.append(True)
+                masked_found.append(len(masked_detections) > 0)
+                for embedding, distances, ranks in zip(
+                    (probe_embeddings[0][0], probe_embeddings[1][0]),
+                    (masked_distances, clear_distances), (masked_ranks, clear_ranks),
+                ):
+                    distances.append(_genuine_distance(embedding, gallery, labels, true_identity))
+                    ranks.append(closed_set_rank(embedding, gallery, labels, true_identity))
+            started = watch.add("metrics", started)
+    except ValueError as error:
+        if "zip()" in str(error):  # strict zip: one video ended early while decoding
+            raise VideoPairError(f"{masked_path} and {clear_path} decode to different frame counts") from error
+        raise
+    finally:
+        if own_detector:
+            face_detector.close()
+
+    n_reference = len(frame_ious)
+    nan = math.nan
+    if n_reference:
+        mean_iou, cumulative_iou = iou_summary(frame_ious)
+        failure = detection_failure_rate(clear_found, masked_found)
+        masked_rank_array, clear_rank_array = np.asarray(masked_ranks), np.asarray(clear_ranks)
+        recognition = dict(
+            match_rate=match_rate(masked_distances, threshold=threshold),
+            rank1_rate=float(np.mean(masked_rank_array == 1)),
+            mean_rank=float(masked_rank_array.mean()),
+            mean_genuine_distance=float(np.mean(masked_distances)),
+            clear_match_rate=match_rate(clear_distances, threshold=threshold),
+            clear_rank1_rate=float(np.mean(clear_rank_array == 1)),
+        )
+    else:
+        mean_iou = cumulative_iou = failure = nan
+        recognition = dict.fromkeys(
+            ("match_rate", "rank1_rate", "mean_rank", "mean_genuine_distance", "clear_match_rate", "clear_rank1_rate"),
+            nan,
+        )
+    psnr_db, identical = summarize_psnr(psnrs)
+    return VideoEvaluation(
+        frames_tested=len(ssims),
+        clear_faces=n_reference,
+        masked_faces=int(np.count_nonzero(masked_found)),
+        mean_iou=mean_iou,
+        cumulative_iou=cumulative_iou,
+        detection_failure_rate=failure,
+        chance_level=chance_level(labels),
+        n_identities=len(np.unique(labels)),
+        ssim=float(np.mean(ssims)),
+        psnr_db=psnr_db,
+        psnr_identical_frames=identical,
+        stride=stride,
+        detector=detector_name,
+        threshold=float(threshold),
+        **recognition,
+    )
+
+
+def embed_gallery_image(image_rgb: np.ndarray, *, embedder: DlibFaceEmbedder | None = None, detector=None) -> np.ndarray:
+    """Embedding of the face in a gallery still.
+
+    The largest detected face is embedded in place; a still in which no face is detected
+    is taken to be an internal-face crop already (DESIGN.md: gallery images are cropped
+    to the internal face) and embedded whole.
+
+    Parameters
+    ----------
+    image_rgb : ndarray of shape (height, width, 3), dtype uint8
+    embedder : DlibFaceEmbedder, optional
+    detector : detector object, optional
+        Default: a MediaPipe detector created and closed here.
+
+    Returns
+    -------
+    ndarray of shape (128,), dtype float32
+    """
+    embedder = embedder or DlibFaceEmbedder()
+    own = detector is None
+    detector = make_face_detector("mediapipe") if own else detector
+    try:
+        box = largest_face(detector.detect(image_rgb))
+    finally:
+        if own:
+            detector.close()
+    if box is None:
+        return embedder.embed_crop(image_rgb)
+    return embedder.embed(image_rgb, box[None])[0]
+
+
+def summarize(evaluations: Iterable[VideoEvaluation]) -> dict:
+    """Per-submission summary: the mean of each metric over videos.
+
+    Videos where a metric is NaN (no reference frame) are left out of that metric's
+    mean; ``psnr_db`` is the mean of the videos' finite PSNR (+inf if every video is
+    identical to its source) and ``psnr_identical_frames`` the total count. Adds
+    ``n_videos``, ``masking_success_rank1`` (clear rank-1 rate - masked rank-1 rate) and
+    ``masking_success_match`` (clear match rate - masked match rate).
+
+    Raises
+    ------
+    ValueError
+        If ``evaluations`` is empty.
+    """
+    evaluations = list(evaluations)
+    if not evaluations:
+        raise ValueError("no video evaluations to summarise")
+    summary: dict = {"n_videos": len(evaluations)}
+    for name in METRIC_FIELDS:
+        values = np.asarray([getattr(e, name) for e in evaluations], dtype=np.float64)
+        if name == "psnr_db":
+            finite = values[np.isfinite(values)]
+            summary[name] = float(finite.mean()) if len(finite) else math.inf
+        elif name in ("frames_tested", "clear_faces", "masked_faces", "psnr_identical_frames"):
+            summary[name] = int(values.sum())
+        else:
+            kept = values[~np.isnan(values)]
+            summary[name] = float(kept.mean()) if len(kept) else math.nan
+    summary["masking_success_rank1"] = summary["clear_rank1_rate"] - summary["rank1_rate"]
+    summary["masking_success_match"] = summary["clear_match_rate"] - summary["match_rate"]
+    return summary
