@@ -1,4 +1,16 @@
-"""REST API (staff only): catalogue, reports and summaries."""
-from django.urls import path
+"""REST API (staff only): catalogue, reports and summaries. Views: evalsite/api.py."""
+from django.urls import include, path
+from rest_framework.routers import DefaultRouter
 
-urlpatterns: list = []
+from . import api
+
+router = DefaultRouter()
+router.register("campaigns", api.CampaignViewSet, basename="campaign")
+router.register("identities", api.IdentityViewSet, basename="identity")
+router.register("gallery-images", api.GalleryImageViewSet, basename="gallery-image")
+router.register("source-videos", api.SourceVideoViewSet, basename="source-video")
+router.register("submissions", api.SubmissionViewSet, basename="submission")
+
+urlpatterns: list = [
+    path("", include(router.urls)),
+]

@@ -9,7 +9,10 @@ Apps contribute without this module importing them: each registers, in its
   submission summary under the given section name.
 
 The base report has one row per source video of the campaign with ``video``,
-``identity_code`` and ``action``.
+``identity_code``, ``action`` and ``has_masked_video`` (False while the submission lacks
+a valid masked video for it). :func:`campaign_summary_table` puts the summaries of all
+submissions of a campaign side by side (one row per submission, nested sections
+flattened to ``section.key`` columns).
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import json
 from collections.abc import Callable
 
 import pandas as pd
+from django.utils.text import slugify
 
 VIDEO_COLUMN_PROVIDERS: list[tuple[str, Callable]] = []
 SUMMARY_PROVIDERS: list[tuple[str, Callable]] = []
@@ -40,13 +44,19 @@ def per_video_report(submission) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Columns ``video``, ``identity_code``, ``action``, then each provider's columns
+        Columns ``video``, ``identity_code``, ``action``, ``has_masked_video``, then
+        each provider's columns
         (missing values are NaN, e.g. a video not yet evaluated).
     """
     videos = submission.campaign.source_videos.select_related("identity").order_by("name")
+    masked = set(submission.masked_videos.values_list("source_video_id", flat=True))
     base = pd.DataFrame(
-        [{"video": v.name, "identity_code": v.identity.code, "action": v.action} for v in videos],
-        columns=["video", "identity_code", "action"],
+        [
+            {"video": v.name, "identity_code": v.identity.code, "action": v.action,
+             "has_masked_video": v.pk in masked}
+            for v in videos
+        ],
+        columns=["video", "identity_code", "action", "has_masked_video"],
     ).set_index("video", drop=False)
     for _, provider in VIDEO_COLUMN_PROVIDERS:
         columns = provider(submission)
@@ -65,6 +75,8 @@ def submission_summary(submission) -> dict:
         "method": submission.name,
         "baseline_method": submission.baseline_method,
         "complete": submission.is_complete,
+        "masked_videos": submission.masked_videos.count(),
+        "source_videos": submission.campaign.source_videos.count(),
     }
     for name, provider in SUMMARY_PROVIDERS:
         summary[name] = provider(submission)
@@ -93,3 +105,38 @@ def report_as_json(submission) -> str:
     rows = per_video_report(submission).to_dict(orient="records")
     payload = {"summary": submission_summary(submission), "videos": rows}
     return json.dumps(_jsonable(payload), indent=2, default=str)
+
+
+def campaign_summary_table(campaign) -> pd.DataFrame:
+    """One row per submission of ``campaign``: its summary, sections flattened.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``submission_id``, ``team``, ``method``, ``baseline_method``,
+        ``complete``, ``masked_videos``, ``source_videos``, then one column per summary
+        entry named ``<section>.<key>`` (e.g. the face evaluation's means). Rows are
+        ordered by team, then method.
+    """
+    submissions = campaign.submissions.select_related("team", "campaign").order_by("team__name", "name")
+    summaries = [_jsonable(submission_summary(s)) for s in submissions]
+    table = pd.json_normalize(summaries, sep=".") if summaries else pd.DataFrame()
+    first = ["submission_id", "team", "method", "baseline_method", "complete", "masked_videos", "source_videos"]
+    table = table.drop(columns=["submission", "campaign"], errors="ignore")
+    ordered = [c for c in first if c in table.columns] + [c for c in table.columns if c not in first]
+    return table.reindex(columns=ordered or first)
+
+
+def summary_table_as_csv(campaign) -> str:
+    """:func:`campaign_summary_table` as CSV text."""
+    return campaign_summary_table(campaign).to_csv(index=False)
+
+
+def report_basename(submission) -> str:
+    """File name stem for a submission's report, e.g. ``12-baselines-blur_face``."""
+    return f"{submission.pk}-{slugify(submission.team.name)}-{slugify(submission.name)}"
+
+
+def summary_as_dict(submission) -> dict:
+    """:func:`submission_summary` made JSON-safe (NaN -> None, numpy scalars -> Python)."""
+    return json.loads(json.dumps(_jsonable(submission_summary(submission)), default=str))

@@ -5,5 +5,6 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("evalsite.api_urls")),
+    path("staff/", include("evalsite.staff_urls")),
     path("", include("trials.urls")),
 ]

@@ -1,0 +1,358 @@
+"""Admin for the catalogue. Organizers see only the campaigns they organize.
+
+Extra pages on a submission (staff, change permission for uploads):
+``<id>/upload/`` (zip of masked videos -> per-file validation report) and
+``<id>/report/<csv|json>/`` (per-video score report). Stored validation reports download
+from ``submissionupload/<id>/download/<csv|json>/``. Media is shown only through the
+permission-checked views of ``evalsite/views.py``.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+
+from automated.video import VideoError, VideoInfo
+
+from . import services
+from .forms import SubmissionZipForm
+from .models import (
+    Campaign, GalleryImage, Identity, MaskedVideo, SourceVideo, Submission, SubmissionUpload, Team,
+)
+from .reports import report_basename
+from .validation import UploadError, ingest_submission_zip, report_rows_as_csv
+
+CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
+
+
+def download_response(text: str, filename: str, fmt: str) -> HttpResponse:
+    """``text`` as an attachment download of type ``fmt`` (csv or json)."""
+    response = HttpResponse(text, content_type=CONTENT_TYPES[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
+    return response
+
+
+class CampaignScopedAdmin(admin.ModelAdmin):
+    """Restrict rows (and foreign-key choices) to campaigns visible to the user."""
+
+    campaign_path = "campaign"
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        visible = Campaign.objects.visible_to(request.user)
+        if self.campaign_path == "":
+            return queryset.filter(pk__in=visible)
+        return queryset.filter(**{f"{self.campaign_path}__in": visible})
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.related_model is Campaign and not request.user.is_superuser:
+            kwargs["queryset"] = Campaign.objects.visible_to(request.user)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+def _thumbnail(image: GalleryImage) -> str:
+    if not image.pk:
+        return "-"
+    url = reverse("evalsite_staff:gallery_image", args=[image.token])
+    return format_html('<img src="{}" alt="gallery still" style="max-height:96px">', url)
+
+
+@admin.register(Campaign)
+class CampaignAdmin(CampaignScopedAdmin):
+    campaign_path = ""
+    list_display = ["name", "slug", "rating_open", "identity_count", "video_count", "submission_count", "created_at"]
+    list_filter = ["rating_open"]
+    search_fields = ["name", "slug", "description"]
+    prepopulated_fields = {"slug": ["name"]}
+    filter_horizontal = ["organizers"]
+    readonly_fields = ["join_code", "created_at"]
+
+    @admin.display(description="identities")
+    def identity_count(self, campaign):
+        return campaign.identities.count()
+
+    @admin.display(description="source videos")
+    def video_count(self, campaign):
+        return campaign.source_videos.count()
+
+    @admin.display(description="submissions")
+    def submission_count(self, campaign):
+        return campaign.submissions.count()
+
+
+class GalleryImageInline(admin.TabularInline):
+    model = GalleryImage
+    extra = 0
+    fields = ["thumbnail", "image", "original_name"]
+    readonly_fields = ["thumbnail"]
+
+    @admin.display(description="still")
+    def thumbnail(self, image):
+        return _thumbnail(image)
+
+
+@admin.register(Identity)
+class IdentityAdmin(CampaignScopedAdmin):
+    list_display = ["code", "campaign", "attributes", "gallery_count", "video_count"]
+    list_filter = ["campaign"]
+    search_fields = ["code"]
+    inlines = [GalleryImageInline]
+
+    @admin.display(description="gallery images")
+    def gallery_count(self, identity):
+        return identity.gallery_images.count()
+
+    @admin.display(description="source videos")
+    def video_count(self, identity):
+        return identity.source_videos.count()
+
+
+@admin.register(GalleryImage)
+class GalleryImageAdmin(CampaignScopedAdmin):
+    campaign_path = "identity__campaign"
+    list_display = ["thumbnail", "identity", "original_name"]
+    list_filter = ["identity__campaign"]
+    search_fields = ["identity__code", "original_name"]
+    readonly_fields = ["thumbnail", "token"]
+
+    @admin.display(description="still")
+    def thumbnail(self, image):
+        return _thumbnail(image)
+
+
+def _probe_into(video, field_file) -> None:
+    """Fill frame count, fps, size and duration from the stored file."""
+    info = VideoInfo.from_video_path(field_file.path)
+    video.frame_count, video.fps, video.duration_s = info.frame_count, info.fps, info.duration_s
+    video.width, video.height = info.resolution_wh
+
+
+@admin.register(SourceVideo)
+class SourceVideoAdmin(CampaignScopedAdmin):
+    list_display = ["name", "campaign", "identity", "action", "resolution_tier", "in_evaluated_subset",
+                    "frame_count", "width", "height", "duration_s"]
+    list_filter = ["campaign", "action", "resolution_tier", "in_evaluated_subset"]
+    search_fields = ["name", "identity__code", "action"]
+    readonly_fields = ["token", "frame_count", "fps", "width", "height", "duration_s", "download"]
+
+    @admin.display(description="file")
+    def download(self, video):
+        if not video.pk:
+            return "-"
+        return format_html('<a href="{}">clear video</a>', reverse("evalsite_staff:source_video", args=[video.token]))
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if "file" in form.changed_data:
+            try:
+                _probe_into(obj, obj.file)
+            except VideoError as error:
+                messages.error(request, f"{obj.name}: {error}")
+                return
+            obj.save(update_fields=["frame_count", "fps", "width", "height", "duration_s"])
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):
+    list_display = ["name", "submission_count"]
+    search_fields = ["name"]
+    filter_horizontal = ["members"]
+
+    @admin.display(description="submissions")
+    def submission_count(self, team):
+        return team.submissions.count()
+
+
+class MaskedVideoInline(admin.TabularInline):
+    model = MaskedVideo
+    extra = 0
+    can_delete = False
+    fields = ["source_video", "frame_count", "width", "height", "duration_s", "uploaded_at"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False  # masked videos arrive only through the validated upload
+
+
+class SubmissionUploadInline(admin.TabularInline):
+    model = SubmissionUpload
+    extra = 0
+    can_delete = False
+    fields = ["link", "uploaded_at", "uploaded_by", "replace", "accepted_count", "rejected_count"]
+    readonly_fields = fields
+
+    @admin.display(description="upload")
+    def link(self, upload):
+        return format_html('<a href="{}">{}</a>', reverse("admin:evalsite_submissionupload_change", args=[upload.pk]),
+                           upload.original_name or upload.pk)
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Submission)
+class SubmissionAdmin(CampaignScopedAdmin):
+    list_display = ["__str__", "campaign", "team", "baseline_method", "completeness", "created_at"]
+    list_filter = ["campaign", "team", "baseline_method"]
+    search_fields = ["name", "team__name", "description"]
+    readonly_fields = ["completeness", "missing", "tools", "created_at"]
+    inlines = [SubmissionUploadInline, MaskedVideoInline]
+
+    @admin.display(description="complete")
+    def completeness(self, submission):
+        if not submission.pk:
+            return "-"
+        done, total = submission.masked_videos.count(), submission.campaign.source_videos.count()
+        state = "complete" if submission.is_complete else "incomplete"
+        return f"{state}: {done}/{total} source videos have a valid masked video"
+
+    @admin.display(description="missing source videos")
+    def missing(self, submission):
+        if not submission.pk:
+            return "-"
+        return ", ".join(submission.missing_source_videos().values_list("name", flat=True)) or "none"
+
+    @admin.display(description="upload and reports")
+    def tools(self, submission):
+        if not submission.pk:
+            return "save the submission first"
+        links = [
+            (reverse("admin:evalsite_submission_upload", args=[submission.pk]), "Upload zip of masked videos"),
+            (reverse("admin:evalsite_submission_report", args=[submission.pk, "csv"]), "Report CSV"),
+            (reverse("admin:evalsite_submission_report", args=[submission.pk, "json"]), "Report JSON"),
+        ]
+        return format_html_join(" | ", '<a href="{}">{}</a>', links)
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path("<path:object_id>/upload/", view(self.upload_view), name="evalsite_submission_upload"),
+            path("<path:object_id>/report/<str:fmt>/", view(self.report_view), name="evalsite_submission_report"),
+            *super().get_urls(),
+        ]
+
+    def _submission_or_404(self, request, object_id) -> Submission:
+        submission = self.get_object(request, object_id)
+        if submission is None:
+            raise Http404("no such submission")
+        return submission
+
+    def upload_view(self, request, object_id):
+        """Form for a zip of masked videos; redirects to the stored validation report."""
+        submission = self._submission_or_404(request, object_id)
+        if not self.has_change_permission(request, submission):
+            raise PermissionDenied
+        form = SubmissionZipForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            upload = form.cleaned_data["file"]
+            with tempfile.NamedTemporaryFile(suffix=".zip") as local:
+                shutil.copyfileobj(upload, local)
+                local.flush()
+                try:
+                    report = ingest_submission_zip(
+                        submission, local.name, replace=form.cleaned_data["replace"],
+                        uploaded_by=request.user, original_name=upload.name,
+                    )
+                except UploadError as error:
+                    form.add_error("file", str(error))
+                    report = None
+            if report is not None:
+                level = messages.SUCCESS if not report.rejected else messages.WARNING
+                messages.add_message(request, level, f"{len(report.accepted)} file(s) accepted, "
+                                     f"{len(report.rejected)} rejected; see the report below.")
+                return HttpResponseRedirect(reverse("admin:evalsite_submissionupload_change", args=[report.upload_id]))
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Upload masked videos: {submission}",
+            "opts": self.model._meta,
+            "original": submission,
+            "form": form,
+            "source_names": list(submission.campaign.source_videos.values_list("name", flat=True)),
+        }
+        return TemplateResponse(request, "admin/evalsite/submission/upload.html", context)
+
+    def report_view(self, request, object_id, fmt):
+        """Download the per-video score report as CSV or JSON."""
+        submission = self._submission_or_404(request, object_id)
+        if fmt not in services.REPORT_FORMATS or not self.has_view_permission(request, submission):
+            raise Http404("unknown report format")
+        return download_response(services.render_report(submission, fmt), report_basename(submission), fmt)
+
+
+@admin.register(MaskedVideo)
+class MaskedVideoAdmin(CampaignScopedAdmin):
+    campaign_path = "submission__campaign"
+    list_display = ["source_video", "submission", "frame_count", "width", "height", "duration_s", "uploaded_at"]
+    list_filter = ["submission__campaign", "submission"]
+    search_fields = ["source_video__name", "submission__name", "submission__team__name"]
+    readonly_fields = ["submission", "source_video", "file", "web_file", "token", "frame_count", "fps",
+                       "width", "height", "duration_s", "uploaded_at", "download"]
+
+    @admin.display(description="file")
+    def download(self, video):
+        return format_html('<a href="{}">masked video</a>', reverse("evalsite_staff:masked_video", args=[video.token]))
+
+    def has_add_permission(self, request):
+        return False  # only through the validated upload
+
+
+@admin.register(SubmissionUpload)
+class SubmissionUploadAdmin(CampaignScopedAdmin):
+    campaign_path = "submission__campaign"
+    list_display = ["__str__", "submission", "uploaded_by", "accepted_count", "rejected_count", "replace"]
+    list_filter = ["submission__campaign", "replace"]
+    search_fields = ["submission__name", "submission__team__name", "original_name"]
+    fields = ["submission", "original_name", "uploaded_by", "uploaded_at", "replace", "accepted_count",
+              "rejected_count", "completeness", "file_table", "downloads"]
+    readonly_fields = fields
+
+    @admin.display(description="submission now")
+    def completeness(self, upload):
+        missing = upload.report.get("missing_videos", [])
+        if not missing:
+            return "complete: every source video has a valid masked video"
+        return f"incomplete: {len(missing)} source video(s) missing: {', '.join(missing)}"
+
+    @admin.display(description="per-file validation report")
+    def file_table(self, upload):
+        rows = [(r["file"], r["status"], r["code"], r["message"]) for r in upload.report.get("files", [])]
+        body = format_html_join("", "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td></tr>", rows)
+        return format_html(
+            "<table><thead><tr><th>file</th><th>status</th><th>code</th><th>message</th></tr></thead>"
+            "<tbody>{}</tbody></table>", body,
+        )
+
+    @admin.display(description="download report")
+    def downloads(self, upload):
+        links = [(reverse("admin:evalsite_submissionupload_download", args=[upload.pk, f]), f.upper())
+                 for f in ("csv", "json")]
+        return format_html_join(" | ", '<a href="{}">{}</a>', links)
+
+    def get_urls(self):
+        return [
+            path("<path:object_id>/download/<str:fmt>/", self.admin_site.admin_view(self.download_view),
+                 name="evalsite_submissionupload_download"),
+            *super().get_urls(),
+        ]
+
+    def download_view(self, request, object_id, fmt):
+        upload = self.get_object(request, object_id)
+        if upload is None or fmt not in CONTENT_TYPES or not self.has_view_permission(request, upload):
+            raise Http404("no such upload report")
+        text = report_rows_as_csv(upload.report) if fmt == "csv" else json.dumps(upload.report, indent=2)
+        return download_response(text, f"upload-{upload.pk}-validation", fmt)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

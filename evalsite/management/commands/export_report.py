@@ -1,0 +1,24 @@
+"""``manage.py export_report SUBMISSION_ID --format csv|json [--output FILE]``."""
+from django.core.management.base import BaseCommand, CommandError
+
+from evalsite.models import Submission
+from evalsite.services import REPORT_FORMATS, render_report, write_report
+
+
+class Command(BaseCommand):
+    help = "Write a submission's per-video score report (CSV or JSON with the summary)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("submission_id", type=int)
+        parser.add_argument("--format", choices=REPORT_FORMATS, default="csv")
+        parser.add_argument("--output", help="output file (default: standard output)")
+
+    def handle(self, *args, submission_id, format, output, **options):
+        submission = Submission.objects.filter(pk=submission_id).first()
+        if submission is None:
+            raise CommandError(f"no submission with id {submission_id}")
+        if output:
+            path = write_report(submission, format, output)
+            self.stdout.write(self.style.SUCCESS(f"Wrote {path}"))
+        else:
+            self.stdout.write(render_report(submission, format), ending="")
