@@ -1,1 +1,108 @@
-"""Django models for automated face evaluation runs and per-video scores."""
+"""Django models for automated face evaluation runs and per-video scores.
+
+The science lives in ``automated/face_eval.py`` (Django-free); these rows only store its
+``VideoEvaluation`` results. NaN (undefined, e.g. no face in the clear video) and the
++inf PSNR of identical frames are stored as NULL; ``psnr_identical_frames`` says which.
+"""
+import math
+
+from django.db import models
+
+from automated.face_eval import METRIC_FIELDS
+
+__all__ = ["AutomatedRun", "VideoScore"]
+
+
+class AutomatedRunQuerySet(models.QuerySet):
+    def completed(self):
+        return self.filter(status=AutomatedRun.Status.COMPLETED)
+
+    def latest_completed_for(self, submission):
+        """The submission's most recent completed run (the one reports show), or None."""
+        return self.completed().filter(submission=submission).order_by("-finished_at", "-id").first()
+
+
+class AutomatedRun(models.Model):
+    """One automated face evaluation of a submission with one configuration."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        RUNNING = "running", "running"
+        COMPLETED = "completed", "completed"
+        FAILED = "failed", "failed"
+
+    submission = models.ForeignKey(
+        "evalsite.Submission", on_delete=models.CASCADE, related_name="automated_runs"
+    )
+    config = models.JSONField(
+        "configuration", default=dict, blank=True,
+        help_text='e.g. {"stride": 5, "detector": "mediapipe", "threshold": 0.6}',
+    )
+    status = models.CharField("status", max_length=16, choices=Status.choices, default=Status.PENDING)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField("started", null=True, blank=True)
+    finished_at = models.DateTimeField("finished", null=True, blank=True)
+    error = models.TextField("error", blank=True)
+
+    objects = AutomatedRunQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "automated face evaluation run"
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of {self.submission} ({self.status})"
+
+
+def _metric_field(verbose_name: str, *, integer: bool = False):
+    field = models.IntegerField if integer else models.FloatField
+    return field(verbose_name, null=True, blank=True)
+
+
+class VideoScore(models.Model):
+    """Automated face metrics of one masked video in one run (``face_eval.VideoEvaluation``).
+
+    Rates are fractions in [0, 1]; NULL where undefined (no face in the clear frames) and,
+    for ``psnr_db``, where every tested frame is identical to the clear one.
+    """
+
+    run = models.ForeignKey(AutomatedRun, on_delete=models.CASCADE, related_name="video_scores")
+    masked_video = models.ForeignKey(
+        "evalsite.MaskedVideo", on_delete=models.CASCADE, related_name="face_scores"
+    )
+    frames_tested = _metric_field("tested frames", integer=True)
+    clear_faces = _metric_field("frames with a clear face", integer=True)
+    masked_faces = _metric_field("of those, with a masked face", integer=True)
+    mean_iou = _metric_field("mean detection IoU")
+    cumulative_iou = _metric_field("cumulative detection IoU")
+    detection_failure_rate = _metric_field("face detection failure rate")
+    match_rate = _metric_field("gallery match rate (masked)")
+    rank1_rate = _metric_field("rank-1 rate (masked)")
+    mean_rank = _metric_field("mean rank (masked)")
+    mean_genuine_distance = _metric_field("mean genuine distance (masked)")
+    clear_match_rate = _metric_field("gallery match rate (clear)")
+    clear_rank1_rate = _metric_field("rank-1 rate (clear)")
+    chance_level = _metric_field("chance level")
+    n_identities = _metric_field("gallery identities", integer=True)
+    ssim = _metric_field("SSIM")
+    psnr_db = _metric_field("PSNR (dB)")
+    psnr_identical_frames = _metric_field("frames identical to clear", integer=True)
+
+    class Meta:
+        verbose_name = "video face score"
+        ordering = ["run", "masked_video"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "masked_video"], name="one_face_score_per_video_and_run")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.masked_video} (run {self.run_id})"
+
+    @staticmethod
+    def metric_values(evaluation) -> dict:
+        """Field values from a ``VideoEvaluation``: NaN and infinities become None."""
+        values = {}
+        for name in METRIC_FIELDS:
+            value = getattr(evaluation, name)
+            values[name] = None if isinstance(value, float) and not math.isfinite(value) else value
+        return values
