@@ -1,1 +1,312 @@
-"""Django models of this app (the science lives in Django-free modules)."""
+"""Human evaluation records: raters, sessions, items, trials and responses.
+
+The protocol follows the MediaEval 2021 Driving Road Safety Forward task overview
+(``../shared/seeds/002_68b18bfdbdb94491.txt``, sections 4.1-4.3 and 5): each trial shows
+a (clear or masked) video with 5 internally cropped gallery faces plus "not present"
+(identity matching) or the campaign's action list ("most obvious" action), and every
+(video, condition, task) item collects the campaign's raters-per-video responses.
+
+Nothing here is ever sent to a rater's browser except the opaque ``token`` fields.
+"""
+from __future__ import annotations
+
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from evalsite.models import (
+    Campaign,
+    GalleryImage,
+    Identity,
+    MaskedVideo,
+    SourceVideo,
+    opaque_token,
+)
+
+
+def claim_timeout() -> timedelta:
+    """How long a claimed, unanswered trial keeps its item reserved (``TRIALS_CLAIM_TIMEOUT_S``)."""
+    return timedelta(seconds=getattr(settings, "TRIALS_CLAIM_TIMEOUT_S", 30 * 60))
+
+
+def completion_code() -> str:
+    """A short code a crowd-sourcing platform asks the participant to paste back."""
+    return secrets.token_hex(5).upper()
+
+
+def crop_upload_to(instance, filename: str) -> str:
+    return f"crops/{opaque_token()}.png"
+
+
+class Task(models.TextChoices):
+    IDENTITY = "identity", "identity matching"
+    ACTION = "action", "action labelling"
+
+
+class Rater(models.Model):
+    """A participant of one campaign, known by a platform participant code or an account."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="raters")
+    participant_code = models.CharField(
+        "participant code", max_length=64, blank=True,
+        help_text="Code from the crowd-sourcing platform, e.g. a Prolific ID.",
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
+        related_name="rater_profiles",
+    )
+    flagged = models.BooleanField("flagged", default=False, help_text="Failed an attention check.")
+    excluded = models.BooleanField("excluded from scoring", default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "rater"
+        ordering = ["campaign", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["campaign", "participant_code"], condition=~Q(participant_code=""),
+                name="unique_participant_code",
+            ),
+            models.UniqueConstraint(
+                fields=["campaign", "user"], condition=Q(user__isnull=False), name="unique_rater_user"
+            ),
+            models.CheckConstraint(
+                condition=~Q(participant_code="") | Q(user__isnull=False), name="rater_has_identity"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"rater {self.pk}"
+
+
+class SessionState(models.TextChoices):
+    CONSENT = "consent", "consent"
+    INSTRUCTIONS = "instructions", "instructions"
+    RUNNING = "running", "running"
+    COMPLETE = "complete", "complete"
+
+
+class RatingSessionQuerySet(models.QuerySet):
+    def complete(self):
+        return self.filter(state=SessionState.COMPLETE)
+
+
+class RatingSession(models.Model):
+    """One rater's pass through a campaign: consent, instructions, the planned trials.
+
+    ``plan`` lists the trial kind at each position (``"practice"``, ``"item"``,
+    ``"catch"``); ``position`` is the index of the current trial, so a reload resumes
+    exactly there.
+    """
+
+    rater = models.OneToOneField(Rater, on_delete=models.CASCADE, related_name="session")
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="rating_sessions")
+    state = models.CharField(max_length=16, choices=SessionState.choices, default=SessionState.CONSENT)
+    consented_at = models.DateTimeField(null=True, blank=True)
+    plan = models.JSONField(default=list)
+    position = models.PositiveIntegerField(default=0)
+    seed = models.BigIntegerField(default=0)
+    completion_code = models.CharField(max_length=16, default=completion_code)
+    started_at = models.DateTimeField(auto_now_add=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = RatingSessionQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "rating session"
+        ordering = ["campaign", "id"]
+
+    def __str__(self) -> str:
+        return f"session {self.pk} ({self.state})"
+
+    @property
+    def progress(self) -> float:
+        """Share of planned trials answered, in [0, 1]."""
+        return min(self.position / len(self.plan), 1.0) if self.plan else 0.0
+
+
+class ItemQuerySet(models.QuerySet):
+    def evaluated(self, campaign):
+        """Items of ``campaign`` whose source video is in the evaluated subset."""
+        return self.filter(campaign=campaign, source_video__in_evaluated_subset=True)
+
+    def with_counts(self, now=None):
+        """Annotate ``n_completed`` and ``n_live`` (completed + live unexpired claims)."""
+        cutoff = (now or timezone.now()) - claim_timeout()
+        live = Q(trials__completed=True) | Q(trials__released=False, trials__claimed_at__gte=cutoff)
+        return self.annotate(
+            n_completed=Count("trials", filter=Q(trials__completed=True), distinct=True),
+            n_live=Count("trials", filter=live, distinct=True),
+        )
+
+    def least_completed_first(self, campaign, *, exclude_video_ids=(), now=None):
+        """Evaluated items with room left (live count < target), fewest completed first.
+
+        Counts only completed responses for the order, and completed responses plus live
+        claims for the room, so concurrent raters never overshoot the target.
+        """
+        return (
+            self.evaluated(campaign)
+            .exclude(source_video_id__in=list(exclude_video_ids))
+            .with_counts(now)
+            .filter(n_live__lt=models.F("target_count"))
+            .order_by("n_completed", "n_live", "id")
+        )
+
+
+class Item(models.Model):
+    """One thing to rate: (source video, condition, task); condition = clear or a masked video."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="rating_items")
+    source_video = models.ForeignKey(SourceVideo, on_delete=models.CASCADE, related_name="rating_items")
+    masked_video = models.ForeignKey(
+        MaskedVideo, null=True, blank=True, on_delete=models.CASCADE, related_name="rating_items",
+        help_text="Empty for the clear-video baseline.",
+    )
+    task = models.CharField(max_length=16, choices=Task.choices)
+    target_count = models.PositiveSmallIntegerField("target responses")
+
+    objects = ItemQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "rating item"
+        ordering = ["campaign", "source_video", "task", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["source_video", "task"], condition=Q(masked_video__isnull=True),
+                name="unique_clear_item",
+            ),
+            models.UniqueConstraint(
+                fields=["masked_video", "task"], condition=Q(masked_video__isnull=False),
+                name="unique_masked_item",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source_video.name} / {self.condition} / {self.task}"
+
+    @property
+    def condition(self) -> str:
+        return "clear" if self.masked_video_id is None else "masked"
+
+    def video_for_raters(self):
+        """The SourceVideo or MaskedVideo whose ``web_file`` raters watch."""
+        return self.masked_video if self.masked_video_id else self.source_video
+
+
+class TrialKind(models.TextChoices):
+    PRACTICE = "practice", "practice (feedback, not evaluated)"
+    ITEM = "item", "evaluated"
+    CATCH = "catch", "attention check"
+
+
+class TrialQuerySet(models.QuerySet):
+    def active(self):
+        return self.filter(released=False)
+
+    def live(self, now=None):
+        """Completed trials plus unexpired claims (what counts against an item's target)."""
+        cutoff = (now or timezone.now()) - claim_timeout()
+        return self.filter(Q(completed=True) | Q(released=False, claimed_at__gte=cutoff))
+
+
+class Trial(models.Model):
+    """One trial shown to one rater at one position of the session.
+
+    The answer (``target_identity``, ``correct_choice``) stays on the server; the browser
+    only sees ``token`` and the per-face tokens of :class:`TrialFace`.
+    """
+
+    session = models.ForeignKey(RatingSession, on_delete=models.CASCADE, related_name="trials")
+    position = models.PositiveIntegerField()
+    kind = models.CharField(max_length=16, choices=TrialKind.choices)
+    task = models.CharField(max_length=16, choices=Task.choices)
+    item = models.ForeignKey(Item, null=True, blank=True, on_delete=models.PROTECT, related_name="trials")
+    source_video = models.ForeignKey(
+        SourceVideo, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="The source video seen (any condition); empty for still-image catch trials.",
+    )
+    probe_image = models.ForeignKey(
+        GalleryImage, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="Catch trials show a still instead of a video.",
+    )
+    target_identity = models.ForeignKey(
+        Identity, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    target_present = models.BooleanField(default=True)
+    correct_choice = models.CharField(max_length=100, help_text="'1'-'5', '0' (not present) or an action.")
+    token = models.CharField(max_length=40, unique=True, default=opaque_token)
+    media_token = models.CharField(max_length=40, unique=True, default=opaque_token)
+    claimed_at = models.DateTimeField(default=timezone.now)
+    completed = models.BooleanField(default=False)
+    released = models.BooleanField(default=False, help_text="Claim expired and the item went to someone else.")
+
+    objects = TrialQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "trial"
+        ordering = ["session", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "position"], condition=Q(released=False), name="one_active_trial_per_position"
+            ),
+        ]
+        indexes = [models.Index(fields=["item", "completed", "released", "claimed_at"])]
+
+    def __str__(self) -> str:
+        return f"trial {self.pk} ({self.kind}, {self.task})"
+
+    def claim_expired(self, now=None) -> bool:
+        return (now or timezone.now()) - self.claimed_at > claim_timeout()
+
+
+class TrialFace(models.Model):
+    """A gallery face shown at ``position`` (1-5) of an identity trial, behind an opaque token."""
+
+    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="faces")
+    position = models.PositiveSmallIntegerField()
+    gallery_image = models.ForeignKey(GalleryImage, on_delete=models.PROTECT, related_name="+")
+    token = models.CharField(max_length=40, unique=True, default=opaque_token)
+
+    class Meta:
+        ordering = ["trial", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["trial", "position"], name="unique_face_position")
+        ]
+
+
+class Response(models.Model):
+    """A rater's answer to one trial; one per trial, so a resent request stores one row."""
+
+    trial = models.OneToOneField(Trial, on_delete=models.CASCADE, related_name="response")
+    choice = models.CharField(max_length=100, help_text="'1'-'5', '0' (not present) or an action.")
+    correct = models.BooleanField()
+    response_time_ms = models.PositiveIntegerField("response time (ms)")
+    replays = models.PositiveIntegerField(default=0)
+    watch_time_ms = models.PositiveIntegerField("watch time (ms)", default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "response"
+        ordering = ["trial"]
+
+    def __str__(self) -> str:
+        return f"response to {self.trial_id}: {self.choice}"
+
+
+class GalleryCrop(models.Model):
+    """The internally cropped, fixed-size, metadata-free PNG of a gallery image shown to raters.
+
+    Cropping to the internal face at one size removes hair, framing and image-size cues
+    (seeds/002, section 4.2); re-encoding drops any EXIF/text chunks of the upload.
+    """
+
+    gallery_image = models.OneToOneField(GalleryImage, on_delete=models.CASCADE, related_name="rater_crop")
+    file = models.ImageField(upload_to=crop_upload_to)
+    size_px = models.PositiveSmallIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+

@@ -1,3 +1,23 @@
-"""Rater-facing pages."""
+"""Rater pages, media, and the organizer page."""
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from . import organizer, views
+
 app_name = "trials"
-urlpatterns: list = []
+urlpatterns = [
+    path("join/<str:join_code>/", views.join, name="join"),
+    path("rater/login/", auth_views.LoginView.as_view(template_name="trials/login.html"), name="login"),
+    path("session/", views.session_page, name="session"),
+    path("session/consent/", views.consent, name="consent"),
+    path("session/start/", views.start, name="start"),
+    path("t/<str:token>/respond/", views.respond, name="respond"),
+    path("m/<str:token>", views.media, name="media"),
+    path("organizer/", organizer.campaign_list, name="organizer"),
+    path("organizer/<int:pk>/", organizer.campaign_progress, name="organizer_campaign"),
+    path("organizer/<int:pk>/rating/", organizer.set_rating_open, name="organizer_rating"),
+    path(
+        "organizer/<int:pk>/raters/<int:rater_pk>/excluded/", organizer.set_rater_excluded,
+        name="organizer_rater_excluded",
+    ),
+]

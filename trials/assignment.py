@@ -1,0 +1,355 @@
+"""Balanced assignment of rating items to raters, safe when many raters work at once.
+
+Every (source video, condition, task) item of the evaluated subset must end with exactly
+``campaign.raters_per_video`` completed responses (the MediaEval 2021 protocol asks for
+"a minimum of 10 students" per video, ``../shared/seeds/002_68b18bfdbdb94491.txt``,
+section 4.1). Items are handed out least-completed-first; an item has room while
+completed responses + live (unexpired) claims < target, so concurrent raters never
+overshoot; a claim not answered within ``TRIALS_CLAIM_TIMEOUT_S`` stops counting and the
+item goes to someone else.
+
+Concurrency: every write path runs in one transaction. On SQLite the project's settings
+open transactions with ``BEGIN IMMEDIATE`` (one writer at a time, 30 s busy timeout), so
+the count-then-claim step is serialised; on PostgreSQL the session row and the chosen
+item row are locked with ``SELECT ... FOR UPDATE`` and the live count is re-read under
+the lock. Unique constraints (one active trial per session position, one response per
+trial) make a resent request store nothing twice.
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from evalsite.models import Campaign, GalleryImage, SourceVideo
+
+from . import design
+from .models import (
+    Item,
+    RatingSession,
+    Rater,
+    Response,
+    SessionState,
+    Task,
+    Trial,
+    TrialFace,
+    TrialKind,
+)
+
+
+class TrialExpired(Exception):
+    """The trial's claim lapsed and its item went to other raters; the rater gets a new trial."""
+
+
+def trials_per_session() -> int:
+    return int(getattr(settings, "TRIALS_PER_SESSION", 20))
+
+
+def practice_trials() -> int:
+    return int(getattr(settings, "TRIALS_PRACTICE", 2))
+
+
+# --- catalogue -> items --------------------------------------------------------------
+
+def campaign_tasks(campaign: Campaign) -> list[str]:
+    """Identity matching always; action labelling when the campaign has an action list."""
+    return [Task.IDENTITY] + ([Task.ACTION] if campaign.action_vocabulary else [])
+
+
+def identity_pool(campaign: Campaign) -> dict[int, dict]:
+    """``{identity_pk: attributes}`` for identities with a gallery image (can be shown)."""
+    rows = (
+        GalleryImage.objects.filter(identity__campaign=campaign)
+        .values_list("identity_id", "identity__attributes").distinct()
+    )
+    return {pk: attrs or {} for pk, attrs in rows}
+
+
+def sync_items(campaign: Campaign) -> int:
+    """Create the items of the evaluated subset (clear + every masked video, each task).
+
+    Identity items need the video's identity to have a gallery face and action items
+    need an action label; videos lacking them get no such item (reported by
+    :func:`trials.checks.campaign_warnings`). Existing items get the current target.
+
+    Returns
+    -------
+    int
+        Items created.
+    """
+    pool = identity_pool(campaign)
+    created = 0
+    videos = SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=True).prefetch_related(
+        "masked_videos"
+    )
+    with transaction.atomic():
+        for video in videos:
+            for task in campaign_tasks(campaign):
+                if task == Task.IDENTITY and video.identity_id not in pool:
+                    continue
+                if task == Task.ACTION and video.action not in campaign.action_vocabulary:
+                    continue
+                for masked in [None, *video.masked_videos.all()]:
+                    _, made = Item.objects.update_or_create(
+                        campaign=campaign, source_video=video, masked_video=masked, task=task,
+                        defaults={"target_count": campaign.raters_per_video},
+                    )
+                    created += made
+    return created
+
+
+# --- joining ---------------------------------------------------------------------------
+
+def join(campaign: Campaign, *, participant_code: str = "", user=None) -> RatingSession:
+    """Get or create the rater and their session (a second join resumes the same session).
+
+    Raises
+    ------
+    ValueError
+        If neither a participant code nor a user is given.
+    """
+    participant_code = participant_code.strip()
+    if not participant_code and user is None:
+        raise ValueError("a participant code or a rater account is needed to join")
+    lookup = {"user": user} if user is not None else {"participant_code": participant_code}
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                rater, _ = Rater.objects.get_or_create(campaign=campaign, **lookup)
+        except IntegrityError:  # the same participant joined twice at once
+            rater = Rater.objects.get(campaign=campaign, **lookup)
+        session = RatingSession.objects.filter(rater=rater).first()
+        if session is None:
+            session = RatingSession.objects.create(
+                rater=rater, campaign=campaign, seed=random.SystemRandom().getrandbits(48),
+                plan=_plan_for(campaign),
+            )
+    return session
+
+
+def _plan_for(campaign: Campaign) -> list[str]:
+    n_videos = SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=True).count()
+    n_practice = practice_trials()
+    # A rater sees each source video at most once, so a session is at most one trial per video.
+    n_evaluated = min(trials_per_session(), n_videos)
+    return design.session_plan(
+        n_practice=n_practice, n_evaluated=n_evaluated,
+        attention_check_rate=campaign.attention_check_rate, rng=random.Random(),
+    )
+
+
+# --- the current trial -----------------------------------------------------------------
+
+def current_trial(session: RatingSession, *, now=None) -> Trial | None:
+    """The trial at the session's position, claiming a new one if needed.
+
+    Reloading returns the same trial. A trial whose claim lapsed is re-claimed if its item
+    still has room, otherwise released and replaced. Returns None (and completes the
+    session) when the plan is done or no item with room is left for this rater.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        session = RatingSession.objects.select_for_update().get(pk=session.pk)
+        if session.state != SessionState.RUNNING:
+            return None
+        while session.position < len(session.plan):
+            trial = session.trials.active().filter(position=session.position).first()
+            if trial is not None and not trial.completed:
+                if _keep_claim(trial, now):
+                    return trial
+                trial = None
+            if trial is None:
+                trial = _new_trial(session, now)
+                if trial is not None:
+                    return trial
+            session.position += 1  # completed trial, or nothing left to assign here
+        _complete(session, now)
+        return None
+
+
+def _keep_claim(trial: Trial, now) -> bool:
+    """Refresh a lapsed claim if the item has room; else release the trial."""
+    if trial.item_id is None or not trial.claim_expired(now):
+        return True
+    item = Item.objects.select_for_update().get(pk=trial.item_id)
+    others = Trial.objects.filter(item=item).exclude(pk=trial.pk).live(now).count()
+    if others < item.target_count:
+        trial.claimed_at = now
+        trial.save(update_fields=["claimed_at"])
+        return True
+    trial.released = True
+    trial.save(update_fields=["released"])
+    return False
+
+
+def _complete(session: RatingSession, now) -> None:
+    session.state = SessionState.COMPLETE
+    session.completed_at = now
+    session.save(update_fields=["state", "completed_at", "position"])
+
+
+def _new_trial(session: RatingSession, now) -> Trial | None:
+    rng = random.Random(session.seed * 1009 + session.position)
+    kind = session.plan[session.position]
+    seen = set(session.trials.exclude(source_video=None).values_list("source_video_id", flat=True))
+    if kind == design.ITEM:
+        return _item_trial(session, seen, rng, now)
+    if kind == design.PRACTICE:
+        n_before = sum(1 for k in session.plan[: session.position] if k == design.PRACTICE)
+        return _practice_trial(session, seen, rng, n_before)
+    return _catch_trial(session, rng)
+
+
+def _item_trial(session, seen, rng, now) -> Trial | None:
+    campaign = session.campaign
+    for _ in range(5):
+        candidates = list(
+            Item.objects.least_completed_first(campaign, exclude_video_ids=seen, now=now)
+            .values("id", "n_completed")[:50]
+        )
+        if not candidates:
+            return None
+        fewest = candidates[0]["n_completed"]
+        pick = rng.choice([c["id"] for c in candidates if c["n_completed"] == fewest])
+        item = Item.objects.select_for_update().select_related("source_video").get(pk=pick)
+        if Trial.objects.filter(item=item).live(now).count() < item.target_count:
+            return _build_trial(
+                session, TrialKind.ITEM, item.task, item.source_video, rng, item=item, now=now
+            )
+    return None
+
+
+def _practice_trial(session, seen, rng, n_before) -> Trial:
+    campaign = session.campaign
+    tasks = campaign_tasks(campaign)
+    task = tasks[n_before % len(tasks)]
+    videos = SourceVideo.objects.filter(campaign=campaign).exclude(pk__in=seen)
+    if task == Task.ACTION:
+        videos = videos.filter(action__in=campaign.action_vocabulary)
+    else:
+        videos = videos.filter(identity_id__in=list(identity_pool(campaign)))
+    # Prefer videos outside the evaluated subset, so practice spends no evaluated video.
+    video = videos.order_by("in_evaluated_subset", "?").first()
+    if video is None:
+        return _catch_trial(session, rng, kind=TrialKind.PRACTICE)
+    return _build_trial(session, TrialKind.PRACTICE, task, video, rng)
+
+
+def _build_trial(session, kind, task, video, rng, *, item=None, now=None) -> Trial:
+    campaign = session.campaign
+    trial = Trial(
+        session=session, position=session.position, kind=kind, task=task, item=item,
+        source_video=video, claimed_at=now or timezone.now(),
+    )
+    lineup = []
+    if task == Task.ACTION:
+        trial.correct_choice = video.action
+    else:
+        trial.target_identity_id = video.identity_id
+        trial.target_present = design.draw_target_present(campaign.target_absent_share, rng)
+        lineup, _ = design.build_lineup_relaxed(
+            video.identity_id, identity_pool(campaign), campaign.demographic_attributes,
+            n_foils=campaign.foils_per_trial, target_present=trial.target_present, rng=rng,
+        )
+        trial.correct_choice = design.correct_choice(video.identity_id, lineup)
+    trial.save()
+    _add_faces(trial, lineup, rng)
+    return trial
+
+
+def _catch_trial(session, rng, *, kind=TrialKind.CATCH) -> Trial:
+    """An identity trial whose probe is a gallery still that also appears in the lineup.
+
+    Picking the identical picture is obvious to any attentive rater, and no source video
+    is spent on it.
+    """
+    campaign = session.campaign
+    pool = identity_pool(campaign)
+    target = rng.choice(sorted(pool))
+    lineup, _ = design.build_lineup_relaxed(
+        target, pool, campaign.demographic_attributes,
+        n_foils=campaign.foils_per_trial, target_present=True, rng=rng,
+    )
+    trial = Trial.objects.create(
+        session=session, position=session.position, kind=kind, task=Task.IDENTITY,
+        probe_image=_gallery_image_of(target), target_identity_id=target,
+        target_present=True, correct_choice=design.correct_choice(target, lineup),
+    )
+    _add_faces(trial, lineup, rng)
+    return trial
+
+
+def _gallery_image_of(identity_pk: int) -> GalleryImage:
+    """The identity's first gallery image: each identity has one fixed face for raters."""
+    return GalleryImage.objects.filter(identity_id=identity_pk).order_by("id").first()
+
+
+def _add_faces(trial: Trial, lineup, rng) -> None:
+    TrialFace.objects.bulk_create(
+        TrialFace(trial=trial, position=i, gallery_image=_gallery_image_of(identity))
+        for i, identity in enumerate(lineup, start=1)
+    )
+
+
+# --- responses -------------------------------------------------------------------------
+
+def valid_choices(trial: Trial) -> list[str]:
+    """``"0"``-``"5"`` for identity trials, the campaign's actions for action trials."""
+    if trial.task == Task.ACTION:
+        return list(trial.session.campaign.action_vocabulary)
+    return [design.NOT_PRESENT] + [str(i) for i in range(1, trial.faces.count() + 1)]
+
+
+def record_response(trial: Trial, answer: Mapping, *, now=None) -> tuple[Response, bool]:
+    """Store the answer to ``trial`` once and advance the session.
+
+    Parameters
+    ----------
+    trial : Trial
+        Must belong to the requesting rater (checked by the view).
+    answer : mapping
+        Cleaned ``choice`` (str), ``response_time_ms``, ``replays``, ``watch_time_ms`` (int).
+
+    Returns
+    -------
+    response : Response
+    created : bool
+        False when the trial was already answered (double click, resent request): the
+        first stored answer is returned and nothing changes.
+
+    Raises
+    ------
+    TrialExpired
+        If the claim lapsed and the item reached its target through other raters.
+    ValueError
+        If ``choice`` is not a valid choice for this trial.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        trial = Trial.objects.select_for_update().select_related("session__campaign", "session__rater").get(
+            pk=trial.pk
+        )
+        existing = Response.objects.filter(trial=trial).first()
+        if existing is not None:
+            return existing, False
+        if trial.released or not _keep_claim(trial, now):
+            raise TrialExpired(f"trial {trial.token} expired")
+        if answer["choice"] not in valid_choices(trial):
+            raise ValueError(f"choice must be one of {valid_choices(trial)}, got {answer['choice']!r}")
+        response = Response.objects.create(
+            trial=trial, choice=answer["choice"], correct=answer["choice"] == trial.correct_choice,
+            response_time_ms=answer["response_time_ms"], replays=answer.get("replays", 0),
+            watch_time_ms=answer.get("watch_time_ms", 0),
+        )
+        trial.completed = True
+        trial.save(update_fields=["completed"])
+        if trial.kind == TrialKind.CATCH and not response.correct:
+            Rater.objects.filter(pk=trial.session.rater_id).update(flagged=True)
+        session = RatingSession.objects.select_for_update().get(pk=trial.session_id)
+        if session.position == trial.position:
+            session.position += 1
+            session.save(update_fields=["position"])
+    return response, True

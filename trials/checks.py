@@ -1,0 +1,65 @@
+"""Organizer-facing checks of a campaign before and during rating.
+
+The protocol needs 5 demographically matched gallery faces per identity trial
+(``../shared/seeds/002_68b18bfdbdb94491.txt``, section 4.2). Where the catalogue cannot
+provide them the organizer is told, here and on the organizer page, instead of lineups
+being mismatched silently.
+"""
+from __future__ import annotations
+
+from evalsite.models import Campaign, Identity, SourceVideo
+
+from . import design
+from .assignment import campaign_tasks, identity_pool
+from .models import Task
+
+
+def foil_shortages(campaign: Campaign) -> list[design.FoilShortage]:
+    """Identities in the campaign's evaluated videos lacking fully matched foils."""
+    pool = identity_pool(campaign)
+    targets = sorted(
+        set(SourceVideo.objects.filter(campaign=campaign).values_list("identity_id", flat=True)) & set(pool)
+    )
+    return design.foil_shortages(
+        pool, campaign.demographic_attributes, n_foils=campaign.foils_per_trial, targets=targets,
+        target_absent=campaign.target_absent_share > 0,
+    )
+
+
+def campaign_warnings(campaign: Campaign) -> list[str]:
+    """Plain-language problems an organizer should fix or accept before rating.
+
+    Returns
+    -------
+    list of str
+        Empty when the campaign can be rated exactly as designed.
+    """
+    warnings = []
+    codes = dict(Identity.objects.filter(campaign=campaign).values_list("pk", "code"))
+    pool = identity_pool(campaign)
+    needed = campaign.foils_per_trial + 1
+    if len(pool) < needed:
+        warnings.append(
+            f"only {len(pool)} identities have a gallery face; an identity trial shows {needed}"
+        )
+    for shortage in foil_shortages(campaign):
+        warnings.append(
+            shortage.message(codes.get(shortage.identity))
+            + "; its lineups drop attributes from the end of "
+            + f"{campaign.demographic_attributes} until enough identities match"
+        )
+    evaluated = SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=True)
+    for video in evaluated.exclude(identity_id__in=list(pool)):
+        warnings.append(f"video {video.name}: identity {video.identity.code} has no gallery face")
+    if Task.ACTION in campaign_tasks(campaign):
+        for video in evaluated.exclude(action__in=campaign.action_vocabulary):
+            warnings.append(
+                f"video {video.name}: action {video.action!r} is not in the action list, no action trials"
+            )
+    for submission in campaign.submissions.all():
+        missing = submission.missing_source_videos().filter(in_evaluated_subset=True).count()
+        if missing:
+            warnings.append(f"submission {submission}: {missing} evaluated videos have no masked video")
+    if not evaluated.exists():
+        warnings.append("no video is in the evaluated subset")
+    return warnings

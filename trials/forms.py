@@ -1,0 +1,32 @@
+"""Validation of what raters send: join codes and trial answers."""
+from django import forms
+
+
+class JoinForm(forms.Form):
+    participant_code = forms.CharField(
+        label="Participant code", max_length=64, required=False,
+        help_text="The ID your crowd-sourcing platform shows you.",
+    )
+
+    def clean_participant_code(self):
+        code = self.cleaned_data["participant_code"].strip()
+        if code and not code.replace("-", "").replace("_", "").isalnum():
+            raise forms.ValidationError(
+                "Use letters, digits, '-' and '_' only.", code="invalid_participant_code"
+            )
+        return code
+
+
+class ResponseForm(forms.Form):
+    """One answer; ``choice`` is checked against the trial in ``assignment.record_response``."""
+
+    choice = forms.CharField(max_length=100)
+    response_time_ms = forms.IntegerField(min_value=0, max_value=24 * 3600 * 1000)
+    replays = forms.IntegerField(min_value=0, max_value=10_000, required=False)
+    watch_time_ms = forms.IntegerField(min_value=0, max_value=24 * 3600 * 1000, required=False)
+
+    def clean(self):
+        data = super().clean()
+        data["replays"] = data.get("replays") or 0
+        data["watch_time_ms"] = data.get("watch_time_ms") or 0
+        return data

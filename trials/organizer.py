@@ -1,0 +1,84 @@
+"""The organizer page: rating progress, raters, flagged raters, open/close, foil warnings.
+
+Staff only, and only campaigns the user organizes (``Campaign.objects.visible_to``).
+"""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.db.models import Count, Q
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from evalsite.models import Campaign
+
+from .checks import campaign_warnings
+from .models import Item, Rater, SessionState
+from .services import CannotOpenRating, close_rating, open_rating
+
+
+def _campaign(request, pk: int) -> Campaign:
+    return get_object_or_404(Campaign.objects.visible_to(request.user), pk=pk)
+
+
+@staff_member_required
+def campaign_list(request):
+    campaigns = Campaign.objects.visible_to(request.user).order_by("name")
+    return render(request, "trials/organizer/list.html", {"campaigns": campaigns})
+
+
+@staff_member_required
+def campaign_progress(request, pk: int):
+    campaign = _campaign(request, pk)
+    items = (
+        Item.objects.filter(campaign=campaign)
+        .select_related("source_video", "masked_video__submission__team")
+        .with_counts()
+        .order_by("source_video__name", "masked_video_id", "task")
+    )
+    raters = Rater.objects.filter(campaign=campaign).annotate(
+        n_responses=Count("session__trials__response"),
+        n_catch_failed=Count(
+            "session__trials", filter=Q(session__trials__kind="catch", session__trials__response__correct=False)
+        ),
+    )
+    evaluated = [item for item in items if item.source_video.in_evaluated_subset]
+    context = {
+        "campaign": campaign,
+        "items": items,
+        "raters": raters,
+        "n_raters": raters.count(),
+        "n_complete": raters.filter(session__state=SessionState.COMPLETE).count(),
+        "n_flagged": raters.filter(flagged=True).count(),
+        "responses_done": sum(min(item.n_completed, item.target_count) for item in evaluated),
+        "responses_wanted": sum(item.target_count for item in evaluated),
+        "warnings": campaign_warnings(campaign),
+    }
+    return render(request, "trials/organizer/progress.html", context)
+
+
+@staff_member_required
+@require_POST
+def set_rating_open(request, pk: int):
+    campaign = _campaign(request, pk)
+    if request.POST.get("open") == "1":
+        try:
+            result = open_rating(campaign)
+        except CannotOpenRating as error:
+            messages.error(request, str(error))
+        else:
+            messages.success(request, f"Rating open ({result.items_created} new items).")
+            for warning in result.warnings:
+                messages.warning(request, warning)
+    else:
+        close_rating(campaign)
+        messages.success(request, "Rating closed.")
+    return redirect("trials:organizer_campaign", pk=campaign.pk)
+
+
+@staff_member_required
+@require_POST
+def set_rater_excluded(request, pk: int, rater_pk: int):
+    campaign = _campaign(request, pk)
+    Rater.objects.filter(campaign=campaign, pk=rater_pk).update(excluded=request.POST.get("excluded") == "1")
+    return redirect("trials:organizer_campaign", pk=campaign.pk)

@@ -1,0 +1,177 @@
+"""Rater pages (join, consent, instructions, trials, completion) and the media view.
+
+A rater is identified by the rating-session id kept in the Django session (set on join);
+every trial, answer and media URL is looked up through that session, so a rater can reach
+only their own trials. URLs carry opaque random tokens only (DESIGN.md, security stance).
+"""
+from __future__ import annotations
+
+import json
+
+from django.http import Http404, HttpResponseForbidden, HttpResponseNotAllowed, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from evalsite.models import Campaign
+
+from . import assignment
+from .forms import JoinForm, ResponseForm
+from .media import ensure_gallery_crop, ensure_web_file, ranged_file_response
+from .models import RatingSession, SessionState, Task, Trial, TrialFace, TrialKind
+
+SESSION_KEY = "trials_rating_session"
+
+
+def _rating_session(request) -> RatingSession | None:
+    pk = request.session.get(SESSION_KEY)
+    if pk is None:
+        return None
+    return RatingSession.objects.select_related("campaign", "rater").filter(pk=pk).first()
+
+
+def join(request, join_code: str):
+    """Join a campaign by its link, with a participant code or the logged-in rater account."""
+    campaign = get_object_or_404(Campaign, join_code=join_code)
+    if not campaign.rating_open:
+        return render(request, "trials/closed.html", status=403)
+    initial = {"participant_code": request.GET.get("participant") or request.GET.get("PROLIFIC_PID", "")}
+    form = JoinForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        code = form.cleaned_data["participant_code"]
+        user = request.user if request.user.is_authenticated and not code else None
+        if code or user:
+            session = assignment.join(campaign, participant_code=code, user=user)
+            request.session.cycle_key()
+            request.session[SESSION_KEY] = session.pk
+            return redirect("trials:session")
+        form.add_error("participant_code", "Enter your participant code or log in with a rater account.")
+    return render(request, "trials/join.html", {"form": form, "campaign": campaign})
+
+
+def session_page(request):
+    """Where the rater is now: consent, instructions, the current trial, or completion."""
+    session = _rating_session(request)
+    if session is None:
+        return render(request, "trials/no_session.html", status=403)
+    if session.state == SessionState.CONSENT:
+        return render(request, "trials/consent.html", {"session": session, "campaign": session.campaign})
+    if session.state == SessionState.INSTRUCTIONS:
+        return render(request, "trials/instructions.html", _instructions_context(session))
+    if session.state == SessionState.RUNNING:
+        if not session.campaign.rating_open:
+            return render(request, "trials/closed.html", status=403)
+        trial = assignment.current_trial(session)
+        if trial is not None:
+            return render(request, "trials/trial.html", _trial_context(session, trial))
+        session.refresh_from_db()
+    return render(request, "trials/complete.html", {"session": session})
+
+
+def _instructions_context(session):
+    return {
+        "session": session,
+        "campaign": session.campaign,
+        "n_faces": session.campaign.foils_per_trial + 1,
+        "has_actions": bool(session.campaign.action_vocabulary),
+        "n_practice": session.plan.count("practice"),
+    }
+
+
+def _trial_context(session, trial: Trial) -> dict:
+    session.refresh_from_db(fields=["position"])
+    faces = list(trial.faces.order_by("position")) if trial.task == Task.IDENTITY else []
+    actions = list(session.campaign.action_vocabulary) if trial.task == Task.ACTION else []
+    config = {
+        "respond_url": reverse("trials:respond", args=[trial.token]),
+        "next_url": reverse("trials:session"),
+        "practice": trial.kind == TrialKind.PRACTICE,
+        "keys": [str(face.position) for face in faces] + ["0"] if faces
+        else [str(i) for i in range(1, len(actions) + 1)],
+    }
+    return {
+        "session": session,
+        "trial": trial,
+        "faces": faces,
+        "actions": actions,
+        "still": trial.probe_image_id is not None,
+        "media_url": reverse("trials:media", args=[trial.media_token]),
+        "position": session.position + 1,
+        "total": len(session.plan),
+        "config": config,
+    }
+
+
+@require_POST
+def consent(request):
+    session = _rating_session(request)
+    if session is None:
+        return HttpResponseForbidden()
+    if session.state == SessionState.CONSENT and request.POST.get("agree") == "yes":
+        RatingSession.objects.filter(pk=session.pk, state=SessionState.CONSENT).update(
+            state=SessionState.INSTRUCTIONS, consented_at=timezone.now()
+        )
+    return redirect("trials:session")
+
+
+@require_POST
+def start(request):
+    session = _rating_session(request)
+    if session is None:
+        return HttpResponseForbidden()
+    RatingSession.objects.filter(pk=session.pk, state=SessionState.INSTRUCTIONS).update(
+        state=SessionState.RUNNING
+    )
+    return redirect("trials:session")
+
+
+def respond(request, token: str):
+    """Store an answer (JSON body); idempotent: a resent answer returns the first one."""
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    session = _rating_session(request)
+    if session is None:
+        return JsonResponse({"error": "no rating session"}, status=403)
+    trial = Trial.objects.filter(token=token, session=session).first()
+    if trial is None:
+        return JsonResponse({"error": "unknown trial"}, status=404)
+    try:
+        payload = json.loads(request.body or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        return JsonResponse({"error": "body must be JSON"}, status=400)
+    form = ResponseForm(payload if isinstance(payload, dict) else {})
+    if not form.is_valid():
+        return JsonResponse({"error": "invalid answer", "fields": form.errors.get_json_data()}, status=400)
+    try:
+        response, created = assignment.record_response(trial, form.cleaned_data)
+    except assignment.TrialExpired:
+        return JsonResponse({"error": "trial expired", "next": reverse("trials:session")}, status=409)
+    except ValueError as error:
+        return JsonResponse({"error": str(error)}, status=400)
+    body = {"stored": True, "duplicate": not created, "next": reverse("trials:session")}
+    if trial.kind == TrialKind.PRACTICE:
+        body["feedback"] = {"correct": response.correct, "correct_choice": trial.correct_choice}
+    return JsonResponse(body)
+
+
+def media(request, token: str):
+    """A trial's video, probe still or gallery face, only for the rater who owns the trial."""
+    session = _rating_session(request)
+    if session is None:
+        raise Http404
+    face = TrialFace.objects.select_related("gallery_image").filter(
+        token=token, trial__session=session
+    ).first()
+    if face is not None:
+        return ranged_file_response(request, ensure_gallery_crop(face.gallery_image).file.path, "image/png")
+    trial = Trial.objects.select_related(
+        "probe_image", "item__masked_video", "source_video"
+    ).filter(media_token=token, session=session).first()
+    if trial is None:
+        raise Http404
+    if trial.probe_image_id is not None:
+        return ranged_file_response(request, ensure_gallery_crop(trial.probe_image).file.path, "image/png")
+    video = trial.item.video_for_raters() if trial.item_id else trial.source_video
+    ensure_web_file(video)
+    return ranged_file_response(request, video.web_file.path, "video/mp4")
