@@ -1,0 +1,126 @@
+"""Submission validation on real clips: every bad upload gets its own code and message."""
+import re
+
+import pytest
+
+from evalsite.models import MaskedVideo, SubmissionUpload
+from evalsite.validation import (
+    CODES, MaskedVideoError, SourceSpec, UploadError, check_masked_video, ingest_submission_zip,
+    report_rows_as_csv,
+)
+
+from .conftest import make_zip
+
+BBAF2N = SourceSpec("bbaf2n", 75, (360, 288), 25.0, 3.0)
+
+
+@pytest.mark.parametrize(
+    ("variant", "code", "fragment"),
+    [
+        ("text", "unreadable_container", "not a readable video file"),
+        ("truncated", "truncated", "30 frames decode (header announces 75"),
+        ("truncated_mpg", "truncated", "truncated or damaged: ffmpeg reports"),
+        ("short", "frame_count_mismatch", "70 frames, but source video 'bbaf2n' has 75"),
+        ("small", "size_mismatch", "180x144 pixels, but source video 'bbaf2n' is 360x288"),
+        ("slow", "duration_mismatch", "3.750 s at 20.000 fps, but source video 'bbaf2n' lasts 3.000 s"),
+    ],
+)
+def test_each_bad_file_gets_its_specific_code_and_message(masked_files, variant, code, fragment):
+    with pytest.raises(MaskedVideoError, match=re.escape(fragment)) as caught:
+        check_masked_video(masked_files[variant], BBAF2N)
+    assert caught.value.code == code
+
+
+def test_good_file_passes_and_reports_its_properties(masked_files):
+    info = check_masked_video(masked_files["good_bbaf2n"], BBAF2N)
+    assert (info.frame_count, info.resolution_wh, info.fps) == (75, (360, 288), 25.0)
+
+
+def _rows(report):
+    return {row.file: row for row in report.files}
+
+
+def test_zip_keeps_good_files_and_rejects_bad_ones_with_specific_messages(submission, masked_files, tmp_path):
+    archive = make_zip(tmp_path / "upload.zip", {
+        "team-a/BBAF2N.mp4": masked_files["good_bbaf2n"],  # folder and case are ignored
+        "brbk7m.mp4": masked_files["good_brbk7n"],         # wrong name
+        "id2_vcd_swwp2s.mp4": masked_files["text"],
+        "README.txt": "notes",
+        "__MACOSX/._BBAF2N.mp4": "junk",
+        "../escape.mp4": "zip slip",
+    })
+    report = ingest_submission_zip(submission, archive)
+    rows = _rows(report)
+    assert rows["team-a/BBAF2N.mp4"].status == "accepted" and rows["team-a/BBAF2N.mp4"].video == "bbaf2n"
+    assert rows["brbk7m.mp4"].code == "unknown_name"
+    assert rows["brbk7m.mp4"].message == "brbk7m.mp4: no source video is named 'brbk7m'; did you mean 'brbk7n'?"
+    assert rows["id2_vcd_swwp2s.mp4"].code == "unreadable_container"
+    assert rows["README.txt"].code == "not_a_video_file"
+    assert rows["__MACOSX/._BBAF2N.mp4"].status == "ignored"
+    assert rows["../escape.mp4"].code == "unsafe_path"
+    assert all(row.code in CODES for row in report.files)
+    # Missing videos are listed; the one good file is stored under an opaque name.
+    assert report.missing_videos == ["brbk7n", "id2_vcd_swwp2s"] and not report.complete
+    stored = MaskedVideo.objects.get()
+    assert stored.source_video.name == "bbaf2n" and stored.frame_count == 75
+    assert "bbaf2n" not in stored.file.name.lower()
+    assert not (tmp_path.parent / "escape.mp4").exists()
+
+
+def test_missing_video_makes_the_submission_incomplete_until_uploaded(submission, masked_files, tmp_path):
+    first = ingest_submission_zip(submission, make_zip(tmp_path / "a.zip", {
+        "bbaf2n.mp4": masked_files["good_bbaf2n"], "brbk7n.mp4": masked_files["good_brbk7n"]}))
+    assert first.missing_videos == ["id2_vcd_swwp2s"] and not submission.is_complete
+    assert list(submission.missing_source_videos().values_list("name", flat=True)) == ["id2_vcd_swwp2s"]
+
+
+def test_duplicate_names_in_one_zip_are_both_rejected(submission, masked_files, tmp_path):
+    report = ingest_submission_zip(submission, make_zip(tmp_path / "d.zip", {
+        "a/bbaf2n.mp4": masked_files["good_bbaf2n"], "b/bbaf2n.mkv": masked_files["good_bbaf2n"]}))
+    assert [row.code for row in report.files] == ["duplicate_in_zip", "duplicate_in_zip"]
+    assert "b/bbaf2n.mkv" in report.files[0].message
+    assert not MaskedVideo.objects.exists()
+
+
+def test_no_silent_overwrite_unless_replace_is_asked(
+    submission, masked_files, tmp_path, django_capture_on_commit_callbacks
+):
+    archive = make_zip(tmp_path / "g.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"]})
+    ingest_submission_zip(submission, archive)
+    original = MaskedVideo.objects.get()
+    again = ingest_submission_zip(submission, archive)
+    assert again.files[0].code == "already_uploaded"
+    assert "it was kept" in again.files[0].message
+    assert MaskedVideo.objects.get().file.name == original.file.name
+    with django_capture_on_commit_callbacks(execute=True):  # the old file goes after commit
+        replaced = ingest_submission_zip(submission, archive, replace=True)
+    assert replaced.files[0].code == "replaced" and replaced.files[0].status == "accepted"
+    new = MaskedVideo.objects.get()
+    assert new.file.name != original.file.name
+    assert not original.file.storage.exists(original.file.name)
+
+
+def test_rejected_replacement_keeps_the_stored_file(submission, masked_files, tmp_path):
+    ingest_submission_zip(submission, make_zip(tmp_path / "g.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"]}))
+    original = MaskedVideo.objects.get()
+    report = ingest_submission_zip(
+        submission, make_zip(tmp_path / "b.zip", {"bbaf2n.mp4": masked_files["short"]}), replace=True)
+    assert report.files[0].code == "frame_count_mismatch"
+    assert MaskedVideo.objects.get().pk == original.pk and original.file.storage.exists(original.file.name)
+
+
+def test_each_upload_stores_its_report(submission, masked_files, tmp_path):
+    report = ingest_submission_zip(
+        submission, make_zip(tmp_path / "r.zip", {"bbaf2n.mp4": masked_files["small"]}), original_name="team.zip")
+    upload = SubmissionUpload.objects.get()
+    assert upload.pk == report.upload_id and upload.original_name == "team.zip"
+    assert (upload.accepted_count, upload.rejected_count) == (0, 1)
+    assert upload.report["files"][0]["code"] == "size_mismatch"
+    csv_text = report_rows_as_csv(upload.report)
+    assert csv_text.splitlines()[0] == "file,video,status,code,message"
+    assert "missing,missing_video" in csv_text
+
+
+def test_a_file_that_is_not_a_zip_is_refused(submission, masked_files):
+    with pytest.raises(UploadError, match="is not a zip file"):
+        ingest_submission_zip(submission, masked_files["good_bbaf2n"])
