@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 
 import pandas as pd
 
-from fairness.measures import MEASURES, compute_measure
-from fairness.stats import bootstrap_cis, describe_groups
+from fairness.summary import summarize
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,34 +62,8 @@ def load_scores(path: str, group: str, score: str) -> tuple[pd.Series, pd.Series
     return numeric.astype(float), table[group]
 
 
-def evaluate(scores, groups, *, step, n_resamples, confidence, seed, nan_policy) -> dict:
-    """Descriptive table and every measure (or its error message) as a JSON-ready dict."""
-    described = describe_groups(scores, groups=groups, nan_policy=nan_policy)
-    measures, defined = {}, []
-    for name in MEASURES:
-        try:
-            value = compute_measure(name, scores, groups=groups, step=step, nan_policy=nan_policy)
-        except ValueError as error:
-            measures[name] = {"estimate": None, "error": str(error)}
-        else:
-            measures[name] = {"estimate": value}
-            defined.append(name)
-    if n_resamples > 0 and defined:
-        intervals = bootstrap_cis(scores, groups=groups, measures=defined, step=step,
-                                  n_resamples=n_resamples, confidence_level=confidence,
-                                  random_state=seed, nan_policy=nan_policy)
-        for name, interval in intervals.items():
-            measures[name] = interval.as_dict()
-    groups_table = {
-        str(label): {key: _plain(value) for key, value in row.items()}
-        for label, row in described.to_dict(orient="index").items()
-    }
-    return {"groups": groups_table, "measures": measures}
-
-
-def _plain(value):
-    value = value.item() if hasattr(value, "item") else value
-    return None if isinstance(value, float) and math.isnan(value) else value
+def _number(value) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
 
 
 def format_text(result: dict, *, header: str) -> str:
@@ -105,7 +77,7 @@ def format_text(result: dict, *, header: str) -> str:
         line = f"  {name:<15} {measure['estimate']:.4f}"
         if "ci_low" in measure:
             level = round(100 * measure["confidence_level"])
-            line += f"   {level}% CI [{measure['ci_low']:.4f}, {measure['ci_high']:.4f}]"
+            line += f"   {level}% CI [{_number(measure['ci_low'])}, {_number(measure['ci_high'])}]"
             if measure["n_undefined"]:
                 line += f" ({measure['n_undefined']} of {measure['n_resamples']} resamples undefined)"
         lines.append(line)
@@ -117,23 +89,18 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         scores, groups = load_scores(args.file, args.group, args.score)
-        result = evaluate(scores, groups, step=args.step, n_resamples=args.n_resamples,
-                          confidence=args.confidence, seed=args.seed, nan_policy=args.nan_policy)
+        result = summarize(scores, groups=groups, step=args.step, n_resamples=args.n_resamples,
+                           confidence_level=args.confidence, random_state=args.seed,
+                           nan_policy=args.nan_policy)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     result = {"file": args.file, "score": args.score, "group": args.group, "n_samples": int(scores.size),
               "mdg_step": args.step, **result}
     if args.json:
-        print(json.dumps(_nan_to_null(result), indent=2))
+        print(json.dumps(result, indent=2))
     else:
         header = (f"{args.file}: score {args.score!r} by group {args.group!r}, {scores.size} samples, "
                   f"{len(result['groups'])} groups")
         print(format_text(result, header=header))
     return 0
-
-
-def _nan_to_null(value):
-    if isinstance(value, dict):
-        return {key: _nan_to_null(item) for key, item in value.items()}
-    return _plain(value)

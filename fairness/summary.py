@@ -1,0 +1,190 @@
+"""JSON-ready fairness summaries: per-group statistics plus every measure with its CI.
+
+Used by the command line (:mod:`fairness.cli`) and the platform's reports
+(:mod:`fairness.report`). Plain pandas, no Django.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import pandas as pd
+
+from fairness.measures import MEASURES, compute_measure
+from fairness.stats import bootstrap_cis, describe_groups
+
+#: Attribute values that name no demographic group (the sample is left out).
+MISSING_LABELS = frozenset({"", "unknown", "n/a", "na", "none"})
+
+
+def summarize(scores, *, groups, step: float = 1.0, n_resamples: int = 1000,
+              confidence_level: float = 0.95, random_state=0, nan_policy="raise") -> dict:
+    """Per-group statistics and every measure of :data:`fairness.measures.MEASURES`.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n_samples,)
+        Per-sample scores, higher = better.
+    groups : array-like of shape (n_samples,)
+        Group label per sample.
+    step : float, default=1.0
+        MDG threshold step (score units).
+    n_resamples : int, default=1000
+        Stratified bootstrap resamples; 0 gives no confidence intervals.
+    confidence_level : float, default=0.95
+    random_state : int, default=0
+        Bootstrap seed.
+    nan_policy : {"raise", "omit"}, default="raise"
+
+    Returns
+    -------
+    dict
+        ``{"groups": {label: {"n", "mean", "std", "min", "q1", "median", "q3", "max"}},
+        "measures": {name: {"estimate", "ci_low", "ci_high", "confidence_level",
+        "n_resamples", "n_undefined"} or {"estimate": None, "error": message}}}``; NaN
+        becomes None. A measure that is undefined for these groups (one group, negative
+        means, ...) carries its error message instead of stopping the others.
+
+    Raises
+    ------
+    ValueError
+        Malformed input (see :func:`fairness.groups.split_by_group`).
+    """
+    described = describe_groups(scores, groups=groups, nan_policy=nan_policy)
+    measures, defined = {}, []
+    for name in MEASURES:
+        try:
+            value = compute_measure(name, scores, groups=groups, step=step, nan_policy=nan_policy)
+        except ValueError as error:
+            measures[name] = {"estimate": None, "error": str(error)}
+        else:
+            measures[name] = {"estimate": value}
+            defined.append(name)
+    if n_resamples > 0 and defined:
+        intervals = bootstrap_cis(scores, groups=groups, measures=defined, step=step,
+                                  n_resamples=n_resamples, confidence_level=confidence_level,
+                                  random_state=random_state, nan_policy=nan_policy)
+        for name, interval in intervals.items():
+            measures[name] = interval.as_dict()
+    groups_table = {
+        str(label): {key: plain(value) for key, value in row.items()}
+        for label, row in described.to_dict(orient="index").items()
+    }
+    return {"groups": groups_table, "measures": {name: _plain_dict(m) for name, m in measures.items()}}
+
+
+def plain(value):
+    """A Python scalar for JSON: numpy scalars unwrapped, NaN -> None."""
+    value = value.item() if hasattr(value, "item") else value
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def _plain_dict(mapping: dict) -> dict:
+    return {key: plain(value) for key, value in mapping.items()}
+
+
+@dataclass(frozen=True)
+class ScoreSpec:
+    """A per-sample score column and the direction that is favourable to the person.
+
+    Attributes
+    ----------
+    column : str
+        Column name in the samples table.
+    favourable : {"higher", "lower"}
+        The SQFR measures assume higher = better (seeds/003, section 3). A "lower is
+        better" fraction (e.g. a re-identification rate) is measured as ``1 - value``.
+    mdg_step : float
+        MDG threshold step in the (oriented) score's units: 0.01 for fractions.
+    description : str
+        One line for readers.
+    """
+
+    column: str
+    favourable: Literal["higher", "lower"] = "higher"
+    mdg_step: float = 1.0
+    description: str = ""
+
+    @property
+    def name(self) -> str:
+        """Name of the measured quantity, e.g. ``1 - face_match_rate``."""
+        return self.column if self.favourable == "higher" else f"1 - {self.column}"
+
+    def oriented(self, values: pd.Series) -> pd.Series:
+        """The values with higher = better.
+
+        Raises
+        ------
+        ValueError
+            A "lower" score with values outside [0, 1].
+        """
+        values = pd.to_numeric(values, errors="raise").astype(float)
+        if self.favourable == "higher":
+            return values
+        if self.favourable != "lower":
+            raise ValueError(f"favourable must be 'higher' or 'lower', got {self.favourable!r}")
+        outside = values[(values < 0) | (values > 1)]
+        if len(outside):
+            raise ValueError(f"{self.column} is 'lower is better' but not a fraction in [0, 1]: {outside.tolist()[:5]}")
+        return 1.0 - values
+
+
+def summarize_table(samples: pd.DataFrame, *, specs, attributes, missing_labels=MISSING_LABELS,
+                    **options) -> dict:
+    """Fairness of every score column across every demographic attribute of a samples table.
+
+    Parameters
+    ----------
+    samples : pandas.DataFrame of shape (n_samples, n_columns)
+        One row per sample (e.g. per video), with score columns and attribute columns.
+    specs : iterable of ScoreSpec
+        Score columns to evaluate; absent or entirely empty columns are skipped.
+    attributes : iterable of str
+        Attribute columns (e.g. ``gender``); absent ones are skipped.
+    missing_labels : set of str
+        Attribute values that name no group (compared case-insensitively); those samples,
+        and samples without a score, are left out and counted in ``n_excluded``.
+    **options
+        Passed to :func:`summarize` (``n_resamples``, ``random_state``, ...).
+
+    Returns
+    -------
+    dict
+        ``{spec.name: {"column", "favourable", "description", "mdg_step", "by_attribute":
+        {attribute: {"n_samples", "n_excluded", "groups", "measures"} or {"error"}}}}``.
+    """
+    result = {}
+    for spec in specs:
+        if spec.column not in samples.columns or samples[spec.column].isna().all():
+            continue
+        entry = {"column": spec.column, "favourable": spec.favourable, "description": spec.description,
+                 "mdg_step": spec.mdg_step, "by_attribute": {}}
+        try:
+            scores = spec.oriented(samples[spec.column])
+        except (ValueError, TypeError) as error:
+            entry["error"] = str(error)
+            result[spec.name] = entry
+            continue
+        for attribute in attributes:
+            if attribute not in samples.columns:
+                continue
+            labels, keep = group_labels(samples[attribute], missing_labels)
+            keep &= scores.notna()
+            block = {"n_samples": int(keep.sum()), "n_excluded": int((~keep).sum())}
+            try:
+                block.update(summarize(scores[keep], groups=labels[keep], step=spec.mdg_step, **options))
+            except ValueError as error:
+                block["error"] = str(error)
+            entry["by_attribute"][attribute] = block
+        result[spec.name] = entry
+    return result
+
+
+def group_labels(values: pd.Series, missing_labels=MISSING_LABELS) -> tuple[pd.Series, pd.Series]:
+    """Attribute values as text labels, and a mask of the samples that have a real group."""
+    labels = values.map(lambda value: "" if value is None or (isinstance(value, float) and math.isnan(value))
+                        else str(value).strip())
+    missing = {label.lower() for label in missing_labels}
+    keep = ~labels.str.lower().isin(missing)
+    return labels, keep
