@@ -29,6 +29,7 @@ from __future__ import annotations
 import csv
 import difflib
 import io
+import re
 import shutil
 import subprocess
 import tempfile
@@ -98,7 +99,9 @@ def _decode_errors(path: Path) -> str:
         [ffmpeg_executable(), "-nostdin", "-v", "error", "-i", str(path), "-map", "0:v:0", "-f", "null", "-"],
         capture_output=True, text=True, timeout=600,
     )
-    lines = [line.strip() for line in result.stderr.splitlines() if line.strip()]
+    # Drop ffmpeg's "[h264 @ 0x55...]" prefixes: the rest is the readable reason.
+    lines = [re.sub(r"^(\[[^]]*\]\s*)+", "", line).strip() for line in result.stderr.splitlines()]
+    lines = [line for line in lines if line]
     return lines[0] if lines else ("" if result.returncode == 0 else f"ffmpeg exit code {result.returncode}")
 
 

@@ -18,8 +18,8 @@ BBAF2N = SourceSpec("bbaf2n", 75, (360, 288), 25.0, 3.0)
     ("variant", "code", "fragment"),
     [
         ("text", "unreadable_container", "not a readable video file"),
-        ("truncated", "truncated", "30 frames decode (header announces 75"),
-        ("truncated_mpg", "truncated", "truncated or damaged: ffmpeg reports"),
+        ("truncated", "truncated", "Invalid NAL unit size"),
+        ("truncated_mpg", "truncated", "truncated or damaged: ffmpeg reports 'ac-tex damaged"),
         ("short", "frame_count_mismatch", "70 frames, but source video 'bbaf2n' has 75"),
         ("small", "size_mismatch", "180x144 pixels, but source video 'bbaf2n' is 360x288"),
         ("slow", "duration_mismatch", "3.750 s at 20.000 fps, but source video 'bbaf2n' lasts 3.000 s"),
