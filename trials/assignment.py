@@ -131,10 +131,13 @@ def join(campaign: Campaign, *, participant_code: str = "", user=None) -> Rating
 
 
 def _plan_for(campaign: Campaign) -> list[str]:
-    n_videos = SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=True).count()
+    videos = SourceVideo.objects.filter(campaign=campaign)
+    n_videos = videos.filter(in_evaluated_subset=True).count()
     n_practice = practice_trials()
-    # A rater sees each source video at most once, so a session is at most one trial per video.
-    n_evaluated = min(trials_per_session(), n_videos)
+    # A rater sees each source video at most once: practice takes videos outside the
+    # evaluated subset first, then evaluated ones, which the rater then cannot rate.
+    spent = max(0, n_practice - videos.filter(in_evaluated_subset=False).count())
+    n_evaluated = max(0, min(trials_per_session(), n_videos - spent))
     return design.session_plan(
         n_practice=n_practice, n_evaluated=n_evaluated,
         attention_check_rate=campaign.attention_check_rate, rng=random.Random(),

@@ -1,0 +1,27 @@
+"""Fixtures: a rating campaign of the 10 real GRID speakers with a blurred submission."""
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from trials.simulation import build_grid_campaign, prepare_grid_files
+from trials.services import open_rating
+
+
+@pytest.fixture(scope="session")
+def grid_cache(data_dir) -> Path:
+    """Gallery stills, blurred (FFV1) and H.264 copies of the GRID clips, made once.
+
+    Kept in ``settings.CACHE_DIR/trials-tests`` so repeated local runs reuse them.
+    """
+    cache = Path(settings.CACHE_DIR) / "trials-tests"
+    prepare_grid_files(data_dir, cache)
+    return cache
+
+
+@pytest.fixture
+def grid_campaign(db, media_root, data_dir, grid_cache):
+    """An open campaign: 10 identities (gender-matched foils), 10 clips, 1 blurred submission."""
+    campaign = build_grid_campaign(data_dir, grid_cache, raters_per_video=3)
+    open_rating(campaign, prepare_media=False)
+    return campaign

@@ -1,0 +1,157 @@
+"""Rater pages through Django's test client: join, consent, trials, answers, media, organizer."""
+import json
+import re
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from trials.models import Rater, RatingSession, Response, SessionState, Trial
+
+RESPOND = re.compile(r'"respond_url": "(/t/[^"]+/respond/)"')
+CHOICE = re.compile(r'data-choice="([^"]+)"')
+MEDIA = re.compile(r'src="(/m/[^"]+)"')
+
+
+def start_session(client: Client, campaign, code="P-0001"):
+    assert client.post(f"/join/{campaign.join_code}/", {"participant_code": code}).status_code == 302
+    assert client.post("/session/consent/", {"agree": "yes"}).status_code == 302
+    assert client.post("/session/start/").status_code == 302
+
+
+def answer(client, html, choice=None, **extra):
+    url = RESPOND.search(html).group(1)
+    body = {"choice": choice or CHOICE.findall(html)[0], "response_time_ms": 1500, "replays": 1,
+            "watch_time_ms": 3000, **extra}
+    return client.post(url, json.dumps(body), content_type="application/json")
+
+
+def test_consent_is_required_before_trials(grid_campaign):
+    client = Client()
+    client.post(f"/join/{grid_campaign.join_code}/", {"participant_code": "P-1"})
+    page = client.get("/session/")
+    assert b"agree" in page.content and RESPOND.search(page.content.decode()) is None
+    client.post("/session/consent/", {})  # not ticked: stays on consent
+    assert RatingSession.objects.get().state == SessionState.CONSENT
+    client.post("/session/consent/", {"agree": "yes"})
+    session = RatingSession.objects.get()
+    assert session.state == SessionState.INSTRUCTIONS and session.consented_at is not None
+
+
+def test_rater_goes_from_practice_to_completion_code(grid_campaign):
+    client = Client()
+    start_session(client, grid_campaign)
+    kinds = []
+    for _ in range(40):
+        html = client.get("/session/").content.decode()
+        if "completion-code" in html:
+            break
+        trial = Trial.objects.get(token=RESPOND.search(html).group(1).split("/")[2])
+        kinds.append(trial.kind)
+        data = answer(client, html).json()
+        assert data["stored"] and not data["duplicate"]
+        assert ("feedback" in data) == (trial.kind == "practice")
+    session = RatingSession.objects.get()
+    assert session.state == SessionState.COMPLETE
+    assert session.completion_code in html
+    assert kinds[:2] == ["practice", "practice"]
+    # One trial per source video: 10 videos, 2 of them spent on practice.
+    assert kinds.count("item") == 8 and kinds.count("catch") == round(8 * 0.1)
+    seen = list(session.trials.filter(kind__in=["item", "practice"]).values_list("source_video_id", flat=True))
+    assert len(seen) == len(set(seen)), "a source video was shown twice in one session"
+
+
+def test_reload_shows_the_same_trial_and_a_resent_answer_is_stored_once(grid_campaign):
+    client = Client()
+    start_session(client, grid_campaign)
+    first = client.get("/session/").content.decode()
+    again = client.get("/session/").content.decode()
+    assert RESPOND.search(first).group(1) == RESPOND.search(again).group(1)
+    one = answer(client, first).json()
+    two = answer(client, first, choice=CHOICE.findall(first)[-1]).json()
+    assert not one["duplicate"] and two["duplicate"]
+    assert Response.objects.count() == 1
+    assert Response.objects.get().choice == CHOICE.findall(first)[0]
+    assert RESPOND.search(client.get("/session/").content.decode()).group(1) != RESPOND.search(first).group(1)
+
+
+def test_invalid_answers_are_rejected_with_a_reason(grid_campaign):
+    client = Client()
+    start_session(client, grid_campaign)
+    html = client.get("/session/").content.decode()
+    assert answer(client, html, choice="9").status_code == 400
+    assert answer(client, html, response_time_ms=-5).status_code == 400
+    url = RESPOND.search(html).group(1)
+    assert client.post(url, "not json", content_type="application/json").status_code == 400
+    assert client.get(url).status_code == 405
+    assert Response.objects.count() == 0
+
+
+def test_media_answers_range_requests_and_only_for_the_owner(grid_campaign):
+    owner, other = Client(), Client()
+    start_session(owner, grid_campaign, "P-owner")
+    start_session(other, grid_campaign, "P-other")
+    # Advance past practice to an evaluated trial with a video.
+    html = owner.get("/session/").content.decode()
+    while Trial.objects.get(token=RESPOND.search(html).group(1).split("/")[2]).source_video_id is None:
+        answer(owner, html)
+        html = owner.get("/session/").content.decode()
+    video_url = [u for u in MEDIA.findall(html)][-1]
+    full = owner.get(video_url)
+    body = b"".join(full.streaming_content)
+    assert full.status_code == 200 and full["Accept-Ranges"] == "bytes" and full["Content-Type"] == "video/mp4"
+    assert body[4:8] == b"ftyp" and int(full["Content-Length"]) == len(body)
+    assert "Content-Disposition" not in full
+    part = owner.get(video_url, HTTP_RANGE="bytes=100-199")
+    assert part.status_code == 206 and part["Content-Range"] == f"bytes 100-199/{len(body)}"
+    assert b"".join(part.streaming_content) == body[100:200]
+    tail = owner.get(video_url, HTTP_RANGE="bytes=-10")
+    assert b"".join(tail.streaming_content) == body[-10:]
+    assert owner.get(video_url, HTTP_RANGE=f"bytes={len(body)}-").status_code == 416
+    assert other.get(video_url).status_code == 404
+    assert Client().get(video_url).status_code == 404
+    # The other rater cannot answer the owner's trial either.
+    assert answer(other, html).status_code == 404
+
+
+def test_rater_account_can_join_without_a_code(grid_campaign):
+    user = User.objects.create_user("rater1", password="pw-123456")
+    client = Client()
+    client.force_login(user)
+    client.post(f"/join/{grid_campaign.join_code}/", {"participant_code": ""})
+    assert Rater.objects.get().user == user
+    assert client.get("/session/").status_code == 200
+
+
+def test_raters_cannot_reach_admin_or_organizer_pages(grid_campaign):
+    client = Client()
+    start_session(client, grid_campaign)
+    assert client.get("/admin/").status_code == 302
+    assert client.get(f"/organizer/{grid_campaign.pk}/").status_code == 302
+    user = User.objects.create_user("rater2", password="pw-123456")
+    client.force_login(user)
+    assert client.get("/organizer/").status_code == 302
+
+
+def test_closed_campaign_refuses_raters(grid_campaign):
+    from trials.services import close_rating
+
+    close_rating(grid_campaign)
+    assert Client().get(f"/join/{grid_campaign.join_code}/").status_code == 403
+
+
+@pytest.mark.parametrize("superuser", [True, False])
+def test_organizer_sees_progress_and_foil_warnings_of_own_campaigns(grid_campaign, superuser):
+    staff = User.objects.create_user("org", password="pw-123456", is_staff=True, is_superuser=superuser)
+    client = Client()
+    client.force_login(staff)
+    if not superuser:
+        assert client.get(f"/organizer/{grid_campaign.pk}/").status_code == 404
+        grid_campaign.organizers.add(staff)
+    page = client.get(f"/organizer/{grid_campaign.pk}/").content.decode()
+    assert "0 of 120 responses" in page  # 40 items x 3 raters
+    # 4 female speakers: 3 matched foils, 5 needed with target-absent trials.
+    assert page.count("only 3 matching identities") == 4
+    client.post(f"/organizer/{grid_campaign.pk}/rating/", {"open": "0"})
+    grid_campaign.refresh_from_db()
+    assert not grid_campaign.rating_open

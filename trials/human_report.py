@@ -1,0 +1,52 @@
+"""Django adapter of :mod:`trials.scoring`: responses from the database -> report columns.
+
+Registered in :class:`trials.apps.TrialsConfig` as the ``human`` per-video columns and
+summary section of ``evalsite.reports``. Responses of flagged raters (failed attention
+checks) and excluded raters are left out by default.
+"""
+from __future__ import annotations
+
+import pandas as pd
+from django.db.models import Q
+
+from . import scoring
+from .models import Response, TrialKind
+
+
+def responses_frame(submission, *, exclude_flagged: bool = True) -> pd.DataFrame:
+    """Evaluated responses for one submission: the campaign's clear items + its masked items.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns of :data:`trials.scoring.REQUIRED_COLUMNS`.
+    """
+    rows = Response.objects.filter(
+        trial__kind=TrialKind.ITEM, trial__item__campaign=submission.campaign_id,
+    ).filter(
+        Q(trial__item__masked_video__isnull=True) | Q(trial__item__masked_video__submission=submission)
+    )
+    if exclude_flagged:
+        rows = rows.exclude(trial__session__rater__flagged=True).exclude(trial__session__rater__excluded=True)
+    values = rows.values_list(
+        "trial__session__rater_id", "trial__item__source_video__name", "trial__item__masked_video_id",
+        "trial__item__task", "choice", "correct", "trial__target_present",
+    )
+    frame = pd.DataFrame(
+        [(r, v, "clear" if m is None else "masked", t, c, ok, p) for r, v, m, t, c, ok, p in values],
+        columns=scoring.REQUIRED_COLUMNS,
+    )
+    return frame
+
+
+def video_columns(submission) -> pd.DataFrame:
+    """Per-video human columns for ``evalsite.reports`` (index: source-video name)."""
+    frame = responses_frame(submission)
+    if frame.empty:
+        return pd.DataFrame(index=pd.Index([], name="video"))
+    return scoring.per_video_scores(frame)
+
+
+def summary(submission) -> dict:
+    """The ``human`` summary section for ``evalsite.reports``."""
+    return scoring.summary_scores(responses_frame(submission))

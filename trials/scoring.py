@@ -1,0 +1,242 @@
+"""Human scores: identification and action accuracy, masking success, rater agreement.
+
+Pure functions over a pandas frame of responses (no Django; the adapter is
+``trials/human_report.py``). Definitions follow the MediaEval 2021 task overview
+(``../shared/seeds/002_68b18bfdbdb94491.txt``):
+
+- identification accuracy of a video in a condition = share of raters' identity-matching
+  responses that are correct (section 4.2: pick the gallery face of the person in the
+  video, or "not present" when the person is not among the 5 faces);
+- masking success = accuracy on the clear video - accuracy on the masked video
+  (section 4.3: "the difference between the identification of the unmasked video ...
+  and the identification of the masked video");
+- action accuracy likewise for the "most obvious" action (section 5); we report
+  ``action_preservation = action accuracy masked - action accuracy clear`` (the negative
+  of the seed's difference, so 0 means fully preserved and negative means lost).
+
+Input frame ``responses``: one row per evaluated response with columns
+
+=================  ==========================================================
+``rater``          rater id (any hashable)
+``video``          source-video name
+``condition``      ``"clear"`` or ``"masked"``
+``task``           ``"identity"`` or ``"action"``
+``choice``         ``"1"``-``"5"``, ``"0"`` (not present), or an action label
+``correct``        bool
+``target_present`` bool (identity trials; True for action trials)
+=================  ==========================================================
+
+Rates are fractions in [0, 1]; a rate with no trials is NaN.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from statsmodels.stats.inter_rater import fleiss_kappa
+from statsmodels.stats.proportion import proportion_confint
+
+REQUIRED_COLUMNS = ["rater", "video", "condition", "task", "choice", "correct", "target_present"]
+CONDITIONS = ("clear", "masked")
+NOT_PRESENT = "0"
+
+
+def check_responses(responses: pd.DataFrame) -> pd.DataFrame:
+    """Validate the response frame (columns, conditions, tasks) and return it.
+
+    Raises
+    ------
+    ValueError
+        Naming missing columns or unknown condition/task values.
+    """
+    missing = [c for c in REQUIRED_COLUMNS if c not in responses.columns]
+    if missing:
+        raise ValueError(f"responses lack columns {missing}")
+    bad_conditions = set(responses["condition"]) - set(CONDITIONS)
+    if bad_conditions:
+        raise ValueError(f"condition must be 'clear' or 'masked', got {sorted(bad_conditions)}")
+    bad_tasks = set(responses["task"]) - {"identity", "action"}
+    if bad_tasks:
+        raise ValueError(f"task must be 'identity' or 'action', got {sorted(bad_tasks)}")
+    return responses
+
+
+def wilson_interval(successes, n, *, alpha: float = 0.05):
+    """Wilson score interval of a binomial proportion (statsmodels ``proportion_confint``).
+
+    Parameters
+    ----------
+    successes, n : int or array-like of int
+        Correct responses and responses; where ``n == 0`` the interval is NaN.
+    alpha : float, default=0.05
+        1 - confidence level (0.05 -> 95 % interval).
+
+    Returns
+    -------
+    low, high : float or ndarray of float, in [0, 1]
+    """
+    successes = np.asarray(successes, dtype=float)
+    n = np.asarray(n, dtype=float)
+    safe_n = np.where(n > 0, n, 1.0)
+    low, high = proportion_confint(successes, safe_n, alpha=alpha, method="wilson")
+    low = np.where(n > 0, low, np.nan)
+    high = np.where(n > 0, high, np.nan)
+    if low.ndim == 0:
+        return float(low), float(high)
+    return low, high
+
+
+def _rate(numerator, denominator):
+    return np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1), np.nan)
+
+
+def identification_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
+    """Identity-matching accuracy per (video, condition), with target-absent analysis.
+
+    Returns
+    -------
+    pandas.DataFrame indexed by (video, condition) with columns
+        ``n`` (responses), ``n_correct``, ``accuracy``, ``ci_low``, ``ci_high`` (Wilson,
+        ``1 - alpha``), ``n_target_present``, ``hits`` (target-present trials answered
+        with the target's face), ``hit_rate``, ``n_target_absent``, ``false_alarms``
+        (target-absent trials answered with any face instead of "not present"),
+        ``false_alarm_rate``.
+    """
+    identity = check_responses(responses)
+    identity = identity[identity["task"] == "identity"]
+    present = identity["target_present"].astype(bool)
+    frame = pd.DataFrame({
+        "video": identity["video"],
+        "condition": identity["condition"],
+        "correct": identity["correct"].astype(bool),
+        "present": present,
+        "hit": present & identity["correct"].astype(bool),
+        "absent": ~present,
+        "false_alarm": ~present & (identity["choice"].astype(str) != NOT_PRESENT),
+    })
+    grouped = frame.groupby(["video", "condition"])
+    out = pd.DataFrame({
+        "n": grouped.size(),
+        "n_correct": grouped["correct"].sum(),
+        "n_target_present": grouped["present"].sum(),
+        "hits": grouped["hit"].sum(),
+        "n_target_absent": grouped["absent"].sum(),
+        "false_alarms": grouped["false_alarm"].sum(),
+    }).astype(int)
+    out["accuracy"] = out["n_correct"] / out["n"]
+    out["ci_low"], out["ci_high"] = wilson_interval(out["n_correct"], out["n"], alpha=alpha)
+    out["hit_rate"] = _rate(out["hits"], out["n_target_present"])
+    out["false_alarm_rate"] = _rate(out["false_alarms"], out["n_target_absent"])
+    return out
+
+
+def action_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
+    """Action-labelling accuracy per (video, condition): ``n``, ``n_correct``, ``accuracy``, Wilson CI."""
+    action = check_responses(responses)
+    action = action[action["task"] == "action"]
+    grouped = action.assign(correct=action["correct"].astype(bool)).groupby(["video", "condition"])
+    out = pd.DataFrame({"n": grouped.size(), "n_correct": grouped["correct"].sum()}).astype(int)
+    out["accuracy"] = out["n_correct"] / out["n"]
+    out["ci_low"], out["ci_high"] = wilson_interval(out["n_correct"], out["n"], alpha=alpha)
+    return out
+
+
+def _wide(scores: pd.DataFrame, prefix: str, columns: list[str]) -> pd.DataFrame:
+    """(video, condition)-indexed scores -> one row per video, ``<prefix>_<col>_<condition>``."""
+    if scores.empty:
+        return pd.DataFrame(index=pd.Index([], name="video"))
+    wide = scores[columns].unstack("condition")
+    wide.columns = [f"{prefix}_{column}_{condition}" for column, condition in wide.columns]
+    for column in columns:
+        for condition in CONDITIONS:
+            wide.setdefault(f"{prefix}_{column}_{condition}", np.nan)
+    return wide
+
+
+def per_video_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
+    """One row per video: human accuracies per condition, masking success, action preservation.
+
+    Returns
+    -------
+    pandas.DataFrame indexed by video with columns
+        ``human_id_n_<c>``, ``human_id_accuracy_<c>``, ``human_id_ci_low_<c>``,
+        ``human_id_ci_high_<c>``, ``human_id_hit_rate_<c>``,
+        ``human_id_false_alarm_rate_<c>`` for c in (clear, masked);
+        ``masking_success`` = accuracy clear - accuracy masked;
+        ``action_n_<c>``, ``action_accuracy_<c>``, ``action_ci_low_<c>``, ``action_ci_high_<c>``;
+        ``action_preservation`` = action accuracy masked - action accuracy clear.
+        NaN where a condition has no responses.
+    """
+    identity = _wide(
+        identification_scores(responses, alpha=alpha), "human_id",
+        ["n", "accuracy", "ci_low", "ci_high", "hit_rate", "false_alarm_rate"],
+    )
+    action = _wide(action_scores(responses, alpha=alpha), "action", ["n", "accuracy", "ci_low", "ci_high"])
+    out = identity.join(action, how="outer")
+    for name in ("human_id_accuracy_clear", "human_id_accuracy_masked", "action_accuracy_clear",
+                 "action_accuracy_masked"):
+        if name not in out:
+            out[name] = np.nan
+    out["masking_success"] = out["human_id_accuracy_clear"] - out["human_id_accuracy_masked"]
+    out["action_preservation"] = out["action_accuracy_masked"] - out["action_accuracy_clear"]
+    out.index.name = "video"
+    return out.sort_index()
+
+
+def action_agreement(responses: pd.DataFrame, condition: str) -> dict:
+    """Fleiss' kappa of the action labels raters chose for the videos of one condition.
+
+    Fleiss' kappa needs the same number of ratings per video, so only videos with the
+    most common number of action responses (at least 2) are used; how many is reported.
+
+    Returns
+    -------
+    dict
+        ``fleiss_kappa`` (float; NaN when fewer than 2 videos or all labels identical in
+        a way that leaves chance agreement at 1), ``n_videos``, ``raters_per_video``.
+    """
+    action = check_responses(responses)
+    action = action[(action["task"] == "action") & (action["condition"] == condition)]
+    table = pd.crosstab(action["video"], action["choice"].astype(str))
+    if table.empty:
+        return {"fleiss_kappa": float("nan"), "n_videos": 0, "raters_per_video": 0}
+    per_video = table.sum(axis=1)
+    common = int(per_video.mode().max())
+    table = table[per_video == common]
+    if common < 2 or len(table) < 2:
+        return {"fleiss_kappa": float("nan"), "n_videos": int(len(table)), "raters_per_video": common}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappa = float(fleiss_kappa(table.to_numpy(), method="fleiss"))
+    return {"fleiss_kappa": kappa, "n_videos": int(len(table)), "raters_per_video": common}
+
+
+def summary_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> dict:
+    """Submission-level human scores.
+
+    Pooled accuracy (all responses of a condition, Wilson CI) per task and condition;
+    ``masking_success`` and ``action_preservation`` as the mean of the per-video
+    differences over videos rated in both conditions (seeds/002, 4.3: per-trial
+    differences summarised per submission); Fleiss' kappa of action labels per condition.
+
+    Returns
+    -------
+    dict
+    """
+    check_responses(responses)
+    summary: dict = {"n_responses": int(len(responses)), "n_raters": int(responses["rater"].nunique())}
+    for task, key in (("identity", "id"), ("action", "action")):
+        for condition in CONDITIONS:
+            subset = responses[(responses["task"] == task) & (responses["condition"] == condition)]
+            n, k = len(subset), int(subset["correct"].astype(bool).sum())
+            low, high = wilson_interval(k, n, alpha=alpha)
+            summary[f"{key}_accuracy_{condition}"] = k / n if n else float("nan")
+            summary[f"{key}_ci_{condition}"] = [low, high]
+            summary[f"{key}_n_{condition}"] = n
+    per_video = per_video_scores(responses, alpha=alpha)
+    summary["masking_success"] = float(per_video["masking_success"].mean()) if len(per_video) else float("nan")
+    summary["action_preservation"] = (
+        float(per_video["action_preservation"].mean()) if len(per_video) else float("nan")
+    )
+    summary["n_videos_both_conditions"] = int(per_video["masking_success"].notna().sum()) if len(per_video) else 0
+    for condition in CONDITIONS:
+        summary[f"action_agreement_{condition}"] = action_agreement(responses, condition)
+    return summary
