@@ -1,0 +1,45 @@
+"""Admin pages of the automated face evaluation: read-only lists of runs and scores."""
+from django.contrib import admin
+
+from .face_eval import METRIC_FIELDS
+from .face_models import AutomatedRun, VideoScore
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows are written by runs only."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+class VideoScoreInline(admin.TabularInline):
+    model = VideoScore
+    fields = ["masked_video", "match_rate", "rank1_rate", "detection_failure_rate", "mean_iou", "ssim", "psnr_db"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(AutomatedRun)
+class AutomatedRunAdmin(ReadOnlyAdmin):
+    list_display = ["id", "submission", "status", "config", "started_at", "finished_at"]
+    list_filter = ["status", "submission__campaign"]
+    search_fields = ["submission__name", "submission__team__name"]
+    readonly_fields = ["submission", "config", "status", "created_at", "started_at", "finished_at", "error"]
+    inlines = [VideoScoreInline]
+
+
+@admin.register(VideoScore)
+class VideoScoreAdmin(ReadOnlyAdmin):
+    list_display = ["masked_video", "run", "match_rate", "rank1_rate", "detection_failure_rate", "mean_iou",
+                    "ssim", "psnr_db"]
+    list_filter = ["run__submission__campaign", "run__status"]
+    search_fields = ["masked_video__source_video__name", "run__submission__name"]
+    readonly_fields = ["run", "masked_video", *METRIC_FIELDS]

@@ -1,0 +1,29 @@
+"""``python manage.py evaluate <submission_id> [--stride N] [--detector NAME]``."""
+from django.core.management.base import BaseCommand, CommandError
+
+from automated.detection import DETECTOR_NAMES
+from automated.services import run_face_evaluation, run_summary
+from evalsite.models import Submission
+
+
+class Command(BaseCommand):
+    help = "Run the automated face evaluation of a submission and print its summary."
+
+    def add_arguments(self, parser):
+        parser.add_argument("submission_id", type=int)
+        parser.add_argument("--stride", type=int, default=5, help="test every N-th frame (default 5)")
+        parser.add_argument("--detector", default="mediapipe", choices=DETECTOR_NAMES)
+
+    def handle(self, *args, submission_id, stride, detector, **options):
+        try:
+            submission = Submission.objects.get(pk=submission_id)
+        except Submission.DoesNotExist:
+            raise CommandError(f"no submission with id {submission_id}") from None
+        try:
+            run = run_face_evaluation(submission, stride=stride, detector=detector)
+        except ValueError as error:
+            raise CommandError(str(error)) from error
+        self.stdout.write(f"run {run.pk} of {submission}: {run.status}")
+        for key, value in run_summary(run).items():
+            shown = f"{value:.4f}" if isinstance(value, float) else value
+            self.stdout.write(f"  {key:24} {shown}")

@@ -1,0 +1,266 @@
+"""Face-evaluation operations on the catalogue: baseline submissions and evaluation runs.
+
+The thin Django layer around ``automated.anonymizers`` and ``automated.face_eval``: it
+reads files through Django storage, calls the Django-free science and stores rows. The
+management commands, the Celery task and the demo builder call these functions.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import cv2
+import numpy as np
+from django.core.files import File
+from django.db import transaction
+from django.utils import timezone
+
+from evalsite.models import Campaign, GalleryImage, MaskedVideo, Submission, Team
+
+from .anonymizers import BASELINE_METHODS, anonymize_video
+from .detection import make_face_detector
+from .face_eval import METRIC_FIELDS, VideoEvaluation, embed_gallery_image, evaluate_video, summarize
+from .face_models import AutomatedRun, VideoScore
+from .recognition import MATCH_THRESHOLD, DlibFaceEmbedder
+from .video import VideoInfo, transcode_for_web
+
+logger = logging.getLogger(__name__)
+
+
+class MissingGalleryError(ValueError):
+    """Identities of the videos to evaluate have no gallery image (closed set incomplete)."""
+
+
+@contextlib.contextmanager
+def local_path(field_file):
+    """Yield a local filesystem path for a stored file (a temporary copy if the storage is remote)."""
+    try:
+        yield Path(field_file.path)
+        return
+    except NotImplementedError:  # remote storage (e.g. S3): no .path
+        pass
+    suffix = Path(field_file.name).suffix
+    with tempfile.NamedTemporaryFile(suffix=suffix) as tmp:
+        with field_file.open("rb") as handle:
+            shutil.copyfileobj(handle, tmp)
+        tmp.flush()
+        yield Path(tmp.name)
+
+
+def create_baseline_submission(
+    campaign: Campaign, method: str, *, team_name: str = "Baselines", key: bytes | None = None,
+    web_copies: bool = True,
+) -> Submission:
+    """Mask every source video of ``campaign`` with a baseline method as a submission.
+
+    The submission is named after the method (``Submission.baseline_method`` set) and
+    belongs to team ``team_name``. Masked videos are lossless FFV1 ``.mkv`` files stored
+    under opaque names through the default storage, with probed metadata and (if
+    ``web_copies``) an H.264 copy for raters' browsers.
+
+    Idempotent: run again, it only masks source videos that have no masked video yet;
+    existing files are never overwritten.
+
+    Parameters
+    ----------
+    campaign : Campaign
+    method : str
+        A key of ``automated.anonymizers.BASELINE_METHODS``.
+    team_name : str, default="Baselines"
+    key : bytes, optional
+        AES key for the block permutations; default one fresh random key per call.
+    web_copies : bool, default=True
+
+    Returns
+    -------
+    Submission
+
+    Raises
+    ------
+    ValueError
+        If ``method`` is unknown, or the team already has a submission of that name that
+        is not this baseline.
+    automated.anonymizers.NoFaceInVideoError
+        If a face-region method finds no face in a source video (videos masked before it
+        are kept).
+    """
+    if method not in BASELINE_METHODS:
+        raise ValueError(f"unknown baseline method {method!r}; choose one of {', '.join(BASELINE_METHODS)}")
+    team, _ = Team.objects.get_or_create(name=team_name)
+    submission, created = Submission.objects.get_or_create(
+        campaign=campaign, team=team, name=method,
+        defaults={"baseline_method": method, "description": BASELINE_METHODS[method].description},
+    )
+    if not created and submission.baseline_method != method:
+        raise ValueError(
+            f"team {team_name!r} already has a submission {method!r} in campaign {campaign.slug!r} "
+            f"that is not the {method!r} baseline"
+        )
+    key = os.urandom(32) if key is None else key
+    for source in submission.missing_source_videos().order_by("name"):
+        with tempfile.TemporaryDirectory() as tmp, local_path(source.file) as source_path:
+            masked_path = Path(tmp) / "masked.mkv"
+            info = anonymize_video(source_path, masked_path, method, key=key)
+            _store_masked_video(submission, source, masked_path, info, web_copies=web_copies)
+        logger.info("baseline %s: masked %s", method, source.name)
+    return submission
+
+
+def _store_masked_video(submission, source, masked_path: Path, info: VideoInfo, *, web_copies: bool) -> MaskedVideo:
+    masked = MaskedVideo(
+        submission=submission, source_video=source, frame_count=info.frame_count, fps=info.fps,
+        width=info.resolution_wh[0], height=info.resolution_wh[1], duration_s=info.duration_s,
+    )
+    stored = []
+    try:
+        with masked_path.open("rb") as handle:
+            masked.file.save("masked.mkv", File(handle), save=False)  # upload_to makes the name opaque
+        stored.append(masked.file)
+        if web_copies:
+            web_path = transcode_for_web(masked_path, masked_path.with_name("web.mp4"))
+            with web_path.open("rb") as handle:
+                masked.web_file.save("web.mp4", File(handle), save=False)
+            stored.append(masked.web_file)
+        masked.save()
+    except Exception:
+        for field_file in stored:
+            field_file.storage.delete(field_file.name)
+        raise
+    return masked
+
+
+def _read_image_rgb(field_file) -> np.ndarray:
+    with field_file.open("rb") as handle:
+        data = np.frombuffer(handle.read(), np.uint8)
+    image_bgr = cv2.imdecode(data, cv2.IMREAD_COLOR)
+    if image_bgr is None:
+        raise ValueError(f"gallery image {field_file.name} is not a readable image")
+    return cv2.cvtColor(image_bgr, cv2.COLOR_BGR2RGB)
+
+
+def gallery_embeddings(campaign: Campaign, *, embedder=None, detector=None) -> tuple[np.ndarray, np.ndarray]:
+    """Embeddings of every gallery image of the campaign's identities.
+
+    Returns
+    -------
+    embeddings : ndarray of shape (k, 128), float32
+    identity_codes : ndarray of shape (k,), str
+    """
+    embedder = embedder or DlibFaceEmbedder()
+    images = GalleryImage.objects.filter(identity__campaign=campaign).select_related("identity").order_by("id")
+    embeddings, codes = [], []
+    for image in images:
+        embeddings.append(embed_gallery_image(_read_image_rgb(image.image), embedder=embedder, detector=detector))
+        codes.append(image.identity.code)
+    return np.asarray(embeddings, np.float32).reshape(-1, 128), np.asarray(codes, dtype=str)
+
+
+def run_face_evaluation(
+    submission: Submission, *, stride: int = 5, detector: str = "mediapipe", threshold: float = MATCH_THRESHOLD,
+) -> AutomatedRun:
+    """Create and execute an automated face evaluation run of ``submission``.
+
+    Every masked video is scored against its source video and the gallery of ALL the
+    campaign's identities (``face_eval.evaluate_video``); one ``VideoScore`` per masked
+    video. Reports show the latest completed run.
+
+    Returns
+    -------
+    AutomatedRun
+        Completed, with its ``video_scores``.
+
+    Raises
+    ------
+    ValueError
+        On a bad ``stride`` or ``detector``; on a failure during the run (the run is
+        stored as failed with the message in ``error``, then the error is re-raised).
+    """
+    if stride < 1:
+        raise ValueError(f"stride must be >= 1, got {stride}")
+    make_face_detector(detector).close()  # validates the name before a run row exists
+    run = AutomatedRun.objects.create(
+        submission=submission, config={"stride": stride, "detector": detector, "threshold": threshold}
+    )
+    execute_face_run(run)
+    return run
+
+
+def execute_face_run(run: AutomatedRun) -> AutomatedRun:
+    """Execute a pending run (also the body of the Celery task); see ``run_face_evaluation``."""
+    config = run.config
+    stride, detector_name = int(config.get("stride", 5)), config.get("detector", "mediapipe")
+    threshold = float(config.get("threshold", MATCH_THRESHOLD))
+    run.status, run.started_at, run.error = AutomatedRun.Status.RUNNING, timezone.now(), ""
+    run.save(update_fields=["status", "started_at", "error"])
+    submission = run.submission
+    embedder = DlibFaceEmbedder()
+    try:
+        with make_face_detector(detector_name) as detector:
+            embeddings, codes = gallery_embeddings(submission.campaign, embedder=embedder, detector=detector)
+            masked_videos = submission.masked_videos.select_related("source_video__identity").order_by(
+                "source_video__name"
+            )
+            missing = sorted({m.source_video.identity.code for m in masked_videos} - set(codes))
+            if missing:
+                raise MissingGalleryError(f"identities without a gallery image: {', '.join(missing)}")
+            for masked in masked_videos:
+                source = masked.source_video
+                with local_path(source.file) as clear_path, local_path(masked.file) as masked_path:
+                    evaluation = evaluate_video(
+                        clear_path, masked_path, embeddings, codes, source.identity.code,
+                        stride=stride, detector=detector, embedder=embedder, threshold=threshold,
+                    )
+                VideoScore.objects.create(run=run, masked_video=masked, **VideoScore.metric_values(evaluation))
+    except Exception as error:
+        run.status, run.finished_at = AutomatedRun.Status.FAILED, timezone.now()
+        run.error = f"{type(error).__name__}: {error}"
+        run.save(update_fields=["status", "finished_at", "error"])
+        raise
+    run.status, run.finished_at = AutomatedRun.Status.COMPLETED, timezone.now()
+    run.save(update_fields=["status", "finished_at"])
+    return run
+
+
+def _as_evaluation(score: VideoScore, config: dict) -> VideoEvaluation:
+    """Rebuild a ``VideoEvaluation`` from a stored row (NULL -> NaN; NULL PSNR of identical frames -> +inf)."""
+    values = {}
+    for name in METRIC_FIELDS:
+        value = getattr(score, name)
+        if value is None:
+            identical = score.psnr_identical_frames is not None and score.psnr_identical_frames == score.frames_tested
+            value = math.inf if name == "psnr_db" and identical else math.nan
+        values[name] = value
+    return VideoEvaluation(stride=int(config.get("stride", 0)), detector=str(config.get("detector", "")),
+                           threshold=float(config.get("threshold", MATCH_THRESHOLD)), **values)
+
+
+def run_summary(run: AutomatedRun) -> dict:
+    """Per-submission summary of a run (``face_eval.summarize`` over its stored video scores).
+
+    Non-finite values (undefined metrics, PSNR of videos identical to their source) are
+    None, so the summary is valid JSON. A run without scores gives ``n_videos = 0``.
+    """
+    scores = list(run.video_scores.all())
+    summary: dict = {"run_id": run.pk, **run.config}
+    if not scores:
+        return {**summary, "n_videos": 0}
+    for name, value in summarize(_as_evaluation(s, run.config) for s in scores).items():
+        summary[name] = None if isinstance(value, float) and not math.isfinite(value) else value
+    return summary
+
+
+@transaction.atomic
+def queue_face_evaluation(submission: Submission, *, stride: int = 5, detector: str = "mediapipe") -> AutomatedRun:
+    """Create a pending run and hand it to Celery (runs in-process when no broker is set)."""
+    from .face_tasks import run_face_evaluation_task
+
+    run = AutomatedRun.objects.create(submission=submission, config={"stride": stride, "detector": detector,
+                                                                      "threshold": MATCH_THRESHOLD})
+    transaction.on_commit(lambda: run_face_evaluation_task.delay(run.pk))
+    return run
+
