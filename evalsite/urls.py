@@ -6,5 +6,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("evalsite.api_urls")),
     path("staff/", include("evalsite.staff_urls")),
+    path("organizer/fairness/", include("fairness.urls")),
     path("", include("trials.urls")),
 ]

@@ -1,0 +1,139 @@
+"""The "fairness" section of each submission's summary (evalsite/reports.py registry).
+
+For every per-video score in the report (automated match rate, rank-1 rate, detection
+failure rate, human masking success, ...; see :func:`score_specs`) and every demographic
+attribute of the campaign, it gives per-group statistics and the SQFR measures of
+seeds/003_f24e77013896bd33.txt with stratified bootstrap intervals; and the same for the
+face quality (sharpness, luminance) of the campaign's gallery stills and clear videos,
+the paper's original use.
+
+Settings (all optional):
+
+- ``FAIRNESS_SCORE_COLUMNS``: list of dicts ``{"column", "favourable": "higher"|"lower",
+  "mdg_step", "description"}`` replacing :data:`DEFAULT_SCORE_COLUMNS`. Absent columns
+  are skipped, so apps may add or rename columns freely.
+- ``FAIRNESS_BOOTSTRAP_RESAMPLES`` (default 200), ``FAIRNESS_BOOTSTRAP_SEED`` (0).
+- ``FAIRNESS_COMPUTE_QUALITY_ON_DEMAND`` (default True): measure missing face quality
+  scores when a report is built (once per file; ``manage.py compute_face_quality`` does
+  it ahead of time).
+"""
+from __future__ import annotations
+
+from django.conf import settings
+
+from evalsite import reports
+
+from .services import compute_face_quality, quality_samples, video_samples
+from .summary import ScoreSpec, group_labels, summarize_table
+
+SOURCE = "seeds/003_f24e77013896bd33.txt, eq. 1-8"
+
+# Privacy scores are oriented so that higher = better protected (the paper's SQFR
+# assumes higher = better): a lower re-identification rate protects more.
+DEFAULT_SCORE_COLUMNS = [
+    {"column": "face_match_rate", "favourable": "lower", "mdg_step": 0.01,
+     "description": "automated: share of masked frames verified as the true identity"},
+    {"column": "face_rank1_rate", "favourable": "lower", "mdg_step": 0.01,
+     "description": "automated: share of masked frames identified at rank 1"},
+    {"column": "face_detection_failure_rate", "favourable": "higher", "mdg_step": 0.01,
+     "description": "automated: share of clear-frame faces not detected after masking"},
+    {"column": "human_masking_success", "favourable": "higher", "mdg_step": 0.01,
+     "description": "human: clear accuracy - masked accuracy (can be negative)"},
+    {"column": "masking_success", "favourable": "higher", "mdg_step": 0.01,
+     "description": "human: clear accuracy - masked accuracy (can be negative)"},
+]
+
+QUALITY_SPECS = [
+    ScoreSpec("sharpness", "higher", 1.0, "variance of the Laplacian of the 160 px face crop (grey levels^2)"),
+    ScoreSpec("luminance", "higher", 0.01, "mean grey level of the face crop / 255"),
+]
+
+
+def score_specs() -> list[ScoreSpec]:
+    """The per-video score columns to evaluate (``settings.FAIRNESS_SCORE_COLUMNS``)."""
+    entries = getattr(settings, "FAIRNESS_SCORE_COLUMNS", DEFAULT_SCORE_COLUMNS)
+    return [ScoreSpec(**entry) for entry in entries]
+
+
+def _options() -> dict:
+    return {
+        "n_resamples": getattr(settings, "FAIRNESS_BOOTSTRAP_RESAMPLES", 200),
+        "random_state": getattr(settings, "FAIRNESS_BOOTSTRAP_SEED", 0),
+    }
+
+
+def video_fairness(submission) -> dict:
+    """Per-video scores of ``submission`` across the campaign's demographic attributes."""
+    samples = video_samples(submission)
+    return summarize_table(samples, specs=score_specs(),
+                           attributes=submission.campaign.demographic_attributes, **_options())
+
+
+def quality_fairness(campaign) -> dict:
+    """Face quality of the campaign's gallery stills and clear videos across attributes.
+
+    Returns
+    -------
+    dict
+        ``{"gallery": {...}, "clear_video": {...}}`` as :func:`fairness.summary.summarize_table`.
+    """
+    if getattr(settings, "FAIRNESS_COMPUTE_QUALITY_ON_DEMAND", True):
+        compute_face_quality(campaign)
+    samples = quality_samples(campaign)
+    return {
+        kind: summarize_table(samples[samples["kind"] == kind], specs=QUALITY_SPECS,
+                              attributes=campaign.demographic_attributes, **_options())
+        for kind in ("gallery", "clear_video")
+    }
+
+
+def fairness_section(submission) -> dict:
+    """The summary section: ``{"source", "attributes", "scores", "face_quality"}``."""
+    campaign = submission.campaign
+    return {
+        "source": SOURCE,
+        "attributes": list(campaign.demographic_attributes),
+        "ideal": "1 = every group alike (all SQFR measures, higher is better)",
+        "scores": video_fairness(submission),
+        "face_quality": quality_fairness(campaign),
+    }
+
+
+def register() -> None:
+    """Register the section (called from ``FairnessConfig.ready``)."""
+    reports.register_summary_section("fairness", fairness_section)
+
+
+def _spec(specs, name: str) -> ScoreSpec:
+    for spec in specs:
+        if spec.name == name or spec.column == name:
+            return spec
+    raise KeyError(name)
+
+
+def _per_group(samples, spec: ScoreSpec, attribute: str) -> dict:
+    if spec.column not in samples.columns or attribute not in samples.columns:
+        return {}
+    scores = spec.oriented(samples[spec.column])
+    labels, keep = group_labels(samples[attribute])
+    keep &= scores.notna()
+    return {label: scores[keep & (labels == label)].to_numpy() for label in sorted(set(labels[keep]))}
+
+
+def video_score_groups(submission, score: str, attribute: str) -> tuple[ScoreSpec, dict]:
+    """(spec, {group label: oriented per-video scores}) for one score and attribute.
+
+    Raises
+    ------
+    KeyError
+        ``score`` is not a configured score column.
+    """
+    spec = _spec(score_specs(), score)
+    return spec, _per_group(video_samples(submission), spec, attribute)
+
+
+def quality_groups(campaign, kind: str, component: str, attribute: str) -> tuple[ScoreSpec, dict]:
+    """(spec, {group label: quality values}) of ``kind`` ("gallery"/"clear_video") items."""
+    spec = _spec(QUALITY_SPECS, component)
+    samples = quality_samples(campaign)
+    return spec, _per_group(samples[samples["kind"] == kind], spec, attribute)
