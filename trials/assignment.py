@@ -338,21 +338,28 @@ def record_response(trial: Trial, answer: Mapping, *, now=None) -> tuple[Respons
         existing = Response.objects.filter(trial=trial).first()
         if existing is not None:
             return existing, False
-        if trial.released or not _keep_claim(trial, now):
-            raise TrialExpired(f"trial {trial.token} expired")
-        if answer["choice"] not in valid_choices(trial):
-            raise ValueError(f"choice must be one of {valid_choices(trial)}, got {answer['choice']!r}")
-        response = Response.objects.create(
-            trial=trial, choice=answer["choice"], correct=answer["choice"] == trial.correct_choice,
-            response_time_ms=answer["response_time_ms"], replays=answer.get("replays", 0),
-            watch_time_ms=answer.get("watch_time_ms", 0),
-        )
-        trial.completed = True
-        trial.save(update_fields=["completed"])
-        if trial.kind == TrialKind.CATCH and not response.correct:
-            Rater.objects.filter(pk=trial.session.rater_id).update(flagged=True)
-        session = RatingSession.objects.select_for_update().get(pk=trial.session_id)
-        if session.position == trial.position:
-            session.position += 1
-            session.save(update_fields=["position"])
-    return response, True
+        expired = trial.released or not _keep_claim(trial, now)
+        if not expired:
+            return _store_response(trial, answer), True
+    # Raised after the commit, so the release of the lapsed claim is kept.
+    raise TrialExpired(f"trial {trial.token} expired")
+
+
+def _store_response(trial: Trial, answer: Mapping) -> Response:
+    """Save the answer, mark the trial done, flag a failed catch trial, advance the session."""
+    if answer["choice"] not in valid_choices(trial):
+        raise ValueError(f"choice must be one of {valid_choices(trial)}, got {answer['choice']!r}")
+    response = Response.objects.create(
+        trial=trial, choice=answer["choice"], correct=answer["choice"] == trial.correct_choice,
+        response_time_ms=answer["response_time_ms"], replays=answer.get("replays", 0),
+        watch_time_ms=answer.get("watch_time_ms", 0),
+    )
+    trial.completed = True
+    trial.save(update_fields=["completed"])
+    if trial.kind == TrialKind.CATCH and not response.correct:
+        Rater.objects.filter(pk=trial.session.rater_id).update(flagged=True)
+    session = RatingSession.objects.select_for_update().get(pk=trial.session_id)
+    if session.position == trial.position:
+        session.position += 1
+        session.save(update_fields=["position"])
+    return response

@@ -148,7 +148,8 @@ def _wide(scores: pd.DataFrame, prefix: str, columns: list[str]) -> pd.DataFrame
     wide.columns = [f"{prefix}_{column}_{condition}" for column, condition in wide.columns]
     for column in columns:
         for condition in CONDITIONS:
-            wide.setdefault(f"{prefix}_{column}_{condition}", np.nan)
+            if f"{prefix}_{column}_{condition}" not in wide:
+                wide[f"{prefix}_{column}_{condition}"] = np.nan
     return wide
 
 
