@@ -1,0 +1,164 @@
+"""Baseline anonymizers: pure frame transforms and lossless video writing on a real clip."""
+import numpy as np
+import pytest
+
+from automated.anonymizers import (
+    BASELINE_METHODS, FrameContext, NoFaceInVideoError, anonymize_video, blur_face, blur_frame, block_permute,
+    canny_edges, eye_mask, face_region, face_track, frame_nonce, identity, keystream_permutation, pixelate_face,
+)
+from automated.video import VideoInfo, VideoWriter, iter_frames
+
+from .face_fixtures import probe_path
+
+KEY = bytes(range(32))
+REGION = (16, 8, 64, 56)  # 48 x 48 pixels: 3 x 3 blocks of 16
+
+
+@pytest.fixture
+def frame():
+    return np.random.default_rng(0).integers(0, 256, (72, 96, 3), dtype=np.uint8)
+
+
+def outside(frame_rgb, region):
+    x1, y1, x2, y2 = region
+    mask = np.ones(frame_rgb.shape[:2], bool)
+    mask[y1:y2, x1:x2] = False
+    return frame_rgb[mask]
+
+
+@pytest.mark.parametrize("name", sorted(BASELINE_METHODS))
+def test_every_method_returns_a_new_uint8_frame_of_the_same_shape(frame, name):
+    before = frame.copy()
+    out = BASELINE_METHODS[name].apply(frame, FrameContext(3, np.array([20, 10, 60, 50], np.float32), None, KEY))
+    assert out.shape == frame.shape and out.dtype == np.uint8 and out is not frame
+    np.testing.assert_array_equal(frame, before)  # the input is untouched
+
+
+def test_identity_is_unchanged(frame):
+    np.testing.assert_array_equal(identity(frame), frame)
+
+
+def test_face_region_is_the_box_plus_margin_clipped_to_the_frame():
+    assert face_region([10, 20, 30, 60], (100, 100), margin=0.2) == (6, 12, 34, 68)
+    assert face_region([0, 0, 50, 50], (40, 40), margin=0.5) == (0, 0, 40, 40)
+    with pytest.raises(ValueError, match="empty region"):
+        face_region([200, 200, 210, 210], (100, 100))
+
+
+def test_blur_face_changes_only_the_region_and_smooths_it(frame):
+    out = blur_face(frame, REGION)
+    np.testing.assert_array_equal(outside(out, REGION), outside(frame, REGION))
+    x1, y1, x2, y2 = REGION
+    assert out[y1:y2, x1:x2].std() < frame[y1:y2, x1:x2].std() / 4
+
+
+def test_blur_frame_of_a_flat_frame_is_the_same_flat_frame():
+    flat = np.full((40, 50, 3), 77, np.uint8)
+    np.testing.assert_array_equal(blur_frame(flat), flat)
+
+
+def test_pixelate_face_makes_cells_of_their_mean_colour(frame):
+    out = pixelate_face(frame, REGION, cell_px=16)
+    x1, y1 = REGION[:2]
+    cell = frame[y1:y1 + 16, x1:x1 + 16].astype(np.float64)
+    assert np.all(out[y1:y1 + 16, x1:x1 + 16] == out[y1, x1])      # one colour per cell
+    np.testing.assert_allclose(out[y1, x1], cell.mean(axis=(0, 1)), atol=1)
+    np.testing.assert_array_equal(outside(out, REGION), outside(frame, REGION))
+
+
+def test_eye_mask_blackens_a_strip_through_the_eyes_only():
+    frame = np.full((200, 200, 3), 180, np.uint8)
+    box = [50, 40, 150, 168]                                   # 128 px high -> 80 px strip
+    out = eye_mask(frame, box, eyes_xy=[[80, 80], [120, 80]])
+    assert np.all(out[41:119, 40:160] == 0)                   # 80 +- 39 rows, box width + margin
+    assert np.all(out[130:, :] == 180) and np.all(out[:35, :] == 180)
+
+
+def test_keystream_permutation_is_a_permutation_that_depends_on_the_nonce():
+    first = keystream_permutation(50, KEY, frame_nonce(0))
+    assert sorted(first.tolist()) == list(range(50))
+    np.testing.assert_array_equal(first, keystream_permutation(50, KEY, frame_nonce(0)))
+    assert not np.array_equal(first, keystream_permutation(50, KEY, frame_nonce(1)))
+    assert not np.array_equal(first, keystream_permutation(50, bytes(32), frame_nonce(0)))
+
+
+@pytest.mark.parametrize("key, nonce, message", [(b"short", bytes(16), "16, 24 or 32 bytes"),
+                                                  (KEY, bytes(8), "nonce must be 16 bytes")])
+def test_keystream_permutation_errors(key, nonce, message):
+    with pytest.raises(ValueError, match=message):
+        keystream_permutation(4, key, nonce)
+
+
+def test_block_permute_moves_whole_blocks_inside_the_region(frame):
+    out = block_permute(frame, REGION, key=KEY, nonce=frame_nonce(5), block_px=16)
+    np.testing.assert_array_equal(outside(out, REGION), outside(frame, REGION))
+
+    def blocks(image):
+        x1, y1, x2, y2 = REGION
+        return sorted(image[y:y + 16, x:x + 16].tobytes() for y in range(y1, y2, 16) for x in range(x1, x2, 16))
+
+    assert blocks(out) == blocks(frame) and not np.array_equal(out, frame)
+
+
+def test_block_permute_fixed_repeats_and_keyed_changes_from_frame_to_frame(frame):
+    box = np.array([20, 10, 60, 50], np.float32)
+    fixed, keyed = BASELINE_METHODS["block_permute_fixed"], BASELINE_METHODS["block_permute_keyed"]
+    assert np.array_equal(fixed.apply(frame, FrameContext(1, box, key=KEY)),
+                          fixed.apply(frame, FrameContext(2, box, key=KEY)))
+    assert not np.array_equal(keyed.apply(frame, FrameContext(1, box, key=KEY)),
+                              keyed.apply(frame, FrameContext(2, box, key=KEY)))
+
+
+def test_canny_edges_are_white_on_black_in_three_equal_channels():
+    frame = np.zeros((40, 40, 3), np.uint8)
+    frame[:, 20:] = 255
+    edges = canny_edges(frame)
+    assert set(np.unique(edges)) == {0, 255}
+    assert np.array_equal(edges[..., 0], edges[..., 2])
+    assert edges[:, 19:21].max() == 255 and edges[:, :15].max() == 0
+
+
+@pytest.mark.slow
+def test_identity_baseline_is_lossless_and_keeps_count_size_and_fps(data_dir, tmp_path):
+    source = probe_path(data_dir, "bbaf2n")
+    info = anonymize_video(source, tmp_path / "same.mkv", "identity")
+    source_info = VideoInfo.from_video_path(source)
+    assert (info.frame_count, info.resolution_wh, info.fps) == (75, (360, 288), 25.0)
+    assert (info.frame_count, info.resolution_wh, info.fps) == (
+        source_info.frame_count, source_info.resolution_wh, source_info.fps)
+    for (_, clear), (_, masked) in zip(iter_frames(source, stride=15), iter_frames(info.path, stride=15), strict=True):
+        np.testing.assert_array_equal(masked, clear)     # FFV1 RGB: bit-exact
+
+
+@pytest.mark.slow
+def test_keyed_block_permutation_scrambles_the_tracked_face_of_a_real_clip(data_dir, tmp_path):
+    source = probe_path(data_dir, "bbaf2n")
+    boxes, eyes = face_track(source)
+    assert boxes.shape == (75, 4) and eyes.shape == (75, 2, 2) and not np.isnan(boxes).any()
+    info = anonymize_video(source, tmp_path / "keyed.mkv", "block_permute_keyed", key=KEY)
+    assert info.frame_count == 75
+    (_, clear), = iter_frames(source, start=30, end=31)
+    (_, masked), = iter_frames(info.path, start=30, end=31)
+    x1, y1, x2, y2 = face_region(boxes[30], (360, 288))
+    assert np.array_equal(masked[:, : x1 - 1], clear[:, : x1 - 1])    # left of the face untouched
+    assert np.abs(masked[y1:y2, x1:x2].astype(int) - clear[y1:y2, x1:x2]).mean() > 20
+
+
+def test_face_region_method_on_a_video_without_a_face_raises(tmp_path):
+    blank = tmp_path / "blank.mkv"
+    with VideoWriter(blank, 25.0, (64, 48), codec="ffv1") as writer:
+        for _ in range(3):
+            writer.write(np.full((48, 64, 3), 120, np.uint8))
+    with pytest.raises(NoFaceInVideoError, match="blank.mkv: no face detected in any frame"):
+        anonymize_video(blank, tmp_path / "out.mkv", "blur_face")
+    assert anonymize_video(blank, tmp_path / "out.mkv", "blur_frame").frame_count == 3
+
+
+@pytest.mark.parametrize("method, dst, key, message", [
+    ("smudge", "out.mkv", None, "unknown baseline method 'smudge'"),
+    ("identity", "out.mp4", None, "lossless FFV1 .mkv, got out.mp4"),
+    ("block_permute_keyed", "out.mkv", b"123", "16, 24 or 32 bytes, got 3"),
+])
+def test_anonymize_video_errors(tmp_path, method, dst, key, message):
+    with pytest.raises(ValueError, match=message):
+        anonymize_video(tmp_path / "missing.mpg", tmp_path / dst, method, key=key)

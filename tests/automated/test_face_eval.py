@@ -1,0 +1,133 @@
+"""evaluate_video / summarize: errors, and the identity-vs-blur-vs-pixelation ordering on GRID.
+
+The real-data claim (issue 2, "Done means"): on the unmasked "identity" baseline the match
+and rank-1 rates are high, while strong blur and pixelation score clearly lower. Gallery
+stills come from a different clip of the same person (face_fixtures.py).
+"""
+import math
+
+import numpy as np
+import pytest
+
+from automated.anonymizers import anonymize_video
+from automated.face_eval import VideoEvaluation, VideoPairError, evaluate_video, summarize
+from automated.recognition import DlibFaceEmbedder
+from automated.video import VideoWriter, iter_frames
+
+from .face_fixtures import PROBE_CLIPS, gallery, probe_path
+
+METHODS = ("identity", "blur_frame", "pixelate_face")
+STRIDE = 15  # 5 tested frames of 75
+
+
+@pytest.fixture(scope="module")
+def evaluations(data_dir, tmp_path_factory):
+    """{(clip, method): VideoEvaluation} for the three probe clips and three baselines."""
+    folder = tmp_path_factory.mktemp("baselines")
+    embeddings, identities = gallery(data_dir)
+    embedder = DlibFaceEmbedder()
+    results = {}
+    for clip, person in PROBE_CLIPS.items():
+        for method in METHODS:
+            masked = anonymize_video(probe_path(data_dir, clip), folder / f"{clip}_{method}.mkv", method, key=bytes(32))
+            results[clip, method] = evaluate_video(
+                probe_path(data_dir, clip), masked.path, embeddings, identities, person,
+                stride=STRIDE, embedder=embedder,
+            )
+    return results
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("clip", sorted(PROBE_CLIPS))
+def test_unmasked_identity_baseline_is_recognised_and_detected(evaluations, clip):
+    result = evaluations[clip, "identity"]
+    assert result.frames_tested == 5 and result.clear_faces == 5 and result.masked_faces == 5
+    assert result.match_rate == 1.0 and result.rank1_rate == 1.0 and result.mean_rank == 1.0
+    assert result.mean_iou == pytest.approx(1.0) and result.cumulative_iou == pytest.approx(5.0)
+    assert result.detection_failure_rate == 0.0
+    assert result.ssim == pytest.approx(1.0)
+    assert result.psnr_db == math.inf and result.psnr_identical_frames == 5
+    assert result.chance_level == pytest.approx(1 / 6) and result.n_identities == 6
+    # The clear reference is the same video here.
+    assert (result.clear_match_rate, result.clear_rank1_rate) == (1.0, 1.0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["blur_frame", "pixelate_face"])
+def test_strong_blur_and_pixelation_score_clearly_lower(evaluations, method):
+    for clip in PROBE_CLIPS:
+        masked = evaluations[clip, method]
+        # No masked face is accepted as the person at dlib's threshold (verification).
+        assert masked.match_rate <= 0.2, (clip, masked)
+        assert masked.mean_genuine_distance > evaluations[clip, "identity"].mean_genuine_distance + 0.3
+        assert masked.ssim < 0.95 and 15 < masked.psnr_db < 35
+    # Closed-set rank-1 among 6 identities drops on average; a pixelated face can still be
+    # nearest to its own identity (colour and outline survive), so not to zero per clip.
+    masked_rank1 = np.mean([evaluations[clip, method].rank1_rate for clip in PROBE_CLIPS])
+    assert masked_rank1 <= 0.6
+    summary = summarize(evaluations[clip, method] for clip in PROBE_CLIPS)
+    assert summary["masking_success_rank1"] >= 0.4 and summary["masking_success_match"] >= 0.8
+
+
+@pytest.mark.slow
+def test_summarize_means_over_videos_and_keeps_identical_frames_apart(evaluations):
+    identity_summary = summarize(evaluations[clip, "identity"] for clip in PROBE_CLIPS)
+    assert identity_summary["n_videos"] == 3 and identity_summary["frames_tested"] == 15
+    assert identity_summary["psnr_db"] == math.inf and identity_summary["psnr_identical_frames"] == 15
+    blur = [evaluations[clip, "blur_frame"] for clip in PROBE_CLIPS]
+    assert summarize(blur)["ssim"] == pytest.approx(np.mean([e.ssim for e in blur]))
+
+
+def evaluation(**overrides):
+    values = dict(frames_tested=4, clear_faces=4, masked_faces=2, mean_iou=0.5, cumulative_iou=2.0,
+                  detection_failure_rate=0.5, match_rate=0.25, rank1_rate=0.5, mean_rank=1.5,
+                  mean_genuine_distance=0.7, clear_match_rate=1.0, clear_rank1_rate=1.0, chance_level=0.25,
+                  n_identities=4, ssim=0.8, psnr_db=20.0, psnr_identical_frames=0, stride=5,
+                  detector="mediapipe", threshold=0.6)
+    return VideoEvaluation(**{**values, **overrides})
+
+
+def test_summarize_hand_computed():
+    summary = summarize([
+        evaluation(),
+        evaluation(match_rate=0.75, rank1_rate=0.0, psnr_db=math.inf, psnr_identical_frames=4),
+        evaluation(clear_faces=0, match_rate=math.nan, rank1_rate=math.nan, psnr_db=30.0),
+    ])
+    assert summary["n_videos"] == 3 and summary["clear_faces"] == 8
+    assert summary["match_rate"] == pytest.approx(0.5)          # NaN video left out
+    assert summary["rank1_rate"] == pytest.approx(0.25)
+    assert summary["psnr_db"] == pytest.approx(25.0) and summary["psnr_identical_frames"] == 4
+    assert summary["masking_success_rank1"] == pytest.approx(0.75)
+    with pytest.raises(ValueError, match="no video evaluations"):
+        summarize([])
+
+
+@pytest.fixture(scope="module")
+def short_clip(data_dir, tmp_path_factory):
+    """The first 10 frames of a real clip, and the same with 9 frames and at another size."""
+    folder = tmp_path_factory.mktemp("pairs")
+    frames = [f for _, f in iter_frames(probe_path(data_dir, "bbaf2n"), end=10)]
+    paths = {}
+    for name, count, size in (("ten", 10, None), ("nine", 9, None), ("small", 10, (180, 144))):
+        paths[name] = folder / f"{name}.mkv"
+        resolution = size or (360, 288)
+        with VideoWriter(paths[name], 25.0, resolution, codec="ffv1") as writer:
+            for frame in frames[:count]:
+                writer.write(frame if size is None else np.ascontiguousarray(frame[::2, ::2]))
+    return paths
+
+
+@pytest.mark.parametrize("masked, message", [
+    ("nine", "nine.mkv has 9 frames, its clear video ten.mkv has 10"),
+    ("small", "small.mkv is 180x144 pixels, its clear video ten.mkv is 360x288"),
+])
+def test_mismatched_videos_are_rejected(short_clip, masked, message):
+    with pytest.raises(VideoPairError, match=message):
+        evaluate_video(short_clip["ten"], short_clip[masked], np.zeros((1, 128)), ["a"], "a")
+
+
+def test_true_identity_must_be_in_the_gallery(short_clip):
+    with pytest.raises(ValueError, match="true identity 'b' is not in the gallery"):
+        evaluate_video(short_clip["ten"], short_clip["ten"], np.zeros((1, 128)), ["a"], "b")
+    with pytest.raises(ValueError, match="stride must be >= 1"):
+        evaluate_video(short_clip["ten"], short_clip["ten"], np.zeros((1, 128)), ["a"], "a", stride=0)
