@@ -37,10 +37,12 @@ DEFAULT_SCORE_COLUMNS = [
      "description": "automated: share of masked frames identified at rank 1"},
     {"column": "face_detection_failure_rate", "favourable": "higher", "mdg_step": 0.01,
      "description": "automated: share of clear-frame faces not detected after masking"},
-    {"column": "human_masking_success", "favourable": "higher", "mdg_step": 0.01,
-     "description": "human: clear accuracy - masked accuracy (can be negative)"},
+    {"column": "human_id_accuracy_masked", "favourable": "lower", "mdg_step": 0.01,
+     "description": "human: share of raters who picked the right identity for the masked video"},
     {"column": "masking_success", "favourable": "higher", "mdg_step": 0.01,
-     "description": "human: clear accuracy - masked accuracy (can be negative)"},
+     "description": "human: identification accuracy clear - masked (can be negative)"},
+    {"column": "action_accuracy_masked", "favourable": "higher", "mdg_step": 0.01,
+     "description": "human: share of raters who labelled the action of the masked video right"},
 ]
 
 QUALITY_SPECS = [
