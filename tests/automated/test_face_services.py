@@ -1,0 +1,120 @@
+"""Django layer of the face evaluation on a tiny real campaign (3 GRID clips, 4 identities)."""
+import io
+from pathlib import Path
+
+import pytest
+from django.core.files import File
+from django.core.files.base import ContentFile
+from django.core.management import call_command
+from PIL import Image
+
+from automated.face_models import AutomatedRun, VideoScore
+from automated.services import MissingGalleryError, create_baseline_submission, run_face_evaluation
+from evalsite import reports
+from evalsite.models import Campaign, GalleryImage, Identity, MaskedVideo, SourceVideo
+
+from .face_fixtures import GALLERY_FRAME, frame_at
+
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
+
+# identity code -> (gallery clip, probe clips); the gallery still is from a different clip.
+PEOPLE = {
+    "ID01": ("grid_identity_clips/s1/bbal6n.mpg", ["grid_talking_heads/bbaf2n.mpg"]),
+    "ID03": ("grid_talking_heads/pwij3p.mpg", ["grid_talking_heads/id2_vcd_swwp2s.mpg"]),
+    "ID07": ("grid_identity_clips/s4_probable/bbilzs.mpg", ["grid_talking_heads/lwbsza.mpg"]),
+    "ID08": ("grid_talking_heads/sbia1a.mpg", []),  # impostor identity, gallery only
+}
+STRIDE = 25  # 3 tested frames per clip
+
+
+@pytest.fixture
+def campaign(data_dir, media_root):
+    campaign = Campaign.objects.create(name="Tiny GRID", slug="tiny-grid")
+    for code, (gallery_clip, clips) in PEOPLE.items():
+        identity = Identity.objects.create(campaign=campaign, code=code)
+        still = io.BytesIO()
+        Image.fromarray(frame_at(data_dir / "videos" / gallery_clip, GALLERY_FRAME)).save(still, format="PNG")
+        image = GalleryImage(identity=identity, original_name="still.png")
+        image.image.save("still.png", ContentFile(still.getvalue()), save=True)
+        for clip in clips:
+            video = SourceVideo(campaign=campaign, identity=identity, name=Path(clip).stem, action="talking")
+            with (data_dir / "videos" / clip).open("rb") as handle:
+                video.file.save(Path(clip).name, File(handle), save=True)
+    return campaign
+
+
+def test_baseline_submission_masks_every_source_video_under_opaque_names(campaign):
+    submission = create_baseline_submission(campaign, "pixelate_face", web_copies=False)
+    assert submission.baseline_method == "pixelate_face" and submission.team.name == "Baselines"
+    assert submission.is_complete
+    masked = list(submission.masked_videos.select_related("source_video"))
+    assert len(masked) == 3
+    for video in masked:
+        assert (video.frame_count, video.width, video.height, video.fps) == (75, 360, 288, 25.0)
+        name = Path(video.file.name).name
+        assert name.endswith(".mkv") and video.source_video.name not in name
+        assert "ID0" not in video.file.name and Path(video.file.path).is_file()
+    # Idempotent: a second call keeps the same rows and files.
+    files = sorted(v.file.name for v in masked)
+    again = create_baseline_submission(campaign, "pixelate_face", web_copies=False)
+    assert again.pk == submission.pk and sorted(again.masked_videos.values_list("file", flat=True)) == files
+    assert MaskedVideo.objects.count() == 3
+
+
+def test_baseline_name_taken_by_a_team_method_is_refused(campaign):
+    from evalsite.services import create_submission
+
+    create_submission(campaign, "Baselines", "blur_face")
+    with pytest.raises(ValueError, match="not the 'blur_face' baseline"):
+        create_baseline_submission(campaign, "blur_face", web_copies=False)
+    with pytest.raises(ValueError, match="unknown baseline method 'smear'"):
+        create_baseline_submission(campaign, "smear")
+
+
+def test_evaluation_stores_scores_that_order_identity_above_blur(campaign):
+    identity_submission = create_baseline_submission(campaign, "identity", web_copies=False)
+    blurred_submission = create_baseline_submission(campaign, "blur_frame", web_copies=False)
+    identity_run = run_face_evaluation(identity_submission, stride=STRIDE)
+    blurred_run = run_face_evaluation(blurred_submission, stride=STRIDE)
+    for run in (identity_run, blurred_run):
+        assert run.status == AutomatedRun.Status.COMPLETED and run.finished_at >= run.started_at
+        assert run.video_scores.count() == 3 and run.config["stride"] == STRIDE
+
+    scores = VideoScore.objects.filter(run=identity_run)
+    assert all(s.match_rate == 1.0 and s.rank1_rate == 1.0 and s.frames_tested == 3 for s in scores)
+    assert all(s.psnr_db is None and s.psnr_identical_frames == 3 for s in scores)  # identical: +inf stored as NULL
+    assert all(s.chance_level == pytest.approx(0.25) for s in scores)
+    blurred = VideoScore.objects.filter(run=blurred_run)
+    assert all(s.match_rate == 0.0 and s.ssim < 0.95 for s in blurred)
+
+    table = reports.per_video_report(identity_submission).set_index("video")
+    assert table.loc["bbaf2n", "face_rank1_rate"] == 1.0 and table.loc["bbaf2n", "identity_code"] == "ID01"
+    summary = reports.submission_summary(blurred_submission)["face_evaluation"]
+    assert summary["n_videos"] == 3 and summary["match_rate"] == 0.0
+    assert summary["masking_success_match"] == 1.0
+    assert reports.submission_summary(identity_submission)["face_evaluation"]["psnr_db"] is None
+
+    # The latest completed run is the one reports show.
+    latest = run_face_evaluation(identity_submission, stride=40)  # 2 tested frames per clip
+    assert reports.submission_summary(identity_submission)["face_evaluation"]["run_id"] == latest.pk
+    assert set(reports.per_video_report(identity_submission)["face_frames_tested"]) == {2}
+
+
+def test_identity_without_gallery_image_fails_the_run_with_its_code(campaign):
+    submission = create_baseline_submission(campaign, "identity", web_copies=False)
+    GalleryImage.objects.filter(identity__code="ID03").delete()
+    with pytest.raises(MissingGalleryError, match="identities without a gallery image: ID03"):
+        run_face_evaluation(submission, stride=STRIDE)
+    run = AutomatedRun.objects.get(submission=submission)
+    assert run.status == AutomatedRun.Status.FAILED and "ID03" in run.error
+    assert reports.submission_summary(submission)["face_evaluation"] is None
+
+
+def test_commands_make_baseline_and_evaluate(campaign):
+    out = io.StringIO()
+    call_command("make_baseline", "tiny-grid", "--method", "eye_mask", "--no-web-copies", stdout=out)
+    submission = campaign.submissions.get(name="eye_mask")
+    assert f"submission {submission.pk}" in out.getvalue() and "3 masked videos" in out.getvalue()
+    out = io.StringIO()
+    call_command("evaluate", str(submission.pk), "--stride", "40", stdout=out)
+    assert "completed" in out.getvalue() and "rank1_rate" in out.getvalue()
