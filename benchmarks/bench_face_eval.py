@@ -1,0 +1,142 @@
+"""Face evaluation throughput on one core, time shares and peak memory vs video length.
+
+Each measurement runs ``automated.face_eval.evaluate_video`` in a fresh subprocess pinned
+to one CPU (``os.sched_setaffinity``) with OpenCV, PyTorch and BLAS/OpenMP limited to one
+thread. The clear video is a real GRID clip (``grid_talking_heads/bbaf2n.mpg``, 360x288,
+75 frames, the demo clips' size); the masked one is its ``blur_face`` baseline (lossless
+FFV1). The long pair is the same clip concatenated 10 times (750 frames), written with
+``VideoWriter`` into a temporary folder.
+
+Columns: ``frames_per_s`` counts analysed (tested) frames, each a clear + masked pair
+(2 detections, 2 embeddings, SSIM, PSNR); ``inference`` is face detection + embedding,
+``decoding`` is frame decoding in the lockstep loop, ``metrics`` our scoring code (SSIM,
+PSNR, IoU, ranks), ``other`` the rest (frame-count probing of both files, set-up).
+``peak_rss_mb`` is the subprocess's maximum resident set (models included) and
+``traced_peak_mb`` the peak of Python/numpy allocations (tracemalloc): neither should grow
+with video length, because frames are streamed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+CLIP = "videos/grid_talking_heads/bbaf2n.mpg"
+REPEATS = 10
+SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                     "TF_NUM_INTEROP_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "1"}
+
+
+def _child(clear_path: str, masked_path: str, stride: int, gallery_path: str) -> dict:
+    """Measure one evaluation in this (single-core) process; return the row as a dict."""
+    import resource
+    import time
+    import tracemalloc
+
+    os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    import cv2
+    import numpy as np
+
+    cv2.setNumThreads(1)
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:
+        pass
+    from automated.face_eval import evaluate_video
+    from automated.recognition import DlibFaceEmbedder, _dlib_models
+
+    _dlib_models()  # model loading is a one-off per process, not per frame
+    gallery = np.load(gallery_path)
+    embedder = DlibFaceEmbedder()
+    timings: dict = {}
+    tracemalloc.start()
+    started = time.perf_counter()
+    result = evaluate_video(clear_path, masked_path, gallery, ["P01", "other"], "P01", stride=stride,
+                            embedder=embedder, timings=timings)
+    total = time.perf_counter() - started
+    _, traced_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    inference = timings.get("detect", 0.0) + timings.get("embed", 0.0)
+    accounted = inference + timings.get("decode", 0.0) + timings.get("metrics", 0.0)
+    return {
+        "frames_analysed": result.frames_tested,
+        "seconds": total,
+        "frames_per_s": result.frames_tested / total,
+        "inference": inference / total,
+        "decoding": timings.get("decode", 0.0) / total,
+        "metrics": timings.get("metrics", 0.0) / total,
+        "other": (total - accounted) / total,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "traced_peak_mb": traced_peak / 2**20,
+    }
+
+
+def _measure(clear: Path, masked: Path, stride: int, gallery: Path) -> dict:
+    command = [sys.executable, "-m", "benchmarks.bench_face_eval", "--child",
+               str(clear), str(masked), str(stride), str(gallery)]
+    env = {**os.environ, **SINGLE_THREAD_ENV, "PYTHONWARNINGS": "ignore", "GLOG_minloglevel": "3"}
+    completed = subprocess.run(command, capture_output=True, text=True, env=env,
+                               cwd=Path(__file__).resolve().parent.parent)
+    if completed.returncode != 0:
+        raise RuntimeError(f"benchmark child failed: {completed.stderr[-2000:]}")
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def _prepare(data_dir: Path, folder: Path) -> dict[str, Path]:
+    """Write masked/long videos and a 2-identity gallery (P01 from another s1 clip) into ``folder``."""
+    import numpy as np
+
+    from automated.anonymizers import anonymize_video
+    from automated.face_eval import embed_gallery_image
+    from automated.video import VideoInfo, VideoWriter, iter_frames
+
+    clear = data_dir / CLIP
+    masked = folder / "short_masked.mkv"
+    anonymize_video(clear, masked, "blur_face", key=bytes(32))
+    info = VideoInfo.from_video_path(clear)
+    paths = {"short_clear": clear, "short_masked": masked}
+    for name, source in (("long_clear", clear), ("long_masked", masked)):
+        paths[name] = folder / f"{name}.mkv"
+        with VideoWriter(paths[name], info.fps, info.resolution_wh, codec="ffv1") as writer:
+            for _ in range(REPEATS):
+                for _, frame in iter_frames(source):
+                    writer.write(frame)
+    stills = [next(iter_frames(data_dir / clip, start=37))[1] for clip in
+              ("videos/grid_identity_clips/s1/bbal6n.mpg", "videos/grid_talking_heads/sbia1a.mpg")]
+    paths["gallery"] = folder / "gallery.npy"
+    np.save(paths["gallery"], np.stack([embed_gallery_image(still) for still in stills]))
+    return paths
+
+
+def run() -> list[dict]:
+    """Rows: short clip at stride 1 and 5, the 10x longer clip at stride 5."""
+    from django.conf import settings
+
+    data_dir = Path(settings.DATA_DIR)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = _prepare(data_dir, Path(tmp))
+        for label, length, stride in (("short", 75, 1), ("short", 75, 5), ("long (10x)", 75 * REPEATS, 5)):
+            key = "short" if label == "short" else "long"
+            row = _measure(paths[f"{key}_clear"], paths[f"{key}_masked"], stride, paths["gallery"])
+            rows.append({"video": label, "frames": length, "stride": stride, **row})
+    return rows
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 6 and sys.argv[1] == "--child":
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
+        print(json.dumps(_child(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])))
+    else:
+        import django
+
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
+        django.setup()
+        from benchmarks.__main__ import _print_table
+
+        _print_table(run())
