@@ -107,24 +107,40 @@ def report_as_json(submission) -> str:
     return json.dumps(_jsonable(payload), indent=2, default=str)
 
 
+def _scalar(value) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def summary_row(submission) -> dict:
+    """The submission summary as one flat row: top-level facts plus ``<section>.<key>``
+    for every scalar entry of each section (nested tables such as per-group breakdowns
+    are left to the JSON report)."""
+    row = {}
+    for key, value in _jsonable(submission_summary(submission)).items():
+        if isinstance(value, dict):
+            row.update({f"{key}.{k}": v for k, v in value.items() if _scalar(v)})
+        elif _scalar(value):
+            row[key] = value
+    return row
+
+
 def campaign_summary_table(campaign) -> pd.DataFrame:
-    """One row per submission of ``campaign``: its summary, sections flattened.
+    """One row per submission of ``campaign`` (:func:`summary_row`), for comparing teams.
 
     Returns
     -------
     pandas.DataFrame
         Columns ``submission_id``, ``team``, ``method``, ``baseline_method``,
-        ``complete``, ``masked_videos``, ``source_videos``, then one column per summary
-        entry named ``<section>.<key>`` (e.g. the face evaluation's means). Rows are
-        ordered by team, then method.
+        ``complete``, ``masked_videos``, ``source_videos``, then one column per scalar
+        summary entry named ``<section>.<key>`` (e.g. ``face_evaluation.rank1_rate``).
+        Rows are ordered by team, then method.
     """
     submissions = campaign.submissions.select_related("team", "campaign").order_by("team__name", "name")
-    summaries = [_jsonable(submission_summary(s)) for s in submissions]
-    table = pd.json_normalize(summaries, sep=".") if summaries else pd.DataFrame()
+    table = pd.DataFrame([summary_row(s) for s in submissions])
     first = ["submission_id", "team", "method", "baseline_method", "complete", "masked_videos", "source_videos"]
     table = table.drop(columns=["submission", "campaign"], errors="ignore")
-    ordered = [c for c in first if c in table.columns] + [c for c in table.columns if c not in first]
-    return table.reindex(columns=ordered or first)
+    ordered = first + [c for c in table.columns if c not in first]
+    return table.reindex(columns=ordered)
 
 
 def summary_table_as_csv(campaign) -> str:

@@ -1,0 +1,35 @@
+"""``manage.py demo``: build, import, mask, evaluate, report, and print the login (evalsite/demo.py)."""
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from evalsite.demo import run_demo
+
+
+class Command(BaseCommand):
+    help = ("Build and import the demo campaign from the real data, make every baseline submission, "
+            "run the automated face evaluation, write reports to var/reports/ and print an organizer login.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--stride", type=int, default=5, help="evaluate every n-th frame (default 5)")
+        parser.add_argument("--method", action="append", dest="methods",
+                            help="only this baseline method (repeatable; default: all)")
+
+    def handle(self, *args, stride, methods, **options):
+        started = time.monotonic()
+        try:
+            result = run_demo(stride=stride, methods=methods, log=self.stdout.write)
+        except ValueError as error:
+            raise CommandError(str(error)) from error
+        write = self.stdout.write
+        write("")
+        write(f"Campaign: {result.campaign.name} (slug {result.campaign.slug})")
+        write(f"Reports:  {len(result.report_paths)} files in {result.summary_path.parent}/")
+        write(f"Summary:  {result.summary_path}")
+        write(self.style.SUCCESS(
+            f"Organizer login: http://127.0.0.1:8000/admin/  user '{result.username}'  "
+            f"password '{result.password}' (new on every run)"
+        ))
+        write(f"Demo finished in {time.monotonic() - started:.0f} s.")
+        if result.failures:
+            raise CommandError("some baselines failed:\n" + "\n".join(result.failures))
