@@ -32,6 +32,7 @@ import math
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 
 import numpy as np
 
@@ -147,6 +148,13 @@ def _probe_box(clear_box: np.ndarray, masked: FaceDetections) -> np.ndarray:
     return best
 
 
+def _clear_cache_key(clear_path, stride: int, detector) -> tuple:
+    path = Path(clear_path).resolve()
+    stat = path.stat()
+    settings = (type(detector).__name__, getattr(detector, "min_confidence", None), getattr(detector, "upsample", None))
+    return (str(path), stat.st_size, stat.st_mtime_ns, stride, settings)
+
+
 def check_video_pair(clear_path, masked_path) -> VideoInfo:
     """Check that two videos have the same frame count and size; return the clear one's info.
 
@@ -184,6 +192,7 @@ def evaluate_video(
     embedder: DlibFaceEmbedder | None = None,
     threshold: float = MATCH_THRESHOLD,
     timings: dict | None = None,
+    clear_cache: dict | None = None,
 ) -> VideoEvaluation:
     """Score one masked video against its clear video and the gallery (module protocol).
 
@@ -207,6 +216,11 @@ def evaluate_video(
     timings : dict, optional
         If given, seconds spent per stage are added to it under "decode", "detect",
         "embed" and "metrics" (used by benchmarks/bench_face_eval.py).
+    clear_cache : dict, optional
+        Keeps the clear-frame analysis (face box and embedding per tested frame) between
+        calls, keyed by the clear file (path, size, modification time), stride and
+        detector settings, so several submissions of one campaign detect and embed each
+        clear frame once. The caller owns (and bounds) the dict.
 
     Returns
     -------
@@ -237,6 +251,9 @@ def evaluate_video(
     detector_name = detector if own_detector else type(detector).__name__
     face_detector = make_face_detector(detector) if own_detector else detector
     watch = _Stopwatch(timings)
+    clear_frames: dict = {}
+    if clear_cache is not None:
+        clear_frames = clear_cache.setdefault(_clear_cache_key(clear_path, stride, face_detector), {})
 
     frame_ious, clear_found, masked_found = [], [], []
     masked_distances, masked_ranks, clear_distances, clear_ranks = [], [], [], []
@@ -248,15 +265,18 @@ def evaluate_video(
             started = watch.add("decode", started)
             if clear_rgb.shape != masked_rgb.shape:  # a size change mid-stream
                 raise VideoPairError(f"frame {frame_index}: clear {clear_rgb.shape}, masked {masked_rgb.shape}")
-            clear_detections = face_detector.detect(clear_rgb, frame_index)
+            cached = clear_frames.get(frame_index)
+            if cached is None:
+                clear_box = largest_face(face_detector.detect(clear_rgb, frame_index))
+            else:
+                clear_box, clear_embedding = cached
             masked_detections = face_detector.detect(masked_rgb, frame_index)
             started = watch.add("detect", started)
-            clear_box = largest_face(clear_detections)
-            probe_embeddings = None
             if clear_box is not None:
-                probe_box = _probe_box(clear_box, masked_detections)
-                probe_embeddings = (embedder.embed(masked_rgb, probe_box[None]),
-                                    embedder.embed(clear_rgb, clear_box[None]))
+                masked_embedding = embedder.embed(masked_rgb, _probe_box(clear_box, masked_detections)[None])[0]
+                if cached is None:
+                    clear_embedding = embedder.embed(clear_rgb, clear_box[None])[0]
+            clear_frames[frame_index] = (clear_box, clear_embedding if clear_box is not None else None)
             started = watch.add("embed", started)
             ssims.append(ssim(clear_rgb, masked_rgb))
             psnrs.append(psnr(clear_rgb, masked_rgb))
@@ -265,8 +285,7 @@ def evaluate_video(
                 clear_found.append(True)
                 masked_found.append(len(masked_detections) > 0)
                 for embedding, distances, ranks in zip(
-                    (probe_embeddings[0][0], probe_embeddings[1][0]),
-                    (masked_distances, clear_distances), (masked_ranks, clear_ranks),
+                    (masked_embedding, clear_embedding), (masked_distances, clear_distances), (masked_ranks, clear_ranks),
                 ):
                     distances.append(_genuine_distance(embedding, gallery, labels, true_identity))
                     ranks.append(closed_set_rank(embedding, gallery, labels, true_identity))

@@ -31,6 +31,11 @@ from .video import VideoInfo, transcode_for_web
 
 logger = logging.getLogger(__name__)
 
+# Clear-frame face boxes and embeddings shared by the runs of this process (see
+# face_eval.evaluate_video): every submission of a campaign has the same clear videos.
+_CLEAR_CACHE: dict = {}
+_CLEAR_CACHE_MAX_VIDEOS = 2000
+
 
 class MissingGalleryError(ValueError):
     """Identities of the videos to evaluate have no gallery image (closed set incomplete)."""
@@ -199,6 +204,8 @@ def execute_face_run(run: AutomatedRun) -> AutomatedRun:
     run.save(update_fields=["status", "started_at", "error"])
     submission = run.submission
     embedder = DlibFaceEmbedder()
+    if len(_CLEAR_CACHE) > _CLEAR_CACHE_MAX_VIDEOS:
+        _CLEAR_CACHE.clear()
     try:
         with make_face_detector(detector_name) as detector:
             embeddings, codes = gallery_embeddings(submission.campaign, embedder=embedder, detector=detector)
@@ -214,6 +221,7 @@ def execute_face_run(run: AutomatedRun) -> AutomatedRun:
                     evaluation = evaluate_video(
                         clear_path, masked_path, embeddings, codes, source.identity.code,
                         stride=stride, detector=detector, embedder=embedder, threshold=threshold,
+                        clear_cache=_CLEAR_CACHE,
                     )
                 VideoScore.objects.create(run=run, masked_video=masked, **VideoScore.metric_values(evaluation))
     except Exception as error:

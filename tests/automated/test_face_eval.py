@@ -131,3 +131,28 @@ def test_true_identity_must_be_in_the_gallery(short_clip):
         evaluate_video(short_clip["ten"], short_clip["ten"], np.zeros((1, 128)), ["a"], "b")
     with pytest.raises(ValueError, match="stride must be >= 1"):
         evaluate_video(short_clip["ten"], short_clip["ten"], np.zeros((1, 128)), ["a"], "a", stride=0)
+
+
+class CountingDetector:
+    """A real MediaPipe detector that counts its calls."""
+
+    def __init__(self):
+        from automated.detection import MediaPipeFaceDetector
+
+        self.inner, self.calls = MediaPipeFaceDetector(), 0
+
+    def detect(self, frame_rgb, frame_index=0):
+        self.calls += 1
+        return self.inner.detect(frame_rgb, frame_index)
+
+
+@pytest.mark.slow
+def test_clear_cache_reuses_clear_frames_and_changes_no_result(data_dir, short_clip):
+    embeddings, identities = gallery(data_dir)
+    detector, cache = CountingDetector(), {}
+    kwargs = dict(stride=5, detector=detector, clear_cache=cache)
+    first = evaluate_video(short_clip["ten"], short_clip["ten"], embeddings, identities, "s1", **kwargs)
+    assert detector.calls == 4                    # 2 tested frames x (clear + masked)
+    second = evaluate_video(short_clip["ten"], short_clip["ten"], embeddings, identities, "s1", **kwargs)
+    assert detector.calls == 6                    # masked frames only
+    assert second == first and first.rank1_rate == 1.0 and len(cache) == 1
