@@ -153,9 +153,9 @@ def current_trial(session: RatingSession, *, now=None) -> Trial | None:
     still has room, otherwise released and replaced. Returns None (and completes the
     session) when the plan is done or no item with room is left for this rater.
     """
-    now = now or timezone.now()
     with transaction.atomic():
         session = RatingSession.objects.select_for_update().get(pk=session.pk)
+        now = _after_lock(now)
         if session.state != SessionState.RUNNING:
             return None
         while session.position < len(session.plan):
@@ -173,11 +173,25 @@ def current_trial(session: RatingSession, *, now=None) -> Trial | None:
         return None
 
 
+def _after_lock(now=None):
+    """The time to judge claims by, read once the locks are held.
+
+    A request can wait seconds for the SQLite write lock; a clock read before the wait
+    would let a lapsed claim look alive and an item overshoot its target. An explicit
+    ``now`` (tests) is honoured unless the wall clock is already past it.
+    """
+    current = timezone.now()
+    return current if now is None else max(now, current)
+
+
 def _keep_claim(trial: Trial, now) -> bool:
     """Refresh a lapsed claim if the item has room; else release the trial."""
-    if trial.item_id is None or not trial.claim_expired(now):
+    if trial.item_id is None:
         return True
     item = Item.objects.select_for_update().get(pk=trial.item_id)
+    now = _after_lock(now)
+    if not trial.claim_expired(now):
+        return True
     others = Trial.objects.filter(item=item).exclude(pk=trial.pk).live(now).count()
     if others < item.target_count:
         trial.claimed_at = now
@@ -218,6 +232,7 @@ def _item_trial(session, seen, rng, now) -> Trial | None:
         fewest = candidates[0]["n_completed"]
         pick = rng.choice([c["id"] for c in candidates if c["n_completed"] == fewest])
         item = Item.objects.select_for_update().select_related("source_video").get(pk=pick)
+        now = _after_lock(now)
         if Trial.objects.filter(item=item).live(now).count() < item.target_count:
             return _build_trial(
                 session, TrialKind.ITEM, item.task, item.source_video, rng, item=item, now=now
@@ -330,7 +345,6 @@ def record_response(trial: Trial, answer: Mapping, *, now=None) -> tuple[Respons
     ValueError
         If ``choice`` is not a valid choice for this trial.
     """
-    now = now or timezone.now()
     with transaction.atomic():
         trial = Trial.objects.select_for_update().select_related("session__campaign", "session__rater").get(
             pk=trial.pk

@@ -319,6 +319,7 @@ def main(argv=None) -> int:
     parser.add_argument("--claim-timeout", type=float, default=2.0, help="seconds")
     parser.add_argument("--waves", type=int, default=4, help="extra waves until every item is full")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--cache-dir", default=None, help="derived GRID files (default CACHE_DIR/grid)")
     args = parser.parse_args(argv)
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
@@ -334,7 +335,7 @@ def main(argv=None) -> int:
     settings.TRIALS_CLAIM_TIMEOUT_S = args.claim_timeout
     call_command("migrate", verbosity=0)
     campaign = build_grid_campaign(
-        settings.DATA_DIR, Path(settings.CACHE_DIR) / "grid", raters_per_video=args.raters_per_video,
+        settings.DATA_DIR, Path(args.cache_dir or Path(settings.CACHE_DIR) / "grid"), raters_per_video=args.raters_per_video,
         copies=args.copies, name=f"simulation {time.time_ns()}",
     )
     open_rating(campaign, prepare_media=False)
