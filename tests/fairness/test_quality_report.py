@@ -72,3 +72,18 @@ def test_command_rejects_unknown_campaign(db):
 
     with pytest.raises(CommandError, match="no campaign with slug 'nope'"):
         call_command("compute_face_quality", "--campaign", "nope")
+
+
+def test_quality_page_and_plot_for_the_organizer(stills, organizer, client, settings):
+    from django.urls import reverse
+
+    settings.FAIRNESS_BOOTSTRAP_RESAMPLES = 20
+    client.force_login(organizer)
+    page = client.get(reverse("fairness:quality", args=[stills.pk]))
+    assert page.status_code == 200 and "sharpness" in page.content.decode()
+    plot = client.get(reverse("fairness:quality_plot", args=[stills.pk]),
+                      {"kind": "gallery", "score": "sharpness", "attribute": "gender"})
+    assert plot.status_code == 200 and plot.content.startswith(b"\x89PNG")
+    bad = client.get(reverse("fairness:quality_plot", args=[stills.pk]),
+                     {"kind": "masked", "score": "sharpness", "attribute": "gender"})
+    assert bad.status_code == 404
