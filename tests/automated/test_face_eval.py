@@ -25,14 +25,14 @@ def evaluations(data_dir, tmp_path_factory):
     """{(clip, method): VideoEvaluation} for the three probe clips and three baselines."""
     folder = tmp_path_factory.mktemp("baselines")
     embeddings, identities = gallery(data_dir)
-    embedder = DlibFaceEmbedder()
+    embedder, clear_cache = DlibFaceEmbedder(), {}
     results = {}
     for clip, person in PROBE_CLIPS.items():
         for method in METHODS:
             masked = anonymize_video(probe_path(data_dir, clip), folder / f"{clip}_{method}.mkv", method, key=bytes(32))
             results[clip, method] = evaluate_video(
                 probe_path(data_dir, clip), masked.path, embeddings, identities, person,
-                stride=STRIDE, embedder=embedder,
+                stride=STRIDE, embedder=embedder, clear_cache=clear_cache,
             )
     return results
 

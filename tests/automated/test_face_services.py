@@ -9,7 +9,9 @@ from django.core.management import call_command
 from PIL import Image
 
 from automated.face_models import AutomatedRun, VideoScore
-from automated.services import MissingGalleryError, create_baseline_submission, run_face_evaluation
+from automated.services import (
+    MissingGalleryError, create_baseline_submission, queue_face_evaluation, run_face_evaluation,
+)
 from evalsite import reports
 from evalsite.models import Campaign, GalleryImage, Identity, MaskedVideo, SourceVideo
 
@@ -118,3 +120,12 @@ def test_commands_make_baseline_and_evaluate(campaign):
     out = io.StringIO()
     call_command("evaluate", str(submission.pk), "--stride", "40", stdout=out)
     assert "completed" in out.getvalue() and "rank1_rate" in out.getvalue()
+
+
+def test_queued_run_executes_through_the_celery_task_after_commit(campaign, django_capture_on_commit_callbacks):
+    submission = create_baseline_submission(campaign, "identity", web_copies=False)
+    with django_capture_on_commit_callbacks(execute=True):
+        run = queue_face_evaluation(submission, stride=40)
+        assert run.status == AutomatedRun.Status.PENDING
+    run.refresh_from_db()
+    assert run.status == AutomatedRun.Status.COMPLETED and run.video_scores.count() == 3
