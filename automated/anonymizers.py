@@ -9,7 +9,8 @@ scrambling isn't accidentally fixed by video compression", seeds/004, section 2.
 Settings and sources:
 
 - Gaussian blur, sigma = 15 pixels (PrivHAR-Bench tier 1, seeds/004, section 2.B);
-  kernel 91 x 91 (OpenCV's 6 sigma + 1 for uint8).
+  kernel 91 x 91 (OpenCV's 6 sigma + 1 for uint8). seeds/000 (section 5.6.1) instead
+  gives a 101-pixel kernel on 224-pixel face crops, without a sigma.
 - Canny edges (PrivHAR-Bench tier 2); thresholds 100/200 (not given in the seed; the
   OpenCV tutorial values).
 - Keyed block permutation (PrivHAR-Bench tier 3): the region is cut into B x B blocks
@@ -19,7 +20,7 @@ Settings and sources:
   the block grid is the same): the weaker variant the seed's per-frame nonce guards
   against.
 - Eye masking: a black strip over the eyes, 140 pixels high on 224-pixel face crops in
-  seeds/000_0b74979cb8a3f1c3.txt (section 4.2.1), i.e. 0.625 of the face height.
+  seeds/000_0b74979cb8a3f1c3.txt (section 5.6.1), i.e. 0.625 of the face height.
 - Pixelation: the face is averaged over 16 x 16-pixel cells (no seed value; the same cell
   size as the coarse block permutation).
 - ``identity``: the unmasked frame, the worst case (clear accuracy) of every campaign.
@@ -136,7 +137,7 @@ def pixelate_face(frame_rgb: np.ndarray, region_xyxy, *, cell_px: int = PIXELATE
 
 
 def eye_mask(frame_rgb: np.ndarray, box_xyxy, eyes_xy=None, *, strip_fraction: float = EYE_STRIP_FRACTION) -> np.ndarray:
-    """Black strip over the eyes (Eye Masking, seeds/000, section 4.2.1).
+    """Black strip over the eyes (Eye Masking, seeds/000, section 5.6.1).
 
     The strip runs along the line through both eyes, as long as the face box is wide
     (plus the margin) and ``strip_fraction`` of the face box high.

@@ -7,9 +7,9 @@ None (STYLE.md, points 5 and 7).
 Detectors (both load their models from the installed wheels, never from the network):
 
 - ``MediaPipeFaceDetector``: mediapipe 0.10.21 legacy ``solutions.face_detection``
-  (BlazeFace short-range model, ~2 ms per 360x288 frame). It misses faces smaller than
-  about a fifth of the frame; use the full-range model (``model_selection=1``) or dlib
-  for distant faces.
+  (BlazeFace short-range model, for faces within about 2 m of the camera; ~2 ms per
+  360x288 frame). It misses small, distant faces: use the full-range model
+  (``model_selection=1``) or dlib HOG with upsampling for those.
 - ``DlibHogFaceDetector``: dlib's HOG + linear SVM frontal face detector (~8 ms per
   360x288 frame at ``upsample=0``); occasional false positives.
 
