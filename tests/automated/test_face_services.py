@@ -129,3 +129,12 @@ def test_queued_run_executes_through_the_celery_task_after_commit(campaign, djan
         assert run.status == AutomatedRun.Status.PENDING
     run.refresh_from_db()
     assert run.status == AutomatedRun.Status.COMPLETED and run.video_scores.count() == 3
+
+
+def test_admin_lists_runs_and_scores_read_only(campaign, admin_client):
+    submission = create_baseline_submission(campaign, "identity", web_copies=False)
+    run = AutomatedRun.objects.create(submission=submission, config={"stride": 5})
+    for url in ("/admin/automated/automatedrun/", "/admin/automated/videoscore/",
+                f"/admin/automated/automatedrun/{run.pk}/change/"):
+        assert admin_client.get(url).status_code == 200
+    assert admin_client.get("/admin/automated/automatedrun/add/").status_code == 403
