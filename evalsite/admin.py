@@ -12,8 +12,10 @@ import json
 import shutil
 import tempfile
 
+from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.db import models
 from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -39,10 +41,16 @@ def download_response(text: str, filename: str, fmt: str) -> HttpResponse:
     return response
 
 
+# MEDIA_URL is None on purpose: the default file widgets link to ``file.url``, which
+# does not exist. Files are shown through the permission-checked views instead.
+PRIVATE_FILES = {models.FileField: {"widget": forms.FileInput}, models.ImageField: {"widget": forms.FileInput}}
+
+
 class CampaignScopedAdmin(admin.ModelAdmin):
     """Restrict rows (and foreign-key choices) to campaigns visible to the user."""
 
     campaign_path = "campaign"
+    formfield_overrides = PRIVATE_FILES
 
     def get_queryset(self, request):
         queryset = super().get_queryset(request)
@@ -92,6 +100,7 @@ class CampaignAdmin(CampaignScopedAdmin):
 class GalleryImageInline(admin.TabularInline):
     model = GalleryImage
     extra = 0
+    formfield_overrides = PRIVATE_FILES
     fields = ["thumbnail", "image", "original_name"]
     readonly_fields = ["thumbnail"]
 
@@ -292,9 +301,11 @@ class SubmissionAdmin(CampaignScopedAdmin):
 class MaskedVideoAdmin(CampaignScopedAdmin):
     campaign_path = "submission__campaign"
     list_display = ["source_video", "submission", "frame_count", "width", "height", "duration_s", "uploaded_at"]
+    fields = ["submission", "source_video", "download", "token", "frame_count", "fps", "width", "height",
+              "duration_s", "uploaded_at"]
     list_filter = ["submission__campaign", "submission"]
     search_fields = ["source_video__name", "submission__name", "submission__team__name"]
-    readonly_fields = ["submission", "source_video", "file", "web_file", "token", "frame_count", "fps",
+    readonly_fields = ["submission", "source_video", "token", "frame_count", "fps",
                        "width", "height", "duration_s", "uploaded_at", "download"]
 
     @admin.display(description="file")
