@@ -121,13 +121,17 @@ METRIC_FIELDS = tuple(f.name for f in fields(VideoEvaluation) if f.name not in (
 
 
 class _Stopwatch:
-    """Accumulates seconds per stage into a caller's dict (for the benchmark)."""
+    """Accumulates CPU seconds per stage into a caller's dict (for the benchmark).
+
+    ``time.process_time`` (CPU time of this process) rather than wall time, so that other
+    processes on a shared machine do not inflate the figures.
+    """
 
     def __init__(self, into: dict | None):
         self.into = into
 
     def add(self, stage: str, since: float) -> float:
-        now = time.perf_counter()
+        now = time.process_time()
         if self.into is not None:
             self.into[stage] = self.into.get(stage, 0.0) + now - since
         return now
@@ -214,8 +218,8 @@ def evaluate_video(
     threshold : float, default=0.6
         Verification threshold on the L2 distance (match when distance <= threshold).
     timings : dict, optional
-        If given, seconds spent per stage are added to it under "decode", "detect",
-        "embed" and "metrics" (used by benchmarks/bench_face_eval.py).
+        If given, CPU seconds (``time.process_time``) spent per stage are added to it
+        under "decode", "detect", "embed" and "metrics" (benchmarks/bench_face_eval.py).
     clear_cache : dict, optional
         Keeps the clear-frame analysis (face box and embedding per tested frame) between
         calls, keyed by the clear file (path, size, modification time), stride and
@@ -260,7 +264,7 @@ def evaluate_video(
     ssims, psnrs = [], []
     try:
         pairs = zip(iter_frames(clear_path, stride=stride), iter_frames(masked_path, stride=stride), strict=True)
-        started = time.perf_counter()
+        started = time.process_time()
         for (frame_index, clear_rgb), (_, masked_rgb) in pairs:
             started = watch.add("decode", started)
             if clear_rgb.shape != masked_rgb.shape:  # a size change mid-stream
