@@ -285,3 +285,12 @@ def test_bad_options_raise():
         mdg_sqfr({"a": [0, 1], "b": [1]}, step=1e-7)
     with pytest.raises(GroupScoresError, match="not both"):
         mean_gc_sqfr({"a": [1]}, groups=["a"])
+
+
+def test_lwm_of_scores_piled_at_the_extremes_is_the_minimum():
+    # Rates are often 0 or 1 per video: eq. 5 gives max(Q) weight 0, so a group with one
+    # min(Q) value and otherwise max(Q) values has LWM min(Q) (seen on the demo's
+    # detection failure rates: LWM-GC-SQFR 0 while Mean-GC-SQFR is 0.96).
+    lwm = low_weighted_mean({"a": [0.0, 1.0, 1.0, 1.0], "b": [0.5, 1.0, 1.0]})
+    assert lwm == {"a": 0.0, "b": 0.5}
+    assert lwm_gc_sqfr({"a": [0.0, 1.0, 1.0, 1.0], "b": [0.5, 1.0, 1.0]}) == pytest.approx(0.0)
