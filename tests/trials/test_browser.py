@@ -1,0 +1,166 @@
+"""A rater's whole session in real headless Chromium (Debian's chromium + chromedriver).
+
+Consent, instructions, practice with feedback, identity and action trials on real GRID
+clips (transcoded H.264) with ORL-free, frame-extracted gallery faces, a replay, seeking
+(HTTP Range), a reload that resumes the same trial, a double click and a resent answer
+that store one response each, and the completion code.
+"""
+import pytest
+from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver import ActionChains
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from trials.models import RatingSession, Response, SessionState, Trial, TrialKind
+from trials.services import open_rating
+from trials.simulation import build_grid_campaign
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--window-size=1280,1000", "--autoplay-policy=no-user-gesture-required"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def server(live_server):
+    """The live server (its MEDIA_URL work-around is in ``conftest.py``)."""
+    return live_server
+
+
+@pytest.fixture
+def live_campaign(transactional_db, media_root, data_dir, grid_cache):
+    campaign = build_grid_campaign(data_dir, grid_cache, raters_per_video=2)
+    open_rating(campaign, prepare_media=False)
+    return campaign
+
+
+def trial_token(driver) -> str | None:
+    url = driver.execute_script(
+        "var e = document.getElementById('trial-config');"
+        "return e ? JSON.parse(e.textContent).respond_url : null;")
+    return url.split("/")[2] if url else None
+
+
+def wait_for_element(driver, element_id, timeout=20):
+    return WebDriverWait(driver, timeout).until(lambda d: (d.find_elements(By.ID, element_id) or [None])[0])
+
+
+def wait_for_new_page(driver, old_token, timeout=20):
+    WebDriverWait(driver, timeout, ignored_exceptions=[StaleElementReferenceException]).until(
+        lambda d: d.find_elements(By.ID, "completion-code") or (trial_token(d) not in (None, old_token))
+    )
+
+
+def wait_for_video_playing(driver):
+    WebDriverWait(driver, 20).until(lambda d: d.execute_script(
+        "var v = document.getElementById('video'); return v && v.readyState >= 2 && v.currentTime > 0.2;"))
+
+
+def test_rater_session_in_chromium(browser, server, live_campaign):
+    driver = browser
+    driver.get(f"{server.url}/join/{live_campaign.join_code}/")
+    assert "participant_code" in driver.page_source, driver.page_source[:3000]
+    driver.find_element(By.NAME, "participant_code").send_keys("PROLIFIC-123")
+    driver.find_element(By.ID, "join").click()
+    wait_for_element(driver, "agree").click()
+    driver.find_element(By.ID, "consent").click()
+    start = wait_for_element(driver, "start")
+    assert "most obvious" in driver.page_source
+    start.click()
+    wait_for_element(driver, "trial-config")
+
+    # Practice 1 (identity): the video plays, is replayed, answered with the keyboard; feedback follows.
+    token = trial_token(driver)
+    trial = Trial.objects.get(token=token)
+    assert trial.kind == TrialKind.PRACTICE and trial.task == "identity"
+    assert len(driver.find_elements(By.CSS_SELECTOR, ".gallery img")) == 5
+    WebDriverWait(driver, 20).until(lambda d: d.execute_script(
+        "return Array.from(document.querySelectorAll('.gallery img')).every(i => i.complete && i.naturalWidth)"))
+    sizes = driver.execute_script(
+        "return Array.from(document.querySelectorAll('.gallery img')).map(i => [i.naturalWidth, i.naturalHeight])")
+    assert sizes == [[160, 160]] * 5  # every face cropped to one size
+    wait_for_video_playing(driver)
+    driver.find_element(By.ID, "replay").click()
+    wait_for_video_playing(driver)
+    ActionChains(driver).send_keys("1").perform()
+    WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "feedback").text)
+    assert driver.find_elements(By.CSS_SELECTOR, ".choice.correct")  # the right answer is shown
+    driver.find_element(By.ID, "continue").click()
+    wait_for_new_page(driver, token)
+    first = Response.objects.get(trial__token=token)
+    assert first.choice == "1" and first.replays == 1
+    assert first.watch_time_ms > 200 and first.response_time_ms >= first.watch_time_ms / 2
+
+    # Practice 2 (action): a click on an action, feedback, continue.
+    token = trial_token(driver)
+    assert Trial.objects.get(token=token).task == "action"
+    driver.find_elements(By.CSS_SELECTOR, ".actions .choice")[0].click()
+    WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "feedback").text)
+    driver.find_element(By.ID, "continue").click()
+    wait_for_new_page(driver, token)
+
+    # First evaluated trial: seeking works (Range), a reload resumes the same trial.
+    token = trial_token(driver)
+    assert Trial.objects.get(token=token).kind in (TrialKind.ITEM, TrialKind.CATCH)
+    if driver.find_elements(By.ID, "video"):
+        wait_for_video_playing(driver)
+        driver.execute_script("var v = document.getElementById('video'); v.pause(); v.currentTime = 2.0;")
+        WebDriverWait(driver, 10).until(lambda d: d.execute_script(
+            "return document.getElementById('video').currentTime") > 1.9)
+    driver.refresh()
+    assert trial_token(driver) == token
+
+    # A double click stores one response.
+    first_choice = driver.find_elements(By.CSS_SELECTOR, ".choice")[0]
+    ActionChains(driver).double_click(first_choice).perform()
+    wait_for_new_page(driver, token)
+    assert Response.objects.filter(trial__token=token).count() == 1
+
+    # A resent answer (dropped connection) stores one response and reports the duplicate.
+    token = trial_token(driver)
+    duplicates = driver.execute_async_script("""
+        var done = arguments[arguments.length - 1];
+        var config = JSON.parse(document.getElementById('trial-config').textContent);
+        var choice = document.querySelector('.choice').dataset.choice;
+        var csrf = document.cookie.match(/csrftoken=([^;]+)/)[1];
+        function post() {
+          return fetch(config.respond_url, {method: 'POST', credentials: 'same-origin',
+            headers: {'Content-Type': 'application/json', 'X-CSRFToken': csrf},
+            body: JSON.stringify({choice: choice, response_time_ms: 1234, replays: 0, watch_time_ms: 3000})
+          }).then(function (r) { return r.json(); });
+        }
+        // Sequential: the live server shares one in-memory SQLite connection between threads;
+        // concurrent answers are exercised on a file database in test_simulation.py.
+        post().then(function (a) { post().then(function (b) { done([a.duplicate, b.duplicate]); }); });
+    """)
+    assert sorted(duplicates) == [False, True]
+    assert Response.objects.filter(trial__token=token).count() == 1
+    driver.refresh()
+    assert trial_token(driver) != token
+
+    # The rest by keyboard (identity: 0 = not present; action: 1 = first action) to the end.
+    for _ in range(20):
+        if driver.find_elements(By.ID, "completion-code"):
+            break
+        token = trial_token(driver)
+        ActionChains(driver).send_keys("1").perform()
+        wait_for_new_page(driver, token)
+    code = driver.find_element(By.ID, "completion-code").text
+    session = RatingSession.objects.get()
+    assert session.state == SessionState.COMPLETE and code == session.completion_code
+    assert Response.objects.count() == session.trials.active().count() == len(session.plan)
+    assert int(driver.execute_script("return document.querySelector('progress') ? 1 : 0")) == 0
