@@ -157,14 +157,14 @@ def load_calgary(data_dir: str | os.PathLike) -> GaitDataset:
 
 
 def gender_by_subject(dataset: GaitDataset) -> pd.Series:
-    """Gender of each subject where the files agree, else ``None``.
+    """Gender of each subject where the files agree, else missing.
 
-    Calgary subject 8 is "M" in two files and "F" in four; rather than guess, it gets
-    ``None`` so group-fairness measures can leave it out explicitly.
+    Calgary subject 8 is "M" in two files and "F" in four; rather than guess, it gets a
+    missing value (``pd.isna``) so group-fairness measures leave it out explicitly.
 
     Returns
     -------
-    pandas.Series indexed by subject id, values "M", "F" or None
+    pandas.Series indexed by subject id, values "M", "F" or missing
     """
     labels = dataset.metadata.groupby("subject_id")["gender"].agg(lambda g: g.iloc[0] if g.nunique() == 1 else None)
     return labels.rename("gender")
