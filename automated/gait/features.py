@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.decomposition import PCA
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import Pipeline
@@ -166,3 +167,31 @@ def make_gait_recognizers(*, random_state: int = 0) -> dict[str, Callable[[], Pi
         for classifier in ("svm", "rf", "knn")
         for feature in FEATURES
     }
+
+
+def selection_features(sequences, *, n_components: int = 4) -> np.ndarray:
+    """Feature vectors for the Center and Distinctive identity selections of gait.
+
+    seeds/000, section 5.7: "For the feature vector selection strategy Center and Distinctive
+    we use a PCA with four components over all samples for gait". The PCA is fitted over
+    all given (clear) sequences, flattened (``FlattenFeatures``), and each sequence is
+    projected on its first ``n_components`` axes.
+
+    Parameters
+    ----------
+    sequences : array-like of shape (n_sequences, n_frames, n_joints, 3)
+    n_components : int, default=4
+
+    Returns
+    -------
+    ndarray of shape (n_sequences, n_components), float64
+
+    Raises
+    ------
+    ValueError
+        If there are fewer sequences than ``n_components`` or a bad shape.
+    """
+    flat = FlattenFeatures().fit_transform(sequences)
+    if len(flat) < n_components:
+        raise ValueError(f"need at least {n_components} sequences for a {n_components}-component PCA, got {len(flat)}")
+    return PCA(n_components=n_components, svd_solver="full").fit_transform(flat)
