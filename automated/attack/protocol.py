@@ -1,0 +1,206 @@
+"""Closed-set identification protocol: per-identity 75/25 split, accuracy, chance level.
+
+seeds/000_0b74979cb8a3f1c3.txt ("A False Sense of Privacy"): closed-set recognition is the
+general scenario (section 4.2); "the splitter splits the samples per identity into two
+sets, with 75% of samples going into the train set and 25% going into the test set"
+(section 5.4); chance level is the ideal bound and clear-data accuracy the worst case
+(section 5.2).
+
+Frames of one video are nearly identical, so a random frame split would put near
+duplicates on both sides and measure memorisation, not recognition. The split is therefore
+
+- **by group** (video / sequence) when an identity has two or more groups: 25 % of its
+  groups (rounded half up, at least one, at least one left for training) go to the test
+  set, chosen with the seed;
+- **by contiguous time segment** when an identity has a single group: a contiguous block
+  of 25 % of its samples (rounded half up) is the test segment, placed at a seeded offset;
+  training samples closer than ``gap`` (in ``time_index`` units, i.e. frames) to either end
+  of the test segment are dropped, so neighbouring frames never fall on both sides.
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Split:
+    """Indices of a train/test split (into the samples of ``AttackData``).
+
+    Attributes
+    ----------
+    train_idx, test_idx, dropped_idx : ndarray of int of shape (n,)
+        Sorted sample indices of the train set, the test set, and the training samples
+        dropped because they lie within ``gap`` frames of a test segment.
+    """
+
+    train_idx: np.ndarray
+    test_idx: np.ndarray
+    dropped_idx: np.ndarray
+
+
+def round_half_up(value: float) -> int:
+    """Round to the nearest integer, halves upwards (2.5 -> 3, unlike Python's ``round``)."""
+    return int(np.floor(value + 0.5))
+
+
+def identity_rng(seed: int, identity) -> np.random.Generator:
+    """Random generator of one identity: depends on the seed and the label only.
+
+    So an identity gets the same split and the same %-parrot samples whichever subset of
+    identities is evaluated (the selection strategies must not change the protocol).
+    """
+    return np.random.default_rng([seed, zlib.crc32(str(identity).encode())])
+
+
+def _test_count(n: int, test_fraction: float) -> int:
+    return min(max(round_half_up(test_fraction * n), 1), n - 1)
+
+
+def split_train_test(
+    identities,
+    *,
+    groups=None,
+    time_index=None,
+    test_fraction: float = 0.25,
+    gap: int = 0,
+    seed: int = 0,
+) -> Split:
+    """Split samples per identity into train and test sets (75/25 by default).
+
+    Parameters
+    ----------
+    identities : array-like of shape (n_samples,)
+        Identity label of each sample.
+    groups : array-like of shape (n_samples,), default=None
+        Video/sequence of each sample; None: each sample is its own group.
+    time_index : array-like of int of shape (n_samples,), default=None
+        Frame index of each sample inside its group; None: the sample order.
+    test_fraction : float, default=0.25
+        Share of each identity's groups (or, for a single-group identity, samples) that
+        goes to the test set, in (0, 1). seeds/000, section 5.4.
+    gap : int, default=0
+        Frames (``time_index`` units) on each side of a single-video identity's test
+        segment whose samples are left out of training.
+    seed : int, default=0
+
+    Returns
+    -------
+    Split
+
+    Raises
+    ------
+    ValueError
+        If ``test_fraction`` is outside (0, 1), ``gap`` is negative, the lengths differ,
+        an identity has fewer than two samples, or ``gap`` leaves an identity no training
+        sample.
+
+    Examples
+    --------
+    Two identities, one with three videos and one with a single 8-frame video:
+
+    >>> s = split_train_test(["a"] * 3 + ["b"] * 8, groups=[0, 1, 2] + [3] * 8,
+    ...                      time_index=[0, 0, 0] + list(range(8)), gap=1, seed=0)
+    >>> len(s.test_idx)  # 1 of a's 3 videos (0.75 rounds to 1) + 2 of b's 8 frames
+    3
+    """
+    identities = np.asarray(identities)
+    n = len(identities)
+    if not 0.0 < test_fraction < 1.0:
+        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
+    if gap < 0:
+        raise ValueError(f"gap must be >= 0 frames, got {gap}")
+    groups = np.arange(n) if groups is None else np.asarray(groups)
+    time = np.arange(n) if time_index is None else np.asarray(time_index)
+    if groups.shape != (n,) or time.shape != (n,):
+        raise ValueError(
+            f"inconsistent numbers of samples: identities {n}, groups {groups.shape}, "
+            f"time_index {time.shape}"
+        )
+    train, test, dropped = [], [], []
+    for identity in sorted(set(identities.tolist())):
+        idx = np.flatnonzero(identities == identity)
+        if len(idx) < 2:
+            raise ValueError(f"identity {identity!r} has {len(idx)} sample; need at least 2 to split")
+        rng = identity_rng(seed, identity)
+        own_groups = sorted(set(groups[idx].tolist()))
+        if len(own_groups) >= 2:
+            chosen = rng.permutation(len(own_groups))[: _test_count(len(own_groups), test_fraction)]
+            is_test = np.isin(groups[idx], [own_groups[i] for i in chosen])
+            test.append(idx[is_test])
+            train.append(idx[~is_test])
+            continue
+        order = idx[np.argsort(time[idx], kind="stable")]
+        n_test = _test_count(len(order), test_fraction)
+        start = int(rng.integers(0, len(order) - n_test + 1))
+        segment = order[start : start + n_test]
+        first, last = time[segment[0]], time[segment[-1]]
+        rest = np.setdiff1d(order, segment)
+        near = (time[rest] >= first - gap) & (time[rest] <= last + gap)
+        if near.all():
+            raise ValueError(
+                f"gap={gap} frames leaves identity {identity!r} no training sample "
+                f"(single video of {len(order)} samples)"
+            )
+        test.append(segment)
+        train.append(rest[~near])
+        dropped.append(rest[near])
+    as_idx = lambda parts: np.sort(np.concatenate(parts)).astype(np.int64) if parts else np.zeros(0, np.int64)  # noqa: E731
+    return Split(as_idx(train), as_idx(test), as_idx(dropped))
+
+
+def accuracy(y_true, y_pred) -> float:
+    """Rank-1 closed-set identification accuracy: share of test samples labelled correctly.
+
+    Returns
+    -------
+    float in [0, 1]
+
+    Raises
+    ------
+    ValueError
+        If the arrays differ in length or are empty.
+    """
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    if y_true.shape != y_pred.shape:
+        raise ValueError(f"inconsistent numbers of samples: {[len(y_true), len(y_pred)]}")
+    if y_true.size == 0:
+        raise ValueError("no test samples; accuracy is undefined")
+    return float(np.mean(y_true == y_pred))
+
+
+def chance_level(n_identities: int) -> float:
+    """Accuracy of guessing uniformly among ``n_identities``: ``1 / n_identities``.
+
+    The optimal bound of an anonymization (seeds/000, section 5.2).
+
+    Raises
+    ------
+    ValueError
+        If ``n_identities`` < 1.
+    """
+    if n_identities < 1:
+        raise ValueError(f"n_identities must be >= 1, got {n_identities}")
+    return 1.0 / n_identities
+
+
+def chance_normalised_accuracy(accuracy_value: float, n_identities: int) -> float:
+    """``(accuracy - chance) / (1 - chance)``: 0 at chance level, 1 at perfect recognition.
+
+    Makes accuracies over different numbers of identities comparable (chance level rises as
+    the subset shrinks, seeds/000 section 6.3). Negative when below chance.
+
+    Raises
+    ------
+    ValueError
+        If ``accuracy_value`` is outside [0, 1] or ``n_identities`` < 2 (a single identity
+        has chance level 1 and the ratio is undefined).
+    """
+    if not 0.0 <= accuracy_value <= 1.0:
+        raise ValueError(f"accuracy must be in [0, 1], got {accuracy_value}")
+    if n_identities < 2:
+        raise ValueError(f"n_identities must be >= 2 for a normalised accuracy, got {n_identities}")
+    chance = chance_level(n_identities)
+    return (accuracy_value - chance) / (1.0 - chance)

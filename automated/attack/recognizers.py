@@ -1,0 +1,348 @@
+"""Conceptually different face recognizers, as sklearn-compatible estimators on crops.
+
+seeds/000_0b74979cb8a3f1c3.txt, section 4.2.2: "at least a few conceptually different
+recognition systems should be tested" because the system best on clear data need not be
+best on anonymized data (hypothesis H3, section 6.2). Each recognizer here is a
+classifier ``fit(X, y) / predict(X)`` over face crops ``X`` of shape (n, H, W, 3) or
+(n, H, W), dtype uint8, all of one size:
+
+- **pretrained embedding + trained classifier** (``dlib_svm``, ``dlib_knn``): dlib's
+  ResNet 128-D face embedding (pretrained on clear faces, like DeepFace/frknn in section
+  5.5) with an SVM or a 1-nearest-neighbour classifier trained on the attacker's data.
+  Embeddings are cached per image content hash: every attacker reuses the same crops.
+- **classic trainable** (``lbph``, ``eigenfaces``): OpenCV's Local Binary Pattern
+  Histograms recognizer, and PCA on pixels (Eigenfaces) + linear SVM. Learns everything
+  from the attacker's training data, so a fixed pixel permutation is no obstacle.
+- **small CNN trained from scratch** (``cnn``): PyTorch on CPU, 32x32 grey input; learns the
+  structure of anonymized data (the "retrained" systems of section 5.5).
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import cv2
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.decomposition import PCA
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.pipeline import FunctionTransformer, make_pipeline
+from sklearn.preprocessing import LabelEncoder, StandardScaler
+from sklearn.svm import SVC
+from sklearn.utils.validation import check_is_fitted
+
+
+def check_images(images) -> np.ndarray:
+    """Validate a batch of crops: uint8 (n, H, W) or (n, H, W, 3).
+
+    Raises
+    ------
+    ValueError
+        If the dtype is not uint8 or the shape is neither.
+    """
+    images = np.asarray(images)
+    if images.dtype != np.uint8 or images.ndim not in (3, 4) or (images.ndim == 4 and images.shape[3] != 3):
+        raise ValueError(
+            f"face crops must be uint8 of shape (n, H, W) or (n, H, W, 3), got {images.dtype} {images.shape}"
+        )
+    return images
+
+
+def to_grey(images) -> np.ndarray:
+    """Crops as grey ``uint8`` of shape (n, H, W) (RGB converted with OpenCV's weights)."""
+    images = check_images(images)
+    if images.ndim == 3:
+        return images
+    return np.stack([cv2.cvtColor(np.ascontiguousarray(im), cv2.COLOR_RGB2GRAY) for im in images])
+
+
+def to_rgb(images) -> np.ndarray:
+    """Crops as RGB ``uint8`` of shape (n, H, W, 3) (grey replicated on 3 channels)."""
+    images = check_images(images)
+    if images.ndim == 4:
+        return images
+    return np.repeat(images[..., None], 3, axis=3)
+
+
+def _flatten_pixels(images) -> np.ndarray:
+    return to_grey(images).reshape(len(images), -1).astype(np.float32) / 255.0
+
+
+def content_key(image: np.ndarray) -> str:
+    """SHA-1 of an image's shape, dtype and bytes: the embedding cache key."""
+    image = np.ascontiguousarray(image)
+    digest = hashlib.sha1(f"{image.shape}{image.dtype}".encode())
+    digest.update(image.tobytes())
+    return digest.hexdigest()
+
+
+class EmbeddingCache:
+    """128-D embeddings by image content hash, in memory and optionally on disk.
+
+    Parameters
+    ----------
+    directory : path, optional
+        Folder where each embedding is also stored as ``<sha1>.npy`` so later processes
+        reuse it.
+
+    Attributes
+    ----------
+    hits, misses : int
+        Look-ups answered from the cache / computed.
+    """
+
+    def __init__(self, directory=None):
+        self.directory = Path(directory) if directory is not None else None
+        self._memory: dict[str, np.ndarray] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def get_or_compute(self, image: np.ndarray, compute) -> np.ndarray:
+        key = content_key(image)
+        if key in self._memory:
+            self.hits += 1
+            return self._memory[key]
+        path = self.directory / f"{key}.npy" if self.directory is not None else None
+        if path is not None and path.is_file():
+            value = np.load(path)
+            self.hits += 1
+        else:
+            value = np.asarray(compute(image), dtype=np.float32)
+            self.misses += 1
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                np.save(path, value)
+        self._memory[key] = value
+        return value
+
+    def __len__(self) -> int:
+        return len(self._memory)
+
+
+#: The process-wide embedding cache shared by all dlib recognizers.
+EMBEDDING_CACHE = EmbeddingCache()
+
+
+class DlibEmbedding(BaseEstimator, TransformerMixin):
+    """Transform face crops into dlib 128-D embeddings (``recognition.DlibFaceEmbedder``).
+
+    The crop is the face box (5-point alignment inside it). Stateless: ``fit`` learns
+    nothing, the network is pretrained on clear faces.
+
+    Parameters
+    ----------
+    cache : EmbeddingCache, optional
+        Default ``EMBEDDING_CACHE`` (process-wide).
+    """
+
+    def __init__(self, cache: EmbeddingCache | None = None):
+        self.cache = cache
+
+    def fit(self, X, y=None):
+        check_images(X)
+        return self
+
+    def transform(self, X) -> np.ndarray:
+        """Return ndarray of shape (n, 128), dtype float32."""
+        from ..recognition import DlibFaceEmbedder
+
+        embedder = DlibFaceEmbedder()
+        cache = self.cache if self.cache is not None else EMBEDDING_CACHE
+        rgb = to_rgb(X)
+        return np.stack([cache.get_or_compute(face, embedder.embed_crop) for face in rgb])
+
+
+class LBPHClassifier(ClassifierMixin, BaseEstimator):
+    """OpenCV Local Binary Pattern Histograms face recognizer (Ahonen et al. 2006).
+
+    Parameters
+    ----------
+    radius, neighbors, grid_x, grid_y : int
+        ``cv2.face.LBPHFaceRecognizer_create`` parameters (LBP radius in pixels, sampling
+        points, histogram cells across / down).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    """
+
+    def __init__(self, radius: int = 1, neighbors: int = 8, grid_x: int = 8, grid_y: int = 8):
+        self.radius = radius
+        self.neighbors = neighbors
+        self.grid_x = grid_x
+        self.grid_y = grid_y
+
+    def fit(self, X, y):
+        self._encoder = LabelEncoder().fit(y)
+        self.classes_ = self._encoder.classes_
+        self.model_ = cv2.face.LBPHFaceRecognizer_create(
+            radius=self.radius, neighbors=self.neighbors, grid_x=self.grid_x, grid_y=self.grid_y
+        )
+        self.model_.train(list(to_grey(X)), self._encoder.transform(y).astype(np.int32))
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        check_is_fitted(self, "model_")
+        labels = [self.model_.predict(np.ascontiguousarray(im))[0] for im in to_grey(X)]
+        return self._encoder.inverse_transform(np.asarray(labels, dtype=np.int64))
+
+
+class SmallCNNClassifier(ClassifierMixin, BaseEstimator):
+    """A small CNN trained from scratch on grey crops (PyTorch, CPU).
+
+    Three conv blocks (8/16/32 channels, 3x3, batch norm, ReLU, 2x2 max-pool) on a
+    ``size_px`` x ``size_px`` grey input scaled to [0, 1] and standardised per image, then
+    dropout and one linear layer over the flattened 8x8 maps. No global pooling and no
+    augmentation: spatial layout is learned as it is, so a fixed block permutation is just
+    another layout to learn.
+
+    Parameters
+    ----------
+    size_px : int, default=32
+        Side in pixels crops are resized to (a multiple of 8). 32 keeps a fit on 300
+        ORL crops at a few seconds; 64 was 20x slower on this CPU for no accuracy gain.
+    epochs : int, default=20
+    batch_size : int, default=32
+    learning_rate : float, default=1e-3
+        Adam step size.
+    weight_decay : float, default=1e-4
+    num_threads : int, default=1
+        ``torch.set_num_threads``; one thread avoids oversubscription when several
+        processes share the 2 cores (measured: 2 threads were slower under load).
+    random_state : int, default=0
+        ``torch.manual_seed`` for weights and batch order: the same data gives the same
+        model.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    """
+
+    def __init__(self, size_px: int = 32, epochs: int = 20, batch_size: int = 32,
+                 learning_rate: float = 1e-3, weight_decay: float = 1e-4, num_threads: int = 1,
+                 random_state: int = 0):
+        self.size_px = size_px
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.weight_decay = weight_decay
+        self.num_threads = num_threads
+        self.random_state = random_state
+
+    def _tensor(self, X):
+        import torch
+
+        grey = to_grey(X)
+        resized = np.stack([
+            cv2.resize(im, (self.size_px, self.size_px), interpolation=cv2.INTER_AREA) for im in grey
+        ]).astype(np.float32) / 255.0
+        mean = resized.mean(axis=(1, 2), keepdims=True)
+        std = resized.std(axis=(1, 2), keepdims=True) + 1e-6
+        return torch.from_numpy((resized - mean) / std).unsqueeze(1)
+
+    def _network(self, n_classes: int):
+        from torch import nn
+
+        def block(c_in, c_out):
+            return [nn.Conv2d(c_in, c_out, 3, padding=1), nn.BatchNorm2d(c_out), nn.ReLU(), nn.MaxPool2d(2)]
+
+        side = self.size_px // 8
+        return nn.Sequential(
+            *block(1, 8), *block(8, 16), *block(16, 32),
+            nn.Flatten(), nn.Dropout(0.3), nn.Linear(32 * side * side, n_classes),
+        )
+
+    def fit(self, X, y):
+        import torch
+
+        if self.size_px % 8:
+            raise ValueError(f"size_px must be a multiple of 8, got {self.size_px}")
+        torch.set_num_threads(self.num_threads)
+        torch.manual_seed(self.random_state)
+        self._encoder = LabelEncoder().fit(y)
+        self.classes_ = self._encoder.classes_
+        inputs = self._tensor(X)
+        targets = torch.from_numpy(self._encoder.transform(y).astype(np.int64))
+        self.model_ = self._network(len(self.classes_))
+        optimiser = torch.optim.Adam(
+            self.model_.parameters(), lr=self.learning_rate, weight_decay=self.weight_decay
+        )
+        loss_fn = torch.nn.CrossEntropyLoss()
+        generator = torch.Generator().manual_seed(self.random_state)
+        self.model_.train()
+        for _ in range(self.epochs):
+            order = torch.randperm(len(inputs), generator=generator)
+            for start in range(0, len(inputs), self.batch_size):
+                batch = order[start : start + self.batch_size]
+                if len(batch) < 2:  # batch norm needs two samples
+                    continue
+                optimiser.zero_grad()
+                loss_fn(self.model_(inputs[batch]), targets[batch]).backward()
+                optimiser.step()
+        self.model_.eval()
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        import torch
+
+        check_is_fitted(self, "model_")
+        torch.set_num_threads(self.num_threads)
+        with torch.no_grad():
+            logits = self.model_(self._tensor(X))
+        return self._encoder.inverse_transform(logits.argmax(dim=1).numpy())
+
+
+def dlib_svm():
+    """dlib 128-D embedding, standardised, RBF SVM (C=10)."""
+    return make_pipeline(DlibEmbedding(), StandardScaler(), SVC(kernel="rbf", C=10.0, gamma="scale"))
+
+
+def dlib_knn():
+    """dlib 128-D embedding, 1-nearest neighbour in L2 (the gallery/probe matcher)."""
+    return make_pipeline(DlibEmbedding(), KNeighborsClassifier(n_neighbors=1))
+
+
+def lbph():
+    """OpenCV LBPH (radius 1, 8 neighbours, 8x8 cells), nearest histogram (chi-square)."""
+    return LBPHClassifier()
+
+
+def eigenfaces():
+    """Eigenfaces: grey pixels in [0, 1], PCA keeping 95 % of the variance (whitened),
+    linear SVM. A fixed pixel permutation leaves its parrot accuracy unchanged (PCA and
+    the linear kernel only see inner products, which a permutation preserves)."""
+    return make_pipeline(
+        FunctionTransformer(_flatten_pixels),
+        PCA(n_components=0.95, whiten=True, svd_solver="full", random_state=0),
+        SVC(kernel="linear", C=1.0),
+    )
+
+
+def cnn():
+    """``SmallCNNClassifier`` with its defaults (32x32 grey, 20 epochs, seed 0)."""
+    return SmallCNNClassifier()
+
+
+#: Face recognizers by name: zero-argument factories of fresh (unfitted) estimators.
+FACE_RECOGNIZERS = {
+    "dlib_svm": dlib_svm,
+    "dlib_knn": dlib_knn,
+    "lbph": lbph,
+    "eigenfaces": eigenfaces,
+    "cnn": cnn,
+}
+
+
+def get_recognizers(names, registry=None) -> dict:
+    """``{name: factory}`` for the given names (default registry ``FACE_RECOGNIZERS``).
+
+    Raises
+    ------
+    ValueError
+        If a name is unknown.
+    """
+    registry = FACE_RECOGNIZERS if registry is None else registry
+    unknown = [n for n in names if n not in registry]
+    if unknown:
+        raise ValueError(f"unknown recognizer(s) {unknown}; known: {', '.join(registry)}")
+    return {name: registry[name] for name in names}
