@@ -10,5 +10,6 @@ into ``automated.attack`` as recognizers.
 Modules: ``layouts`` (joint names and groups of each skeleton), ``loaders`` (University of
 Calgary Kinect walks, CMU mocap walks), ``acclaim`` (ASF/AMC parser and forward kinematics),
 ``pose`` (MediaPipe pose time series from video, cached), ``sequences`` (resampling,
-centring), ``features`` (feature transformers, recognizer factories), ``anonymize``.
+centring), ``features`` (feature transformers, recognizer factories, selection features),
+``anonymize``, ``suite`` (``AttackData`` of clear vs anonymized walks).
 """

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..video import VideoError, VideoInfo, iter_frames
 from .layouts import MEDIAPIPE_POSE
+from .sequences import PAPER_N_FRAMES, resample
 
 MODEL_COMPLEXITY = 1  # the only complexity whose model ships in the mediapipe 0.10.21 wheel
 N_LANDMARKS = MEDIAPIPE_POSE.n_joints  # 33
@@ -258,3 +259,49 @@ def extract_pose_sequence(
     )
     os.replace(partial, entry)  # atomic: a concurrent reader never sees half a file
     return poses
+
+
+def pose_time_series(
+    video_path: str | os.PathLike,
+    *,
+    cache_dir: str | os.PathLike,
+    n_frames: int = PAPER_N_FRAMES,
+    stride: int = 1,
+    coordinates: str = "normalised",
+) -> np.ndarray:
+    """A video as one fixed-length skeleton sequence, ready for the gait recognizers.
+
+    The cached MediaPipe landmarks (``extract_pose_sequence``) resampled to ``n_frames``
+    frames by linear interpolation over time (seeds/000, section 5.3: 100 frames).
+
+    Parameters
+    ----------
+    video_path : path-like
+    cache_dir : path-like
+    n_frames : int, default=100
+    stride : int, default=1
+    coordinates : {"normalised", "pixels", "world"}, default="normalised"
+        ``"normalised"``: fractions of the frame width / height (resolution gives no cue,
+        as the attack protocol requires when clips differ in size); ``"pixels"``:
+        ``PoseSequence.pixels_xyz``; ``"world"``: MediaPipe world landmarks in metres.
+
+    Returns
+    -------
+    ndarray of shape (n_frames, 33, 3), float32
+        Joint order ``layouts.MEDIAPIPE_POSE``.
+
+    Raises
+    ------
+    ValueError
+        If ``coordinates`` is unknown or the video has fewer than 2 processed frames;
+        ``VideoError`` / ``NoPoseDetectedError`` as ``extract_pose_sequence``.
+    """
+    poses = extract_pose_sequence(video_path, cache_dir=cache_dir, stride=stride)
+    choices = {
+        "normalised": lambda: poses.landmarks_xyz,
+        "pixels": poses.pixels_xyz,
+        "world": lambda: poses.world_xyz,
+    }
+    if coordinates not in choices:
+        raise ValueError(f"coordinates must be one of {sorted(choices)}, got {coordinates!r}")
+    return resample(choices[coordinates](), n_frames).astype(np.float32)

@@ -57,14 +57,17 @@ def test_second_extraction_is_read_from_the_cache(grid_poses, data_dir, monkeypa
         pose.extract_pose_sequence(data_dir / GRID_CLIP, cache_dir=cache, stride=4)
 
 
-def test_cremad_clip_resamples_to_the_paper_length(data_dir, tmp_path):
-    poses = pose.extract_pose_sequence(data_dir / CREMA_CLIP, cache_dir=tmp_path, stride=4)
+def test_cremad_clip_as_a_paper_length_time_series(data_dir, tmp_path):
+    sequence = pose.pose_time_series(data_dir / CREMA_CLIP, cache_dir=tmp_path, stride=4, coordinates="pixels")
+    assert sequence.shape == (100, 33, 3) and sequence.dtype == np.float32
+    poses = pose.extract_pose_sequence(data_dir / CREMA_CLIP, cache_dir=tmp_path, stride=4)  # cached
     assert poses.resolution_wh == (480, 360)
-    sequence = resample(poses.pixels_xyz(), 100)
-    assert sequence.shape == (100, 33, 3)
+    np.testing.assert_allclose(sequence, resample(poses.pixels_xyz(), 100), rtol=1e-6)
     nose_y = sequence[:, MEDIAPIPE_POSE.indices(["nose"])[0], 1]
     shoulders_y = sequence[:, MEDIAPIPE_POSE.indices("shoulders"), 1].mean(axis=1)
     assert np.all(shoulders_y - nose_y > 50)  # pixels
+    with pytest.raises(ValueError, match="coordinates must be one of"):
+        pose.pose_time_series(data_dir / CREMA_CLIP, cache_dir=tmp_path, stride=4, coordinates="metres")
 
 
 def test_missing_detections_are_interpolated_over_time():
