@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.db import IntegrityError
+from django.db import IntegrityError, transaction
 
 from . import reports
 from .models import Campaign, Submission, Team
@@ -24,7 +24,8 @@ def create_submission(campaign: Campaign, team_name: str, method: str, *, descri
         raise ValueError(f"team and method names must not be empty, got {team_name!r} and {method!r}")
     team, _ = Team.objects.get_or_create(name=team_name)
     try:
-        return Submission.objects.create(campaign=campaign, team=team, name=method, description=description)
+        with transaction.atomic():  # a savepoint, so the caller's transaction survives the error
+            return Submission.objects.create(campaign=campaign, team=team, name=method, description=description)
     except IntegrityError:
         raise ValueError(
             f"team {team_name!r} already has a submission {method!r} in campaign {campaign.slug!r}"

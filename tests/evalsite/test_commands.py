@@ -1,0 +1,87 @@
+"""Management commands (thin wrappers) and the demo, end to end on real clips."""
+import csv
+import io
+import json
+
+import pytest
+from django.contrib.auth import authenticate
+from django.core.management import CommandError, call_command
+
+from automated.face_models import AutomatedRun
+from evalsite.demo import run_demo
+from evalsite.models import Campaign, MaskedVideo, Submission
+
+from .conftest import make_zip
+
+
+def _call(*args, **kwargs) -> str:
+    out = io.StringIO()
+    call_command(*args, stdout=out, **kwargs)
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+def test_import_dataset_command_imports_and_reports_problems(media_root, tiny_dataset, tmp_path):
+    assert "Imported campaign 'Cmd' (slug cmd): 3 identities, 3 gallery images, 3 source videos" in _call(
+        "import_dataset", str(tiny_dataset), "--campaign", "Cmd", "--no-web-copies")
+    with pytest.raises(CommandError, match="campaign 'Cmd' already exists"):
+        _call("import_dataset", str(tiny_dataset), "--campaign", "Cmd", "--no-web-copies")
+    with pytest.raises(CommandError, match="dataset folder not found"):
+        _call("import_dataset", str(tmp_path / "nope"), "--campaign", "X")
+
+
+def test_create_upload_and_export_commands(campaign, masked_files, tmp_path):
+    out = _call("create_submission", "--campaign", "tiny", "--team", "Team C", "--name", "pixels")
+    submission = Submission.objects.get(team__name="Team C", name="pixels")
+    assert f"Created submission {submission.pk}" in out
+    with pytest.raises(CommandError, match="already has a submission 'pixels'"):
+        _call("create_submission", "--campaign", "tiny", "--team", "Team C", "--name", "pixels")
+    archive = make_zip(tmp_path / "c.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"],
+                                            "brbk7n.mp4": masked_files["text"]})
+    out = _call("upload_submission", str(submission.pk), str(archive))
+    assert "accepted  accepted" in out and "unreadable_container" in out
+    assert "1 accepted, 1 rejected; missing: brbk7n, id2_vcd_swwp2s" in out
+    out = _call("upload_submission", str(submission.pk), str(archive))
+    assert "already_uploaded" in out and MaskedVideo.objects.count() == 1
+
+    _call("export_report", str(submission.pk), "--format", "csv", "--output", str(tmp_path / "r.csv"))
+    with (tmp_path / "r.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["video"], r["has_masked_video"]) for r in rows] == [
+        ("bbaf2n", "True"), ("brbk7n", "False"), ("id2_vcd_swwp2s", "False")]
+    _call("export_report", str(submission.pk), "--format", "json", "--output", str(tmp_path / "r.json"))
+    payload = json.loads((tmp_path / "r.json").read_text())
+    assert payload["summary"]["masked_videos"] == 1 and len(payload["videos"]) == 3
+    _call("export_summary", "--campaign", "tiny", "--output", str(tmp_path / "s.csv"))
+    with (tmp_path / "s.csv").open() as handle:
+        assert [r["method"] for r in csv.DictReader(handle)] == ["pixels"]
+    with pytest.raises(CommandError, match="no submission with id 999999"):
+        _call("export_report", "999999")
+    with pytest.raises(CommandError, match="no campaign with slug 'nope'"):
+        _call("export_summary", "--campaign", "nope")
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_demo_runs_on_the_real_clips_and_is_idempotent(media_root, data_dir, tmp_path):
+    lines = []
+    first = run_demo(data_dir=data_dir, var_dir=tmp_path, stride=25, methods=["identity"], log=lines.append)
+    assert not first.failures
+    campaign = Campaign.objects.get()
+    assert campaign.source_videos.count() == 18 and campaign.identities.count() == 11
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == sorted(
+        [p.name for p in first.report_paths] + ["summary.csv"])
+    with first.summary_path.open() as handle:
+        (row,) = list(csv.DictReader(handle))
+    # The unmasked baseline is the worst case: the true identity is found at rank 1.
+    assert row["method"] == "identity" and row["complete"] == "True"
+    assert float(row["face_evaluation.rank1_rate"]) >= 0.9
+    assert authenticate(username="organizer", password=first.password) is not None
+
+    second = run_demo(data_dir=data_dir, var_dir=tmp_path, stride=25, methods=["identity"], log=lines.append)
+    assert Campaign.objects.count() == 1 and Submission.objects.count() == 1
+    assert AutomatedRun.objects.count() == 1 and MaskedVideo.objects.count() == 18
+    assert "already imported" in lines[-2] and "already evaluated" in lines[-1]
+    assert second.password != first.password
+    assert authenticate(username="organizer", password=first.password) is None
+    assert authenticate(username="organizer", password=second.password).is_staff
