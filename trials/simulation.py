@@ -202,23 +202,42 @@ class RaterLog:
     errors: list = field(default_factory=list)
 
 
+class ServerSlots:
+    """At most ``workers`` requests inside Django at once, like a WSGI server's worker pool.
+
+    Raters are client threads; without this, 100 threads in one Python process would all
+    run server code at once and a transaction holding the SQLite write lock would wait for
+    the GIL behind 99 others, which no multi-process deployment does. ``timed`` returns
+    the time inside the server (queueing for a worker excluded).
+    """
+
+    def __init__(self, workers: int):
+        self._slots = threading.BoundedSemaphore(workers)
+
+    def timed(self, call, *args, **kwargs):
+        with self._slots:
+            started = time.perf_counter()
+            result = call(*args, **kwargs)
+            return result, time.perf_counter() - started
+
+
 def simulate_rater(join_code: str, code: str, *, rng: random.Random, abandon_after: int | None = None,
-                   resend_share: float = 0.2) -> RaterLog:
+                   resend_share: float = 0.2, server: ServerSlots | None = None) -> RaterLog:
     """Take one rater through the pages; stop after ``abandon_after`` answers if given."""
     from django.db import connection
     from django.test import Client
 
     log = RaterLog(code)
+    server = server or ServerSlots(1)
     client = Client()
     try:
-        client.post(f"/join/{join_code}/", {"participant_code": code})
-        client.post("/session/consent/", {"agree": "yes"})
-        client.post("/session/start/")
+        server.timed(client.post, f"/join/{join_code}/", {"participant_code": code})
+        server.timed(client.post, "/session/consent/", {"agree": "yes"})
+        server.timed(client.post, "/session/start/")
         answered = 0
         while True:
-            started = time.perf_counter()
-            page = client.get("/session/")
-            log.page_s.append(time.perf_counter() - started)
+            page, seconds = server.timed(client.get, "/session/")
+            log.page_s.append(seconds)
             html = page.content.decode()
             match = _RESPOND.search(html)
             if match is None:
@@ -234,9 +253,8 @@ def simulate_rater(join_code: str, code: str, *, rng: random.Random, abandon_aft
                                "replays": rng.randint(0, 2), "watch_time_ms": rng.randint(3000, 9000)})
             sends = 2 if rng.random() < resend_share else 1
             for _ in range(sends):
-                started = time.perf_counter()
-                answer = client.post(url, body, content_type="application/json")
-                log.respond_s.append(time.perf_counter() - started)
+                answer, seconds = server.timed(client.post, url, body, content_type="application/json")
+                log.respond_s.append(seconds)
                 if answer.status_code == 409:
                     log.expired += 1
                     break
@@ -249,14 +267,17 @@ def simulate_rater(join_code: str, code: str, *, rng: random.Random, abandon_aft
                 else:
                     log.stored[url] = choice
             answered += 1
+    except Exception as error:  # e.g. "database is locked" after the busy timeout: count it
+        log.errors.append(f"{type(error).__name__}: {error}")
     finally:
         connection.close()
     return log
 
 
 def run_raters(join_code: str, n_raters: int, *, threads: int, abandon_share: float, seed: int,
-               prefix: str = "sim") -> list[RaterLog]:
+               prefix: str = "sim", server_workers: int = 4) -> list[RaterLog]:
     """Run ``n_raters`` simulated raters, ``threads`` at a time; ``abandon_share`` abandon early."""
+    server = ServerSlots(server_workers)
     rng = random.Random(seed)
     plans = [
         (f"{prefix}{i:04d}", random.Random(rng.random()), rng.randint(0, 3) if rng.random() < abandon_share else None)
@@ -272,7 +293,7 @@ def run_raters(join_code: str, n_raters: int, *, threads: int, abandon_share: fl
                 if not queue:
                     return
                 code, rater_rng, abandon = queue.pop(0)
-            log = simulate_rater(join_code, code, rng=rater_rng, abandon_after=abandon)
+            log = simulate_rater(join_code, code, rng=rater_rng, abandon_after=abandon, server=server)
             with lock:
                 logs.append(log)
 
@@ -312,7 +333,8 @@ def main(argv=None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--raters", type=int, default=60)
-    parser.add_argument("--threads", type=int, default=12)
+    parser.add_argument("--threads", type=int, default=12, help="concurrent raters (client threads)")
+    parser.add_argument("--server-workers", type=int, default=4, help="requests handled at once")
     parser.add_argument("--abandon", type=float, default=0.2, help="share of raters abandoning mid-session")
     parser.add_argument("--raters-per-video", type=int, default=5)
     parser.add_argument("--copies", type=int, default=1)
@@ -341,7 +363,7 @@ def main(argv=None) -> int:
     open_rating(campaign, prepare_media=False)
     started = time.perf_counter()
     logs = run_raters(campaign.join_code, args.raters, threads=args.threads, abandon_share=args.abandon,
-                      seed=args.seed)
+                      seed=args.seed, server_workers=args.server_workers)
     # Later waves (no abandoning) pick up items whose abandoned claims timed out.
     for wave in range(args.waves):
         counts = check_counts(campaign)
@@ -349,7 +371,8 @@ def main(argv=None) -> int:
             break
         time.sleep(args.claim_timeout + 0.2)
         logs += run_raters(campaign.join_code, max(args.threads, args.raters // 4), threads=args.threads,
-                           abandon_share=0.0, seed=args.seed + wave + 1, prefix=f"wave{wave}-")
+                           abandon_share=0.0, seed=args.seed + wave + 1, prefix=f"wave{wave}-",
+                           server_workers=args.server_workers)
     elapsed = time.perf_counter() - started
     acknowledged = {url: choice for log in logs for url, choice in log.stored.items()}
     stored = {
@@ -369,6 +392,7 @@ def main(argv=None) -> int:
         "duplicates_sent": sum(log.duplicates_sent for log in logs),
         "expired": sum(log.expired for log in logs),
         "errors": [e for log in logs for e in log.errors][:10],
+        "n_errors": sum(len(log.errors) for log in logs),
         "elapsed_s": elapsed,
         "page_ms_median": 1000 * statistics.median(page_s) if page_s else None,
         "page_ms_p95": 1000 * percentile(page_s, 0.95),
