@@ -12,7 +12,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 
 from automated.attack.suite import run_attack_suite, worst_case
 from automated.gait import features

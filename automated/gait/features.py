@@ -162,11 +162,10 @@ def make_gait_recognizers(*, random_state: int = 0) -> dict[str, Callable[[], Pi
     -------
     dict of str to callable returning sklearn.pipeline.Pipeline
     """
-    return {
-        f"{classifier}+{feature}": (lambda f=feature, c=classifier: make_gait_recognizer(f, c, random_state=random_state))
-        for classifier in ("svm", "rf", "knn")
-        for feature in FEATURES
-    }
+    def factory(feature: str, classifier: str) -> Callable[[], Pipeline]:
+        return lambda: make_gait_recognizer(feature, classifier, random_state=random_state)
+
+    return {f"{c}+{f}": factory(f, c) for c in ("svm", "rf", "knn") for f in FEATURES}
 
 
 def selection_features(sequences, *, n_components: int = 4) -> np.ndarray:

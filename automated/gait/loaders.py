@@ -206,7 +206,8 @@ def load_cmu_walks(data_dir: str | os.PathLike, *, n_frames: int | None = None) 
     if not trials_path.is_file():
         raise GaitDataError(f"CMU trial list not found: {trials_path}")
     trials = pd.read_csv(trials_path, dtype=str)
-    missing = [c for c in ("subject", "trial", "file", "skeleton_file", "cmu_description", "fps") if c not in trials.columns]
+    needed = ("subject", "trial", "file", "skeleton_file", "cmu_description", "fps")
+    missing = [c for c in needed if c not in trials.columns]
     if missing:
         raise GaitDataError(f"{trials_path}: missing column(s) {missing}")
     skeletons = {}

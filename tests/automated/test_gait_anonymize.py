@@ -1,4 +1,5 @@
 """Gait anonymizations Keep(legs), Keep(head), Noise(x), Motion Extraction (seeds/000, 5.6.2)."""
+import mediapipe as mp
 import numpy as np
 import pytest
 
@@ -32,8 +33,6 @@ def test_keep_group_checks_the_layout():
 
 
 def test_layouts_match_mediapipe_and_have_paper_groups():
-    import mediapipe as mp
-
     assert MEDIAPIPE_POSE.joint_names == tuple(p.name.lower() for p in mp.solutions.pose.PoseLandmark)
     for layout in (CALGARY_KINECT, MEDIAPIPE_POSE, CMU_MOCAP):
         assert layout.indices("legs") and layout.indices("head")

@@ -189,7 +189,8 @@ def test_fk_rotates_about_the_bone_local_axis(tmp_path):
     # Bone "up" has local axes rotated 90 deg about z, so its local x is the global y: rx = 90
     # turns the child "side" (global +x) about global y, to global -z (R_y(90) x = -z).
     (tmp_path / "s.asf").write_text(ASF_TWO_BONES)
-    (tmp_path / "s.amc").write_text(":FULLY-SPECIFIED\n:DEGREES\n1\nroot 0 0 0 0 0 0\nup 90\n2\nroot 1 0 0 0 0 0\nup 0\n")
+    amc = ":FULLY-SPECIFIED\n:DEGREES\n1\nroot 0 0 0 0 0 0\nup 90\n2\nroot 1 0 0 0 0 0\nup 0\n"
+    (tmp_path / "s.amc").write_text(amc)
     skeleton = read_asf(tmp_path / "s.asf")
     positions = forward_kinematics(skeleton, read_amc(tmp_path / "s.amc", skeleton)) / 0.0254
     np.testing.assert_allclose(positions[0], [[0, 0, 0], [0, 10, 0], [0, 10, -5]], atol=1e-9)
@@ -237,3 +238,6 @@ def test_cmu_walks_resampled_to_the_paper_length(data_dir):
     assert list(walks.metadata["n_frames_original"].iloc[:2]) == [343, 298]
     assert sorted(set(walks.subject_ids)) == [2, 3, 7, 35]
     assert walks.sequence_ids[6] == "07_01"
+    raw = load_cmu_walks(data_dir)  # original lengths: an object array of sequences
+    assert [s.shape for s in raw.sequences[:2]] == [(343, 31, 3), (298, 31, 3)]
+    np.testing.assert_allclose(walks.sequences[6, 0], raw.sequences[6][0], atol=1e-6)
