@@ -19,6 +19,9 @@ import pandas as pd
 
 NanPolicy = Literal["raise", "omit", "propagate"]
 NAN_POLICIES = ("raise", "omit", "propagate")
+#: Largest accepted |score|: squares (standard deviation) and sums (means, Gini) of
+#: scores stay finite in float64 up to this.
+MAX_ABS_SCORE = 1e150
 
 
 class GroupScoresError(ValueError):
@@ -49,7 +52,8 @@ def split_by_group(scores, *, groups=None, nan_policy: NanPolicy = "raise") -> d
     Raises
     ------
     GroupScoresError
-        On non-1-D or non-numeric scores, infinite scores, mismatched lengths, a missing
+        On non-1-D or non-numeric scores (complex and date/time values included),
+        infinite scores or scores beyond ``MAX_ABS_SCORE``, mismatched lengths, a missing
         or superfluous ``groups``, missing group labels, or NaN with ``nan_policy="raise"``.
     """
     if nan_policy not in NAN_POLICIES:
@@ -82,14 +86,19 @@ def _as_scores(values, what: str) -> np.ndarray:
     array = np.asarray(values)
     if array.ndim != 1:
         raise GroupScoresError(f"{what} must be 1-D, got shape {array.shape}")
-    if array.dtype.kind not in "biuf":
-        try:
-            array = array.astype(np.float64)
-        except (TypeError, ValueError) as error:
-            raise GroupScoresError(f"{what} must be numeric, got dtype {array.dtype}: {error}") from None
-    array = array.astype(np.float64)
+    if array.dtype.kind in "cmM":  # astype(float) would drop imaginary parts / count days
+        raise GroupScoresError(f"{what} must be real numbers, got dtype {array.dtype}")
+    try:
+        array = array.astype(np.float64)
+    except (TypeError, ValueError) as error:
+        raise GroupScoresError(f"{what} must be numeric, got dtype {array.dtype}: {error}") from None
     if np.isinf(array).any():
         raise GroupScoresError(f"{what} contain infinite values: {array[np.isinf(array)][:5].tolist()}")
+    huge = np.abs(array) > MAX_ABS_SCORE
+    if huge.any():
+        raise GroupScoresError(
+            f"{what} contain values beyond +-{MAX_ABS_SCORE:.0e}: {array[huge][:5].tolist()}; rescale them"
+        )
     return array
 
 

@@ -49,7 +49,18 @@ MAX_THRESHOLDS = 1_000_000
 
 
 class UndefinedMeasureError(ValueError):
-    """The measure has no value for these groups (see the module docstring)."""
+    """The measure has no value for these groups (see the module docstring).
+
+    Attributes
+    ----------
+    reason : str
+        Why, without the hint on the ``undefined=`` keyword that ``str(error)`` adds for
+        Python callers (reports and the command line show ``reason``).
+    """
+
+    def __init__(self, reason: str):
+        super().__init__(f"{reason}; pass undefined='nan' to get NaN instead")
+        self.reason = reason
 
 
 def _undefined(message: str, undefined: Undefined) -> float:
@@ -57,7 +68,7 @@ def _undefined(message: str, undefined: Undefined) -> float:
         return float("nan")
     if undefined != "raise":
         raise ValueError(f"undefined must be 'raise' or 'nan', got {undefined!r}")
-    raise UndefinedMeasureError(f"{message}; pass undefined='nan' to get NaN instead")
+    raise UndefinedMeasureError(message)
 
 
 def _group_problem(per_group: dict) -> str | None:
@@ -148,6 +159,15 @@ _SCORES_DOC = """scores : array-like of shape (n_samples,) or mapping of label -
         Fewer than two groups, an empty group or negative values: raise
         :class:`UndefinedMeasureError`, or return NaN."""
 
+_RAISES_DOC = """Raises
+    ------
+    UndefinedMeasureError
+        Fewer than two groups, an empty group, or (Gini-based measures) a negative group
+        summary, unless ``undefined="nan"``.
+    fairness.groups.GroupScoresError
+        Malformed scores or groups, or NaN with ``nan_policy="raise"``
+        (:func:`fairness.groups.split_by_group`)."""
+
 
 def mean_gc_sqfr(scores, *, groups=None, nan_policy: NanPolicy = "raise",
                  undefined: Undefined = "raise") -> float:
@@ -161,6 +181,8 @@ def mean_gc_sqfr(scores, *, groups=None, nan_policy: NanPolicy = "raise",
     -------
     float
         In [0, 1]; 1 (the ideal) when every group has the same mean score.
+
+    {raises}
 
     Examples
     --------
@@ -182,6 +204,8 @@ def median_gc_sqfr(scores, *, groups=None, nan_policy: NanPolicy = "raise",
     -------
     float
         In [0, 1]; 1 (the ideal) when every group has the same median score.
+
+    {raises}
     """
     return _gc_sqfr(_medians, scores, groups, nan_policy, undefined)
 
@@ -200,6 +224,8 @@ def mean_gc_csqfr(scores, *, groups=None, nan_policy: NanPolicy = "raise",
     -------
     float
         In [0, 1]; 1 (the ideal) when every group has the same mean score.
+
+    {raises}
 
     Examples
     --------
@@ -227,6 +253,8 @@ def low_weighted_mean(scores, *, groups=None, nan_policy: NanPolicy = "raise",
         Group label -> LWM score (float, in the score's units). When min(Q) = max(Q) every
         group's LWM is that single score (as the paper says); a group whose scores all
         equal max(Q) has all weights 0 and gets LWM max(Q) (module docstring).
+
+    {raises}
 
     Examples
     --------
@@ -268,6 +296,8 @@ def lwm_gc_sqfr(scores, *, groups=None, nan_policy: NanPolicy = "raise",
     -------
     float
         In [0, 1]; 1 (the ideal) when every group has the same LWM score.
+
+    {raises}
     """
     return _gc_sqfr(_lwm_values, scores, groups, nan_policy, undefined)
 
@@ -284,8 +314,16 @@ def lwm_gc_csqfr(scores, *, groups=None, nan_policy: NanPolicy = "raise",
     -------
     float
         In [0, 1]; 1 (the ideal) when every group has the same LWM score.
+
+    {raises}
     """
     return _gc_sqfr(_lwm_values, scores, groups, nan_policy, undefined, cube=True)
+
+
+def check_step(step: float) -> None:
+    """Raise ValueError unless the MDG threshold ``step`` is a positive, finite number."""
+    if not (np.isfinite(step) and step > 0):
+        raise ValueError(f"step must be a positive, finite number, got {step}")
 
 
 def discard_thresholds(low: float, high: float, *, step: float = 1.0) -> np.ndarray:
@@ -308,14 +346,14 @@ def discard_thresholds(low: float, high: float, *, step: float = 1.0) -> np.ndar
     ValueError
         ``step`` not positive and finite, or more than ``MAX_THRESHOLDS`` thresholds.
     """
-    if not (np.isfinite(step) and step > 0):
-        raise ValueError(f"step must be a positive, finite number, got {step}")
-    count = int(np.floor((high - low) / step + 1e-9))  # tolerate float steps like 0.1
+    check_step(step)
+    count = np.floor((high - low) / step + 1e-9)  # tolerate float steps like 0.1
     if count > MAX_THRESHOLDS:
         raise ValueError(
-            f"step={step} gives {count} thresholds over [{low}, {high}] (limit {MAX_THRESHOLDS}); "
+            f"step={step} gives {count:.3g} thresholds over [{low}, {high}] (limit {MAX_THRESHOLDS}); "
             "use a larger step"
         )
+    count = int(count)
     return low + step * np.arange(1, count + 1, dtype=np.float64)
 
 
@@ -325,16 +363,27 @@ def discard_rates(scores, *, groups=None, step: float = 1.0,
 
     Parameters
     ----------
-    scores, groups, nan_policy
-        As in :func:`mean_discard_gap` (NaN scores must be raised on or omitted here).
+    scores, groups
+        As in :func:`mean_discard_gap`.
     step : float, default=1.0
         Threshold spacing (:func:`discard_thresholds`).
+    nan_policy : {"raise", "omit"}, default="raise"
+        NaN scores: raise a ValueError or drop them.
 
     Returns
     -------
     pandas.DataFrame of shape (n_thresholds, n_groups)
-        Index ``threshold`` (score units), one column per group, values in [0, 1].
+        Index ``threshold`` (score units), one column per group, values in [0, 1]
+        (seeds/003, section 3.4); NaN for an empty group.
+
+    Raises
+    ------
+    ValueError
+        ``nan_policy="propagate"`` (a discard rate of NaN scores does not exist), a bad
+        ``step``, or malformed scores (:func:`fairness.groups.split_by_group`).
     """
+    if nan_policy == "propagate":
+        raise ValueError("discard_rates needs nan_policy='raise' or 'omit', not 'propagate'")
     per_group = split_by_group(scores, groups=groups, nan_policy=nan_policy)
     thresholds, rates = _discard_matrix(per_group, step)
     return pd.DataFrame(rates.T, columns=list(per_group), index=pd.Index(thresholds, name="threshold"))
@@ -367,13 +416,17 @@ def mean_discard_gap(scores, *, groups=None, step: float = 1.0, nan_policy: NanP
     ----------
     {scores}
     step : float, default=1.0
-        Threshold spacing in score units (eq. 7 uses 1; see the module docstring).
+        Threshold spacing in score units (eq. 7 uses 1; see the module docstring). Not
+        positive and finite, or over ``MAX_THRESHOLDS`` thresholds: ValueError; a score
+        range above 0 but below ``step``: undefined (no threshold).
 
     Returns
     -------
     float
         In [0, 1]; 0 (the ideal) when every group is discarded equally at every threshold,
         also when all scores are equal (no threshold).
+
+    {raises}
 
     Examples
     --------
@@ -408,12 +461,16 @@ def mdg_sqfr(scores, *, groups=None, step: float = 1.0, nan_policy: NanPolicy = 
     ----------
     {scores}
     step : float, default=1.0
-        Threshold spacing in score units (eq. 7 uses 1; see the module docstring).
+        Threshold spacing in score units (eq. 7 uses 1; see the module docstring). Not
+        positive and finite, or over ``MAX_THRESHOLDS`` thresholds: ValueError; a score
+        range above 0 but below ``step``: undefined (no threshold).
 
     Returns
     -------
     float
         In [0, 1]; 1 (the ideal) when every group is discarded equally at every threshold.
+
+    {raises}
     """
     gap = mean_discard_gap(scores, groups=groups, step=step, nan_policy=nan_policy, undefined=undefined)
     return 1.0 - gap
@@ -421,10 +478,10 @@ def mdg_sqfr(scores, *, groups=None, step: float = 1.0, nan_policy: NanPolicy = 
 
 for _function in (mean_gc_sqfr, median_gc_sqfr, mean_gc_csqfr, low_weighted_mean, lwm_gc_sqfr,
                   lwm_gc_csqfr, mean_discard_gap, mdg_sqfr):
-    _function.__doc__ = _function.__doc__.format(scores=_SCORES_DOC)
+    _function.__doc__ = _function.__doc__.format(scores=_SCORES_DOC, raises=_RAISES_DOC)
 
-#: The paper's SQFR measures by their published names; each takes the arguments of
-#: :func:`mdg_sqfr` (``step`` is ignored by the Gini-based ones).
+#: The paper's SQFR measures by their published names. Only MDG-SQFR takes ``step``;
+#: :func:`compute_measure` passes it where it belongs.
 MEASURES = {
     "Mean-GC-SQFR": mean_gc_sqfr,
     "Median-GC-SQFR": median_gc_sqfr,

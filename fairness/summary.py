@@ -11,7 +11,7 @@ from typing import Literal
 
 import pandas as pd
 
-from fairness.measures import MEASURES, compute_measure
+from fairness.measures import MEASURES, UndefinedMeasureError, check_step, compute_measure
 from fairness.stats import bootstrap_cis, describe_groups
 
 #: Attribute values that name no demographic group (the sample is left out).
@@ -31,7 +31,7 @@ def summarize(scores, *, groups, step: float = 1.0, n_resamples: int = 1000,
     step : float, default=1.0
         MDG threshold step (score units).
     n_resamples : int, default=1000
-        Stratified bootstrap resamples; 0 gives no confidence intervals.
+        Stratified bootstrap resamples, >= 0; 0 gives no confidence intervals.
     confidence_level : float, default=0.95
     random_state : int, default=0
         Bootstrap seed.
@@ -49,14 +49,20 @@ def summarize(scores, *, groups, step: float = 1.0, n_resamples: int = 1000,
     Raises
     ------
     ValueError
-        Malformed input (see :func:`fairness.groups.split_by_group`).
+        Malformed input (see :func:`fairness.groups.split_by_group`), a bad ``step`` or
+        ``n_resamples`` (and ``confidence_level`` when intervals are computed).
     """
+    check_step(step)
+    if int(n_resamples) != n_resamples or n_resamples < 0:
+        raise ValueError(f"n_resamples must be >= 0 (0 = no confidence intervals), got {n_resamples}")
     described = describe_groups(scores, groups=groups, nan_policy=nan_policy)
     measures, defined = {}, []
     for name in MEASURES:
         try:
             value = compute_measure(name, scores, groups=groups, step=step, nan_policy=nan_policy)
-        except ValueError as error:
+        except UndefinedMeasureError as error:
+            measures[name] = {"estimate": None, "error": error.reason}
+        except ValueError as error:  # e.g. too many MDG thresholds for this step
             measures[name] = {"estimate": None, "error": str(error)}
         else:
             measures[name] = {"estimate": value}

@@ -294,3 +294,62 @@ def test_lwm_of_scores_piled_at_the_extremes_is_the_minimum():
     lwm = low_weighted_mean({"a": [0.0, 1.0, 1.0, 1.0], "b": [0.5, 1.0, 1.0]})
     assert lwm == {"a": 0.0, "b": 0.5}
     assert lwm_gc_sqfr({"a": [0.0, 1.0, 1.0, 1.0], "b": [0.5, 1.0, 1.0]}) == pytest.approx(0.0)
+
+
+# Tables 6 and 8 from the group summaries of Tables 5 and 7 (Table 5 also gives each
+# group's LWM, so the LWM rows of Table 6 follow from eq. 1 and 6).
+@pytest.mark.parametrize(
+    ("values", "sqfr", "digits"),
+    [
+        ((81.95, 82.5), 0.997, 3),  # Table 6, Mean-GC-SQFR (Table 5 means)
+        ((81.5, 82.5), 0.994, 3),  # Table 6, Median-GC-SQFR (Table 5 medians)
+        ((75.4, 81.4), 0.962, 3),  # Table 6, LWM-GC-SQFR (Table 5 LWM values)
+        ((72.3, 83.7, 90.4), 0.93, 2),  # Table 8, Mean-GC-SQFR (Table 7 means)
+        ((72, 83.5, 90), 0.93, 2),  # Table 8, Median-GC-SQFR (Table 7 medians)
+    ],
+)
+def test_tables_6_and_8_from_the_published_group_summaries(values, sqfr, digits):
+    assert round(1 - gini(values), digits) == sqfr
+
+
+def test_table_6_lwm_gc_csqfr_from_the_published_lwm_values():
+    # 0.8895 from the LWM values as printed (rounded to 0.1); the paper's unrounded ones give 0.889.
+    assert (1 - gini([75.4, 81.4])) ** 3 == pytest.approx(0.889, abs=1e-3)
+
+
+def test_undefined_measure_error_keeps_the_reason_apart_from_the_python_hint():
+    with pytest.raises(UndefinedMeasureError) as caught:
+        mean_gc_sqfr({"a": [1.0]})
+    assert caught.value.reason == "at least two groups are needed to compare, got 1: ['a']"
+    assert str(caught.value).endswith("pass undefined='nan' to get NaN instead")
+
+
+@pytest.mark.parametrize(
+    ("scores", "message"),
+    [
+        ([1 + 2j, 2.0], "must be real numbers, got dtype complex128"),
+        (np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]"), "must be real numbers, got dtype datetime64"),
+        ([1e200, 2.0], r"beyond \+-1e\+150: \[1e\+200\]"),
+        ([-1e300, 2.0], r"beyond \+-1e\+150: \[-1e\+300\]"),
+    ],
+)
+def test_scores_that_would_be_silently_mangled_or_overflow_are_refused(scores, message):
+    with pytest.raises(GroupScoresError, match=message):
+        mean_gc_sqfr(scores, groups=["a", "b"])
+
+
+def test_large_but_representable_scores_work_without_overflow(recwarn):
+    scores = {"a": [1e149, 3e149], "b": [2e149, 2e149]}
+    assert mean_gc_sqfr(scores) == 1.0
+    assert mdg_sqfr(scores, step=1e148) == pytest.approx(1 - 10 / 20)  # a: 1/2 below t <= 2e149
+    assert not [warning for warning in recwarn if issubclass(warning.category, RuntimeWarning)]
+
+
+def test_too_many_thresholds_message_is_readable():
+    with pytest.raises(ValueError, match=r"step=1.0 gives 1e\+100 thresholds over \[0.0, 1e\+100\] \(limit"):
+        mdg_sqfr({"a": [0.0, 1e100], "b": [5.0]})
+
+
+def test_discard_rates_refuses_nan_propagation():
+    with pytest.raises(ValueError, match="nan_policy='raise' or 'omit', not 'propagate'"):
+        discard_rates({"a": [1.0, np.nan], "b": [2.0]}, nan_policy="propagate")
