@@ -306,8 +306,13 @@ def _gallery_image_of(identity_pk: int) -> GalleryImage:
 
 
 def _add_faces(trial: Trial, lineup, rng) -> None:
+    first_image = {}
+    for image_pk, identity_pk in GalleryImage.objects.filter(identity_id__in=lineup).order_by(
+        "-id"
+    ).values_list("id", "identity_id"):
+        first_image[identity_pk] = image_pk  # descending ids: the lowest id is written last
     TrialFace.objects.bulk_create(
-        TrialFace(trial=trial, position=i, gallery_image=_gallery_image_of(identity))
+        TrialFace(trial=trial, position=i, gallery_image_id=first_image[identity])
         for i, identity in enumerate(lineup, start=1)
     )
 

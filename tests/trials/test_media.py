@@ -1,0 +1,62 @@
+"""Media for raters: range parsing, one-size metadata-free face crops, one-time transcoding."""
+import subprocess
+
+import cv2
+import numpy as np
+import pytest
+
+from automated.video import ffmpeg_executable
+from evalsite.models import MaskedVideo, SourceVideo
+from trials.media import face_crop_png, parse_range, read_image_rgb
+from trials.models import GalleryCrop
+from trials.services import CannotOpenRating, open_rating
+from trials.simulation import build_grid_campaign
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [("bytes=0-99", (0, 99)), ("bytes=100-", (100, 999)), ("bytes=-10", (990, 999)),
+     ("bytes=900-5000", (900, 999)), ("bytes=0-0", (0, 0)), ("bytes=0-9,20-29", None), ("items=0-9", None)],
+)
+def test_parse_range_for_a_1000_byte_file(header, expected):
+    assert parse_range(header, 1000) == expected
+
+
+@pytest.mark.parametrize("header", ["bytes=1000-", "bytes=500-400", "bytes=-0"])
+def test_unsatisfiable_ranges_raise(header):
+    with pytest.raises(ValueError):
+        parse_range(header, 1000)
+
+
+def test_orl_face_becomes_a_160_px_png_without_metadata(data_dir):
+    image_rgb = read_image_rgb(data_dir / "faces/orl_att_faces/s1/1.pgm")
+    assert image_rgb.shape == (112, 92, 3)
+    png = face_crop_png(image_rgb, size_px=160)
+    decoded = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_UNCHANGED)
+    assert decoded.shape == (160, 160, 3)
+    assert b"tEXt" not in png and b"eXIf" not in png and b"iTXt" not in png
+
+
+def test_open_rating_transcodes_each_video_once_and_crops_each_face(db, media_root, data_dir, grid_cache):
+    campaign = build_grid_campaign(data_dir, grid_cache, with_web_files=False)
+    result = open_rating(campaign)  # the Celery task runs in-process (eager)
+    assert result.items_created == 40
+    videos = list(SourceVideo.objects.filter(campaign=campaign)) + list(
+        MaskedVideo.objects.filter(submission__campaign=campaign))
+    assert all(v.web_file for v in videos) and len(videos) == 20
+    probe = subprocess.run([ffmpeg_executable(), "-hide_banner", "-i", videos[-1].web_file.path],
+                           capture_output=True, text=True)
+    assert "Video: h264" in probe.stderr and "ffv1" in subprocess.run(
+        [ffmpeg_executable(), "-hide_banner", "-i", videos[-1].file.path], capture_output=True, text=True).stderr
+    names = {v.pk: v.web_file.name for v in SourceVideo.objects.filter(campaign=campaign)}
+    open_rating(campaign)  # reopening transcodes nothing
+    assert names == {v.pk: v.web_file.name for v in SourceVideo.objects.filter(campaign=campaign)}
+    crops = GalleryCrop.objects.filter(gallery_image__identity__campaign=campaign)
+    assert crops.count() == 10 and set(crops.values_list("size_px", flat=True)) == {160}
+    assert any("female" in w and "only 3 matching identities" in w for w in result.warnings)
+
+
+def test_campaign_with_too_few_identities_cannot_open(grid_campaign):
+    grid_campaign.foils_per_trial = 10
+    with pytest.raises(CannotOpenRating, match="10 identities with a gallery face, an identity trial needs 11"):
+        open_rating(grid_campaign, prepare_media=False)
