@@ -18,6 +18,8 @@ Rules (also in README.md, "Submissions"):
   (which one is meant is unknown).
 - **No silent overwrite**: a source video that already has a masked video in this
   submission is rejected (``already_uploaded``) unless ``replace=True`` is asked for.
+  A replacement drops the old file's automated scores (they are recomputable) but is
+  refused (``in_use``) once the old file has human ratings.
 
 Every file gets a row with a stable ``code`` (``CODES``); good files are stored even
 when others are rejected. Zip members are never extracted to the path they name (a
@@ -40,6 +42,7 @@ from pathlib import Path, PurePosixPath
 import cv2
 from django.core.files import File
 from django.db import transaction
+from django.db.models.deletion import Collector
 
 from automated.video import VideoError, VideoInfo, ffmpeg_executable, transcode_for_web
 
@@ -58,6 +61,7 @@ CODES = {
     "unknown_name": "no source video has this name",
     "duplicate_in_zip": "several members carry the same video name",
     "already_uploaded": "the source video already has a masked video; replace not requested",
+    "in_use": "replace refused: the stored masked video already has human ratings",
     "unreadable_container": "the file does not open as a video container",
     "no_decodable_frames": "the container opens but no frame decodes",
     "truncated": "the video is cut short or damaged: not every frame decodes",
@@ -316,6 +320,13 @@ def ingest_submission_zip(
                     f"{member.filename}: video '{source.name}' already has a masked video in this "
                     "submission; it was kept. Upload again with 'replace' to overwrite it.", source.name))
                 continue
+            in_use = _human_rating_rows(existing[source.pk]) if source.pk in existing else 0
+            if in_use:
+                report.files.append(FileResult(
+                    member.filename, "rejected", "in_use",
+                    f"{member.filename}: the stored masked video of '{source.name}' is already used in "
+                    f"{in_use} human rating row(s); it was kept (replacing it would delete them)", source.name))
+                continue
             local = Path(tmp) / f"member{len(report.files)}{path.suffix.lower()}"
             with archive.open(member) as reader, local.open("wb") as writer:
                 shutil.copyfileobj(reader, writer)
@@ -364,6 +375,20 @@ def _screen_member(member: zipfile.ZipInfo, path: PurePosixPath, sources: dict) 
         return FileResult(name, "rejected", "unknown_name",
                           f"{name}: no source video is named '{path.stem}'{hint}")
     return None
+
+
+def _human_rating_rows(masked) -> int:
+    """Rows outside evalsite/automated that deleting ``masked`` would cascade to.
+
+    Automated scores are recomputable and may go with a replaced file; human ratings
+    (the trials app) are not, so their presence blocks a replacement.
+    """
+    collector = Collector(using=masked._state.db or "default")
+    collector.collect([masked])
+    kept_apps = {"evalsite", "automated"}
+    count = sum(len(objs) for model, objs in collector.data.items() if model._meta.app_label not in kept_apps)
+    count += sum(qs.count() for qs in collector.fast_deletes if qs.model._meta.app_label not in kept_apps)
+    return count
 
 
 def _store(submission, source, local: Path, upload_name: str, info: VideoInfo, old, web_copies: bool) -> bool:

@@ -124,3 +124,16 @@ def test_each_upload_stores_its_report(submission, masked_files, tmp_path):
 def test_a_file_that_is_not_a_zip_is_refused(submission, masked_files):
     with pytest.raises(UploadError, match="is not a zip file"):
         ingest_submission_zip(submission, masked_files["good_bbaf2n"])
+
+
+def test_replace_is_refused_once_the_masked_video_has_human_rating_rows(submission, masked_files, tmp_path):
+    from trials.models import Item, Task
+
+    archive = make_zip(tmp_path / "g.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"]})
+    ingest_submission_zip(submission, archive, web_copies=False)
+    stored = MaskedVideo.objects.get()
+    Item.objects.create(campaign=submission.campaign, source_video=stored.source_video, masked_video=stored,
+                        task=Task.values[0], target_count=10)
+    report = ingest_submission_zip(submission, archive, replace=True, web_copies=False)
+    assert report.files[0].code == "in_use" and "1 human rating row(s); it was kept" in report.files[0].message
+    assert MaskedVideo.objects.get().pk == stored.pk
