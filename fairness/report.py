@@ -24,7 +24,8 @@ from django.conf import settings
 from evalsite import reports
 
 from .services import compute_face_quality, quality_samples, video_samples
-from .summary import ScoreSpec, group_labels, summarize_table
+from .groups import split_by_group
+from .summary import ScoreSpec, comparable_samples, summarize_table
 
 SOURCE = "seeds/003_f24e77013896bd33.txt, eq. 1-8"
 
@@ -114,12 +115,11 @@ def _spec(specs, name: str) -> ScoreSpec:
 
 
 def _per_group(samples, spec: ScoreSpec, attribute: str) -> dict:
+    """The samples :func:`summarize_table` compares, grouped in the same (table) order."""
     if spec.column not in samples.columns or attribute not in samples.columns:
         return {}
-    scores = spec.oriented(samples[spec.column])
-    labels, keep = group_labels(samples[attribute])
-    keep &= scores.notna()
-    return {label: scores[keep & (labels == label)].to_numpy() for label in sorted(set(labels[keep]))}
+    scores, labels, _ = comparable_samples(spec.oriented(samples[spec.column]), samples[attribute])
+    return split_by_group(scores.to_numpy(), groups=labels.to_numpy())
 
 
 def video_score_groups(submission, score: str, attribute: str) -> tuple[ScoreSpec, dict]:

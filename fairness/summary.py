@@ -175,11 +175,10 @@ def summarize_table(samples: pd.DataFrame, *, specs, attributes, missing_labels=
         for attribute in attributes:
             if attribute not in samples.columns:
                 continue
-            labels, keep = group_labels(samples[attribute], missing_labels)
-            keep &= scores.notna()
-            block = {"n_samples": int(keep.sum()), "n_excluded": int((~keep).sum())}
+            kept_scores, labels, n_excluded = comparable_samples(scores, samples[attribute], missing_labels)
+            block = {"n_samples": len(kept_scores), "n_excluded": n_excluded}
             try:
-                block.update(summarize(scores[keep], groups=labels[keep], step=spec.mdg_step, **options))
+                block.update(summarize(kept_scores, groups=labels, step=spec.mdg_step, **options))
             except ValueError as error:
                 block["error"] = str(error)
             entry["by_attribute"][attribute] = block
@@ -187,10 +186,21 @@ def summarize_table(samples: pd.DataFrame, *, specs, attributes, missing_labels=
     return result
 
 
-def group_labels(values: pd.Series, missing_labels=MISSING_LABELS) -> tuple[pd.Series, pd.Series]:
-    """Attribute values as text labels, and a mask of the samples that have a real group."""
-    labels = values.map(lambda value: "" if value is None or (isinstance(value, float) and math.isnan(value))
-                        else str(value).strip())
+def comparable_samples(scores: pd.Series, attribute_values: pd.Series,
+                       missing_labels=MISSING_LABELS) -> tuple[pd.Series, pd.Series, int]:
+    """The samples with a score and a real group: (scores, text labels, number left out).
+
+    Parameters
+    ----------
+    scores : pandas.Series of shape (n_samples,)
+        Oriented scores; NaN = no score.
+    attribute_values : pandas.Series of shape (n_samples,)
+        The attribute's value per sample (any type; compared as stripped text).
+    missing_labels : set of str
+        Values that name no group, compared case-insensitively.
+    """
+    labels = attribute_values.map(lambda value: "" if pd.api.types.is_scalar(value) and pd.isna(value)
+                                  else str(value).strip())  # None, NaN and pd.NA name no group
     missing = {label.lower() for label in missing_labels}
-    keep = ~labels.str.lower().isin(missing)
-    return labels, keep
+    keep = ~labels.str.lower().isin(missing) & scores.notna()
+    return scores[keep], labels[keep], int((~keep).sum())

@@ -353,3 +353,18 @@ def test_too_many_thresholds_message_is_readable():
 def test_discard_rates_refuses_nan_propagation():
     with pytest.raises(ValueError, match="nan_policy='raise' or 'omit', not 'propagate'"):
         discard_rates({"a": [1.0, np.nan], "b": [2.0]}, nan_policy="propagate")
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [([[1.0, 2.0]], r"must be 1-D \(one value per group\), got shape \(1, 2\)"),
+     ([1.0, np.nan], r"must be finite, got \[1.0, nan\]")],
+)
+def test_gini_refuses_malformed_values(values, message):
+    with pytest.raises(ValueError, match=message):
+        gini(values)
+
+
+def test_low_weighted_mean_propagates_nan_to_every_group():
+    lwm = low_weighted_mean({"a": [1.0, np.nan], "b": [3.0]}, nan_policy="propagate")
+    assert list(lwm) == ["a", "b"] and all(math.isnan(value) for value in lwm.values())

@@ -4,7 +4,13 @@ import json
 import pytest
 
 from evalsite import reports
-from fairness.report import DEFAULT_SCORE_COLUMNS, fairness_section, score_specs, video_fairness
+from fairness.report import (
+    DEFAULT_SCORE_COLUMNS,
+    fairness_section,
+    score_specs,
+    video_fairness,
+    video_score_groups,
+)
 
 
 def test_fairness_section_is_registered_by_the_app():
@@ -66,3 +72,13 @@ def test_summary_json_contains_the_fairness_section(submission, test_score):
 def test_fairness_section_keys(submission, test_score):
     section = fairness_section(submission)
     assert set(section) == {"source", "attributes", "ideal", "scores", "face_quality"}
+
+
+def test_plot_groups_come_in_the_order_of_the_table(submission, test_score, campaign):
+    # first appearance (v1, v2: "woman") differs from sorted order ("man" first)
+    campaign.identities.filter(code__in=["ID01", "ID02"]).update(attributes={"gender": "woman"})
+    campaign.identities.filter(code__in=["ID03", "ID04"]).update(attributes={"gender": "man"})
+    table = video_fairness(submission)["1 - test_reid_rate"]["by_attribute"]["gender"]["groups"]
+    spec, per_group = video_score_groups(submission, "1 - test_reid_rate", "gender")
+    assert list(per_group) == list(table) == ["woman", "man"]
+    assert per_group["woman"].tolist() == [0.5, 0.5] and per_group["man"].tolist() == [1.0, 1.0]
