@@ -1,6 +1,7 @@
 """Gait attack suite on the Calgary walks (feature extraction vs training) and pose fps.
 
-Rows 1-7: the full attack suite (6 recognizers x 6 attackers, seeds/000 sections 5.4-5.6)
+Wall times are on a shared 2-core machine (other jobs inflate them); the suite is
+single-threaded. Rows 1-7: the full attack suite (6 recognizers x 6 attackers, seeds/000 sections 5.4-5.6)
 on the 167 University of Calgary Kinect walks, clear and under each gait anonymization:
 wall time, the part spent in feature extraction (flatten / simple, measured inside the
 pipelines) and the rest (scaling, training, prediction), with the worst-case pair, the
@@ -12,6 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from django.conf import settings
 
 from automated.attack.suite import run_attack_suite, worst_case
 from automated.gait import features
@@ -20,7 +22,6 @@ from automated.gait.loaders import load_calgary
 from automated.gait.pose import extract_pose_sequence
 from automated.gait.suite import gait_attack_data
 
-DATA_DIR = Path(os.environ.get("DEID_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
 DEMO_CLIP = Path("videos") / "grid_talking_heads" / "bbaf2n.mpg"
 _feature_seconds = [0.0]
 
@@ -54,7 +55,7 @@ def _timed_recognizers() -> dict:
 
 def _suite_rows() -> list[dict]:
     started = time.perf_counter()
-    dataset = load_calgary(DATA_DIR)
+    dataset = load_calgary(settings.DATA_DIR)  # DEID_DATA_DIR, default ../shared/data
     load_s = time.perf_counter() - started
     conditions = {"clear (identity)": lambda x: x, **paper_anonymizations(dataset.layout, seed=0)}
     rows = []
@@ -78,7 +79,7 @@ def _suite_rows() -> list[dict]:
 
 
 def _pose_row() -> dict:
-    clip = DATA_DIR / DEMO_CLIP
+    clip = Path(settings.DATA_DIR) / DEMO_CLIP
     affinity = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(affinity)})  # one core
     try:
@@ -105,5 +106,6 @@ def run() -> list[dict]:
 
 
 if __name__ == "__main__":
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
     for row in run():
         print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()})
