@@ -34,6 +34,11 @@ Cases the paper leaves open, decided here (each has a test in ``tests/fairness``
   ``min + k*step`` for ``k = 1 .. floor((max - min) / step)``. A sample is discarded at
   threshold t when its score is strictly below t. When all scores are equal there is no
   threshold and no gap (MDG 0); when 0 < max - min < step the measure is undefined.
+  Section 3.4 adds that "thresholds are limited to quality scores that exist in the
+  demographic data set"; eq. 7 lists every step from min+1 to max, so that sentence is
+  read as "within the observed range", not "only at observed values".
+- **LWM weights of repeated scores**: section 3.3 accumulates the weights of multiple
+  occurrences of a score; that is the same as weighting every sample by w(q).
 """
 from __future__ import annotations
 

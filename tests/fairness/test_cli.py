@@ -190,3 +190,16 @@ def test_import_fairness_works_without_django():
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env,
                                check=True)
     assert completed.stdout.split() == ["0.8571428571428572", "True", "False"]
+
+
+def test_a_closed_pipe_ends_quietly(scores_csv):
+    # e.g. `python -m fairness scores.csv ... --json | head -3`
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fairness", str(scores_csv), "--group", "gender", "--score", "quality",
+         "--json", "--n-resamples", "50"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+    )
+    process.stdout.close()  # the reader is gone before anything is printed
+    stderr = process.stderr.read().decode()
+    process.wait(timeout=60)
+    assert "Traceback" not in stderr and stderr == ""

@@ -368,3 +368,9 @@ def test_gini_refuses_malformed_values(values, message):
 def test_low_weighted_mean_propagates_nan_to_every_group():
     lwm = low_weighted_mean({"a": [1.0, np.nan], "b": [3.0]}, nan_policy="propagate")
     assert list(lwm) == ["a", "b"] and all(math.isnan(value) for value in lwm.values())
+
+
+def test_lwm_accumulates_the_weights_of_repeated_scores():
+    # Q = {0, 4, 4, 8}: w(0) = 1, w(4) = 0.5 twice -> accumulated 1.0, w(8) = 0
+    # a: (0 * 1 + 4 * 1.0) / (1 + 1.0) = 2
+    assert low_weighted_mean({"a": [0, 4, 4], "b": [8]})["a"] == pytest.approx(2.0)
