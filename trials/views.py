@@ -12,6 +12,7 @@ from django.http import Http404, HttpResponseForbidden, HttpResponseNotAllowed, 
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_POST
 
 from evalsite.models import Campaign
@@ -50,6 +51,7 @@ def join(request, join_code: str):
     return render(request, "trials/join.html", {"form": form, "campaign": campaign})
 
 
+@ensure_csrf_cookie  # the trial page's JavaScript sends answers with the CSRF header
 def session_page(request):
     """Where the rater is now: consent, instructions, the current trial, or completion."""
     session = _rating_session(request)

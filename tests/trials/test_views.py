@@ -155,3 +155,33 @@ def test_organizer_sees_progress_and_foil_warnings_of_own_campaigns(grid_campaig
     client.post(f"/organizer/{grid_campaign.pk}/rating/", {"open": "0"})
     grid_campaign.refresh_from_db()
     assert not grid_campaign.rating_open
+
+
+def test_opening_rating_from_the_organizer_page_reports_foil_shortages(grid_campaign):
+    from trials.services import close_rating
+
+    close_rating(grid_campaign)
+    staff = User.objects.create_user("org", password="pw-123456", is_staff=True, is_superuser=True)
+    client = Client()
+    client.force_login(staff)
+    page = client.post(f"/organizer/{grid_campaign.pk}/rating/", {"open": "1"}, follow=True).content.decode()
+    grid_campaign.refresh_from_db()
+    assert grid_campaign.rating_open
+    assert "Rating open (0 new items)" in page
+    assert "subject-grid-p02-code (gender=female): only 3 matching identities" in page
+
+
+def test_rater_login_page_and_csrf_protected_answers(grid_campaign):
+    assert Client().get("/rater/login/").status_code == 200
+    client = Client(enforce_csrf_checks=True)
+    client.get(f"/join/{grid_campaign.join_code}/")
+    token = client.cookies["csrftoken"].value
+    client.post(f"/join/{grid_campaign.join_code}/", {"participant_code": "P-csrf", "csrfmiddlewaretoken": token})
+    client.post("/session/consent/", {"agree": "yes", "csrfmiddlewaretoken": token})
+    client.post("/session/start/", {"csrfmiddlewaretoken": token})
+    html = client.get("/session/").content.decode()
+    url = RESPOND.search(html).group(1)
+    body = json.dumps({"choice": CHOICE.findall(html)[0], "response_time_ms": 10})
+    assert client.post(url, body, content_type="application/json").status_code == 403
+    ok = client.post(url, body, content_type="application/json", HTTP_X_CSRFTOKEN=client.cookies["csrftoken"].value)
+    assert ok.status_code == 200
