@@ -4,9 +4,11 @@ Runs ``python -m trials.simulation`` in a fresh process on a fresh default datab
 SQLite file with the project's settings: ``BEGIN IMMEDIATE``, 30 s busy timeout): a
 campaign of the 10 real GRID speakers, their clips x 3 source-video rows (30 videos),
 one blurred submission, 2 tasks, 10 raters per item (1200 evaluated responses), and 100
-raters in 100 threads (10 % abandoning mid-session). Times are measured around Django's
-test client, i.e. the whole server-side request (middleware, views, queries, template),
-including waits for the SQLite write lock; no network.
+raters in 100 client threads (10 % abandoning mid-session) served by a pool of 4 request
+workers (``trials.simulation.ServerSlots``, as a WSGI server would). Times are measured
+around Django's test client inside a worker, i.e. the whole server-side request
+(middleware, views, queries, template) including waits for the SQLite write lock, but
+not queueing for a free worker; no network.
 """
 import json
 import os
@@ -35,7 +37,7 @@ def run() -> list[dict]:
     if result.returncode != 0:
         raise RuntimeError(f"simulation failed: {result.stderr[-2000:]}")
     summary = json.loads(result.stdout.strip().splitlines()[-1])
-    common = {"raters": RATERS, "threads": RATERS, "database": "sqlite (file)", "items": summary["items"],
+    common = {"raters": RATERS, "server_workers": 4, "database": "sqlite (file)", "items": summary["items"],
               "over_target": summary["items_over_target"], "lost": summary["lost"],
               "errors": summary["n_errors"]}
     return [
