@@ -23,6 +23,7 @@ their files say ``length 0.45``), so positions are converted to metres with
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,14 +127,15 @@ class AmcMotion:
         return len(self.frame_numbers)
 
 
-def _floats(words, path, line_no, count=None) -> np.ndarray:
+def _floats(words, path, line_no, count=None) -> list[float]:
+    # Plain floats, not numpy: AMC files have ~30 lines per frame and thousands of frames.
     try:
-        values = np.array([float(w) for w in words], dtype=np.float64)
+        values = [float(w) for w in words]
     except ValueError:
         raise AcclaimError(f"{path}:{line_no}: expected numbers, got {' '.join(words)!r}") from None
     if count is not None and len(values) != count:
         raise AcclaimError(f"{path}:{line_no}: expected {count} numbers, got {len(values)}")
-    if not np.all(np.isfinite(values)):
+    if not all(map(math.isfinite, values)):
         raise AcclaimError(f"{path}:{line_no}: non-finite number in {' '.join(words)!r}")
     return values
 
@@ -191,7 +193,7 @@ def read_asf(path: str | os.PathLike) -> AsfSkeleton:
             elif key == "axis":
                 root["axis"] = words[1].upper()
             elif key == "orientation":
-                root["orientation"] = _floats(words[1:], path, line_no, 3)
+                root["orientation"] = np.array(_floats(words[1:], path, line_no, 3))
         elif section == "bonedata":
             if key == "begin":
                 current = {"line": line_no, "dof": ()}
@@ -219,11 +221,11 @@ def read_asf(path: str | os.PathLike) -> AsfSkeleton:
                 if key == "name":
                     current["name"] = words[1]
                 elif key == "direction":
-                    current["direction"] = _floats(words[1:], path, line_no, 3)
+                    current["direction"] = np.array(_floats(words[1:], path, line_no, 3))
                 elif key == "length":
                     current["length"] = float(_floats(words[1:2], path, line_no)[0])
                 elif key == "axis":
-                    current["axis"] = _floats(words[1:4], path, line_no, 3)
+                    current["axis"] = np.array(_floats(words[1:4], path, line_no, 3))
                     current["axis_order"] = words[4].upper() if len(words) > 4 else "XYZ"
                 elif key == "dof":
                     dof = tuple(w.lower() for w in words[1:])
@@ -306,7 +308,7 @@ def read_amc(path: str | os.PathLike, skeleton: AsfSkeleton) -> AmcMotion:
             raise AcclaimError(f"{path}: frame {number} differs from frame {frame_numbers[0]} in segments {missing}")
     if "root" not in segments:
         raise AcclaimError(f"{path}: no root line")
-    channels = {s: np.stack([f[s] for f in frames]) for s in segments}
+    channels = {s: np.array([f[s] for f in frames], dtype=np.float64).reshape(len(frames), -1) for s in segments}
     return AmcMotion(np.asarray(frame_numbers, dtype=np.int64), channels)
 
 

@@ -12,6 +12,7 @@ from automated.gait.loaders import (
     load_cmu_walks,
     read_calgary_positions,
 )
+from automated.gait.sequences import resample
 
 
 @pytest.fixture(scope="session")
@@ -232,12 +233,12 @@ def test_malformed_asf_raises(tmp_path, replace, by, message):
         read_asf(tmp_path / "s.asf")
 
 
-def test_cmu_walks_resampled_to_the_paper_length(data_dir):
-    walks = load_cmu_walks(data_dir, n_frames=100)
-    assert walks.sequences.shape == (12, 100, 31, 3)
-    assert list(walks.metadata["n_frames_original"].iloc[:2]) == [343, 298]
-    assert sorted(set(walks.subject_ids)) == [2, 3, 7, 35]
-    assert walks.sequence_ids[6] == "07_01"
+def test_cmu_walks_load_every_trial_and_resample_to_the_paper_length(data_dir):
     raw = load_cmu_walks(data_dir)  # original lengths: an object array of sequences
     assert [s.shape for s in raw.sequences[:2]] == [(343, 31, 3), (298, 31, 3)]
-    np.testing.assert_allclose(walks.sequences[6, 0], raw.sequences[6][0], atol=1e-6)
+    assert list(raw.metadata["n_frames_original"]) == [343, 298, 432, 365, 4563, 4722, 316, 329, 306, 301, 315, 358]
+    assert sorted(set(raw.subject_ids)) == [2, 3, 7, 35]
+    assert raw.sequence_ids[6] == "07_01"
+    walks = np.stack([resample(s, 100) for s in raw.sequences])
+    assert walks.shape == (12, 100, 31, 3)
+    np.testing.assert_allclose(walks[6, -1], raw.sequences[6][-1], atol=1e-6)
