@@ -45,8 +45,8 @@ def campaign_warnings(campaign: Campaign) -> list[str]:
     for shortage in foil_shortages(campaign):
         warnings.append(
             shortage.message(codes.get(shortage.identity))
-            + "; its lineups drop attributes from the end of "
-            + f"{campaign.demographic_attributes} until enough identities match"
+            + "; its lineups use every matched identity, then fill up with the identities "
+            + f"sharing the most leading attributes of {campaign.demographic_attributes}"
         )
     evaluated = SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=True)
     for video in evaluated.exclude(identity_id__in=list(pool)):

@@ -178,35 +178,55 @@ def build_lineup_relaxed(
     target_present: bool,
     rng: random.Random,
 ) -> tuple[list, list[str]]:
-    """:func:`build_lineup`, dropping matching attributes from the end only when it must.
+    """:func:`build_lineup` that fills a shortage with the closest-matched identities.
 
-    Used for targets that :func:`foil_shortages` has reported to the organizer: the lineup
-    is matched on the longest prefix of ``matching_attributes`` that has enough
-    identities (so list the most important attribute first).
+    Used for targets that :func:`foil_shortages` has reported to the organizer. Foils are
+    the identities sharing the longest prefix of ``matching_attributes`` with the target
+    (so list the most important attribute first), chosen at random within a prefix length:
+    every fully matched identity is used before any partly matched one, so a shortage of
+    matched foils never leaves the target the only face of its group by chance. Without a
+    shortage this draws from the fully matched identities exactly as :func:`build_lineup`.
 
     Returns
     -------
     lineup : list of keys, length ``n_foils + 1``
+        Display order (position 1 is the first element).
     used_attributes : list of str
-        The attributes the foils actually match on.
+        The prefix of ``matching_attributes`` that every foil shares with the target.
 
     Raises
     ------
+    ValueError
+        If ``n_foils < 1``.
     FoilShortageError
         If even unmatched there are fewer than ``n_foils + 1`` other identities.
     """
-    for keep in range(len(matching_attributes), -1, -1):
-        used = list(matching_attributes[:keep])
-        try:
-            return build_lineup(
-                target, identities, used, n_foils=n_foils, target_present=target_present, rng=rng
-            ), used
-        except FoilShortageError:
-            continue
-    raise FoilShortageError(
-        f"identity {target!r}: only {len(identities) - 1} other identities, a lineup needs "
-        f"{n_foils + (0 if target_present else 1)}"
-    )
+    if n_foils < 1:
+        raise ValueError(f"n_foils must be >= 1, got {n_foils}")
+    needed = n_foils + (0 if target_present else 1)
+    others = [key for key in identities if key != target]
+    if len(others) < needed:
+        raise FoilShortageError(
+            f"identity {target!r}: only {len(others)} other identities, a lineup needs {needed}"
+        )
+    wanted = profile_of(identities[target], matching_attributes)
+    shared = {key: _shared_prefix(wanted, profile_of(identities[key], matching_attributes)) for key in others}
+    rng.shuffle(others)
+    others.sort(key=lambda key: -shared[key])  # stable: random order within a prefix length
+    foils = others[:needed]
+    lineup = foils + ([target] if target_present else [])
+    rng.shuffle(lineup)
+    return lineup, list(matching_attributes[: min(shared[key] for key in foils)])
+
+
+def _shared_prefix(wanted: tuple, profile: tuple) -> int:
+    """How many leading attributes ``profile`` shares with ``wanted`` (a missing value never matches)."""
+    count = 0
+    for want, value in zip(wanted, profile):
+        if want is None or value != want:
+            break
+        count += 1
+    return count
 
 
 def correct_choice(target, lineup: Sequence) -> str:

@@ -10,9 +10,13 @@ Pure functions over a pandas frame of responses (no Django; the adapter is
 - masking success = accuracy on the clear video - accuracy on the masked video
   (section 4.3: "the difference between the identification of the unmasked video ...
   and the identification of the masked video");
-- action accuracy likewise for the "most obvious" action (section 5); we report
-  ``action_preservation = action accuracy masked - action accuracy clear`` (the negative
-  of the seed's difference, so 0 means fully preserved and negative means lost).
+- action accuracy likewise for the "most obvious" action (section 5: "the difference
+  between the accuracy of identifying the action in the unmasked video ... and the masked
+  video"): ``action_loss = action accuracy clear - action accuracy masked``, the seed's
+  action-preservation difference with the same sign as masking success. Lower is better:
+  0 means the action is as recognisable as in the clear video, 1 means it was always
+  recognised clear and never masked; it can be negative (masked recognised more often).
+  Named a loss, not "preservation", so that the sign reads right.
 
 Input frame ``responses``: one row per evaluated response with columns
 
@@ -154,7 +158,7 @@ def _wide(scores: pd.DataFrame, prefix: str, columns: list[str]) -> pd.DataFrame
 
 
 def per_video_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
-    """One row per video: human accuracies per condition, masking success, action preservation.
+    """One row per video: human accuracies per condition, masking success, action loss.
 
     Returns
     -------
@@ -164,8 +168,9 @@ def per_video_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> pd.Data
         ``human_id_false_alarm_rate_<c>`` for c in (clear, masked);
         ``masking_success`` = accuracy clear - accuracy masked;
         ``action_n_<c>``, ``action_accuracy_<c>``, ``action_ci_low_<c>``, ``action_ci_high_<c>``;
-        ``action_preservation`` = action accuracy masked - action accuracy clear.
-        NaN where a condition has no responses.
+        ``action_loss`` = action accuracy clear - action accuracy masked (lower is better).
+        All rates and differences in [0, 1] or [-1, 1]; NaN where a condition has no
+        responses.
     """
     identity = _wide(
         identification_scores(responses, alpha=alpha), "human_id",
@@ -178,7 +183,7 @@ def per_video_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> pd.Data
         if name not in out:
             out[name] = np.nan
     out["masking_success"] = out["human_id_accuracy_clear"] - out["human_id_accuracy_masked"]
-    out["action_preservation"] = out["action_accuracy_masked"] - out["action_accuracy_clear"]
+    out["action_loss"] = out["action_accuracy_clear"] - out["action_accuracy_masked"]
     out.index.name = "video"
     return out.sort_index()
 
@@ -214,7 +219,7 @@ def summary_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> dict:
     """Submission-level human scores.
 
     Pooled accuracy (all responses of a condition, Wilson CI) per task and condition;
-    ``masking_success`` and ``action_preservation`` as the mean of the per-video
+    ``masking_success`` and ``action_loss`` as the mean of the per-video
     differences over videos rated in both conditions (seeds/002, 4.3: per-trial
     differences summarised per submission); Fleiss' kappa of action labels per condition.
 
@@ -234,9 +239,7 @@ def summary_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> dict:
             summary[f"{key}_n_{condition}"] = n
     per_video = per_video_scores(responses, alpha=alpha)
     summary["masking_success"] = float(per_video["masking_success"].mean()) if len(per_video) else float("nan")
-    summary["action_preservation"] = (
-        float(per_video["action_preservation"].mean()) if len(per_video) else float("nan")
-    )
+    summary["action_loss"] = float(per_video["action_loss"].mean()) if len(per_video) else float("nan")
     summary["n_videos_both_conditions"] = int(per_video["masking_success"].notna().sum()) if len(per_video) else 0
     for condition in CONDITIONS:
         summary[f"action_agreement_{condition}"] = action_agreement(responses, condition)

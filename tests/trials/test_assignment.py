@@ -141,7 +141,7 @@ def test_human_columns_join_the_per_video_report(grid_campaign):
     submission = grid_campaign.submissions.get()
     report = per_video_report(submission).set_index("video")
     expected = {"human_id_accuracy_clear", "human_id_accuracy_masked", "masking_success",
-                "action_accuracy_clear", "action_accuracy_masked", "action_preservation"}
+                "action_accuracy_clear", "action_accuracy_masked", "action_loss"}
     assert expected <= set(report.columns)
     summary = submission_summary(submission)["human"]
     assert summary["n_responses"] == Response.objects.filter(trial__kind="item").exclude(

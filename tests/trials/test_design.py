@@ -106,3 +106,19 @@ def test_session_plan_rejects_bad_rates():
         design.session_plan(n_practice=1, n_evaluated=5, attention_check_rate=-0.1, rng=random.Random())
     with pytest.raises(ValueError, match="trial counts must be >= 0"):
         design.session_plan(n_practice=-1, n_evaluated=5, attention_check_rate=0.1, rng=random.Random())
+
+
+# The demo campaign's pool: 4 women, 7 men, matched on gender only.
+DEMO_POOL = {f"w{i}": {"gender": "female"} for i in range(4)} | {f"m{i}": {"gender": "male"} for i in range(7)}
+
+
+@pytest.mark.parametrize(("target_present", "n_men"), [(True, 1), (False, 2)])
+def test_relaxed_lineup_fills_a_shortage_with_every_matched_identity_first(target_present, n_men):
+    # 3 other women for 4 (present) or 5 (absent) foils: all 3 must be in every lineup and
+    # only the remainder may be men; a random fill would often leave the target the only woman.
+    for seed in range(200):
+        lineup, used = design.build_lineup_relaxed(
+            "w0", DEMO_POOL, ["gender"], n_foils=4, target_present=target_present, rng=random.Random(seed)
+        )
+        assert {"w1", "w2", "w3"} <= set(lineup) and len(lineup) == 5
+        assert sum(key.startswith("m") for key in lineup) == n_men and used == []

@@ -64,18 +64,21 @@ def test_identification_scores_count_hits_and_false_alarms(responses):
     assert math.isnan(scores.loc[("v2", "masked"), "false_alarm_rate"])  # no target-absent trial
 
 
-def test_per_video_scores_give_masking_success_and_action_preservation(responses):
+def test_per_video_scores_give_masking_success_and_action_loss(responses):
+    # Both are clear accuracy - masked accuracy (seeds/002, sections 4.3 and 5).
     per_video = scoring.per_video_scores(responses)
     assert per_video.loc["v1", "human_id_accuracy_clear"] == 0.8
     assert per_video.loc["v1", "human_id_accuracy_masked"] == 0.5
     assert per_video.loc["v1", "masking_success"] == pytest.approx(0.3)
-    assert per_video.loc["v1", "action_preservation"] == pytest.approx(-0.25)
+    assert per_video.loc["v1", "action_loss"] == pytest.approx(1.0 - 0.75)  # 4/4 clear, 3/4 masked
+    assert "action_preservation" not in per_video
     assert math.isnan(per_video.loc["v2", "masking_success"])  # no clear responses for v2
 
 
 def test_summary_averages_per_video_differences(responses):
     summary = scoring.summary_scores(responses)
     assert summary["masking_success"] == pytest.approx(0.3)
+    assert summary["action_loss"] == pytest.approx(0.25)
     assert summary["n_videos_both_conditions"] == 1
     assert summary["id_accuracy_masked"] == pytest.approx(3 / 5)  # pooled over v1 and v2
     assert summary["id_ci_masked"] == pytest.approx(list(wilson_by_hand(3, 5)))
