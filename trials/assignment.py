@@ -365,7 +365,13 @@ def record_response(trial: Trial, answer: Mapping, *, now=None) -> tuple[Respons
 
 
 def _store_response(trial: Trial, answer: Mapping) -> Response:
-    """Save the answer, mark the trial done, flag a failed catch trial, advance the session."""
+    """Save the answer, mark the trial done, flag and exclude on a failed catch trial, advance.
+
+    Raises
+    ------
+    ValueError
+        If ``answer["choice"]`` is not one of :func:`valid_choices`.
+    """
     if answer["choice"] not in valid_choices(trial):
         raise ValueError(f"choice must be one of {valid_choices(trial)}, got {answer['choice']!r}")
     response = Response.objects.create(
@@ -376,7 +382,9 @@ def _store_response(trial: Trial, answer: Mapping) -> Response:
     trial.completed = True
     trial.save(update_fields=["completed"])
     if trial.kind == TrialKind.CATCH and not response.correct:
-        Rater.objects.filter(pk=trial.session.rater_id).update(flagged=True)
+        # The first failure flags and excludes; the organizer may include the rater again,
+        # and a later failure does not overrule that decision.
+        Rater.objects.filter(pk=trial.session.rater_id, flagged=False).update(flagged=True, excluded=True)
     session = RatingSession.objects.select_for_update().get(pk=trial.session_id)
     if session.position == trial.position:
         session.position += 1

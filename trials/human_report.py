@@ -1,8 +1,9 @@
 """Django adapter of :mod:`trials.scoring`: responses from the database -> report columns.
 
 Registered in :class:`trials.apps.TrialsConfig` as the ``human`` per-video columns and
-summary section of ``evalsite.reports``. Responses of flagged raters (failed attention
-checks) and excluded raters are left out by default.
+summary section of ``evalsite.reports``. Responses of excluded raters are left out: a
+rater who fails an attention check is flagged and excluded, and the organizer can include
+them again (organizer page or admin), so scoring follows what the organizer sees.
 """
 from __future__ import annotations
 
@@ -13,8 +14,15 @@ from . import scoring
 from .models import Response, TrialKind
 
 
-def responses_frame(submission, *, exclude_flagged: bool = True) -> pd.DataFrame:
+def responses_frame(submission, *, include_excluded: bool = False) -> pd.DataFrame:
     """Evaluated responses for one submission: the campaign's clear items + its masked items.
+
+    Parameters
+    ----------
+    submission : evalsite.models.Submission
+    include_excluded : bool, default=False
+        Also keep responses of raters marked ``excluded`` (e.g. flagged by a failed
+        attention check), for a sensitivity analysis.
 
     Returns
     -------
@@ -26,8 +34,8 @@ def responses_frame(submission, *, exclude_flagged: bool = True) -> pd.DataFrame
     ).filter(
         Q(trial__item__masked_video__isnull=True) | Q(trial__item__masked_video__submission=submission)
     )
-    if exclude_flagged:
-        rows = rows.exclude(trial__session__rater__flagged=True).exclude(trial__session__rater__excluded=True)
+    if not include_excluded:
+        rows = rows.exclude(trial__session__rater__excluded=True)
     values = rows.values_list(
         "trial__session__rater_id", "trial__item__source_video__name", "trial__item__masked_video_id",
         "trial__item__task", "choice", "correct", "trial__target_present",

@@ -2,8 +2,11 @@
 
 - Gallery faces are cropped to the internal face at one size (MediaEval 2021 protocol,
   ``../shared/seeds/002_68b18bfdbdb94491.txt``, section 4.2: "cropped to show only the
-  internal face") with ``automated.face_crop`` and written as fresh PNGs, so no EXIF or
-  text chunk of the upload survives.
+  internal face, so that identification cannot be based on peripheral face cues such as
+  hair style") with ``automated.face_crop``, then everything outside one fixed oval is
+  painted flat grey (the square detector crop still shows hair at the sides, ears,
+  collars and the studio background in the corners), and written as fresh PNGs, so no
+  EXIF or text chunk of the upload survives.
 - Videos are transcoded once to H.264 MP4 with ``automated.video.transcode_for_web``
   (metadata stripped) and cached in the catalogue's ``web_file``.
 - :func:`ranged_file_response` answers HTTP Range requests (RFC 9110, section 14) so the
@@ -29,8 +32,37 @@ from automated.video import transcode_for_web
 from .models import GalleryCrop
 
 
+#: Grey level (0-255) painted outside the face oval.
+OVAL_GREY = 128
+#: Oval semi-axes as fractions of the crop side: the detector square spans cheek to cheek
+#: and brows to chin, so the oval keeps that and drops the corners and side edges.
+OVAL_SEMI_AXES = (0.38, 0.49)
+
+
 def crop_size_px() -> int:
+    """Side in pixels of every face crop raters see (``TRIALS_FACE_SIZE_PX``, default 160)."""
     return int(getattr(settings, "TRIALS_FACE_SIZE_PX", 160))
+
+
+def oval_mask(crop_rgb: np.ndarray) -> np.ndarray:
+    """Paint everything outside the centred face oval :data:`OVAL_GREY` (anti-aliased edge).
+
+    Parameters
+    ----------
+    crop_rgb : ndarray of shape (size, size, 3), dtype uint8
+        A square internal-face crop.
+
+    Returns
+    -------
+    ndarray of shape (size, size, 3), dtype uint8
+    """
+    size = crop_rgb.shape[0]
+    mask = np.zeros(crop_rgb.shape[:2], np.uint8)
+    axes = (int(round(size * OVAL_SEMI_AXES[0])), int(round(size * OVAL_SEMI_AXES[1])))
+    cv2.ellipse(mask, (size // 2, size // 2), axes, 0, 0, 360, 255, -1, cv2.LINE_AA)
+    alpha = mask[..., None].astype(np.float32) / 255.0
+    blended = crop_rgb.astype(np.float32) * alpha + OVAL_GREY * (1.0 - alpha)
+    return np.round(blended).astype(np.uint8)
 
 
 def read_image_rgb(path) -> np.ndarray:
@@ -49,36 +81,55 @@ def read_image_rgb(path) -> np.ndarray:
 
 
 def face_crop_png(image_rgb: np.ndarray, *, size_px: int) -> bytes:
-    """The internal-face crop of a still as PNG bytes without metadata.
+    """The oval internal-face crop of a still as PNG bytes without metadata.
 
     A still in which no detector finds a face (e.g. a tight 92x112 ORL face, already
     internal) is cropped around its centre square, which is what the detector box would be.
 
+    Parameters
+    ----------
+    image_rgb : ndarray of shape (height, width, 3), dtype uint8, RGB
+    size_px : int
+        Side of the square crop in pixels.
+
     Returns
     -------
     bytes
-        PNG of a ``size_px`` x ``size_px`` RGB image.
+        PNG of a ``size_px`` x ``size_px`` RGB image, grey outside the face oval
+        (:func:`oval_mask`).
+
+    Raises
+    ------
+    ValueError
+        If the image is not uint8 RGB or PNG encoding fails.
     """
     try:
         crop_rgb = detect_and_crop_face(image_rgb, size_px=size_px)
     except NoFaceFoundError:
         height, width = image_rgb.shape[:2]
         crop_rgb = crop_internal_face(image_rgb, [0, 0, width, height], size_px=size_px)
-    ok, encoded = cv2.imencode(".png", cv2.cvtColor(crop_rgb, cv2.COLOR_RGB2BGR))
+    ok, encoded = cv2.imencode(".png", cv2.cvtColor(oval_mask(crop_rgb), cv2.COLOR_RGB2BGR))
     if not ok:
         raise ValueError("PNG encoding of the face crop failed")
     return encoded.tobytes()
 
 
 def ensure_gallery_crop(gallery_image) -> GalleryCrop:
-    """Create (once) the rater-facing crop of a gallery image."""
+    """Create (once) the rater-facing crop of a gallery image.
+
+    A crop of another size or an older :attr:`GalleryCrop.version` is replaced (row and
+    file), so a changed crop style reaches raters without manual clean-up.
+    """
     size_px = crop_size_px()
-    existing = GalleryCrop.objects.filter(gallery_image=gallery_image, size_px=size_px).first()
-    if existing is not None:
+    version = GalleryCrop.CURRENT_VERSION
+    existing = GalleryCrop.objects.filter(gallery_image=gallery_image).first()
+    if existing is not None and (existing.size_px, existing.version) == (size_px, version):
         return existing
-    GalleryCrop.objects.filter(gallery_image=gallery_image).delete()
+    if existing is not None:
+        existing.file.delete(save=False)
+        existing.delete()
     png = face_crop_png(read_image_rgb(gallery_image.image.path), size_px=size_px)
-    crop = GalleryCrop(gallery_image=gallery_image, size_px=size_px)
+    crop = GalleryCrop(gallery_image=gallery_image, size_px=size_px, version=version)
     crop.file.save("crop.png", ContentFile(png), save=True)
     return crop
 

@@ -301,12 +301,17 @@ class Response(models.Model):
 class GalleryCrop(models.Model):
     """The internally cropped, fixed-size, metadata-free PNG of a gallery image shown to raters.
 
-    Cropping to the internal face at one size removes hair, framing and image-size cues
-    (seeds/002, section 4.2); re-encoding drops any EXIF/text chunks of the upload.
+    Cropping to the internal face at one size and greying everything outside a face oval
+    removes hair, framing, background and image-size cues (seeds/002, section 4.2);
+    re-encoding drops any EXIF/text chunks of the upload.
     """
+
+    #: 1 = square detector crop; 2 = square crop greyed outside the face oval.
+    CURRENT_VERSION = 2
 
     gallery_image = models.OneToOneField(GalleryImage, on_delete=models.CASCADE, related_name="rater_crop")
     file = models.ImageField(upload_to=crop_upload_to)
     size_px = models.PositiveSmallIntegerField()
+    version = models.PositiveSmallIntegerField(default=CURRENT_VERSION, help_text="Crop style (see CURRENT_VERSION).")
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -123,6 +123,24 @@ def test_failed_attention_check_flags_the_rater(grid_campaign):
     assert Rater.objects.get().flagged
 
 
+def test_a_flagged_rater_is_excluded_until_the_organizer_includes_them_again(grid_campaign):
+    from trials.human_report import responses_frame
+
+    session = running_session(grid_campaign, "P-1")
+    catch = skip_to_kind(session, TrialKind.CATCH)
+    answer(catch, next(c for c in assignment.valid_choices(catch) if c != catch.correct_choice))
+    while (trial := assignment.current_trial(session)) is not None:
+        answer(trial)
+    rater = Rater.objects.get()
+    # The organizer page shows "excluded" and offers "Include": what it shows is what scoring does.
+    assert rater.flagged and rater.excluded
+    submission = grid_campaign.submissions.get()
+    assert responses_frame(submission).empty
+    Rater.objects.filter(pk=rater.pk).update(excluded=False)  # the organizer's "Include"
+    n_items = Response.objects.filter(trial__kind=TrialKind.ITEM).count()
+    assert len(responses_frame(submission)) == n_items > 0
+
+
 def test_identity_lineups_are_gender_matched_where_possible(grid_campaign):
     session = running_session(grid_campaign, "P-1")
     while (trial := assignment.current_trial(session)) is not None:

@@ -93,6 +93,11 @@ def test_rater_session_in_chromium(browser, server, live_campaign):
     sizes = driver.execute_script(
         "return Array.from(document.querySelectorAll('.gallery img')).map(i => [i.naturalWidth, i.naturalHeight])")
     assert sizes == [[160, 160]] * 5  # every face cropped to one size
+    # "Not present" looks like a button (it was borderless text beside framed photos).
+    border = driver.execute_script(
+        "var s = getComputedStyle(document.getElementById('not-present'));"
+        "return [s.borderTopStyle, s.borderTopColor, parseFloat(s.borderTopWidth)];")
+    assert border[0] == "solid" and border[1] not in ("rgba(0, 0, 0, 0)", "transparent") and border[2] >= 1, border
     wait_for_video_playing(driver)
     driver.find_element(By.ID, "replay").click()
     wait_for_video_playing(driver)
@@ -108,6 +113,9 @@ def test_rater_session_in_chromium(browser, server, live_campaign):
     # Practice 2 (action): a click on an action, feedback, continue.
     token = trial_token(driver)
     assert Trial.objects.get(token=token).task == "action"
+    action_border = driver.execute_script(
+        "return getComputedStyle(document.querySelector('.actions .choice')).borderTopColor")
+    assert action_border not in ("rgba(0, 0, 0, 0)", "transparent")
     driver.find_elements(By.CSS_SELECTOR, ".actions .choice")[0].click()
     WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "feedback").text)
     driver.find_element(By.ID, "continue").click()

@@ -1,13 +1,14 @@
 """Media for raters: range parsing, one-size metadata-free face crops, one-time transcoding."""
 import subprocess
+from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 
 from automated.video import ffmpeg_executable
-from evalsite.models import MaskedVideo, SourceVideo
-from trials.media import face_crop_png, parse_range, read_image_rgb
+from evalsite.models import GalleryImage, MaskedVideo, SourceVideo
+from trials.media import OVAL_GREY, ensure_gallery_crop, face_crop_png, parse_range, read_image_rgb
 from trials.models import GalleryCrop
 from trials.services import CannotOpenRating, open_rating
 from trials.simulation import build_grid_campaign
@@ -60,3 +61,29 @@ def test_campaign_with_too_few_identities_cannot_open(grid_campaign):
     grid_campaign.foils_per_trial = 10
     with pytest.raises(CannotOpenRating, match="10 identities with a gallery face, an identity trial needs 11"):
         open_rating(grid_campaign, prepare_media=False)
+
+
+def test_face_crops_hide_hair_and_background_outside_one_oval(data_dir, grid_cache):
+    # Square crops kept hair at the sides and the studio background in the corners (blue
+    # for GRID, green for CREMA-D): cues outside the internal face (seeds/002, 4.2).
+    stills = [grid_cache / name for name in sorted(p.name for p in grid_cache.glob("*.png"))[:2]]
+    stills.append(data_dir / "faces/orl_att_faces/s1/1.pgm")
+    for still in stills:
+        png = face_crop_png(read_image_rgb(still), size_px=160)
+        crop = cv2.cvtColor(cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+        # Corners and the side edges at eye height are the same flat grey in every crop.
+        for y, x in [(0, 0), (0, 159), (159, 0), (159, 159), (60, 0), (60, 159), (100, 3), (100, 156)]:
+            assert tuple(crop[y, x]) == (OVAL_GREY,) * 3, (still.name, y, x)
+        assert crop[60:100, 60:100].std() > 5  # the internal face itself is kept
+
+
+def test_an_older_square_crop_is_replaced_by_the_oval_one(grid_campaign):
+    image = GalleryImage.objects.filter(identity__campaign=grid_campaign).first()
+    old = ensure_gallery_crop(image)
+    GalleryCrop.objects.filter(pk=old.pk).update(version=1)  # as stored before the oval mask
+    old_path = old.file.path
+    new = ensure_gallery_crop(image)
+    assert new.pk != old.pk and new.version == GalleryCrop.CURRENT_VERSION
+    decoded = cv2.imdecode(np.fromfile(new.file.path, np.uint8), cv2.IMREAD_COLOR)
+    assert tuple(decoded[0, 0]) == (OVAL_GREY,) * 3
+    assert not Path(old_path).exists()  # the replaced file is deleted, not left behind
