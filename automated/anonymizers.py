@@ -16,9 +16,12 @@ Settings and sources:
 - Keyed block permutation (PrivHAR-Bench tier 3): the region is cut into B x B blocks
   (B = 16 default; 8 and 4 also in the seed) whose order is permuted by sorting an
   AES-CTR keystream, with a fresh nonce per frame so blocks cannot be tracked over time.
-  ``block_permute_fixed`` uses one nonce for all frames (the same permutation wherever
-  the block grid is the same): the weaker variant the seed's per-frame nonce guards
-  against.
+  The nonce (``frame_nonce``) is a random 8-byte video nonce drawn per video, then the
+  frame index, then the block counter: one key may serve a whole submission without two
+  frames of any videos sharing a keystream (CTR nonce reuse would give frame i of every
+  video the same permutation). ``block_permute_fixed`` uses one nonce for all frames of
+  a video (the same permutation wherever the block grid is the same): the weaker variant
+  the seed's per-frame nonce guards against.
 - Eye masking: a black strip over the eyes, 140 pixels high on 224-pixel face crops in
   seeds/000_0b74979cb8a3f1c3.txt (section 5.6.1), i.e. 0.625 of the face height.
 - Pixelation: the face is averaged over 16 x 16-pixel cells (no seed value; the same cell
@@ -208,9 +211,36 @@ def keystream_permutation(n: int, key: bytes, nonce: bytes) -> np.ndarray:
     return np.argsort(words, kind="stable")
 
 
-def frame_nonce(frame_index: int) -> bytes:
-    """16-byte CTR block for a frame: the frame index in bytes 0-7, the block counter after."""
-    return int(frame_index).to_bytes(8, "big") + bytes(8)
+def frame_nonce(frame_index: int, video_nonce: bytes = bytes(8)) -> bytes:
+    """Initial 16-byte AES-CTR counter block of one frame (NIST SP 800-38A, appendix B).
+
+    Layout: ``video_nonce`` (bytes 0-7), ``frame_index`` big-endian (bytes 8-11), block
+    counter starting at 0 (bytes 12-15). CTR mode increments the whole block, so a frame
+    may use up to 2**32 AES blocks (64 GiB of keystream) before running into the next
+    frame's counters; a permutation needs 8 bytes per image block.
+
+    Parameters
+    ----------
+    frame_index : int
+        0-based frame index, in 0 .. 2**32 - 1.
+    video_nonce : bytes, default=bytes(8)
+        8 bytes unique per (key, video); ``anonymize_video`` draws them at random.
+
+    Returns
+    -------
+    bytes
+        16 bytes.
+
+    Raises
+    ------
+    ValueError
+        If ``frame_index`` is out of range or ``video_nonce`` is not 8 bytes.
+    """
+    if not 0 <= frame_index < 2**32:
+        raise ValueError(f"frame_index must be in 0 .. 2**32 - 1, got {frame_index}")
+    if len(video_nonce) != 8:
+        raise ValueError(f"video_nonce must be 8 bytes, got {len(video_nonce)}")
+    return bytes(video_nonce) + int(frame_index).to_bytes(4, "big") + bytes(4)
 
 
 def block_permute(frame_rgb: np.ndarray, region_xyxy, *, key: bytes, nonce: bytes,
@@ -269,12 +299,15 @@ class FrameContext:
         Eye centres in pixels, when known.
     key : bytes
         AES key of the video (keyed methods).
+    video_nonce : bytes
+        8 bytes unique per (key, video), the first half of every ``frame_nonce``.
     """
 
     frame_index: int
     box_xyxy: np.ndarray | None = None
     eyes_xy: np.ndarray | None = None
     key: bytes = bytes(32)
+    video_nonce: bytes = bytes(8)
 
 
 @dataclass(frozen=True)
@@ -303,10 +336,13 @@ BASELINE_METHODS: dict[str, BaselineMethod] = {
                        lambda f, c: pixelate_face(f, _region(f, c))),
         BaselineMethod("eye_mask", "black strip over the eyes (0.625 of face height)", True,
                        lambda f, c: eye_mask(f, c.box_xyxy, c.eyes_xy)),
-        BaselineMethod("block_permute_fixed", "16 px block permutation of the face region, one key and nonce for all frames",
-                       True, lambda f, c: block_permute(f, _region(f, c), key=c.key, nonce=frame_nonce(0))),
-        BaselineMethod("block_permute_keyed", "16 px AES-CTR block permutation of the face region, fresh nonce per frame",
-                       True, lambda f, c: block_permute(f, _region(f, c), key=c.key, nonce=frame_nonce(c.frame_index))),
+        BaselineMethod("block_permute_fixed",
+                       "16 px block permutation of the face region, one key and nonce for all frames of a video", True,
+                       lambda f, c: block_permute(f, _region(f, c), key=c.key, nonce=frame_nonce(0, c.video_nonce))),
+        BaselineMethod("block_permute_keyed",
+                       "16 px AES-CTR block permutation of the face region, fresh nonce per frame", True,
+                       lambda f, c: block_permute(f, _region(f, c), key=c.key,
+                                                  nonce=frame_nonce(c.frame_index, c.video_nonce))),
         BaselineMethod("canny", "Canny edge map of the whole frame", False, lambda f, c: canny_edges(f)),
     )
 }
@@ -364,7 +400,8 @@ def face_track(video_path, *, detector=None) -> tuple[np.ndarray, np.ndarray]:
     return boxes_xyxy[source], eyes_xy[source]
 
 
-def anonymize_video(src_path, dst_path, method: str, *, key: bytes | None = None, detector=None) -> VideoInfo:
+def anonymize_video(src_path, dst_path, method: str, *, key: bytes | None = None, video_nonce: bytes | None = None,
+                    detector=None) -> VideoInfo:
     """Apply a baseline method to every frame of a video; write lossless FFV1.
 
     Frames are streamed (one decoded frame in memory at a time); face-region methods
@@ -381,6 +418,10 @@ def anonymize_video(src_path, dst_path, method: str, *, key: bytes | None = None
     key : bytes, optional
         AES key for the block permutations (16, 24 or 32 bytes). Default: 32 fresh random
         bytes from ``os.urandom``, not stored (the permutation cannot be undone).
+    video_nonce : bytes, optional
+        8 bytes that make this video's per-frame nonces unique under ``key``
+        (``frame_nonce``). Default: 8 fresh random bytes, so one key can mask many
+        videos; pass a fixed value only to reproduce a masking.
     detector : optional
         Face detector for face-region methods (default MediaPipe).
 
@@ -392,8 +433,8 @@ def anonymize_video(src_path, dst_path, method: str, *, key: bytes | None = None
     Raises
     ------
     ValueError
-        On an unknown method, a ``dst_path`` not ending in ``.mkv``, or a key of the
-        wrong length.
+        On an unknown method, a ``dst_path`` not ending in ``.mkv``, or a key or
+        video nonce of the wrong length.
     NoFaceInVideoError
         If a face-region method finds no face in the whole video.
     RuntimeError
@@ -407,6 +448,9 @@ def anonymize_video(src_path, dst_path, method: str, *, key: bytes | None = None
     key = os.urandom(32) if key is None else bytes(key)
     if len(key) not in (16, 24, 32):
         raise ValueError(f"AES key must be 16, 24 or 32 bytes, got {len(key)}")
+    video_nonce = os.urandom(8) if video_nonce is None else bytes(video_nonce)
+    if len(video_nonce) != 8:
+        raise ValueError(f"video_nonce must be 8 bytes, got {len(video_nonce)}")
     baseline = BASELINE_METHODS[method]
     source = VideoInfo.from_video_path(src_path)
     boxes = eyes = None
@@ -414,11 +458,11 @@ def anonymize_video(src_path, dst_path, method: str, *, key: bytes | None = None
         boxes, eyes = face_track(src_path, detector=detector)
     with VideoWriter(dst_path, source.fps, source.resolution_wh, codec="ffv1") as writer:
         for frame_index, frame_rgb in iter_frames(src_path):
-            context = FrameContext(frame_index, key=key)
+            context = FrameContext(frame_index, key=key, video_nonce=video_nonce)
             if boxes is not None:
                 eye_pair = eyes[frame_index]
                 context = FrameContext(frame_index, boxes[frame_index],
-                                       None if np.isnan(eye_pair).any() else eye_pair, key)
+                                       None if np.isnan(eye_pair).any() else eye_pair, key, video_nonce)
             writer.write(baseline.apply(frame_rgb, context))
     written = VideoInfo.from_video_path(dst_path)
     if written.frame_count != source.frame_count:

@@ -188,6 +188,7 @@ class MediaPipeFaceDetector(_Detector):
         from mediapipe.python.solutions import face_detection
 
         self.min_confidence = float(min_confidence)
+        self.model_selection = model_selection
         self._model = face_detection.FaceDetection(
             model_selection=model_selection, min_detection_confidence=self.min_confidence
         )

@@ -25,6 +25,9 @@ Protocol of ``evaluate_video`` (frames are streamed in lockstep, never loaded wh
    and its closed-set rank among all gallery identities.
 5. The same recognition on the clear frames gives the clear (unmasked) reference, so
    masking success = clear rate - masked rate (seeds/002, section 4.3).
+6. A clear video with no face in any tested frame has no reference frame: detection and
+   recognition scores are undefined. ``evaluate_video`` raises ``NoFaceError`` unless
+   the caller asks for NaN scores (``no_face="nan"``, as the evaluation runs do).
 """
 from __future__ import annotations
 
@@ -32,7 +35,10 @@ import math
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
+from itertools import zip_longest
+from numbers import Integral, Real
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -47,6 +53,10 @@ from .video import VideoInfo, iter_frames
 
 class VideoPairError(ValueError):
     """A masked video does not fit its clear video (frame count or frame size differ)."""
+
+
+class NoFaceError(ValueError):
+    """No face is detected in any tested frame of a clear video: nothing to score against."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +165,8 @@ def _probe_box(clear_box: np.ndarray, masked: FaceDetections) -> np.ndarray:
 def _clear_cache_key(clear_path, stride: int, detector) -> tuple:
     path = Path(clear_path).resolve()
     stat = path.stat()
-    settings = (type(detector).__name__, getattr(detector, "min_confidence", None), getattr(detector, "upsample", None))
+    settings = (type(detector).__name__, *(getattr(detector, name, None)
+                                           for name in ("min_confidence", "model_selection", "upsample")))
     return (str(path), stat.st_size, stat.st_mtime_ns, stride, settings)
 
 
@@ -197,6 +208,7 @@ def evaluate_video(
     threshold: float = MATCH_THRESHOLD,
     timings: dict | None = None,
     clear_cache: dict | None = None,
+    no_face: Literal["raise", "nan"] = "raise",
 ) -> VideoEvaluation:
     """Score one masked video against its clear video and the gallery (module protocol).
 
@@ -205,18 +217,20 @@ def evaluate_video(
     clear_path, masked_path : path-like
         The clear source video and its masked version (same frame count and size).
     gallery_embeddings : ndarray of shape (k, 128), float32
-        Gallery embeddings of ALL identities of the campaign (``embed_gallery_image``).
+        Gallery embeddings of ALL identities of the campaign (``embed_gallery_image``);
+        as many columns as ``embedder.dim``, finite values.
     gallery_identities : array-like of shape (k,)
         Identity label of each gallery embedding.
     true_identity : label
         The person in the video; must be in ``gallery_identities``.
     stride : int, default=5
-        Test every ``stride``-th frame (frames 0, stride, 2*stride, ...).
+        Test every ``stride``-th frame (frames 0, stride, 2*stride, ...); a whole number >= 1.
     detector : str or detector object, default="mediapipe"
         A ``make_face_detector`` name (created and closed here) or a detector instance.
     embedder : DlibFaceEmbedder, optional
     threshold : float, default=0.6
-        Verification threshold on the L2 distance (match when distance <= threshold).
+        Verification threshold on the L2 distance, finite and >= 0 (match when
+        distance <= threshold, ``recognition.match_rate``).
     timings : dict, optional
         If given, CPU seconds (``time.process_time``) spent per stage are added to it
         under "decode", "detect", "embed" and "metrics" (benchmarks/bench_face_eval.py).
@@ -225,6 +239,10 @@ def evaluate_video(
         calls, keyed by the clear file (path, size, modification time), stride and
         detector settings, so several submissions of one campaign detect and embed each
         clear frame once. The caller owns (and bounds) the dict.
+    no_face : {"raise", "nan"}, default="raise"
+        What to do when no tested clear frame has a face (module protocol, step 6):
+        raise ``NoFaceError``, or return NaN detection and recognition scores (SSIM and
+        PSNR are still computed) with ``clear_faces == 0``.
 
     Returns
     -------
@@ -234,12 +252,22 @@ def evaluate_video(
     ------
     VideoPairError
         If the videos differ in frame count or frame size.
+    NoFaceError
+        If no tested clear frame has a face and ``no_face="raise"``.
+    automated.video.VideoError
+        If either file is missing or not a readable video.
     ValueError
-        If ``true_identity`` is not in the gallery, ``stride < 1``, or the gallery
-        arrays are inconsistent.
+        If ``true_identity`` is not in the gallery, ``stride`` is not a whole number
+        >= 1, ``threshold`` is negative or not finite, or the gallery arrays are
+        empty, inconsistent or not finite; all checked before any frame is decoded.
     """
-    if stride < 1:
-        raise ValueError(f"stride must be >= 1, got {stride}")
+    if isinstance(stride, bool) or not isinstance(stride, Integral) or stride < 1:
+        raise ValueError(f"stride must be a whole number >= 1, got {stride!r}")
+    if isinstance(threshold, bool) or not isinstance(threshold, Real) or not 0 <= threshold < math.inf:
+        raise ValueError(f"threshold must be a finite L2 distance >= 0, got {threshold!r}")
+    if no_face not in ("raise", "nan"):
+        raise ValueError(f"no_face must be 'raise' or 'nan', got {no_face!r}")
+    embedder = embedder or DlibFaceEmbedder()
     labels = np.asarray(gallery_identities)
     gallery = np.asarray(gallery_embeddings, dtype=np.float32)
     if gallery.ndim != 2 or len(gallery) != len(labels) or len(labels) == 0:
@@ -247,10 +275,16 @@ def evaluate_video(
             f"gallery_embeddings must be (k, d) with k = len(gallery_identities) > 0, got {gallery.shape} "
             f"and {len(labels)} identities"
         )
+    if gallery.shape[1] != embedder.dim:
+        raise ValueError(
+            f"gallery_embeddings must have {embedder.dim} columns (the embedder's size), got {gallery.shape}"
+        )
+    bad_rows = np.flatnonzero(~np.isfinite(gallery).all(axis=1))
+    if len(bad_rows):
+        raise ValueError(f"gallery_embeddings hold NaN or infinite values in rows {bad_rows.tolist()}")
     if not np.any(labels == true_identity):
         raise ValueError(f"true identity {true_identity!r} is not in the gallery (closed-set identification)")
     check_video_pair(clear_path, masked_path)
-    embedder = embedder or DlibFaceEmbedder()
     own_detector = isinstance(detector, str)
     detector_name = detector if own_detector else type(detector).__name__
     face_detector = make_face_detector(detector) if own_detector else detector
@@ -263,10 +297,13 @@ def evaluate_video(
     masked_distances, masked_ranks, clear_distances, clear_ranks = [], [], [], []
     ssims, psnrs = [], []
     try:
-        pairs = zip(iter_frames(clear_path, stride=stride), iter_frames(masked_path, stride=stride), strict=True)
+        pairs = zip_longest(iter_frames(clear_path, stride=stride), iter_frames(masked_path, stride=stride))
         started = time.process_time()
-        for (frame_index, clear_rgb), (_, masked_rgb) in pairs:
+        for clear_pair, masked_pair in pairs:
             started = watch.add("decode", started)
+            if clear_pair is None or masked_pair is None:  # one video ended early while decoding
+                raise VideoPairError(f"{masked_path} and {clear_path} decode to different frame counts")
+            (frame_index, clear_rgb), (_, masked_rgb) = clear_pair, masked_pair
             if clear_rgb.shape != masked_rgb.shape:  # a size change mid-stream
                 raise VideoPairError(f"frame {frame_index}: clear {clear_rgb.shape}, masked {masked_rgb.shape}")
             cached = clear_frames.get(frame_index)
@@ -294,15 +331,16 @@ def evaluate_video(
                     distances.append(_genuine_distance(embedding, gallery, labels, true_identity))
                     ranks.append(closed_set_rank(embedding, gallery, labels, true_identity))
             started = watch.add("metrics", started)
-    except ValueError as error:
-        if "zip()" in str(error):  # strict zip: one video ended early while decoding
-            raise VideoPairError(f"{masked_path} and {clear_path} decode to different frame counts") from error
-        raise
     finally:
         if own_detector:
             face_detector.close()
 
     n_reference = len(frame_ious)
+    if n_reference == 0 and no_face == "raise":
+        raise NoFaceError(
+            f"{Path(clear_path).name}: no face detected in the {len(ssims)} tested clear frames (stride {stride}); "
+            f"pass no_face='nan' to score it as undefined"
+        )
     nan = math.nan
     if n_reference:
         mean_iou, cumulative_iou = iou_summary(frame_ious)
@@ -374,33 +412,51 @@ def embed_gallery_image(image_rgb: np.ndarray, *, embedder: DlibFaceEmbedder | N
 
 
 def summarize(evaluations: Iterable[VideoEvaluation]) -> dict:
-    """Per-submission summary: the mean of each metric over videos.
+    """Per-submission summary of video evaluations scored against one gallery.
 
-    Videos where a metric is NaN (no reference frame) are left out of that metric's
-    mean; ``psnr_db`` is the mean of the videos' finite PSNR (+inf if every video is
-    identical to its source) and ``psnr_identical_frames`` the total count. Adds
-    ``n_videos``, ``masking_success_rank1`` (clear rank-1 rate - masked rank-1 rate) and
-    ``masking_success_match`` (clear match rate - masked match rate).
+    Rates, IoU, ranks, distances and SSIM are means over videos (each video weighs the
+    same), leaving out videos where the metric is NaN (no reference frame). Counts
+    (``frames_tested``, ``clear_faces``, ``masked_faces``, ``psnr_identical_frames``)
+    and ``cumulative_iou`` are sums, so ``cumulative_iou`` stays MediaEval's
+    "cumulative score for IoU across tested frames" (seeds/002) over the whole
+    submission. ``psnr_db`` is the mean of the videos' finite PSNR in dB (+inf if every
+    video is identical to its source); ``n_identities`` and ``chance_level`` are the
+    gallery's (the same for every video).
+
+    Returns
+    -------
+    dict
+        One entry per ``METRIC_FIELDS`` name, plus ``n_videos``, ``masking_success_rank1``
+        (clear rank-1 rate - masked rank-1 rate) and ``masking_success_match`` (clear
+        match rate - masked match rate), fractions in [-1, 1]. An entry is NaN when no
+        video defines it.
 
     Raises
     ------
     ValueError
-        If ``evaluations`` is empty.
+        If ``evaluations`` is empty, or the videos were scored against galleries of
+        different sizes (their rank-1 rates and chance levels are not comparable).
     """
     evaluations = list(evaluations)
     if not evaluations:
         raise ValueError("no video evaluations to summarise")
+    gallery_sizes = sorted({e.n_identities for e in evaluations})
+    if len(gallery_sizes) > 1:
+        raise ValueError(f"the videos were scored against galleries of different sizes: {gallery_sizes}")
     summary: dict = {"n_videos": len(evaluations)}
     for name in METRIC_FIELDS:
         values = np.asarray([getattr(e, name) for e in evaluations], dtype=np.float64)
         if name == "psnr_db":
             finite = values[np.isfinite(values)]
             summary[name] = float(finite.mean()) if len(finite) else math.inf
+        elif name == "n_identities":
+            summary[name] = gallery_sizes[0]
         elif name in ("frames_tested", "clear_faces", "masked_faces", "psnr_identical_frames"):
             summary[name] = int(values.sum())
         else:
             kept = values[~np.isnan(values)]
-            summary[name] = float(kept.mean()) if len(kept) else math.nan
+            reduce = np.sum if name == "cumulative_iou" else np.mean
+            summary[name] = float(reduce(kept)) if len(kept) else math.nan
     summary["masking_success_rank1"] = summary["clear_rank1_rate"] - summary["rank1_rate"]
     summary["masking_success_match"] = summary["clear_match_rate"] - summary["match_rate"]
     return summary

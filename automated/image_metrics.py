@@ -18,9 +18,9 @@ Pinned definitions
   use_sample_covariance=False, data_range=255`` (K1 = 0.01, K2 = 0.03): the paper's
   11x11 Gaussian window. The mean SSIM map value is returned, in [-1, 1].
 
-The composite privacy-utility (PU) score of PrivHAR-Bench is not implemented: the seed
-reports its values (Edge 0.713, Blur 0.177) and says it combines low SSIM with action
-accuracy, but gives no formula, and it needs an action-recognition accuracy.
+The composite privacy-utility (PU) score of PrivHAR-Bench combines SSIM with an action
+accuracy; the seed gives no formula. ``automated.privacy_utility.privacy_utility_score``
+implements our documented reading of it.
 """
 from __future__ import annotations
 

@@ -165,14 +165,61 @@ def gallery_embeddings(campaign: Campaign, *, embedder=None, detector=None) -> t
     return np.asarray(embeddings, np.float32).reshape(-1, 128), np.asarray(codes, dtype=str)
 
 
+def _run_config(stride: int, detector: str, threshold: float) -> dict:
+    """Checked configuration of a run (one place for direct and queued runs).
+
+    Raises
+    ------
+    ValueError
+        Naming a bad ``stride`` (not a whole number >= 1), ``detector`` or ``threshold``.
+    """
+    if isinstance(stride, bool) or not isinstance(stride, int) or stride < 1:
+        raise ValueError(f"stride must be a whole number >= 1, got {stride!r}")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < math.inf:
+        raise ValueError(f"threshold must be a finite L2 distance >= 0, got {threshold!r}")
+    make_face_detector(detector).close()  # validates the name before a run row exists
+    return {"stride": stride, "detector": detector, "threshold": float(threshold)}
+
+
+def _check_evaluable(submission: Submission, *, allow_incomplete: bool) -> None:
+    """Refuse a submission without masked videos, or an incomplete one unless allowed.
+
+    A summary over a subset of the source videos is not comparable with other teams'
+    summaries, so evaluating an incomplete submission is an explicit choice.
+    """
+    n_sources = submission.campaign.source_videos.count()
+    if not submission.masked_videos.exists():
+        raise ValueError(f"submission {str(submission)!r} has no masked video yet ({n_sources} source videos)")
+    missing = list(submission.missing_source_videos().order_by("name").values_list("name", flat=True))
+    if missing and not allow_incomplete:
+        shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+        raise ValueError(
+            f"submission {str(submission)!r} is incomplete: {len(missing)} of {n_sources} source videos have no "
+            f"masked video ({shown}); upload them or allow an incomplete evaluation"
+        )
+
+
 def run_face_evaluation(
     submission: Submission, *, stride: int = 5, detector: str = "mediapipe", threshold: float = MATCH_THRESHOLD,
+    allow_incomplete: bool = False,
 ) -> AutomatedRun:
     """Create and execute an automated face evaluation run of ``submission``.
 
     Every masked video is scored against its source video and the gallery of ALL the
     campaign's identities (``face_eval.evaluate_video``); one ``VideoScore`` per masked
-    video. Reports show the latest completed run.
+    video. A source video without a face in its tested frames gets NULL face scores
+    (``no_face="nan"``). Reports show the latest completed run; earlier runs are kept.
+
+    Parameters
+    ----------
+    submission : Submission
+    stride : int, default=5
+        Test every ``stride``-th frame.
+    detector : {"mediapipe", "dlib_hog"}, default="mediapipe"
+    threshold : float, default=0.6
+        Verification threshold on the L2 embedding distance.
+    allow_incomplete : bool, default=False
+        Evaluate a submission that lacks masked videos for some source videos.
 
     Returns
     -------
@@ -182,15 +229,14 @@ def run_face_evaluation(
     Raises
     ------
     ValueError
-        On a bad ``stride`` or ``detector``; on a failure during the run (the run is
-        stored as failed with the message in ``error``, then the error is re-raised).
+        On a bad ``stride``, ``detector`` or ``threshold``, a submission without masked
+        videos, or an incomplete one without ``allow_incomplete`` (no run is created);
+        on a failure during the run (the run is stored as failed with the message,
+        naming the source video, in ``error``; then the error is re-raised).
     """
-    if stride < 1:
-        raise ValueError(f"stride must be >= 1, got {stride}")
-    make_face_detector(detector).close()  # validates the name before a run row exists
-    run = AutomatedRun.objects.create(
-        submission=submission, config={"stride": stride, "detector": detector, "threshold": threshold}
-    )
+    config = _run_config(stride, detector, threshold)
+    _check_evaluable(submission, allow_incomplete=allow_incomplete)
+    run = AutomatedRun.objects.create(submission=submission, config=config)
     execute_face_run(run)
     return run
 
@@ -218,11 +264,14 @@ def execute_face_run(run: AutomatedRun) -> AutomatedRun:
             for masked in masked_videos:
                 source = masked.source_video
                 with local_path(source.file) as clear_path, local_path(masked.file) as masked_path:
-                    evaluation = evaluate_video(
-                        clear_path, masked_path, embeddings, codes, source.identity.code,
-                        stride=stride, detector=detector, embedder=embedder, threshold=threshold,
-                        clear_cache=_CLEAR_CACHE,
-                    )
+                    try:
+                        evaluation = evaluate_video(
+                            clear_path, masked_path, embeddings, codes, source.identity.code,
+                            stride=stride, detector=detector, embedder=embedder, threshold=threshold,
+                            clear_cache=_CLEAR_CACHE, no_face="nan",
+                        )
+                    except ValueError as error:  # stored files have opaque names: say which video
+                        raise type(error)(f"source video {source.name!r}: {error}") from error
                 VideoScore.objects.create(run=run, masked_video=masked, **VideoScore.metric_values(evaluation))
     except Exception as error:
         run.status, run.finished_at = AutomatedRun.Status.FAILED, timezone.now()
@@ -263,12 +312,20 @@ def run_summary(run: AutomatedRun) -> dict:
 
 
 @transaction.atomic
-def queue_face_evaluation(submission: Submission, *, stride: int = 5, detector: str = "mediapipe") -> AutomatedRun:
-    """Create a pending run and hand it to Celery (runs in-process when no broker is set)."""
+def queue_face_evaluation(
+    submission: Submission, *, stride: int = 5, detector: str = "mediapipe", threshold: float = MATCH_THRESHOLD,
+    allow_incomplete: bool = False,
+) -> AutomatedRun:
+    """Create a pending run and hand it to Celery (runs in-process when no broker is set).
+
+    Options and errors as ``run_face_evaluation``; they are checked before the run row
+    is created.
+    """
     from .face_tasks import run_face_evaluation_task
 
-    run = AutomatedRun.objects.create(submission=submission, config={"stride": stride, "detector": detector,
-                                                                      "threshold": MATCH_THRESHOLD})
+    config = _run_config(stride, detector, threshold)
+    _check_evaluable(submission, allow_incomplete=allow_incomplete)
+    run = AutomatedRun.objects.create(submission=submission, config=config)
     transaction.on_commit(lambda: run_face_evaluation_task.delay(run.pk))
     return run
 

@@ -162,3 +162,50 @@ def test_face_region_method_on_a_video_without_a_face_raises(tmp_path):
 def test_anonymize_video_errors(tmp_path, method, dst, key, message):
     with pytest.raises(ValueError, match=message):
         anonymize_video(tmp_path / "missing.mpg", tmp_path / dst, method, key=key)
+
+
+def test_frame_nonce_is_video_nonce_then_frame_index_then_block_counter():
+    video_nonce = bytes(range(1, 9))
+    assert frame_nonce(5, video_nonce) == video_nonce + (5).to_bytes(4, "big") + bytes(4)
+    assert frame_nonce(7) == bytes(8) + (7).to_bytes(4, "big") + bytes(4)
+
+
+@pytest.mark.parametrize("args, message", [
+    ((-1,), "frame_index must be in 0 .. 2\\*\\*32 - 1, got -1"),
+    ((2**32,), "frame_index must be in 0 .. 2\\*\\*32 - 1, got 4294967296"),
+    ((0, bytes(7)), "video_nonce must be 8 bytes, got 7"),
+])
+def test_frame_nonce_errors(args, message):
+    with pytest.raises(ValueError, match=message):
+        frame_nonce(*args)
+
+
+def test_counter_blocks_of_one_frame_never_reach_the_next_frames_nonce():
+    # CTR increments the whole 16-byte block: frame f's keystream for a 4 x 4-pixel grid of
+    # a 4K frame (518,400 blocks -> 259,200 AES blocks) stays below frame f + 1's start.
+    n_blocks = 3840 * 2160 // 16
+    last_counter = int.from_bytes(frame_nonce(3), "big") + (8 * n_blocks) // 16
+    assert last_counter < int.from_bytes(frame_nonce(4), "big")
+
+
+@pytest.fixture(scope="module")
+def three_frame_clip(data_dir, tmp_path_factory):
+    path = tmp_path_factory.mktemp("clip") / "three.mkv"
+    with VideoWriter(path, 25.0, (360, 288), codec="ffv1") as writer:
+        for _, frame_rgb in iter_frames(probe_path(data_dir, "bbaf2n"), end=3):
+            writer.write(frame_rgb)
+    return path
+
+
+def test_videos_masked_with_one_key_get_different_permutations(three_frame_clip, tmp_path):
+    """One AES key per submission must not mean one keystream per frame index (CTR nonce reuse)."""
+    def masked_frames(name, **kwargs):
+        info = anonymize_video(three_frame_clip, tmp_path / name, "block_permute_keyed", key=KEY, **kwargs)
+        return np.stack([frame for _, frame in iter_frames(info.path)])
+
+    first, second = masked_frames("a.mkv"), masked_frames("b.mkv")
+    assert not np.array_equal(first[0], second[0])                 # fresh random video nonce per call
+    replay = [masked_frames(name, video_nonce=bytes(8)) for name in ("c.mkv", "d.mkv")]
+    np.testing.assert_array_equal(replay[0], replay[1])            # reproducible with key + video nonce
+    with pytest.raises(ValueError, match="video_nonce must be 8 bytes, got 3"):
+        anonymize_video(three_frame_clip, tmp_path / "e.mkv", "block_permute_keyed", key=KEY, video_nonce=b"abc")

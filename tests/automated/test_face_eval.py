@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from automated.anonymizers import anonymize_video
-from automated.face_eval import VideoEvaluation, VideoPairError, evaluate_video, summarize
+from automated.face_eval import NoFaceError, VideoEvaluation, VideoPairError, evaluate_video, summarize
 from automated.recognition import DlibFaceEmbedder
 from automated.video import VideoWriter, iter_frames
 
@@ -129,7 +129,7 @@ def test_mismatched_videos_are_rejected(short_clip, masked, message):
 def test_true_identity_must_be_in_the_gallery(short_clip):
     with pytest.raises(ValueError, match="true identity 'b' is not in the gallery"):
         evaluate_video(short_clip["ten"], short_clip["ten"], np.zeros((1, 128)), ["a"], "b")
-    with pytest.raises(ValueError, match="stride must be >= 1"):
+    with pytest.raises(ValueError, match="stride must be a whole number >= 1, got 0"):
         evaluate_video(short_clip["ten"], short_clip["ten"], np.zeros((1, 128)), ["a"], "a", stride=0)
 
 
@@ -156,3 +156,68 @@ def test_clear_cache_reuses_clear_frames_and_changes_no_result(data_dir, short_c
     second = evaluate_video(short_clip["ten"], short_clip["ten"], embeddings, identities, "s1", **kwargs)
     assert detector.calls == 6                    # masked frames only
     assert second == first and first.rank1_rate == 1.0 and len(cache) == 1
+
+
+@pytest.fixture(scope="module")
+def no_face_clip(data_dir, tmp_path_factory):
+    """Ten real GRID frames cropped to the wall above the speaker's head (no face)."""
+    path = tmp_path_factory.mktemp("noface") / "wall.mkv"
+    with VideoWriter(path, 25.0, (64, 48), codec="ffv1") as writer:
+        for _, frame in iter_frames(probe_path(data_dir, "bbaf2n"), end=10):
+            writer.write(np.ascontiguousarray(frame[:48, :64]))
+    return path
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"stride": 2.5}, "stride must be a whole number >= 1, got 2.5"),
+    ({"stride": "5"}, "stride must be a whole number >= 1, got '5'"),
+    ({"stride": True}, "stride must be a whole number >= 1, got True"),
+    ({"threshold": -0.1}, "threshold must be a finite L2 distance >= 0, got -0.1"),
+    ({"threshold": math.nan}, "threshold must be a finite L2 distance >= 0, got nan"),
+    ({"no_face": "zero"}, "no_face must be 'raise' or 'nan', got 'zero'"),
+])
+def test_bad_options_are_named_before_any_decoding(short_clip, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        evaluate_video(short_clip["ten"], short_clip["ten"], np.zeros((1, 128)), ["a"], "a", **kwargs)
+
+
+@pytest.mark.parametrize("embeddings, labels, message", [
+    (np.zeros((2, 64)), ["a", "b"], r"gallery_embeddings must have 128 columns \(the embedder's size\), got \(2, 64\)"),
+    (np.full((2, 128), np.nan), ["a", "b"], "gallery_embeddings hold NaN or infinite values"),
+    (np.zeros((0, 128)), [], r"got \(0, 128\) and 0 identities"),
+    (np.zeros((2, 128)), ["a"], r"got \(2, 128\) and 1 identities"),
+])
+def test_bad_gallery_is_named_before_any_decoding(short_clip, embeddings, labels, message):
+    with pytest.raises(ValueError, match=message):
+        evaluate_video(short_clip["ten"], short_clip["ten"], embeddings, labels, "a")
+
+
+def test_clear_video_without_a_face_raises_unless_asked_for_nan(no_face_clip):
+    gallery_embeddings = np.zeros((2, 128), np.float32)
+    with pytest.raises(NoFaceError, match=r"wall.mkv: no face detected in the 5 tested clear frames \(stride 2\)"):
+        evaluate_video(no_face_clip, no_face_clip, gallery_embeddings, ["a", "b"], "a", stride=2)
+    result = evaluate_video(no_face_clip, no_face_clip, gallery_embeddings, ["a", "b"], "a", stride=2, no_face="nan")
+    assert (result.frames_tested, result.clear_faces, result.masked_faces) == (5, 0, 0)
+    assert math.isnan(result.match_rate) and math.isnan(result.mean_iou) and math.isnan(result.detection_failure_rate)
+    assert result.ssim == pytest.approx(1.0) and result.psnr_db == math.inf  # image metrics stay defined
+
+
+def test_summarize_sums_cumulative_iou_over_videos_and_keeps_the_gallery_size():
+    summary = summarize([evaluation(cumulative_iou=2.0), evaluation(cumulative_iou=1.5, clear_faces=3),
+                         evaluation(clear_faces=0, cumulative_iou=math.nan)])
+    assert summary["cumulative_iou"] == pytest.approx(3.5)   # across all tested frames of the submission
+    assert summary["n_identities"] == 4 and isinstance(summary["n_identities"], int)
+    with pytest.raises(ValueError, match=r"scored against galleries of different sizes: \[4, 5\]"):
+        summarize([evaluation(), evaluation(n_identities=5, chance_level=0.2)])
+
+
+@pytest.mark.slow
+def test_clear_cache_keeps_detector_models_apart(short_clip):
+    from automated.detection import MediaPipeFaceDetector
+
+    cache, gallery_embeddings = {}, np.zeros((1, 128), np.float32)
+    for model_selection in (0, 1):
+        with MediaPipeFaceDetector(model_selection=model_selection) as detector:
+            evaluate_video(short_clip["ten"], short_clip["ten"], gallery_embeddings, ["a"], "a", stride=5,
+                           detector=detector, clear_cache=cache)
+    assert len(cache) == 2

@@ -2,16 +2,19 @@
 import io
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.core.files import File
 from django.core.files.base import ContentFile
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from PIL import Image
 
 from automated.face_models import AutomatedRun, VideoScore
 from automated.services import (
     MissingGalleryError, create_baseline_submission, queue_face_evaluation, run_face_evaluation,
 )
+from automated.video import VideoWriter, iter_frames
 from evalsite import reports
 from evalsite.models import Campaign, GalleryImage, Identity, MaskedVideo, SourceVideo
 
@@ -138,3 +141,58 @@ def test_admin_lists_runs_and_scores_read_only(campaign, admin_client):
                 f"/admin/automated/automatedrun/{run.pk}/change/"):
         assert admin_client.get(url).status_code == 200
     assert admin_client.get("/admin/automated/automatedrun/add/").status_code == 403
+
+
+def test_submission_without_masked_videos_is_not_evaluated(campaign):
+    from evalsite.services import create_submission
+
+    submission = create_submission(campaign, "Team A", "nothing yet")
+    with pytest.raises(ValueError, match=r"'Team A / nothing yet' has no masked video yet \(3 source videos\)"):
+        run_face_evaluation(submission, stride=STRIDE)
+    with pytest.raises(ValueError, match="has no masked video yet"):
+        run_face_evaluation(submission, stride=STRIDE, allow_incomplete=True)
+    assert not AutomatedRun.objects.filter(submission=submission).exists()
+
+
+def test_incomplete_submission_is_evaluated_only_when_allowed(campaign):
+    submission = create_baseline_submission(campaign, "identity", web_copies=False)
+    submission.masked_videos.get(source_video__name="lwbsza").delete()
+    with pytest.raises(ValueError, match=r"is incomplete: 1 of 3 source videos have no masked video \(lwbsza\)"):
+        run_face_evaluation(submission, stride=40)
+    assert not AutomatedRun.objects.filter(submission=submission).exists()
+    run = run_face_evaluation(submission, stride=40, allow_incomplete=True)
+    assert run.status == AutomatedRun.Status.COMPLETED and run.video_scores.count() == 2
+    with pytest.raises(CommandError, match="is incomplete"):
+        call_command("evaluate", str(submission.pk), "--stride", "40", stdout=io.StringIO())
+    out = io.StringIO()
+    call_command("evaluate", str(submission.pk), "--stride", "40", "--allow-incomplete", stdout=out)
+    assert "n_videos                 2" in out.getvalue()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"stride": 0}, "stride must be a whole number >= 1, got 0"),
+    ({"detector": "yolo"}, "unknown face detector 'yolo'"),
+    ({"threshold": -1.0}, "threshold must be a finite L2 distance >= 0, got -1.0"),
+])
+def test_queued_and_direct_runs_check_their_options_before_creating_a_run(campaign, kwargs, message):
+    submission = create_baseline_submission(campaign, "identity", web_copies=False)
+    for start in (run_face_evaluation, queue_face_evaluation):
+        with pytest.raises(ValueError, match=message):
+            start(submission, **kwargs)
+    assert not AutomatedRun.objects.filter(submission=submission).exists()
+
+
+def test_clear_video_without_a_face_is_stored_as_undefined(campaign, data_dir, tmp_path):
+    """A source video where no face is found gets NULL face scores; the run completes."""
+    path = tmp_path / "wall.mkv"  # ten real frames cropped to the wall above the speaker
+    with VideoWriter(path, 25.0, (64, 48), codec="ffv1") as writer:
+        for _, frame in iter_frames(data_dir / "videos/grid_talking_heads/bbaf2n.mpg", end=10):
+            writer.write(np.ascontiguousarray(frame[:48, :64]))
+    video = SourceVideo(campaign=campaign, identity=campaign.identities.get(code="ID08"), name="wall", action="none")
+    with path.open("rb") as handle:
+        video.file.save("wall.mkv", File(handle), save=True)
+    submission = create_baseline_submission(campaign, "blur_frame", web_copies=False)
+    run = run_face_evaluation(submission, stride=5)
+    score = run.video_scores.get(masked_video__source_video__name="wall")
+    assert (score.frames_tested, score.clear_faces, score.match_rate, score.mean_iou) == (2, 0, None, None)
+    assert run.status == AutomatedRun.Status.COMPLETED and run.video_scores.count() == 4

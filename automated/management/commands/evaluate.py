@@ -1,4 +1,6 @@
-"""``python manage.py evaluate <submission_id> [--stride N] [--detector NAME]``."""
+"""``python manage.py evaluate <submission_id> [--stride N] [--detector NAME] [--allow-incomplete]``."""
+import math
+
 from django.core.management.base import BaseCommand, CommandError
 
 from automated.detection import DETECTOR_NAMES
@@ -13,17 +15,22 @@ class Command(BaseCommand):
         parser.add_argument("submission_id", type=int)
         parser.add_argument("--stride", type=int, default=5, help="test every N-th frame (default 5)")
         parser.add_argument("--detector", default="mediapipe", choices=DETECTOR_NAMES)
+        parser.add_argument("--allow-incomplete", action="store_true",
+                            help="evaluate although some source videos have no masked video")
 
-    def handle(self, *args, submission_id, stride, detector, **options):
+    def handle(self, *args, submission_id, stride, detector, allow_incomplete, **options):
         try:
             submission = Submission.objects.get(pk=submission_id)
         except Submission.DoesNotExist:
             raise CommandError(f"no submission with id {submission_id}") from None
         try:
-            run = run_face_evaluation(submission, stride=stride, detector=detector)
+            run = run_face_evaluation(submission, stride=stride, detector=detector, allow_incomplete=allow_incomplete)
         except ValueError as error:
             raise CommandError(str(error)) from error
         self.stdout.write(f"run {run.pk} of {submission}: {run.status}")
-        for key, value in run_summary(run).items():
+        summary = run_summary(run)
+        for key, value in summary.items():
+            if key == "psnr_db" and value is None and summary.get("psnr_identical_frames") == summary["frames_tested"]:
+                value = math.inf  # every tested frame identical to its source
             shown = f"{value:.4f}" if isinstance(value, float) else value
             self.stdout.write(f"  {key:24} {shown}")
