@@ -24,7 +24,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
-from sklearn.decomposition import PCA
+from sklearn.decomposition import KernelPCA
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import FunctionTransformer, make_pipeline
 from sklearn.preprocessing import LabelEncoder, StandardScaler
@@ -308,12 +308,19 @@ def lbph():
 
 
 def eigenfaces():
-    """Eigenfaces: grey pixels in [0, 1], PCA keeping 95 % of the variance (whitened),
-    linear SVM. A fixed pixel permutation leaves its parrot accuracy unchanged (PCA and
-    the linear kernel only see inner products, which a permutation preserves)."""
+    """Eigenfaces: grey pixels in [0, 1] projected on the principal components of the
+    training faces, then a linear SVM.
+
+    The components come from the n x n Gram matrix of the training images (the "snapshot"
+    method of Turk and Pentland 1991, via ``KernelPCA(kernel="linear")``): exact, and about
+    10x faster here than an SVD of the n x 10,000-pixel matrix. All non-zero components are
+    kept, unwhitened (whitening the smallest ones drowned the signal: 2 % on ORL). PCA and
+    the linear kernel only see inner products of pixel vectors, which a fixed pixel
+    permutation preserves, so its parrot accuracy equals its clear accuracy there.
+    """
     return make_pipeline(
         FunctionTransformer(_flatten_pixels),
-        PCA(n_components=0.95, whiten=True, svd_solver="full", random_state=0),
+        KernelPCA(kernel="linear", eigen_solver="dense"),
         SVC(kernel="linear", C=1.0),
     )
 
