@@ -62,4 +62,8 @@ def campaign_warnings(campaign: Campaign) -> list[str]:
             warnings.append(f"submission {submission}: {missing} evaluated videos have no masked video")
     if not evaluated.exists():
         warnings.append("no video is in the evaluated subset")
+    if not campaign.consent_text.strip():
+        warnings.append(
+            "the consent text is empty: raters would be asked to agree to a text they cannot see"
+        )
     return warnings

@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from evalsite.models import Campaign
@@ -30,12 +31,14 @@ def campaign_list(request):
 @staff_member_required
 def campaign_progress(request, pk: int):
     campaign = _campaign(request, pk)
-    items = (
+    items = list(
         Item.objects.filter(campaign=campaign)
         .select_related("source_video", "masked_video__submission__team")
         .with_counts()
         .order_by("source_video__name", "masked_video_id", "task")
     )
+    for item in items:
+        item.n_claimed = item.n_live - item.n_completed  # open claims, not yet answered
     raters = Rater.objects.filter(campaign=campaign).annotate(
         n_responses=Count("session__trials__response"),
         n_catch_failed=Count(
@@ -45,6 +48,7 @@ def campaign_progress(request, pk: int):
     evaluated = [item for item in items if item.source_video.in_evaluated_subset]
     context = {
         "campaign": campaign,
+        "join_url": request.build_absolute_uri(reverse("trials:join", args=[campaign.join_code])),
         "items": items,
         "raters": raters,
         "n_raters": raters.count(),
@@ -67,9 +71,12 @@ def set_rating_open(request, pk: int):
         except CannotOpenRating as error:
             messages.error(request, str(error))
         else:
-            messages.success(request, f"Rating open ({result.items_created} new items).")
-            for warning in result.warnings:
-                messages.warning(request, warning)
+            # The warnings are listed on the page itself; say only how many.
+            n_warnings = len(result.warnings)
+            messages.success(
+                request, f"Rating open ({result.items_created} new items)."
+                + (f" {n_warnings} warning{'s' if n_warnings != 1 else ''} below." if n_warnings else "")
+            )
     else:
         close_rating(campaign)
         messages.success(request, "Rating closed.")

@@ -185,3 +185,37 @@ def test_rater_login_page_and_csrf_protected_answers(grid_campaign):
     assert client.post(url, body, content_type="application/json").status_code == 403
     ok = client.post(url, body, content_type="application/json", HTTP_X_CSRFTOKEN=client.cookies["csrftoken"].value)
     assert ok.status_code == 200
+
+
+def test_organizer_is_warned_of_an_empty_consent_text_and_gets_a_full_rater_link(grid_campaign):
+    from trials.checks import campaign_warnings
+
+    assert not any("consent" in w for w in campaign_warnings(grid_campaign))
+    grid_campaign.consent_text = "  "
+    grid_campaign.save()
+    assert any("consent text is empty" in w for w in campaign_warnings(grid_campaign))
+    staff = User.objects.create_user("org", password="pw-123456", is_staff=True, is_superuser=True)
+    client = Client()
+    client.force_login(staff)
+    page = client.get(f"/organizer/{grid_campaign.pk}/").content.decode()
+    assert f"http://testserver/join/{grid_campaign.join_code}/" in page
+    # Opening rating says so once; the warnings are listed once, under "Warnings".
+    page = client.post(f"/organizer/{grid_campaign.pk}/rating/", {"open": "1"}, follow=True).content.decode()
+    assert page.count("consent text is empty") == 1
+
+
+def test_organizer_progress_separates_answered_from_open_claims(grid_campaign):
+    from trials import assignment
+
+    session = assignment.join(grid_campaign, participant_code="P-progress")
+    RatingSession.objects.filter(pk=session.pk).update(state=SessionState.RUNNING, plan=["item", "item"])
+    trial = assignment.current_trial(session)
+    assignment.record_response(trial, {"choice": assignment.valid_choices(trial)[0], "response_time_ms": 900})
+    assignment.current_trial(session)  # the second item is claimed, not answered
+    staff = User.objects.create_user("org", password="pw-123456", is_staff=True, is_superuser=True)
+    client = Client()
+    client.force_login(staff)
+    page = client.get(f"/organizer/{grid_campaign.pk}/").content.decode()
+    cells = re.findall(r"<td>(\d+)</td><td>(\d+)</td><td>3</td>", page)  # completed, claimed, target
+    assert sorted(cells, reverse=True)[:2] == [("1", "0"), ("0", "1")]
+    assert sum(int(done) for done, _ in cells) == 1 and sum(int(open_) for _, open_ in cells) == 1
