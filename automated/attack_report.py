@@ -1,5 +1,41 @@
-"""Report providers of the attack evaluation (see evalsite/reports.py)."""
+"""Report providers of the attack evaluation (see evalsite/reports.py).
+
+Both read the submission's latest completed ``AttackRun``: the ``attack`` summary section
+(worst-case accuracy and the recognizer x attacker pair that reached it, chance level, the
+clear-on-clear bound and the accuracy table) and per-video columns ``attack_worst_case_*``
+(the worst-case pair's share of re-identified test frames of each masked video; videos
+that fell in the training split have none).
+"""
+import pandas as pd
+
+from evalsite import reports
+
+from .attack_models import AttackRun, AttackVideoResult
+from .attack_service import attack_summary
+
+VIDEO_COLUMNS = ["attack_worst_case_accuracy", "attack_worst_case_test_frames"]
+
+
+def attack_video_columns(submission) -> pd.DataFrame:
+    """Index: source-video name; the worst-case pair's accuracy and test frames per video."""
+    run = AttackRun.objects.latest_completed_for(submission)
+    if run is None:
+        return pd.DataFrame(columns=VIDEO_COLUMNS)
+    rows = AttackVideoResult.objects.filter(run=run).select_related("source_video")
+    frame = pd.DataFrame(
+        [{"video": r.source_video.name, VIDEO_COLUMNS[0]: r.accuracy, VIDEO_COLUMNS[1]: r.n_test} for r in rows],
+        columns=["video", *VIDEO_COLUMNS],
+    )
+    return frame.set_index("video")
+
+
+def attack_section(submission) -> dict | None:
+    """``attack_service.attack_summary`` of the latest completed run, or None."""
+    run = AttackRun.objects.latest_completed_for(submission)
+    return None if run is None else attack_summary(run)
 
 
 def register() -> None:
     """Register this module's video columns and summary section."""
+    reports.register_video_columns("attack", attack_video_columns)
+    reports.register_summary_section("attack", attack_section)

@@ -1,0 +1,47 @@
+"""``python manage.py attack <submission_id> [--attackers ...] [--recognizers ...] [--selection ...] [--stride N]``."""
+from django.core.management.base import BaseCommand, CommandError
+
+from automated.attack.attackers import ATTACKERS
+from automated.attack.recognizers import FACE_RECOGNIZERS
+from automated.attack.selection import SELECTION_STRATEGIES
+from automated.attack_service import DEFAULT_RECOGNIZERS, attack_summary, run_attack
+from evalsite.models import Submission
+
+
+class Command(BaseCommand):
+    help = "Run the attack suite (naive/parrot attackers x recognizers) against a submission."
+
+    def add_arguments(self, parser):
+        parser.add_argument("submission_id", type=int)
+        parser.add_argument("--attackers", nargs="+", default=list(ATTACKERS), choices=list(ATTACKERS))
+        parser.add_argument("--recognizers", nargs="+", default=list(DEFAULT_RECOGNIZERS),
+                            choices=list(FACE_RECOGNIZERS))
+        parser.add_argument("--selection", nargs="+", default=["all"], choices=["all", *SELECTION_STRATEGIES])
+        parser.add_argument("--stride", type=int, default=5, help="use every N-th frame (default 5)")
+        parser.add_argument("--gap", type=int, default=10,
+                            help="frames left out around a single-video identity's test segment (default 10)")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--allow-incomplete", action="store_true")
+
+    def handle(self, *args, submission_id, attackers, recognizers, selection, stride, gap, seed,
+               allow_incomplete, **options):
+        try:
+            submission = Submission.objects.get(pk=submission_id)
+        except Submission.DoesNotExist:
+            raise CommandError(f"no submission with id {submission_id}") from None
+        try:
+            run = run_attack(submission, attackers=attackers, recognizers=recognizers, selection=selection,
+                             stride=stride, gap=gap, seed=seed, allow_incomplete=allow_incomplete)
+        except ValueError as error:
+            raise CommandError(str(error)) from error
+        self.stdout.write(f"attack run {run.pk} of {submission}: {run.status}")
+        if run.status != run.Status.COMPLETED:
+            return
+        summary = attack_summary(run)
+        self.stdout.write(
+            f"  worst case {summary['worst_case_accuracy']:.4f} ({summary['worst_case_recognizer']} x "
+            f"{summary['worst_case_attacker']}), chance {summary['chance_level']:.4f}, "
+            f"clear bound {summary['clear_bound']:.4f}"
+        )
+        for record in summary["table"]:
+            self.stdout.write(f"  {record['recognizer']:12} {record['attacker']:10} {record['accuracy']:.4f}")
