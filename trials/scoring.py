@@ -171,6 +171,11 @@ def per_video_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> pd.Data
         ``action_loss`` = action accuracy clear - action accuracy masked (lower is better).
         All rates and differences in [0, 1] or [-1, 1]; NaN where a condition has no
         responses.
+
+    Raises
+    ------
+    ValueError
+        From :func:`check_responses` on a malformed frame.
     """
     identity = _wide(
         identification_scores(responses, alpha=alpha), "human_id",
@@ -226,6 +231,17 @@ def summary_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> dict:
     Returns
     -------
     dict
+        ``n_responses``, ``n_raters`` (int); for key in (``id``, ``action``) and c in
+        (``clear``, ``masked``): ``<key>_accuracy_<c>`` (float in [0, 1], NaN without
+        responses), ``<key>_ci_<c>`` ([low, high] Wilson, ``1 - alpha``), ``<key>_n_<c>``
+        (int); ``masking_success`` and ``action_loss`` (float in [-1, 1], clear - masked,
+        NaN when no video has both conditions); ``n_videos_both_conditions`` (int);
+        ``action_agreement_<c>`` (dict of :func:`action_agreement`).
+
+    Raises
+    ------
+    ValueError
+        From :func:`check_responses` on a malformed frame.
     """
     check_responses(responses)
     summary: dict = {"n_responses": int(len(responses)), "n_raters": int(responses["rater"].nunique())}
