@@ -38,10 +38,11 @@ class Command(BaseCommand):
         if run.status != run.Status.COMPLETED:
             return
         summary = attack_summary(run)
+        bound = summary["clear_bound"]
         self.stdout.write(
             f"  worst case {summary['worst_case_accuracy']:.4f} ({summary['worst_case_recognizer']} x "
             f"{summary['worst_case_attacker']}), chance {summary['chance_level']:.4f}, "
-            f"clear bound {summary['clear_bound']:.4f}"
+            f"clear bound {'not run' if bound is None else f'{bound:.4f}'}"
         )
         for record in summary["table"]:
             self.stdout.write(f"  {record['recognizer']:12} {record['attacker']:10} {record['accuracy']:.4f}")
