@@ -215,10 +215,13 @@ class VideoWriter:
 
 
 def transcode_for_web(input_path, output_path) -> Path:
-    """Transcode any video ffmpeg reads to H.264/AAC MP4 that browsers play (faststart).
+    """Transcode any video ffmpeg reads to a silent H.264 MP4 that browsers play.
 
     Metadata (title, comments, original names) is stripped so that no hint of the
-    source reaches a rater (DESIGN.md, security stance).
+    source reaches a rater (DESIGN.md, security stance). Audio is dropped: raters judge
+    faces and actions from the picture, and a voice would both identify the person and
+    give away the acted emotion of clear videos that masked videos (written without
+    audio) cannot, biasing clear-minus-masked scores.
 
     Raises
     ------
@@ -229,10 +232,9 @@ def transcode_for_web(input_path, output_path) -> Path:
     output_path.parent.mkdir(parents=True, exist_ok=True)
     command = [
         ffmpeg_executable(), "-y", "-loglevel", "error", "-i", str(input_path),
-        "-map", "0:v:0", "-map", "0:a:0?", "-map_metadata", "-1", "-map_chapters", "-1",
+        "-map", "0:v:0", "-an", "-map_metadata", "-1", "-map_chapters", "-1",
         "-c:v", "libx264", "-preset", "medium", "-crf", "23", "-pix_fmt", "yuv420p",
-        "-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2", "-c:a", "aac", "-b:a", "128k", "-ac", "2",
-        "-movflags", "+faststart", str(output_path),
+        "-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2", "-movflags", "+faststart", str(output_path),
     ]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:

@@ -207,9 +207,22 @@ def build_demo_dataset(data_dir, out_dir) -> Path:
         "raters_per_video": 10,
         "foils_per_trial": 4,
         "demographic_attributes": ["gender_unofficial"],
+        "consent_text": DEMO_CONSENT_TEXT,
     }, indent=2) + "\n")
     (out_dir / "SOURCES.md").write_text(_sources_text())
     return out_dir
+
+
+DEMO_CONSENT_TEXT = (
+    "This is a demonstration of a research study on video de-identification. You will "
+    "watch short silent videos of people speaking, some of them altered to hide who the "
+    "person is, and answer two kinds of questions: which of five faces (if any) shows the "
+    "person in the video, and what the person is most obviously doing. It takes about 10 "
+    "minutes. Your answers are stored under a pseudonymous participant code only and are "
+    "used to score how well the alterations hide identity and keep behaviour. You may stop "
+    "at any time; closing the page keeps your place. Please do not try to find out who the "
+    "people are."
+)
 
 
 def _write_csv(path: Path, columns: list[str], rows: list[dict]) -> None:

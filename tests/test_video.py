@@ -37,3 +37,24 @@ def test_lossless_writer_round_trips_pixels(tmp_path):
             writer.write(frame)
     decoded = np.stack([f for _, f in iter_frames(out)])
     np.testing.assert_array_equal(decoded, frames)
+
+
+def _stream_lines(path) -> list[str]:
+    import subprocess
+
+    from automated.video import ffmpeg_executable
+
+    probe = subprocess.run([ffmpeg_executable(), "-hide_banner", "-i", str(path)], capture_output=True, text=True)
+    return [line.strip() for line in probe.stderr.splitlines() if line.strip().startswith("Stream #")]
+
+
+def test_web_copy_is_silent_h264_without_source_metadata(data_dir, tmp_path):
+    from automated.video import transcode_for_web
+
+    source = data_dir / "videos/cremad/1001_DFA_ANG_XX.flv"
+    assert any("Audio" in line for line in _stream_lines(source)), "the CREMA-D clip has a voice track"
+    web = transcode_for_web(source, tmp_path / "web.mp4")
+    streams = _stream_lines(web)
+    assert len(streams) == 1 and "Video: h264" in streams[0]
+    assert b"1001_DFA" not in web.read_bytes()
+    assert VideoInfo.from_video_path(web).frame_count == VideoInfo.from_video_path(source).frame_count

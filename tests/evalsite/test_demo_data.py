@@ -69,6 +69,8 @@ def test_demo_layout_imports(demo_dir, media_root):
     assert (report.identities, report.gallery_images, report.videos) == (11, 11, 18)
     assert SourceVideo.objects.get(name="lgbf6s").resolution_tier == "high"  # 720x576
     assert SourceVideo.objects.get(name="1001_DFA_HAP_XX").frame_count == 56
+    # Raters are asked to agree to the consent text, so the demo campaign must have one.
+    assert "participant code" in SourceVideo.objects.first().campaign.consent_text
 
 
 def test_refuses_to_overwrite_a_folder_it_did_not_write(tmp_path, data_dir):
