@@ -19,8 +19,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+import numpy as np
 import pandas as pd
 from django.utils.text import slugify
+
+from automated.privacy_utility import privacy_utility_score
 
 VIDEO_COLUMN_PROVIDERS: list[tuple[str, Callable]] = []
 SUMMARY_PROVIDERS: list[tuple[str, Callable]] = []
@@ -62,7 +65,52 @@ def per_video_report(submission) -> pd.DataFrame:
         columns = provider(submission)
         if columns is not None and len(columns.columns):
             base = base.join(columns, how="left")
-    return base.reset_index(drop=True)
+    return _with_pu_score(base.reset_index(drop=True))
+
+
+# Human action accuracy (utility) and automated SSIM (privacy) feed the PU score.
+PU_INPUTS = ("action_accuracy_masked", "action_accuracy_clear", "face_ssim")
+
+
+def _pu_or_nan(masked_accuracy, clear_accuracy, ssim) -> float:
+    values = (masked_accuracy, clear_accuracy, ssim)
+    if any(v is None or pd.isna(v) for v in values) or clear_accuracy == 0:
+        return float("nan")  # not rated / not evaluated yet, or no clear-video utility
+    return privacy_utility_score(float(masked_accuracy), float(clear_accuracy), float(ssim))
+
+
+def _with_pu_score(report: pd.DataFrame) -> pd.DataFrame:
+    """Add ``pu_score`` per video when the human and automated inputs are present.
+
+    ``automated.privacy_utility.privacy_utility_score`` (our documented reading of
+    PrivHAR-Bench's composite score, seeds/004): (masked / clear human action accuracy)
+    x (1 - SSIM), in [0, 1], higher is better. NaN where an input is missing.
+    """
+    if all(column in report.columns for column in PU_INPUTS):
+        report["pu_score"] = [
+            _pu_or_nan(*row) for row in report[list(PU_INPUTS)].itertuples(index=False)
+        ]
+    return report
+
+
+def privacy_utility_summary(report: pd.DataFrame) -> dict | None:
+    """Submission-level PU score from the per-video means over videos with every input.
+
+    Returns None when the report lacks the inputs (e.g. no human ratings yet).
+    """
+    if not all(column in report.columns for column in PU_INPUTS):
+        return None
+    rated = report[list(PU_INPUTS)].apply(pd.to_numeric, errors="coerce").dropna()
+    if rated.empty:
+        return None
+    means = rated.mean()
+    return {
+        "videos": int(len(rated)),
+        "action_accuracy_masked": float(means["action_accuracy_masked"]),
+        "action_accuracy_clear": float(means["action_accuracy_clear"]),
+        "ssim": float(means["face_ssim"]),
+        "pu_score": _pu_or_nan(*means.to_numpy(dtype=np.float64)),
+    }
 
 
 def submission_summary(submission) -> dict:
@@ -80,6 +128,7 @@ def submission_summary(submission) -> dict:
     }
     for name, provider in SUMMARY_PROVIDERS:
         summary[name] = provider(submission)
+    summary["privacy_utility"] = privacy_utility_summary(per_video_report(submission))
     return summary
 
 
