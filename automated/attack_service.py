@@ -25,27 +25,10 @@ from .attack.selection import SELECTION_STRATEGIES
 from .attack.suite import ALL, TABLE_COLUMNS, attack_predictions, run_attack_suite, worst_case
 from .attack_models import AttackResult, AttackRun, AttackVideoResult
 from .detection import DETECTOR_NAMES, make_face_detector
+from .services import local_path
 
 #: Default recognizers of a campaign run: one of each kind (embedding, classic, CNN).
 DEFAULT_RECOGNIZERS = ("dlib_svm", "dlib_knn", "lbph", "eigenfaces", "cnn")
-
-
-@contextlib.contextmanager
-def _local_path(field_file):
-    """A local path for a stored file (a temporary copy when the storage has no ``.path``)."""
-    import shutil
-    import tempfile
-
-    try:
-        yield Path(field_file.path)
-        return
-    except NotImplementedError:
-        pass
-    with tempfile.NamedTemporaryFile(suffix=Path(field_file.name).suffix) as tmp:
-        with field_file.open("rb") as handle:
-            shutil.copyfileobj(handle, tmp)
-        tmp.flush()
-        yield Path(tmp.name)
 
 
 def attack_config(*, attackers=DEFAULT_ATTACKERS, recognizers=DEFAULT_RECOGNIZERS, selection=(ALL,),
@@ -146,7 +129,7 @@ def execute_attack_run(run: AttackRun) -> AttackRun:
         started = time.perf_counter()
         with contextlib.ExitStack() as stack:
             pairs = [
-                (stack.enter_context(_local_path(m.source_video.file)), stack.enter_context(_local_path(m.file)))
+                (stack.enter_context(local_path(m.source_video.file)), stack.enter_context(local_path(m.file)))
                 for m in masked_videos
             ]
             detector = stack.enter_context(make_face_detector(config["detector"]))
