@@ -1,7 +1,9 @@
 """Baseline anonymizers: reference points every campaign is scored against.
 
-Each transform is a pure function of an RGB frame (plus the face region where it masks
-only the face) that returns a new ``uint8`` frame of the same shape. ``BASELINE_METHODS``
+Each transform is a pure function of an RGB frame (``frame_rgb``: ndarray of shape
+(height, width, 3), dtype uint8; plus the face region in pixels where it masks only the
+face) that returns a new ``uint8`` frame of the same shape, leaves its input untouched
+and raises ``ValueError`` naming the dtype and shape of anything else. ``BASELINE_METHODS``
 maps a method name to a ``BaselineMethod``; ``anonymize_video`` applies one to a video and
 writes a lossless FFV1 ``.mkv`` (PrivHAR-Bench distributes lossless frames "so the
 scrambling isn't accidentally fixed by video compression", seeds/004, section 2.A).
@@ -187,8 +189,11 @@ def canny_edges(frame_rgb: np.ndarray, *, thresholds: tuple[int, int] = CANNY_TH
 def keystream_permutation(n: int, key: bytes, nonce: bytes) -> np.ndarray:
     """Permutation of ``range(n)`` drawn from an AES-CTR keystream.
 
-    Each position gets a 64-bit word of keystream (AES-CTR encryption of zero bytes);
-    the permutation is the stable argsort of those words (sorting by random keys).
+    Each position gets a 64-bit word of keystream (AES-CTR encryption of zero bytes,
+    ``cryptography``'s ``modes.CTR`` with the full 16-byte block as initial counter);
+    the permutation is the stable argsort of those words: sorting by random keys, which
+    draws every permutation with equal probability up to ties among the 2**64 word
+    values (probability below n**2 / 2**65).
 
     Parameters
     ----------
@@ -196,11 +201,17 @@ def keystream_permutation(n: int, key: bytes, nonce: bytes) -> np.ndarray:
     key : bytes
         AES key, 16, 24 or 32 bytes.
     nonce : bytes
-        16-byte initial counter block; a fresh nonce gives an independent permutation.
+        16-byte initial counter block (``frame_nonce``); never reuse one under the same
+        key for different frames: a fresh nonce gives an independent permutation.
 
     Returns
     -------
     ndarray of shape (n,), dtype int64
+
+    Raises
+    ------
+    ValueError
+        If the key or nonce has the wrong length.
     """
     if len(key) not in (16, 24, 32):
         raise ValueError(f"AES key must be 16, 24 or 32 bytes, got {len(key)}")

@@ -105,6 +105,11 @@ def box_iou(a_xyxy, b_xyxy) -> float:
         Area of the intersection divided by area of the union; 0.0 for disjoint boxes
         and when both boxes have zero area.
 
+    Raises
+    ------
+    ValueError
+        If either box does not have shape (4,).
+
     Examples
     --------
     >>> box_iou([0, 0, 2, 2], [1, 1, 3, 3])  # intersection 1, union 4 + 4 - 1

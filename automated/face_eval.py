@@ -43,6 +43,7 @@ from typing import Literal
 import numpy as np
 
 from .detection import FaceDetections, box_iou, largest_face, make_face_detector
+from .face_crop import NoFaceFoundError
 from .detection_metrics import detection_failure_rate, iou_summary, masked_frame_iou
 from .image_metrics import psnr, ssim, summarize_psnr
 from .recognition import (
@@ -380,23 +381,34 @@ def evaluate_video(
     )
 
 
-def embed_gallery_image(image_rgb: np.ndarray, *, embedder: DlibFaceEmbedder | None = None, detector=None) -> np.ndarray:
+def embed_gallery_image(
+    image_rgb: np.ndarray, *, embedder: DlibFaceEmbedder | None = None, detector=None, assume_cropped: bool = False,
+) -> np.ndarray:
     """Embedding of the face in a gallery still.
 
-    The largest detected face is embedded in place; a still in which no face is detected
-    is taken to be an internal-face crop already (DESIGN.md: gallery images are cropped
-    to the internal face) and embedded whole.
+    The largest detected face is embedded in place. MediaPipe finds the face even in
+    tight internal-face crops (DESIGN.md: gallery images are cropped to the internal
+    face), so a still without a detected face is an error, not silently a face.
 
     Parameters
     ----------
-    image_rgb : ndarray of shape (height, width, 3), dtype uint8
+    image_rgb : ndarray of shape (height, width, 3), dtype uint8, RGB
     embedder : DlibFaceEmbedder, optional
     detector : detector object, optional
         Default: a MediaPipe detector created and closed here.
+    assume_cropped : bool, default=False
+        If no face is detected, embed the whole still as the face box (for stills known
+        to be face crops that the detector misses) instead of raising.
 
     Returns
     -------
     ndarray of shape (128,), dtype float32
+
+    Raises
+    ------
+    automated.face_crop.NoFaceFoundError
+        (a ValueError) naming the image size, if no face is detected and not
+        ``assume_cropped``.
     """
     embedder = embedder or DlibFaceEmbedder()
     own = detector is None
@@ -406,9 +418,14 @@ def embed_gallery_image(image_rgb: np.ndarray, *, embedder: DlibFaceEmbedder | N
     finally:
         if own:
             detector.close()
-    if box is None:
+    if box is not None:
+        return embedder.embed(image_rgb, box[None])[0]
+    if assume_cropped:
         return embedder.embed_crop(image_rgb)
-    return embedder.embed(image_rgb, box[None])[0]
+    height, width = image_rgb.shape[:2]
+    raise NoFaceFoundError(
+        f"no face found in the {width}x{height} gallery image (pass assume_cropped=True for a face crop)"
+    )
 
 
 def summarize(evaluations: Iterable[VideoEvaluation]) -> dict:

@@ -13,7 +13,15 @@ from .services import run_summary
 
 
 def face_video_columns(submission) -> pd.DataFrame:
-    """One row per evaluated masked video (index: source-video name), one ``face_<metric>`` column per metric."""
+    """One row per evaluated masked video (index: source-video name), one ``face_<metric>`` column per metric.
+
+    Units as ``face_eval.VideoEvaluation``: rates, IoU and SSIM are fractions, ranks
+    count identities (1 = best), distances are L2 between embeddings, PSNR is in dB.
+    Undefined values (no face in the tested clear frames) are empty (NaN). An empty
+    ``face_psnr_db`` with ``face_psnr_identical_frames == face_frames_tested`` means
+    +inf (every tested frame identical to its source): +inf itself is kept out because
+    the JSON exports and the REST API must stay strict JSON.
+    """
     run = AutomatedRun.objects.latest_completed_for(submission)
     columns = [f"face_{name}" for name in METRIC_FIELDS]
     if run is None:

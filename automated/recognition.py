@@ -111,9 +111,18 @@ class DlibFaceEmbedder:
     def embed_crop(self, face_rgb: np.ndarray) -> np.ndarray:
         """Embed an already-cropped face (``face_crop.crop_internal_face``): box = whole image.
 
+        Parameters
+        ----------
+        face_rgb : ndarray of shape (height, width, 3), dtype uint8, RGB
+
         Returns
         -------
         ndarray of shape (128,), dtype float32
+
+        Raises
+        ------
+        ValueError
+            As ``embed``.
         """
         height, width = face_rgb.shape[:2]
         return self.embed(face_rgb, np.array([[0, 0, width, height]], np.float32))[0]
@@ -130,6 +139,11 @@ def l2_distances(probe_embeddings: np.ndarray, gallery_embeddings: np.ndarray) -
     Returns
     -------
     ndarray of shape (n, k), dtype float64
+
+    Raises
+    ------
+    ValueError
+        If the embedding sizes ``d`` differ, naming both shapes.
     """
     probes = np.atleast_2d(np.asarray(probe_embeddings, dtype=np.float64))
     gallery = np.atleast_2d(np.asarray(gallery_embeddings, dtype=np.float64))

@@ -144,7 +144,7 @@ def _read_image_rgb(field_file) -> np.ndarray:
         data = np.frombuffer(handle.read(), np.uint8)
     image_bgr = cv2.imdecode(data, cv2.IMREAD_COLOR)
     if image_bgr is None:
-        raise ValueError(f"gallery image {field_file.name} is not a readable image")
+        raise ValueError("not a readable image")  # gallery_embeddings names the image
     return cv2.cvtColor(image_bgr, cv2.COLOR_BGR2RGB)
 
 
@@ -155,12 +155,23 @@ def gallery_embeddings(campaign: Campaign, *, embedder=None, detector=None) -> t
     -------
     embeddings : ndarray of shape (k, 128), float32
     identity_codes : ndarray of shape (k,), str
+
+    Raises
+    ------
+    ValueError
+        Naming the image and its identity, if an image is unreadable or has no face
+        (``automated.face_crop.NoFaceFoundError``).
     """
     embedder = embedder or DlibFaceEmbedder()
     images = GalleryImage.objects.filter(identity__campaign=campaign).select_related("identity").order_by("id")
     embeddings, codes = [], []
     for image in images:
-        embeddings.append(embed_gallery_image(_read_image_rgb(image.image), embedder=embedder, detector=detector))
+        try:
+            embeddings.append(embed_gallery_image(_read_image_rgb(image.image), embedder=embedder, detector=detector))
+        except ValueError as error:
+            raise type(error)(
+                f"gallery image {image.original_name or image.pk!r} of identity {image.identity.code}: {error}"
+            ) from error
         codes.append(image.identity.code)
     return np.asarray(embeddings, np.float32).reshape(-1, 128), np.asarray(codes, dtype=str)
 

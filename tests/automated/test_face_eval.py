@@ -10,7 +10,10 @@ import numpy as np
 import pytest
 
 from automated.anonymizers import anonymize_video
-from automated.face_eval import NoFaceError, VideoEvaluation, VideoPairError, evaluate_video, summarize
+from automated.face_crop import NoFaceFoundError
+from automated.face_eval import (
+    NoFaceError, VideoEvaluation, VideoPairError, embed_gallery_image, evaluate_video, summarize,
+)
 from automated.recognition import DlibFaceEmbedder
 from automated.video import VideoWriter, iter_frames
 
@@ -221,3 +224,11 @@ def test_clear_cache_keeps_detector_models_apart(short_clip):
             evaluate_video(short_clip["ten"], short_clip["ten"], gallery_embeddings, ["a"], "a", stride=5,
                            detector=detector, clear_cache=cache)
     assert len(cache) == 2
+
+
+def test_gallery_still_without_a_face_is_an_error_unless_declared_cropped():
+    wall = np.full((120, 160, 3), 128, np.uint8)
+    with pytest.raises(NoFaceFoundError, match="no face found in the 160x120 gallery image"):
+        embed_gallery_image(wall)
+    embedding = embed_gallery_image(wall, assume_cropped=True)     # the whole still is the face
+    assert embedding.shape == (128,) and embedding.dtype == np.float32

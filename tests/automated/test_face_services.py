@@ -196,3 +196,15 @@ def test_clear_video_without_a_face_is_stored_as_undefined(campaign, data_dir, t
     score = run.video_scores.get(masked_video__source_video__name="wall")
     assert (score.frames_tested, score.clear_faces, score.match_rate, score.mean_iou) == (2, 0, None, None)
     assert run.status == AutomatedRun.Status.COMPLETED and run.video_scores.count() == 4
+
+
+def test_gallery_image_without_a_face_fails_the_run_naming_the_image(campaign):
+    submission = create_baseline_submission(campaign, "identity", web_copies=False)
+    image = GalleryImage.objects.get(identity__code="ID08")
+    wall = io.BytesIO()
+    Image.fromarray(np.full((120, 160, 3), 128, np.uint8)).save(wall, format="PNG")
+    image.original_name = "wall.png"
+    image.image.save("wall.png", ContentFile(wall.getvalue()), save=True)
+    with pytest.raises(ValueError, match="gallery image 'wall.png' of identity ID08: no face found in the 160x120"):
+        run_face_evaluation(submission, stride=STRIDE)
+    assert AutomatedRun.objects.get(submission=submission).status == AutomatedRun.Status.FAILED
