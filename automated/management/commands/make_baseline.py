@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from automated.anonymizers import BASELINE_METHODS
 from automated.services import create_baseline_submission
-from evalsite.models import Campaign
+from evalsite.models import Campaign, MaskedVideo
 
 
 class Command(BaseCommand):
@@ -23,10 +23,14 @@ class Command(BaseCommand):
         except Campaign.DoesNotExist:
             raise CommandError(f"no campaign with slug {campaign_slug!r}") from None
         for method in list(BASELINE_METHODS) if all else methods:
+            # Re-runs mask only what is missing; say so, so that nothing looks redone.
+            before = MaskedVideo.objects.filter(submission__campaign=campaign, submission__team__name=team,
+                                                submission__name=method).count()
             try:
                 submission = create_baseline_submission(campaign, method, team_name=team,
                                                         web_copies=not no_web_copies)
             except ValueError as error:
                 raise CommandError(f"{method}: {error}") from error
-            self.stdout.write(f"submission {submission.pk} {submission}: "
-                              f"{submission.masked_videos.count()} masked videos")
+            total = submission.masked_videos.count()
+            self.stdout.write(f"submission {submission.pk} {submission}: {total} masked videos "
+                              f"({total - before} new, {before} kept)")
