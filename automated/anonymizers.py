@@ -21,9 +21,12 @@ Settings and sources:
   The nonce (``frame_nonce``) is a random 8-byte video nonce drawn per video, then the
   frame index, then the block counter: one key may serve a whole submission without two
   frames of any videos sharing a keystream (CTR nonce reuse would give frame i of every
-  video the same permutation). ``block_permute_fixed`` uses one nonce for all frames of
-  a video (the same permutation wherever the block grid is the same): the weaker variant
-  the seed's per-frame nonce guards against.
+  video the same permutation). ``block_permute_fixed`` is the weak variant the seed's
+  per-frame nonce guards against, and the central example of
+  seeds/000_0b74979cb8a3f1c3.txt (a fixed pixel permutation fools a naive attacker but
+  not a parrot): the face region is cut into a fixed 8 x 8 grid of cells (cell size
+  follows the face size) permuted by ONE permutation, from the key and an all-zero
+  nonce, for every frame of every video of a submission (``grid_permute``).
 - Eye masking: a black strip over the eyes, 140 pixels high on 224-pixel face crops in
   seeds/000_0b74979cb8a3f1c3.txt (section 5.6.1), i.e. 0.625 of the face height.
 - Pixelation: the face is averaged over 16 x 16-pixel cells (no seed value; the same cell
@@ -50,6 +53,7 @@ from .video import VideoInfo, VideoWriter, iter_frames
 BLUR_SIGMA_PX = 15.0
 PIXELATE_CELL_PX = 16
 BLOCK_PX = 16
+GRID_CELLS = 8
 EYE_STRIP_FRACTION = 140 / 224
 CANNY_THRESHOLDS = (100, 200)
 FACE_MARGIN = 0.2
@@ -297,6 +301,63 @@ def block_permute(frame_rgb: np.ndarray, region_xyxy, *, key: bytes, nonce: byte
     return out
 
 
+def grid_permute(frame_rgb: np.ndarray, region_xyxy, *, key: bytes, nonce: bytes = bytes(16),
+                 grid_cells: int = GRID_CELLS) -> np.ndarray:
+    """Shuffle a fixed ``grid_cells`` x ``grid_cells`` grid of cells covering a region.
+
+    Unlike :func:`block_permute` (fixed block size, so the number of blocks and hence
+    the permutation change with the face size), the number of cells is fixed: the same
+    key and nonce give the same permutation of face parts in every frame and video: the
+    "consistently the same block permutation" of seeds/000_0b74979cb8a3f1c3.txt
+    (section 1 and section 3, the deterministic block permutation example) that a
+    parrot attacker, trained on anonymized data, can learn.
+
+    The region is grown right and down to a multiple of ``grid_cells`` pixels per side
+    and moved inside the frame where it would leave it.
+
+    Parameters
+    ----------
+    frame_rgb : ndarray of shape (height, width, 3), dtype uint8
+    region_xyxy : tuple of int (x1, y1, x2, y2), pixels
+    key : bytes
+        AES key (16, 24 or 32 bytes).
+    nonce : bytes, default=16 zero bytes
+        16-byte CTR initial counter block.
+    grid_cells : int, default=8
+        Cells per side (>= 2).
+
+    Returns
+    -------
+    ndarray of shape (height, width, 3), dtype uint8
+
+    Raises
+    ------
+    ValueError
+        If ``grid_cells < 2`` or the frame is smaller than the grid, or on a bad frame.
+    """
+    _check_frame(frame_rgb)
+    if grid_cells < 2:
+        raise ValueError(f"grid_cells must be >= 2, got {grid_cells}")
+    height, width = frame_rgb.shape[:2]
+    x1, y1, x2, y2 = (int(v) for v in region_xyxy)
+    cell_w = max(1, -(-(x2 - x1) // grid_cells))
+    cell_h = max(1, -(-(y2 - y1) // grid_cells))
+    if cell_w * grid_cells > width or cell_h * grid_cells > height:
+        raise ValueError(f"a {grid_cells}x{grid_cells} grid of {cell_w}x{cell_h}-pixel cells "
+                         f"does not fit a {width}x{height} frame")
+    x1 = min(max(0, x1), width - cell_w * grid_cells)
+    y1 = min(max(0, y1), height - cell_h * grid_cells)
+    rows = cols = grid_cells
+    region = frame_rgb[y1:y1 + rows * cell_h, x1:x1 + cols * cell_w]
+    cells = region.reshape(rows, cell_h, cols, cell_w, 3).swapaxes(1, 2).reshape(rows * cols, cell_h, cell_w, 3)
+    shuffled = cells[keystream_permutation(rows * cols, key, nonce)]
+    out = frame_rgb.copy()
+    out[y1:y1 + rows * cell_h, x1:x1 + cols * cell_w] = (
+        shuffled.reshape(rows, cols, cell_h, cell_w, 3).swapaxes(1, 2).reshape(rows * cell_h, cols * cell_w, 3)
+    )
+    return out
+
+
 @dataclass(frozen=True)
 class FrameContext:
     """What a baseline method may use for one frame.
@@ -348,8 +409,8 @@ BASELINE_METHODS: dict[str, BaselineMethod] = {
         BaselineMethod("eye_mask", "black strip over the eyes (0.625 of face height)", True,
                        lambda f, c: eye_mask(f, c.box_xyxy, c.eyes_xy)),
         BaselineMethod("block_permute_fixed",
-                       "16 px block permutation of the face region, one key and nonce for all frames of a video", True,
-                       lambda f, c: block_permute(f, _region(f, c), key=c.key, nonce=frame_nonce(0, c.video_nonce))),
+                       "8x8-cell permutation of the face region, one key and permutation for all frames and videos",
+                       True, lambda f, c: grid_permute(f, _region(f, c), key=c.key)),
         BaselineMethod("block_permute_keyed",
                        "16 px AES-CTR block permutation of the face region, fresh nonce per frame", True,
                        lambda f, c: block_permute(f, _region(f, c), key=c.key,

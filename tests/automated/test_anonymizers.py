@@ -4,7 +4,7 @@ import pytest
 
 from automated.anonymizers import (
     BASELINE_METHODS, FrameContext, NoFaceInVideoError, anonymize_video, blur_face, blur_frame, block_permute,
-    canny_edges, eye_mask, face_region, face_track, frame_nonce, identity, keystream_permutation, pixelate_face,
+    canny_edges, eye_mask, face_region, face_track, frame_nonce, grid_permute, identity, keystream_permutation, pixelate_face,
 )
 from automated.video import VideoInfo, VideoWriter, iter_frames
 
@@ -107,6 +107,43 @@ def test_block_permute_fixed_repeats_and_keyed_changes_from_frame_to_frame(frame
                           fixed.apply(frame, FrameContext(2, box, key=KEY)))
     assert not np.array_equal(keyed.apply(frame, FrameContext(1, box, key=KEY)),
                               keyed.apply(frame, FrameContext(2, box, key=KEY)))
+
+
+def _cell_order(frame, region, grid=8):
+    """Read back which source cell landed where, from cells painted with their index."""
+    x1, y1, x2, y2 = region
+    cw, ch = -(-(x2 - x1) // grid), -(-(y2 - y1) // grid)
+    return [int(frame[y1 + r * ch + ch // 2, x1 + c * cw + cw // 2, 0]) for r in range(grid) for c in range(grid)]
+
+
+def _painted(region, grid=8, size=(288, 360)):
+    frame = np.zeros((*size, 3), np.uint8)
+    x1, y1, x2, y2 = region
+    cw, ch = -(-(x2 - x1) // grid), -(-(y2 - y1) // grid)
+    for r in range(grid):
+        for c in range(grid):
+            frame[y1 + r * ch:y1 + (r + 1) * ch, x1 + c * cw:x1 + (c + 1) * cw] = r * grid + c
+    return frame
+
+
+def test_fixed_permutation_is_the_same_for_every_face_size_and_video():
+    # Two faces of different sizes (as in two videos): the same cells move to the same places.
+    orders = []
+    for index, box in enumerate(((100, 80, 164, 144), (80, 40, 240, 200))):
+        region = face_region(np.array(box, np.float32), (360, 288))  # the box plus margin, as the method uses
+        context = FrameContext(index, np.array(box, np.float32), key=KEY, video_nonce=bytes([index]) * 8)
+        masked = BASELINE_METHODS["block_permute_fixed"].apply(_painted(region), context)
+        orders.append(_cell_order(masked, region))
+    assert orders[0] == orders[1]
+    assert sorted(orders[0]) == list(range(64)) and orders[0] != list(range(64))
+
+
+def test_grid_permute_keeps_the_grid_inside_the_frame():
+    frame = _painted((0, 0, 80, 80), size=(100, 100))
+    out = grid_permute(frame, (60, 60, 140, 140), key=KEY)  # runs past the corner: moved inside
+    assert out.shape == frame.shape and not np.array_equal(out, frame)
+    with pytest.raises(ValueError, match="grid_cells must be >= 2"):
+        grid_permute(frame, (0, 0, 10, 10), key=KEY, grid_cells=1)
 
 
 def test_canny_edges_are_white_on_black_in_three_equal_channels():
