@@ -8,7 +8,9 @@ idempotent, so re-running neither duplicates nor crashes:
 2. for every baseline method (``automated.anonymizers.BASELINE_METHODS``) create the
    baseline submission (only missing masked videos are made);
 3. run the automated face evaluation on each, unless its latest completed run already
-   has this configuration and covers every masked video;
+   has this configuration and covers every masked video, then a light attack suite
+   (``DEMO_ATTACK``: clear, naive and parrot attackers; LBPH, Eigenfaces and the small
+   CNN, without the slow dlib embeddings) so every demo report states a worst case;
 4. write ``<VAR_DIR>/reports/<submission>.csv`` and ``.json`` per submission and the
    cross-submission ``summary.csv``;
 5. create (or reset) the staff login ``organizer`` with a new random password, organizer
@@ -27,6 +29,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 
 from automated.anonymizers import BASELINE_METHODS
+from automated.attack_models import AttackRun
+from automated.attack_service import attack_config, run_attack
 from automated.face_models import AutomatedRun
 from automated.services import create_baseline_submission, run_face_evaluation
 
@@ -37,6 +41,8 @@ from .reports import report_basename
 from .services import write_report, write_summary
 
 ORGANIZER_USERNAME = "organizer"
+#: The demo's attack suite: one classic, one pixel-subspace and one learned recognizer.
+DEMO_ATTACK = {"attackers": ("clear", "naive", "parrot"), "recognizers": ("lbph", "eigenfaces", "cnn")}
 ORGANIZER_APPS = ["evalsite", "automated", "trials", "fairness"]
 
 
@@ -86,9 +92,14 @@ def _evaluation_is_current(submission: Submission, stride: int, detector: str) -
     )
 
 
+def _attack_is_current(submission: Submission, config: dict) -> bool:
+    run = AttackRun.objects.latest_completed_for(submission)
+    return run is not None and run.config == config
+
+
 def run_demo(
     *, data_dir=None, var_dir=None, stride: int = 5, detector: str = "mediapipe",
-    methods: list[str] | None = None, log: Callable[[str], None] = print,
+    methods: list[str] | None = None, attack: bool = True, log: Callable[[str], None] = print,
 ) -> DemoResult:
     """Run the whole demo (see the module docstring); return where everything is.
 
@@ -103,6 +114,8 @@ def run_demo(
     detector : str, default="mediapipe"
     methods : list of str, optional
         Baseline methods; default all of ``BASELINE_METHODS``.
+    attack : bool, default=True
+        Also run the ``DEMO_ATTACK`` suite on each baseline.
 
     Returns
     -------
@@ -125,6 +138,10 @@ def run_demo(
             evaluated = _evaluation_is_current(submission, stride, detector)
             if not evaluated:
                 run_face_evaluation(submission, stride=stride, detector=detector)
+            attack_options = attack_config(**DEMO_ATTACK, stride=stride, detector=detector)
+            attacked = not attack or _attack_is_current(submission, attack_options)
+            if not attacked:
+                run_attack(submission, **DEMO_ATTACK, stride=stride, detector=detector)
         except Exception as error:  # keep going: one broken baseline must not hide the others
             result.failures.append(f"{method}: {type(error).__name__}: {error}")
             log(f"  {method:22} FAILED: {error}")
@@ -132,7 +149,8 @@ def run_demo(
         base = reports_dir / report_basename(submission)
         result.report_paths += [write_report(submission, "csv", f"{base}.csv"),
                                 write_report(submission, "json", f"{base}.json")]
-        state = "already evaluated" if evaluated else f"masked + evaluated in {time.monotonic() - started:.0f} s"
+        state = ("already evaluated" if evaluated and attacked
+                 else f"masked + evaluated{' + attacked' if attack else ''} in {time.monotonic() - started:.0f} s")
         log(f"  {method:22} {state}")
     result.summary_path = write_summary(campaign, reports_dir / "summary.csv")
     return result

@@ -7,6 +7,7 @@ import pytest
 from django.contrib.auth import authenticate
 from django.core.management import CommandError, call_command
 
+from automated.attack_models import AttackRun
 from automated.face_models import AutomatedRun
 from evalsite.demo import run_demo
 from evalsite.models import Campaign, MaskedVideo, Submission
@@ -76,11 +77,17 @@ def test_demo_runs_on_the_real_clips_and_is_idempotent(media_root, data_dir, tmp
     # The unmasked baseline is the worst case: the true identity is found at rank 1.
     assert row["method"] == "identity" and row["complete"] == "True"
     assert float(row["face_evaluation.rank1_rate"]) >= 0.9
+    # The demo attack suite ran: unmasked frames are re-identified far above chance (1/11).
+    assert float(row["attack.chance_level"]) == pytest.approx(1 / 11)
+    assert float(row["attack.worst_case_accuracy"]) >= 0.5
+    report = json.loads(next(p for p in first.report_paths if p.suffix == ".json").read_text())
+    assert report["summary"]["fairness"] is not None
     assert authenticate(username="organizer", password=first.password) is not None
 
     second = run_demo(data_dir=data_dir, var_dir=tmp_path, stride=25, methods=["identity"], log=lines.append)
     assert Campaign.objects.count() == 1 and Submission.objects.count() == 1
     assert AutomatedRun.objects.count() == 1 and MaskedVideo.objects.count() == 18
+    assert AttackRun.objects.count() == 1
     assert "already imported" in lines[-2] and "already evaluated" in lines[-1]
     assert second.password != first.password
     assert authenticate(username="organizer", password=first.password) is None

@@ -14,11 +14,13 @@ class Command(BaseCommand):
         parser.add_argument("--stride", type=int, default=5, help="evaluate every n-th frame (default 5)")
         parser.add_argument("--method", action="append", dest="methods",
                             help="only this baseline method (repeatable; default: all)")
+        parser.add_argument("--no-attack", action="store_false", dest="attack",
+                            help="skip the demo attack suite (naive/parrot attackers)")
 
-    def handle(self, *args, stride, methods, **options):
+    def handle(self, *args, stride, methods, attack, **options):
         started = time.monotonic()
         try:
-            result = run_demo(stride=stride, methods=methods, log=self.stdout.write)
+            result = run_demo(stride=stride, methods=methods, attack=attack, log=self.stdout.write)
         except ValueError as error:
             raise CommandError(str(error)) from error
         write = self.stdout.write
