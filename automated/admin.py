@@ -1,7 +1,8 @@
-"""Admin pages of the automated face evaluation: read-only lists of runs and scores."""
+"""Admin pages of the automated evaluation: read-only lists of face-evaluation and attack runs."""
 from django.contrib import admin
 
 from .face_eval import METRIC_FIELDS
+from .attack_models import AttackResult, AttackRun
 from .face_models import AutomatedRun, VideoScore
 
 
@@ -43,3 +44,25 @@ class VideoScoreAdmin(ReadOnlyAdmin):
     list_filter = ["run__submission__campaign", "run__status"]
     search_fields = ["masked_video__source_video__name", "run__submission__name"]
     readonly_fields = ["run", "masked_video", *METRIC_FIELDS]
+
+
+class AttackResultInline(admin.TabularInline):
+    model = AttackResult
+    fields = ["recognizer", "attacker", "selection", "subset_size", "repeat", "accuracy", "chance_level",
+              "chance_normalised"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(AttackRun)
+class AttackRunAdmin(ReadOnlyAdmin):
+    list_display = ["id", "submission", "status", "n_samples", "extraction_s", "training_s", "finished_at"]
+    list_filter = ["status", "submission__campaign"]
+    search_fields = ["submission__name", "submission__team__name"]
+    readonly_fields = ["submission", "config", "status", "created_at", "started_at", "finished_at",
+                       "extraction_s", "training_s", "n_samples", "error"]
+    inlines = [AttackResultInline]
