@@ -185,9 +185,17 @@ def campaign_summary_table(campaign) -> pd.DataFrame:
         Rows are ordered by team, then method.
     """
     submissions = campaign.submissions.select_related("team", "campaign").order_by("team__name", "name")
-    table = pd.DataFrame([summary_row(s) for s in submissions])
+    rows = [summary_row(s) for s in submissions]
+    table = pd.DataFrame(rows)
+    # A section that is None for some submissions (e.g. no attack run yet) would add a bare,
+    # empty column beside the "<section>.<key>" columns of the others.
+    sections = {column.split(".", 1)[0] for column in table.columns if "." in column}
+    table = table.drop(columns=["submission", "campaign", *sections], errors="ignore")
+    for column in table.columns:  # ids and counts stay whole where others are missing (not 1.0)
+        present = [row[column] for row in rows if row.get(column) is not None]
+        if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+            table[column] = table[column].astype("Int64")
     first = ["submission_id", "team", "method", "baseline_method", "complete", "masked_videos", "source_videos"]
-    table = table.drop(columns=["submission", "campaign"], errors="ignore")
     ordered = first + [c for c in table.columns if c not in first]
     return table.reindex(columns=ordered)
 
