@@ -132,6 +132,10 @@ REST_FRAMEWORK = {
 # Background work: Celery with a broker when configured, otherwise eager in-process.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+if CELERY_TASK_ALWAYS_EAGER:
+    # Eager .delay() still takes a producer from the pool: an in-memory broker with a host
+    # keeps Celery from falling back to amqp:// and warning "No hostname was supplied".
+    CELERY_BROKER_URL = "memory://localhost/"
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", None)
 
