@@ -1,11 +1,14 @@
 """URL routes. Each app owns its own ``urls.py``; this file only mounts them."""
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("evalsite.api_urls")),
     path("staff/", include("evalsite.staff_urls")),
     path("organizer/fairness/", include("fairness.urls")),
+    # The site root (and the admin's "View site") lands on the organizer pages.
+    path("", RedirectView.as_view(pattern_name="trials:organizer"), name="home"),
     path("", include("trials.urls")),
 ]
