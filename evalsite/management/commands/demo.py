@@ -1,7 +1,10 @@
 """``manage.py demo``: build, import, mask, evaluate, report, and print the login (evalsite/demo.py)."""
 import time
 
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 from evalsite.demo import run_demo
 
@@ -19,6 +22,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, stride, methods, attack, **options):
         started = time.monotonic()
+        executor = MigrationExecutor(connection)
+        if executor.migration_plan(executor.loader.graph.leaf_nodes()):  # e.g. a new checkout
+            self.stdout.write("Setting up the database (manage.py migrate) ...")
+            call_command("migrate", interactive=False, verbosity=0)
         try:
             result = run_demo(stride=stride, methods=methods, attack=attack, log=self.stdout.write)
         except ValueError as error:
