@@ -6,26 +6,13 @@ identity subset) and the per-video accuracy of the worst-case pair.
 """
 from django.db import models
 
+from .run_models import RunBase
+
 __all__ = ["AttackRun", "AttackResult", "AttackVideoResult"]
 
 
-class AttackRunQuerySet(models.QuerySet):
-    def completed(self):
-        return self.filter(status=AttackRun.Status.COMPLETED)
-
-    def latest_completed_for(self, submission):
-        """The submission's most recent completed attack run (the one reports show), or None."""
-        return self.completed().filter(submission=submission).order_by("-finished_at", "-id").first()
-
-
-class AttackRun(models.Model):
+class AttackRun(RunBase):
     """One run of the attack suite against a submission (seeds/000, sections 4-5)."""
-
-    class Status(models.TextChoices):
-        PENDING = "pending", "pending"
-        RUNNING = "running", "running"
-        COMPLETED = "completed", "completed"
-        FAILED = "failed", "failed"
 
     submission = models.ForeignKey(
         "evalsite.Submission", on_delete=models.CASCADE, related_name="attack_runs"
@@ -34,10 +21,6 @@ class AttackRun(models.Model):
         "configuration", default=dict, blank=True,
         help_text='e.g. {"attackers": ["clear", "naive", "parrot"], "recognizers": ["lbph"], "stride": 5}',
     )
-    status = models.CharField("status", max_length=16, choices=Status.choices, default=Status.PENDING)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField("started", null=True, blank=True)
-    finished_at = models.DateTimeField("finished", null=True, blank=True)
     extraction_s = models.FloatField(
         "feature extraction (s)", null=True, blank=True,
         help_text="Wall seconds decoding videos, detecting and cropping faces (cached per video).",
@@ -47,13 +30,9 @@ class AttackRun(models.Model):
         help_text="Wall seconds fitting and testing all recognizer x attacker pairs.",
     )
     n_samples = models.PositiveIntegerField("face crops", null=True, blank=True)
-    error = models.TextField("error", blank=True)
 
-    objects = AttackRunQuerySet.as_manager()
-
-    class Meta:
+    class Meta(RunBase.Meta):
         verbose_name = "attack run"
-        ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
         return f"attack run {self.pk} of {self.submission} ({self.status})"

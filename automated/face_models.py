@@ -10,26 +10,13 @@ from django.db import models
 
 from automated.face_eval import METRIC_FIELDS
 
+from .run_models import RunBase
+
 __all__ = ["AutomatedRun", "VideoScore"]
 
 
-class AutomatedRunQuerySet(models.QuerySet):
-    def completed(self):
-        return self.filter(status=AutomatedRun.Status.COMPLETED)
-
-    def latest_completed_for(self, submission):
-        """The submission's most recent completed run (the one reports show), or None."""
-        return self.completed().filter(submission=submission).order_by("-finished_at", "-id").first()
-
-
-class AutomatedRun(models.Model):
+class AutomatedRun(RunBase):
     """One automated face evaluation of a submission with one configuration."""
-
-    class Status(models.TextChoices):
-        PENDING = "pending", "pending"
-        RUNNING = "running", "running"
-        COMPLETED = "completed", "completed"
-        FAILED = "failed", "failed"
 
     submission = models.ForeignKey(
         "evalsite.Submission", on_delete=models.CASCADE, related_name="automated_runs"
@@ -38,17 +25,9 @@ class AutomatedRun(models.Model):
         "configuration", default=dict, blank=True,
         help_text='e.g. {"stride": 5, "detector": "mediapipe", "threshold": 0.6}',
     )
-    status = models.CharField("status", max_length=16, choices=Status.choices, default=Status.PENDING)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField("started", null=True, blank=True)
-    finished_at = models.DateTimeField("finished", null=True, blank=True)
-    error = models.TextField("error", blank=True)
 
-    objects = AutomatedRunQuerySet.as_manager()
-
-    class Meta:
+    class Meta(RunBase.Meta):
         verbose_name = "automated face evaluation run"
-        ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
         return f"run {self.pk} of {self.submission} ({self.status})"
