@@ -72,6 +72,16 @@ def test_attack_run_stores_the_table_worst_case_and_per_video_results(submission
     assert report["attack_worst_case_accuracy"].notna().sum() == 3
 
 
+def test_report_shows_the_strongest_run_not_the_latest(submission):
+    strong = run_attack(submission, attackers=["naive", "parrot"], recognizers=["lbph"], stride=25)
+    weak = run_attack(submission, attackers=["naive"], recognizers=["lbph"], stride=25)
+    assert weak.finished_at >= strong.finished_at
+    best = {run.pk: max(r.accuracy for r in run.results.exclude(attacker="clear")) for run in (strong, weak)}
+    assert best[strong.pk] > best[weak.pk]  # parrot beats naive on the fixed permutation
+    section = reports.submission_summary(submission)["attack"]
+    assert section["run_id"] == strong.pk and section["worst_case_accuracy"] == best[strong.pk]
+
+
 def test_admin_lists_attack_runs_read_only(submission, admin_client):
     run = run_attack(submission, attackers=["naive"], recognizers=["eigenfaces"], stride=25)
     assert admin_client.get("/admin/automated/attackrun/").status_code == 200
