@@ -16,18 +16,17 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-from django.core.files import File
 from django.db import transaction
 from django.utils import timezone
 
-from evalsite.models import Campaign, GalleryImage, MaskedVideo, Submission, Team
+from evalsite.models import Campaign, GalleryImage, MaskedVideo, Submission, Team, delete_stored
 
 from .anonymizers import BASELINE_METHODS, anonymize_video
 from .detection import make_face_detector
 from .face_eval import METRIC_FIELDS, VideoEvaluation, embed_gallery_image, evaluate_video, summarize
 from .face_models import AutomatedRun, VideoScore
 from .recognition import MATCH_THRESHOLD, DlibFaceEmbedder
-from .video import VideoInfo, transcode_for_web
+from .video import VideoInfo
 
 logger = logging.getLogger(__name__)
 
@@ -117,24 +116,12 @@ def create_baseline_submission(
 
 
 def _store_masked_video(submission, source, masked_path: Path, info: VideoInfo, *, web_copies: bool) -> MaskedVideo:
-    masked = MaskedVideo(
-        submission=submission, source_video=source, frame_count=info.frame_count, fps=info.fps,
-        width=info.resolution_wh[0], height=info.resolution_wh[1], duration_s=info.duration_s,
-    )
-    stored = []
+    masked = MaskedVideo(submission=submission, source_video=source)
+    stored = masked.store_video(masked_path, info, name="masked.mkv", web_copy=web_copies)
     try:
-        with masked_path.open("rb") as handle:
-            masked.file.save("masked.mkv", File(handle), save=False)  # upload_to makes the name opaque
-        stored.append(masked.file)
-        if web_copies:
-            web_path = transcode_for_web(masked_path, masked_path.with_name("web.mp4"))
-            with web_path.open("rb") as handle:
-                masked.web_file.save("web.mp4", File(handle), save=False)
-            stored.append(masked.web_file)
         masked.save()
     except Exception:
-        for field_file in stored:
-            field_file.storage.delete(field_file.name)
+        delete_stored(stored)
         raise
     return masked
 

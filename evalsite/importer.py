@@ -30,7 +30,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,9 +38,9 @@ from django.db import transaction
 from django.utils.text import slugify
 from PIL import Image, UnidentifiedImageError
 
-from automated.video import VideoError, VideoInfo, transcode_for_web
+from automated.video import VideoError, VideoInfo
 
-from .models import Campaign, GalleryImage, Identity, ResolutionTier, SourceVideo
+from .models import Campaign, GalleryImage, Identity, ResolutionTier, SourceVideo, delete_stored
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg"}
 CAMPAIGN_KEYS = {
@@ -317,28 +316,13 @@ def import_dataset(
                     campaign=campaign, identity=identity_objects[row.identity], name=row.name,
                     action=row.action, resolution_tier=row.resolution_tier,
                     in_evaluated_subset=row.in_evaluated_subset,
-                    frame_count=row.info.frame_count, fps=row.info.fps,
-                    width=row.info.resolution_wh[0], height=row.info.resolution_wh[1],
-                    duration_s=row.info.duration_s,
                 )
-                with row.path.open("rb") as handle:
-                    video.file.save(row.path.name, File(handle), save=False)
-                stored_files.append(video.file)
-                if web_copies:
-                    _attach_web_copy(video, row.path)
-                    stored_files.append(video.web_file)
+                stored_files += video.store_video(row.path, row.info, name=row.path.name, web_copy=web_copies)
                 video.save()
     except Exception:
-        for stored in stored_files:
-            stored.storage.delete(stored.name)
+        delete_stored(stored_files)
         raise
     report = ImportReport(campaign, len(identities), n_images, len(videos))
     return report
 
 
-def _attach_web_copy(video, source_path: Path) -> None:
-    """Store a browser-playable H.264 copy of ``source_path`` in ``video.web_file``."""
-    with tempfile.TemporaryDirectory() as tmp:
-        web_path = transcode_for_web(source_path, Path(tmp) / "web.mp4")
-        with web_path.open("rb") as handle:
-            video.web_file.save("web.mp4", File(handle), save=False)

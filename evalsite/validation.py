@@ -40,13 +40,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
 import cv2
-from django.core.files import File
 from django.db import transaction
 from django.db.models.deletion import Collector
 
-from automated.video import VideoError, VideoInfo, ffmpeg_executable, transcode_for_web
+from automated.video import VideoError, VideoInfo, ffmpeg_executable
 
-from .models import MaskedVideo, SubmissionUpload
+from .models import MaskedVideo, SubmissionUpload, delete_stored
 
 VIDEO_SUFFIXES = {".mp4", ".m4v", ".mov", ".mkv", ".avi", ".webm", ".mpg", ".mpeg", ".flv"}
 FRAME_COUNT_TOLERANCE = 0  # frames
@@ -393,16 +392,8 @@ def _human_rating_rows(masked) -> int:
 
 def _store(submission, source, local: Path, upload_name: str, info: VideoInfo, old, web_copies: bool) -> bool:
     """Save an accepted file as the MaskedVideo of ``source``; True if one was replaced."""
-    masked = MaskedVideo(
-        submission=submission, source_video=source, frame_count=info.frame_count, fps=info.fps,
-        width=info.resolution_wh[0], height=info.resolution_wh[1], duration_s=info.duration_s,
-    )
-    with local.open("rb") as handle:
-        masked.file.save(upload_name, File(handle), save=False)
-    if web_copies:
-        web_path = transcode_for_web(local, local.with_name(local.stem + "_web.mp4"))
-        with web_path.open("rb") as handle:
-            masked.web_file.save("web.mp4", File(handle), save=False)
+    masked = MaskedVideo(submission=submission, source_video=source)
+    stored = masked.store_video(local, info, name=upload_name, web_copy=web_copies)
     try:
         with transaction.atomic():
             if old is not None:
@@ -412,8 +403,6 @@ def _store(submission, source, local: Path, upload_name: str, info: VideoInfo, o
                 transaction.on_commit(lambda: [old.file.storage.delete(n) for n in old_files])
             masked.save()
     except Exception:
-        for stored in (masked.file, masked.web_file):
-            if stored:
-                stored.storage.delete(stored.name)
+        delete_stored(stored)
         raise
     return old is not None

@@ -22,7 +22,6 @@ import json
 import os
 import random
 import re
-import shutil
 import statistics
 import threading
 import time
