@@ -29,10 +29,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 
 from automated.anonymizers import BASELINE_METHODS
-from automated.attack_models import AttackRun
-from automated.attack_service import attack_config, run_attack
-from automated.face_models import AutomatedRun
-from automated.services import create_baseline_submission, run_face_evaluation
+from automated.django_app.attack_models import AttackRun
+from automated.django_app.attack_service import attack_config, run_attack
+from automated.django_app.face_models import AutomatedRun
+from automated.django_app.services import create_baseline_submission, run_face_evaluation
 
 from .demo_data import DEMO_CAMPAIGN_NAME, build_demo_dataset
 from .importer import import_dataset

@@ -31,9 +31,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "evalsite",
-    "automated",
+    "automated.django_app",
     "trials",
-    "fairness",
+    "fairness.django_app",
 ]
 
 MIDDLEWARE = [

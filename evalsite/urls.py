@@ -7,7 +7,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("evalsite.api_urls")),
     path("staff/", include("evalsite.staff_urls")),
-    path("organizer/fairness/", include("fairness.urls")),
+    path("organizer/fairness/", include("fairness.django_app.urls")),
     # The site root (and the admin's "View site") lands on the organizer pages.
     path("", RedirectView.as_view(pattern_name="trials:organizer"), name="home"),
     path("", include("trials.urls")),

@@ -1,7 +1,7 @@
 """JSON-ready fairness summaries: per-group statistics plus every measure with its CI.
 
 Used by the command line (:mod:`fairness.cli`) and the platform's reports
-(:mod:`fairness.report`). Plain pandas, no Django.
+(:mod:`fairness.django_app.report`). Plain pandas, no Django.
 """
 from __future__ import annotations
 

@@ -11,9 +11,9 @@ from django.core.files import File
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from automated.attack_models import AttackResult, AttackRun, AttackVideoResult
-from automated.attack_service import attack_summary, run_attack
-from automated.services import create_baseline_submission
+from automated.django_app.attack_models import AttackResult, AttackRun, AttackVideoResult
+from automated.django_app.attack_service import attack_summary, run_attack
+from automated.django_app.services import create_baseline_submission
 from evalsite import reports
 from evalsite.models import Campaign, Identity, SourceVideo
 

@@ -10,8 +10,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from PIL import Image
 
-from automated.face_models import AutomatedRun, VideoScore
-from automated.services import (
+from automated.django_app.face_models import AutomatedRun, VideoScore
+from automated.django_app.services import (
     MissingGalleryError, create_baseline_submission, queue_face_evaluation, run_face_evaluation,
 )
 from automated.video import VideoWriter, iter_frames

@@ -3,8 +3,8 @@ import logging
 
 from django.conf import settings
 
-from fairness.models import FaceQualityScore
-from fairness.tasks import compute_face_quality_task
+from fairness.django_app.models import FaceQualityScore
+from fairness.django_app.tasks import compute_face_quality_task
 
 
 def test_without_a_broker_delay_runs_the_task_in_process_without_a_broker_warning(campaign, caplog):

@@ -7,8 +7,8 @@ import pytest
 from django.contrib.auth import authenticate
 from django.core.management import CommandError, call_command
 
-from automated.attack_models import AttackRun
-from automated.face_models import AutomatedRun
+from automated.django_app.attack_models import AttackRun
+from automated.django_app.face_models import AutomatedRun
 from evalsite.demo import run_demo
 from evalsite.models import Campaign, MaskedVideo, Submission
 

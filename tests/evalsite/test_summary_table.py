@@ -5,7 +5,7 @@ import io
 import pytest
 from django.utils import timezone
 
-from automated.attack_models import AttackResult, AttackRun
+from automated.django_app.attack_models import AttackResult, AttackRun
 from evalsite.models import Campaign, Submission, Team
 from evalsite.reports import campaign_summary_table, summary_table_as_csv
 

@@ -9,9 +9,9 @@ from django.core.management import call_command
 from PIL import Image
 
 from evalsite.models import GalleryImage, SourceVideo
-from fairness.models import FaceQualityScore
-from fairness.report import quality_fairness
-from fairness.services import compute_face_quality
+from fairness.django_app.models import FaceQualityScore
+from fairness.django_app.report import quality_fairness
+from fairness.django_app.services import compute_face_quality
 
 
 def _png(rgb) -> ContentFile:

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from evalsite import reports
-from fairness.report import (
+from fairness.django_app.report import (
     DEFAULT_SCORE_COLUMNS,
     fairness_section,
     score_specs,

@@ -1,7 +1,7 @@
 """Admin pages of the automated evaluation: read-only lists of face-evaluation and attack runs."""
 from django.contrib import admin
 
-from .face_eval import METRIC_FIELDS
+from automated.face_eval import METRIC_FIELDS
 from .attack_models import AttackResult, AttackRun
 from .face_models import AutomatedRun, VideoScore
 

@@ -21,12 +21,12 @@ from django.utils import timezone
 
 from evalsite.models import Campaign, GalleryImage, MaskedVideo, Submission, Team, delete_stored
 
-from .anonymizers import BASELINE_METHODS, anonymize_video
-from .detection import make_face_detector
-from .face_eval import METRIC_FIELDS, VideoEvaluation, embed_gallery_image, evaluate_video, summarize
+from automated.anonymizers import BASELINE_METHODS, anonymize_video
+from automated.detection import make_face_detector
+from automated.face_eval import METRIC_FIELDS, VideoEvaluation, embed_gallery_image, evaluate_video, summarize
 from .face_models import AutomatedRun, VideoScore
-from .recognition import MATCH_THRESHOLD, DlibFaceEmbedder
-from .video import VideoInfo
+from automated.recognition import MATCH_THRESHOLD, DlibFaceEmbedder
+from automated.video import VideoInfo
 
 logger = logging.getLogger(__name__)
 

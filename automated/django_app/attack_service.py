@@ -18,13 +18,13 @@ from django.utils import timezone
 
 from evalsite.models import Submission
 
-from .attack.attackers import ATTACKERS, DEFAULT_ATTACKERS, get_attackers
-from .attack.faces import face_attack_data_from_videos
-from .attack.recognizers import FACE_RECOGNIZERS, get_recognizers
-from .attack.selection import SELECTION_STRATEGIES
-from .attack.suite import ALL, TABLE_COLUMNS, attack_predictions, run_attack_suite, worst_case
+from automated.attack.attackers import ATTACKERS, DEFAULT_ATTACKERS, get_attackers
+from automated.attack.faces import face_attack_data_from_videos
+from automated.attack.recognizers import FACE_RECOGNIZERS, get_recognizers
+from automated.attack.selection import SELECTION_STRATEGIES
+from automated.attack.suite import ALL, TABLE_COLUMNS, attack_predictions, run_attack_suite, worst_case
 from .attack_models import AttackResult, AttackRun, AttackVideoResult
-from .detection import DETECTOR_NAMES, make_face_detector
+from automated.detection import DETECTOR_NAMES, make_face_detector
 from .services import local_path
 
 #: Default recognizers of a campaign run: one of each kind (embedding, classic, CNN).

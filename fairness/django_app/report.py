@@ -24,8 +24,8 @@ from django.conf import settings
 from evalsite import reports
 
 from .services import compute_face_quality, quality_samples, video_samples
-from .groups import split_by_group
-from .summary import ScoreSpec, comparable_samples, summarize_table
+from fairness.groups import split_by_group
+from fairness.summary import ScoreSpec, comparable_samples, summarize_table
 
 SOURCE = "seeds/003_f24e77013896bd33.txt, eq. 1-8"
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from evalsite import reports
 
-from .attack.suite import ALL
+from automated.attack.suite import ALL
 from .attack_models import AttackResult, AttackRun, AttackVideoResult
 from .attack_service import attack_summary
 

@@ -7,7 +7,7 @@ import pandas as pd
 
 from evalsite import reports
 
-from .face_eval import METRIC_FIELDS
+from automated.face_eval import METRIC_FIELDS
 from .face_models import AutomatedRun, VideoScore
 from .services import run_summary
 

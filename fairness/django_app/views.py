@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404, render
 from evalsite.models import Campaign, Submission
 
 from . import report
-from .plots import violin_png
+from fairness.plots import violin_png
 
 
 def _submission_or_404(request, submission_id) -> Submission:

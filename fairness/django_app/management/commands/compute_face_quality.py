@@ -2,7 +2,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from evalsite.models import Campaign
-from fairness.services import compute_face_quality
+from fairness.django_app.services import compute_face_quality
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ import math
 from django.core.management.base import BaseCommand, CommandError
 
 from automated.detection import DETECTOR_NAMES
-from automated.services import run_face_evaluation, run_summary
+from automated.django_app.services import run_face_evaluation, run_summary
 from evalsite.models import Submission
 
 

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 from automated.attack.attackers import ATTACKERS
 from automated.attack.recognizers import FACE_RECOGNIZERS
 from automated.attack.selection import SELECTION_STRATEGIES
-from automated.attack_service import DEFAULT_RECOGNIZERS, attack_summary, run_attack
+from automated.django_app.attack_service import DEFAULT_RECOGNIZERS, attack_summary, run_attack
 from evalsite.models import Submission
 
 

@@ -2,7 +2,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from automated.anonymizers import BASELINE_METHODS
-from automated.services import create_baseline_submission
+from automated.django_app.services import create_baseline_submission
 from evalsite.models import Campaign, MaskedVideo
 
 

@@ -2,7 +2,8 @@ from django.apps import AppConfig
 
 
 class AutomatedConfig(AppConfig):
-    name = "automated"
+    name = "automated.django_app"
+    label = "automated"
     verbose_name = "Automated evaluation"
 
     def ready(self):

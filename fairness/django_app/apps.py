@@ -2,7 +2,8 @@ from django.apps import AppConfig
 
 
 class FairnessConfig(AppConfig):
-    name = "fairness"
+    name = "fairness.django_app"
+    label = "fairness"
     verbose_name = "Fairness across demographic groups"
 
     def ready(self):

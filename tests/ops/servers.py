@@ -1,0 +1,232 @@
+"""Real servers for the operations tests: PostgreSQL, Redis, gunicorn and Celery workers.
+
+PostgreSQL and Redis are the machine's own servers on loopback (`.ci/run` installs and
+starts them; see README, "Running a campaign"). gunicorn and Celery are started here as
+child processes of the test, with the environment a real deployment uses
+(``DATABASE_URL``, ``CELERY_BROKER_URL``, ``DEID_VAR_DIR``...). Each helper skips the
+calling test with a printed reason when its server is absent; nothing here is a mock.
+
+Environment:
+
+- ``DEID_TEST_POSTGRES_URL``: an account that may create databases
+  (default ``postgres://deid:deid@127.0.0.1:5432/postgres``).
+- ``DEID_TEST_REDIS_URL``: a Redis server (default ``redis://127.0.0.1:6379``); each
+  use takes a database number of its own and flushes it.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import urlparse, urlunparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+POSTGRES_URL = os.environ.get("DEID_TEST_POSTGRES_URL", "postgres://deid:deid@127.0.0.1:5432/postgres")
+REDIS_URL = os.environ.get("DEID_TEST_REDIS_URL", "redis://127.0.0.1:6379")
+
+
+def _skip(reason: str):
+    print(f"SKIP: {reason}", file=sys.stderr)
+    pytest.skip(reason)
+
+
+def free_port() -> int:
+    """An unused TCP port on loopback."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _with_db(url: str, name: str) -> str:
+    parsed = urlparse(url)
+    return urlunparse(parsed._replace(path="/" + name))
+
+
+def postgres_available() -> str | None:
+    """None when PostgreSQL answers at ``DEID_TEST_POSTGRES_URL``, else the reason."""
+    try:
+        import psycopg
+    except ImportError as exc:  # pragma: no cover - psycopg is a dependency
+        return f"psycopg not installed: {exc}"
+    try:
+        psycopg.connect(POSTGRES_URL, connect_timeout=3).close()
+    except Exception as exc:
+        return f"no PostgreSQL at {POSTGRES_URL} ({exc.__class__.__name__}: {str(exc).strip()[:120]})"
+    return None
+
+
+@contextlib.contextmanager
+def postgres_database(migrate: bool = True):
+    """A fresh, migrated PostgreSQL database for one test; yields its ``DATABASE_URL``.
+
+    Dropped afterwards (connections terminated first). Skips when no server answers.
+    """
+    reason = postgres_available()
+    if reason:
+        _skip(reason)
+    import psycopg
+
+    name = f"deid_test_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = _with_db(POSTGRES_URL, name)
+    try:
+        if migrate:
+            manage("migrate", "--noinput", env={"DATABASE_URL": url}, timeout=600)
+        yield url
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
+            )
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+
+
+def redis_available() -> str | None:
+    """None when Redis answers at ``DEID_TEST_REDIS_URL``, else the reason."""
+    import redis
+
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3).ping()
+    except Exception as exc:
+        return f"no Redis at {REDIS_URL} ({exc.__class__.__name__}: {exc})"
+    return None
+
+
+@contextlib.contextmanager
+def redis_broker():
+    """A flushed Redis database of its own (1-15, by process id); yields its URL."""
+    reason = redis_available()
+    if reason:
+        _skip(reason)
+    import redis
+
+    url = f"{REDIS_URL.rstrip('/')}/{1 + os.getpid() % 15}"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    try:
+        yield url
+    finally:
+        client.flushdb()
+
+
+def base_env(**extra: str) -> dict[str, str]:
+    """The environment of a server child process: this one's, plus ``extra``."""
+    env = dict(os.environ)
+    env.setdefault("DEID_SECRET_KEY", "ops-test-" + uuid.uuid4().hex)
+    env.update({k: str(v) for k, v in extra.items()})
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def manage(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run ``manage.py ARGS`` in a child process with ``env`` added; raise on failure."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), *args],
+        cwd=ROOT, env=base_env(**(env or {})), capture_output=True, text=True, timeout=timeout,
+    )
+    if proc.returncode:
+        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+class Server:
+    """A child server process; ``stop()`` ends its whole process group."""
+
+    def __init__(self, args: list[str], env: dict, log: Path):
+        self.log = log
+        self._log_file = open(log, "wb")
+        self.proc = subprocess.Popen(
+            args, cwd=ROOT, env=env, stdout=self._log_file, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` to the whole process group (a SIGKILL leaves no cleanup)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, sig)
+
+    def stop(self, timeout: float = 20) -> None:
+        if self.proc.poll() is None:
+            self.kill(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill(signal.SIGKILL)
+                self.proc.wait(10)
+        self._log_file.close()
+
+
+def wait_for_port(port: int, server: Server, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.proc.poll() is not None:
+            raise RuntimeError(f"server exited ({server.proc.returncode}):\n{server.output()}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"nothing listened on port {port} within {timeout} s:\n{server.output()}")
+
+
+@contextlib.contextmanager
+def gunicorn(env: dict, tmp_path: Path, workers: int = 4, threads: int = 4):
+    """gunicorn serving ``evalsite.wsgi`` on a free loopback port; yields its base URL.
+
+    ``env`` is added to the child's environment (``DATABASE_URL``, ``DEID_VAR_DIR``...).
+    """
+    port = free_port()
+    args = [
+        sys.executable, "-m", "gunicorn", "evalsite.wsgi:application",
+        "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--threads", str(threads),
+        "--worker-class", "gthread", "--timeout", "120", "--graceful-timeout", "5",
+    ]
+    server = Server(args, base_env(**env), tmp_path / f"gunicorn-{port}.log")
+    try:
+        wait_for_port(port, server)
+        yield f"http://127.0.0.1:{port}", server
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def celery_worker(env: dict, tmp_path: Path, name: str = "w1", concurrency: int = 1, queues: str | None = None):
+    """A real Celery worker process (``celery -A evalsite worker``); yields the ``Server``.
+
+    ``env`` must carry ``CELERY_BROKER_URL`` and ``DATABASE_URL``. Returns once the
+    worker reports ready on the broker (``celery inspect ping``).
+    """
+    args = [
+        sys.executable, "-m", "celery", "-A", "evalsite", "worker", "--loglevel", "INFO",
+        "--hostname", f"{name}@%h", "--concurrency", str(concurrency), "--pool", "prefork",
+        "--without-gossip", "--without-mingle",
+    ]
+    if queues:
+        args += ["--queues", queues]
+    full_env = base_env(**env)
+    server = Server(args, full_env, tmp_path / f"celery-{name}.log")
+    try:
+        deadline = time.monotonic() + 90
+        while "ready." not in server.output():
+            if server.proc.poll() is not None:
+                raise RuntimeError(f"celery worker exited:\n{server.output()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"celery worker not ready in 90 s:\n{server.output()}")
+            time.sleep(0.3)
+        yield server
+    finally:
+        server.stop()
