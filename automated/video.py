@@ -4,12 +4,16 @@ Frames are yielded one at a time as ``(frame_index, frame_rgb)`` where ``frame_r
 a ``uint8`` array of shape ``(height, width, 3)`` in RGB order; skipped frames are
 ``grab()``-bed, not decoded. The reader is released in ``finally`` even when the
 consumer stops early (STYLE.md, point 6).
+
+Probes and transcodes have timeouts (:func:`probe_timeout_s`, :func:`transcode_timeout_s`):
+a damaged or hostile file raises :class:`VideoTimeout` instead of decoding for hours.
 """
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +24,36 @@ import numpy as np
 
 class VideoError(ValueError):
     """A file is not a readable video (missing, not a container, no decodable frame)."""
+
+
+class VideoTimeout(VideoError):
+    """Probing or transcoding a video took longer than its timeout.
+
+    ``stage`` is ``"probe"`` (opening, counting or decoding frames) or ``"transcode"``
+    (writing a browser copy); ``timeout_s`` is the limit in seconds.
+    """
+
+    def __init__(self, message: str, *, stage: str, timeout_s: float):
+        super().__init__(message)
+        self.stage, self.timeout_s = stage, timeout_s
+
+
+# A damaged or hostile file can make ffmpeg (or OpenCV's ffmpeg backend) decode for hours;
+# every call gets a limit. Django passes its settings; library users may set the variables.
+PROBE_TIMEOUT_ENV, DEFAULT_PROBE_TIMEOUT_S = "DEID_FFMPEG_TIMEOUT_S", 300.0
+TRANSCODE_TIMEOUT_ENV, DEFAULT_TRANSCODE_TIMEOUT_S = "DEID_TRANSCODE_TIMEOUT_S", 1800.0
+
+
+def probe_timeout_s(timeout_s: float | None = None) -> float:
+    """``timeout_s``, else ``$DEID_FFMPEG_TIMEOUT_S``, else 300: seconds one probe may take."""
+    return float(timeout_s if timeout_s is not None else os.environ.get(PROBE_TIMEOUT_ENV, DEFAULT_PROBE_TIMEOUT_S))
+
+
+def transcode_timeout_s(timeout_s: float | None = None) -> float:
+    """``timeout_s``, else ``$DEID_TRANSCODE_TIMEOUT_S``, else 1800: seconds one transcode may take."""
+    return float(
+        timeout_s if timeout_s is not None else os.environ.get(TRANSCODE_TIMEOUT_ENV, DEFAULT_TRANSCODE_TIMEOUT_S)
+    )
 
 
 @dataclass(frozen=True)
@@ -47,11 +81,19 @@ class VideoInfo:
     duration_s: float
 
     @classmethod
-    def from_video_path(cls, path: str | os.PathLike) -> VideoInfo:
+    def from_video_path(cls, path: str | os.PathLike, *, timeout_s: float | None = None) -> VideoInfo:
         """Open ``path``, count its decodable frames and read fps and size.
+
+        Parameters
+        ----------
+        path : path-like
+        timeout_s : float, optional
+            Seconds the probe may take (default :func:`probe_timeout_s`).
 
         Raises
         ------
+        VideoTimeout
+            If opening or counting takes longer than ``timeout_s`` (stage ``"probe"``).
         VideoError
             If the file does not exist, is not a container OpenCV can open, or has no
             decodable frame.
@@ -59,7 +101,9 @@ class VideoInfo:
         path = Path(path)
         if not path.is_file():
             raise VideoError(f"video file not found: {path}")
-        capture = cv2.VideoCapture(str(path))
+        limit = probe_timeout_s(timeout_s)
+        deadline = time.monotonic() + limit
+        capture = _open_capture(path, limit)
         try:
             if not capture.isOpened():
                 raise VideoError(f"{path.name}: not a readable video container")
@@ -67,8 +111,15 @@ class VideoInfo:
             width = int(capture.get(cv2.CAP_PROP_FRAME_WIDTH))
             height = int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT))
             frame_count = 0
-            while capture.grab():
+            while capture.grab() and time.monotonic() <= deadline:
                 frame_count += 1
+            # Past the deadline (or OpenCV's read timeout ended grab() early): the count is
+            # partial, never a silently short video.
+            if time.monotonic() > deadline:
+                raise VideoTimeout(
+                    f"{path.name}: probing took longer than {limit:g} s ({frame_count} frames counted)",
+                    stage="probe", timeout_s=limit,
+                )
         finally:
             capture.release()
         if frame_count == 0 or width == 0 or height == 0:
@@ -76,6 +127,14 @@ class VideoInfo:
         if fps <= 0:
             raise VideoError(f"{path.name}: frame rate missing from the container")
         return cls(path, frame_count, fps, (width, height), frame_count / fps)
+
+
+def _open_capture(path: Path, timeout_s: float) -> cv2.VideoCapture:
+    """``cv2.VideoCapture`` whose ffmpeg backend gives up opening/reading after ``timeout_s``."""
+    ms = max(1, int(timeout_s * 1000))
+    return cv2.VideoCapture(
+        str(path), cv2.CAP_ANY, [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, ms, cv2.CAP_PROP_READ_TIMEOUT_MSEC, ms]
+    )
 
 
 def iter_frames(
@@ -207,14 +266,24 @@ class VideoWriter:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         assert self._process is not None
-        self._process.stdin.close()
-        stderr = self._process.stderr.read().decode(errors="replace")
-        code = self._process.wait()
+        try:  # communicate() closes stdin (end of the frames), then waits
+            _, stderr_bytes = self._process.communicate(timeout=transcode_timeout_s())
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.communicate()
+            if exc_type is None:
+                raise VideoTimeout(
+                    f"ffmpeg took longer than {transcode_timeout_s():g} s finishing {self.path.name}",
+                    stage="transcode", timeout_s=transcode_timeout_s(),
+                ) from None
+            return
+        stderr = stderr_bytes.decode(errors="replace")
+        code = self._process.returncode
         if code != 0 and exc_type is None:
             raise RuntimeError(f"ffmpeg failed writing {self.path.name}: {stderr.strip()}")
 
 
-def transcode_for_web(input_path, output_path) -> Path:
+def transcode_for_web(input_path, output_path, *, timeout_s: float | None = None) -> Path:
     """Transcode any video ffmpeg reads to a silent H.264 MP4 that browsers play.
 
     Metadata (title, comments, original names) is stripped so that no hint of the
@@ -223,8 +292,13 @@ def transcode_for_web(input_path, output_path) -> Path:
     give away the acted emotion of clear videos that masked videos (written without
     audio) cannot, biasing clear-minus-masked scores.
 
+    ``timeout_s`` (default :func:`transcode_timeout_s`) bounds the ffmpeg call.
+
     Raises
     ------
+    VideoTimeout
+        If ffmpeg runs longer than ``timeout_s`` (stage ``"transcode"``; it is killed and
+        the partial output removed).
     VideoError
         If ffmpeg cannot read or convert the input (its message is included).
     """
@@ -236,7 +310,14 @@ def transcode_for_web(input_path, output_path) -> Path:
         "-c:v", "libx264", "-preset", "medium", "-crf", "23", "-pix_fmt", "yuv420p",
         "-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2", "-movflags", "+faststart", str(output_path),
     ]
-    result = subprocess.run(command, capture_output=True, text=True)
+    limit = transcode_timeout_s(timeout_s)
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=limit)
+    except subprocess.TimeoutExpired:
+        output_path.unlink(missing_ok=True)
+        raise VideoTimeout(
+            f"transcoding {Path(input_path).name} took longer than {limit:g} s", stage="transcode", timeout_s=limit
+        ) from None
     if result.returncode != 0:
         raise VideoError(f"cannot transcode {Path(input_path).name}: {result.stderr.strip()[-500:]}")
     return output_path
