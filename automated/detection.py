@@ -241,6 +241,13 @@ class MediaPipeFaceDetector(_Detector):
             self._model.close()
             self._model = None
 
+    def cache_key(self) -> str:
+        """Model, version and every parameter that changes the boxes (for cache keys)."""
+        import mediapipe
+
+        return (f"mediapipe-{mediapipe.__version__}-blazeface-model{self.model_selection}"
+                f"-conf{self.min_confidence!r}")
+
 
 class DlibHogFaceDetector(_Detector):
     """dlib's HOG frontal face detector (``dlib.get_frontal_face_detector()``).
@@ -272,6 +279,26 @@ class DlibHogFaceDetector(_Detector):
 
     def close(self) -> None:
         """Nothing to release (kept for a uniform interface)."""
+
+    def cache_key(self) -> str:
+        """Model, version and every parameter that changes the boxes (for cache keys)."""
+        import dlib
+
+        return f"dlib-{dlib.__version__}-hog-upsample{self.upsample}"
+
+
+def detector_key(detector) -> str:
+    """Text naming a detector, its library version and every parameter that changes its boxes.
+
+    Cache keys include it, so a cache entry is never reused with another detector or other
+    settings. A detector of another library without ``cache_key()`` is named by its class
+    and its public scalar attributes.
+    """
+    if hasattr(detector, "cache_key"):
+        return detector.cache_key()
+    settings = sorted((k, v) for k, v in vars(detector).items()
+                      if not k.startswith("_") and isinstance(v, (int, float, str, bool)))
+    return f"{type(detector).__module__}.{type(detector).__qualname__}{settings}"
 
 
 def make_face_detector(name: str):

@@ -42,7 +42,7 @@ from typing import Literal
 
 import numpy as np
 
-from .detection import FaceDetections, box_iou, largest_face, make_face_detector
+from .detection import FaceDetections, box_iou, detector_key, largest_face, make_face_detector
 from .face_crop import NoFaceFoundError
 from .detection_metrics import detection_failure_rate, iou_summary, masked_frame_iou
 from .image_metrics import psnr, ssim, summarize_psnr
@@ -163,12 +163,12 @@ def _probe_box(clear_box: np.ndarray, masked: FaceDetections) -> np.ndarray:
     return best
 
 
-def _clear_cache_key(clear_path, stride: int, detector) -> tuple:
+def _clear_cache_key(clear_path, stride: int, detector, embedder) -> tuple:
+    """File identity (path, size, mtime), stride, detector and embedder settings."""
     path = Path(clear_path).resolve()
     stat = path.stat()
-    settings = (type(detector).__name__, *(getattr(detector, name, None)
-                                           for name in ("min_confidence", "model_selection", "upsample")))
-    return (str(path), stat.st_size, stat.st_mtime_ns, stride, settings)
+    embedder_key = embedder.cache_key() if hasattr(embedder, "cache_key") else type(embedder).__qualname__
+    return (str(path), stat.st_size, stat.st_mtime_ns, stride, detector_key(detector), embedder_key)
 
 
 def check_video_pair(clear_path, masked_path) -> VideoInfo:
@@ -292,7 +292,7 @@ def evaluate_video(
     watch = _Stopwatch(timings)
     clear_frames: dict = {}
     if clear_cache is not None:
-        clear_frames = clear_cache.setdefault(_clear_cache_key(clear_path, stride, face_detector), {})
+        clear_frames = clear_cache.setdefault(_clear_cache_key(clear_path, stride, face_detector, embedder), {})
 
     frame_ious, clear_found, masked_found = [], [], []
     masked_distances, masked_ranks, clear_distances, clear_ranks = [], [], [], []

@@ -66,6 +66,12 @@ class DlibFaceEmbedder:
 
     dim = EMBEDDING_DIM
 
+    def cache_key(self) -> str:
+        """Model, version and alignment that determine the embeddings (for cache keys)."""
+        import dlib
+
+        return f"dlib-{dlib.__version__}-resnet_v1-128d-5point"
+
     def embed(self, image_rgb: np.ndarray, boxes_xyxy: np.ndarray) -> np.ndarray:
         """Embed the faces at ``boxes_xyxy`` in one image.
 

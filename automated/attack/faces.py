@@ -21,6 +21,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from ..cache_files import save_npz, settings_token
 from ..face_crop import crop_internal_face
 from ..video import iter_frames
 from .data import AttackData
@@ -28,7 +29,7 @@ from .recognizers import DlibEmbedding
 
 IMAGE_SUFFIXES = (".pgm", ".png", ".jpg", ".jpeg", ".bmp")
 #: Bump when the crop procedure changes, so stale cache files are not reused.
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 def load_image_folder(root) -> tuple[list[np.ndarray], np.ndarray]:
@@ -176,9 +177,6 @@ def file_sha256(path) -> str:
     return digest.hexdigest()
 
 
-def _detector_name(detector) -> str:
-    return type(detector).__name__
-
 
 def _clear_crops(clear_path, *, stride, detector, size_px):
     from ..detection import largest_face
@@ -224,8 +222,10 @@ def video_face_crops(clear_path, masked_path, *, stride: int = 5, detector=None,
         Default ``MediaPipeFaceDetector()``.
     cache_dir : path-like, optional
         Folder for ``.npz`` crop caches keyed by file content (SHA-256), stride, detector
-        and crop size; the clear video's detections and crops are shared by all masked
-        versions of it. None: no caching.
+        (library version and parameters, ``detection.detector_key``) and crop size; the
+        clear video's detections and crops are shared by all masked versions of it. Files
+        are written atomically (``cache_files.save_npz``), so workers sharing the folder
+        never read half a file. None: no caching.
     size_px : int, default=160
         Side of the square crops (``face_crop.crop_internal_face``).
 
@@ -239,7 +239,7 @@ def video_face_crops(clear_path, masked_path, *, stride: int = 5, detector=None,
     ValueError
         If ``stride`` < 1 or either video cannot be read (``video.VideoError``).
     """
-    from ..detection import MediaPipeFaceDetector
+    from ..detection import MediaPipeFaceDetector, detector_key
     from ..video import VideoInfo
 
     if stride < 1:
@@ -247,7 +247,8 @@ def video_face_crops(clear_path, masked_path, *, stride: int = 5, detector=None,
     own = detector is None
     detector = MediaPipeFaceDetector() if own else detector
     try:
-        clear_key = f"v{CACHE_VERSION}_{file_sha256(clear_path)[:24]}_s{stride}_{_detector_name(detector)}_{size_px}"
+        settings = settings_token(CACHE_VERSION, stride, detector_key(detector), size_px)
+        clear_key = f"v{CACHE_VERSION}_{file_sha256(clear_path)[:24]}_{settings}"
         masked_key = f"{clear_key}_m{file_sha256(masked_path)[:24]}"
         cache = Path(cache_dir) if cache_dir is not None else None
         clear_file = cache / f"clear_{clear_key}.npz" if cache else None
@@ -261,9 +262,8 @@ def video_face_crops(clear_path, masked_path, *, stride: int = 5, detector=None,
             indices, boxes, clear = _clear_crops(clear_path, stride=stride, detector=detector, size_px=size_px)
             clear_wh = VideoInfo.from_video_path(clear_path).resolution_wh
             if clear_file is not None:
-                clear_file.parent.mkdir(parents=True, exist_ok=True)
-                np.savez_compressed(clear_file, frame_indices=indices, boxes_xyxy=boxes, crops=clear,
-                                    clear_wh=np.asarray(clear_wh))
+                save_npz(clear_file, frame_indices=indices, boxes_xyxy=boxes, crops=clear,
+                         clear_wh=np.asarray(clear_wh))
     finally:
         if own:
             detector.close()
@@ -274,8 +274,7 @@ def video_face_crops(clear_path, masked_path, *, stride: int = 5, detector=None,
     else:
         masked, found = _masked_crops(masked_path, indices, boxes, clear_wh, stride=stride, size_px=size_px)
         if masked_file is not None:
-            masked_file.parent.mkdir(parents=True, exist_ok=True)
-            np.savez_compressed(masked_file, crops=masked, found=found)
+            save_npz(masked_file, crops=masked, found=found)
     return VideoCrops(indices[found], boxes[found], clear[found], masked[found], hit_clear and hit_masked)
 
 

@@ -31,6 +31,8 @@ from sklearn.preprocessing import LabelEncoder, StandardScaler
 from sklearn.svm import SVC
 from sklearn.utils.validation import check_is_fitted
 
+from ..cache_files import save_npy, settings_token
+
 
 def check_images(images) -> np.ndarray:
     """Validate a batch of crops: uint8 (n, H, W) or (n, H, W, 3).
@@ -97,8 +99,14 @@ class EmbeddingCache:
         self.hits = 0
         self.misses = 0
 
-    def get_or_compute(self, image: np.ndarray, compute) -> np.ndarray:
-        key = content_key(image)
+    def get_or_compute(self, image: np.ndarray, compute, *, model: str = "") -> np.ndarray:
+        """The embedding of ``image`` by ``compute`` (called on a miss), cached.
+
+        ``model`` names the embedder and its version (e.g. ``DlibFaceEmbedder.cache_key()``):
+        it is part of the key, so another embedder never reuses these entries. Disk entries
+        are written atomically (``cache_files.save_npy``).
+        """
+        key = content_key(image) if not model else f"{settings_token(model)}_{content_key(image)}"
         if key in self._memory:
             self.hits += 1
             return self._memory[key]
@@ -110,8 +118,7 @@ class EmbeddingCache:
             value = np.asarray(compute(image), dtype=np.float32)
             self.misses += 1
             if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                np.save(path, value)
+                save_npy(path, value)
         self._memory[key] = value
         return value
 
@@ -149,7 +156,8 @@ class DlibEmbedding(BaseEstimator, TransformerMixin):
         embedder = DlibFaceEmbedder()
         cache = self.cache if self.cache is not None else EMBEDDING_CACHE
         rgb = to_rgb(X)
-        return np.stack([cache.get_or_compute(face, embedder.embed_crop) for face in rgb])
+        model = embedder.cache_key()
+        return np.stack([cache.get_or_compute(face, embedder.embed_crop, model=model) for face in rgb])
 
 
 class LBPHClassifier(ClassifierMixin, BaseEstimator):

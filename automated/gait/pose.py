@@ -30,6 +30,7 @@ from pathlib import Path
 import mediapipe as mp
 import numpy as np
 
+from ..cache_files import save_npz
 from ..video import VideoError, VideoInfo, iter_frames
 from .layouts import MEDIAPIPE_POSE
 from .sequences import PAPER_N_FRAMES, resample
@@ -249,15 +250,12 @@ def extract_pose_sequence(
                 fps=float(stored["fps"]),
             )
     poses = detect_poses(path, stride=stride, min_detection_confidence=min_detection_confidence)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    partial = entry.with_suffix(f".{os.getpid()}.tmp.npz")
-    np.savez(
-        partial,
+    save_npz(  # atomic: a concurrent reader never sees half a file
+        entry, compressed=False,
         frame_indices=poses.frame_indices, landmarks_xyz=poses.landmarks_xyz, world_xyz=poses.world_xyz,
         visibility=poses.visibility, detected=poses.detected,
         resolution_wh=np.array(poses.resolution_wh), fps=np.array(poses.fps),
     )
-    os.replace(partial, entry)  # atomic: a concurrent reader never sees half a file
     return poses
 
 
