@@ -8,12 +8,30 @@ completed responses + live (unexpired) claims < target, so concurrent raters nev
 overshoot; a claim not answered within ``TRIALS_CLAIM_TIMEOUT_S`` stops counting and the
 item goes to someone else.
 
-Concurrency: every write path runs in one transaction. On SQLite the project's settings
-open transactions with ``BEGIN IMMEDIATE`` (one writer at a time, 30 s busy timeout), so
-the count-then-claim step is serialised; on PostgreSQL the session row and the chosen
-item row are locked with ``SELECT ... FOR UPDATE`` and the live count is re-read under
-the lock. Unique constraints (one active trial per session position, one response per
-trial) make a resent request store nothing twice.
+Concurrency. Every write path runs in one transaction and takes row locks in one order:
+
+    session  ->  item  ->  trial     (then new Response/TrialFace rows and the Rater flag)
+
+- :func:`current_trial` locks the rater's session, then (to refresh a lapsed claim) the
+  trial's item, then writes the trial; :func:`record_response` locks the session, the
+  trial's item, then the trial.
+- A transaction waits for at most one item lock. Picking an item for a new trial tries
+  candidates with ``SELECT ... FOR UPDATE SKIP LOCKED`` (PostgreSQL), each in a savepoint
+  that is rolled back (releasing its lock) when the item turned out full, so only the item
+  finally picked stays locked; it waits for a busy item only when every candidate was
+  busy. Releasing a lapsed claim commits before the next pick, so no transaction holds
+  two item locks. With one order and one waited-for item lock per transaction, no two
+  transactions can wait for each other: no deadlock.
+- Locking queries never lock joined rows (``of=("self",)``): locking the campaign or
+  source video with a trial would serialise every rater on one row.
+- The live count of an item is re-read under its lock (every claim, refresh, release and
+  answer of an item happens under that lock), so the count-then-claim step is exact.
+- On SQLite, ``SELECT ... FOR UPDATE`` does not exist; the project's settings open
+  transactions with ``BEGIN IMMEDIATE`` (one writer at a time, 30 s busy timeout), which
+  serialises the same steps.
+
+Unique constraints (one active trial per session position, one response per trial) make
+a resent request store nothing twice.
 """
 from __future__ import annotations
 
@@ -21,7 +39,7 @@ import random
 from collections.abc import Mapping
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from evalsite.models import Campaign, GalleryImage, SourceVideo
@@ -153,24 +171,55 @@ def current_trial(session: RatingSession, *, now=None) -> Trial | None:
     still has room, otherwise released and replaced. Returns None (and completes the
     session) when the plan is done or no item with room is left for this rater.
     """
-    with transaction.atomic():
-        session = RatingSession.objects.select_for_update().get(pk=session.pk)
-        now = _after_lock(now)
-        if session.state != SessionState.RUNNING:
-            return None
-        while session.position < len(session.plan):
-            trial = session.trials.active().filter(position=session.position).first()
-            if trial is not None and not trial.completed:
-                if _keep_claim(trial, now):
-                    return trial
-                trial = None
-            if trial is None:
-                trial = _new_trial(session, now)
-                if trial is not None:
-                    return trial
-            session.position += 1  # completed trial, or nothing left to assign here
-        _complete(session, now)
+    for _ in range(2):  # a released claim is committed before the next pick (one item lock)
+        with transaction.atomic():
+            locked = _lock_session(session.pk)
+            if locked.state != SessionState.RUNNING:
+                return None
+            trial = _current_step(locked, _after_lock(now))
+        if trial is not _RELEASED:
+            return trial
+    raise AssertionError("a released claim leaves no active trial at the position")  # pragma: no cover
+
+
+#: :func:`_current_step` released a lapsed claim; the caller commits and picks anew.
+_RELEASED = object()
+
+
+def _current_step(session: RatingSession, now):
+    start = session.position
+    while session.position < len(session.plan):
+        trial = session.trials.active().filter(position=session.position).first()
+        if trial is not None and not trial.completed:
+            if not _keep_claim(trial, _lock_item(trial.item_id), now):
+                trial = _RELEASED
+        elif trial is None:
+            trial = _new_trial(session, now)
+        else:
+            trial = None  # answered: move on
+        if trial is not None:
+            if session.position != start:
+                session.save(update_fields=["position"])
+            return trial
+        session.position += 1  # completed trial, or nothing left to assign here
+    _complete(session, now)
+    return None
+
+
+def _lock_session(pk: int) -> RatingSession:
+    """First lock of every write path (see the module docstring for the order)."""
+    return RatingSession.objects.select_for_update(of=("self",)).select_related("campaign").get(pk=pk)
+
+
+def _lock_item(pk: int | None, *, skip_locked: bool = False) -> Item | None:
+    """Second lock: the item (None for no item, or with ``skip_locked`` for a busy one)."""
+    if pk is None:
         return None
+    skip_locked = skip_locked and connection.features.has_select_for_update_skip_locked
+    return (
+        Item.objects.select_for_update(skip_locked=skip_locked, of=("self",))
+        .select_related("source_video").filter(pk=pk).first()
+    )
 
 
 def _after_lock(now=None):
@@ -184,11 +233,14 @@ def _after_lock(now=None):
     return current if now is None else max(now, current)
 
 
-def _keep_claim(trial: Trial, now) -> bool:
-    """Refresh a lapsed claim if the item has room; else release the trial."""
-    if trial.item_id is None:
+def _keep_claim(trial: Trial, item: Item | None, now) -> bool:
+    """Refresh a lapsed claim if the item has room; else release the trial.
+
+    ``item`` is the trial's item, already locked by the caller (None for practice and
+    catch trials, which claim nothing).
+    """
+    if item is None:
         return True
-    item = Item.objects.select_for_update().get(pk=trial.item_id)
     now = _after_lock(now)
     if not trial.claim_expired(now):
         return True
@@ -220,24 +272,62 @@ def _new_trial(session: RatingSession, now) -> Trial | None:
     return _catch_trial(session, rng)
 
 
+#: Candidate items read per pick, and rounds of (read candidates, try them) per pick.
+PICK_CANDIDATES = 20
+PICK_ROUNDS = 3
+
+
+class _NoRoom(Exception):
+    """The item locked for a pick was full: roll its savepoint back (releasing the lock)."""
+
+
 def _item_trial(session, seen, rng, now) -> Trial | None:
-    campaign = session.campaign
-    for _ in range(5):
-        candidates = list(
-            Item.objects.least_completed_first(campaign, exclude_video_ids=seen, now=now)
-            .values("id", "n_completed")[:50]
+    """Claim the least-completed item with room that this rater has not seen, or None.
+
+    Candidates are read without locks, fewest completed responses first (random among
+    ties), then tried one by one under a lock that skips items another rater is claiming
+    or answering right now; only when every candidate is busy does it wait, for one.
+    """
+    for _ in range(PICK_ROUNDS):
+        rows = list(
+            Item.objects.least_completed_first(session.campaign, exclude_video_ids=seen, now=now)
+            .values_list("id", "n_completed")[:PICK_CANDIDATES]
         )
-        if not candidates:
+        if not rows:
             return None
-        fewest = candidates[0]["n_completed"]
-        pick = rng.choice([c["id"] for c in candidates if c["n_completed"] == fewest])
-        item = Item.objects.select_for_update().select_related("source_video").get(pk=pick)
-        now = _after_lock(now)
-        if Trial.objects.filter(item=item).live(now).count() < item.target_count:
-            return _build_trial(
-                session, TrialKind.ITEM, item.task, item.source_video, rng, item=item, now=now
-            )
+        order = sorted(rows, key=lambda row: (row[1], rng.random()))
+        busy = []
+        for pk, _ in order:
+            trial = _claim_item(session, pk, rng, now, wait=False)
+            if trial is not None and trial is not _BUSY:
+                return trial
+            if trial is _BUSY:
+                busy.append(pk)
+        if busy:
+            trial = _claim_item(session, busy[0], rng, now, wait=True)
+            if trial is not None:
+                return trial
     return None
+
+
+#: :func:`_claim_item` found the item locked by another transaction (skipped).
+_BUSY = object()
+
+
+def _claim_item(session, pk, rng, now, *, wait: bool):
+    """A trial of item ``pk`` if it still has room; None if full or gone; ``_BUSY`` if locked."""
+    try:
+        with transaction.atomic():  # savepoint: rolled back (lock released) when full
+            item = _lock_item(pk, skip_locked=not wait)
+            if item is None:
+                gone = wait or not Item.objects.filter(pk=pk).exists()
+                return None if gone else _BUSY
+            now = _after_lock(now)
+            if Trial.objects.filter(item=item).live(now).count() >= item.target_count:
+                raise _NoRoom
+            return _build_trial(session, TrialKind.ITEM, item.task, item.source_video, rng, item=item, now=now)
+    except _NoRoom:
+        return None
 
 
 def _practice_trial(session, seen, rng, n_before) -> Trial:
@@ -351,13 +441,15 @@ def record_response(trial: Trial, answer: Mapping, *, now=None) -> tuple[Respons
         If ``choice`` is not a valid choice for this trial.
     """
     with transaction.atomic():
-        trial = Trial.objects.select_for_update().select_related("session__campaign", "session__rater").get(
-            pk=trial.pk
-        )
+        # The lock order of every path: session, item, trial (module docstring).
+        session = _lock_session(trial.session_id)
+        item = _lock_item(trial.item_id)
+        trial = Trial.objects.select_for_update().get(pk=trial.pk)
+        trial.session = session  # the locked row (with its campaign), used to advance
         existing = Response.objects.filter(trial=trial).first()
         if existing is not None:
             return existing, False
-        expired = trial.released or not _keep_claim(trial, now)
+        expired = trial.released or not _keep_claim(trial, item, now)
         if not expired:
             return _store_response(trial, answer), True
     # Raised after the commit, so the release of the lapsed claim is kept.
@@ -385,7 +477,7 @@ def _store_response(trial: Trial, answer: Mapping) -> Response:
         # The first failure flags and excludes; the organizer may include the rater again,
         # and a later failure does not overrule that decision.
         Rater.objects.filter(pk=trial.session.rater_id, flagged=False).update(flagged=True, excluded=True)
-    session = RatingSession.objects.select_for_update().get(pk=trial.session_id)
+    session = trial.session  # locked by the caller
     if session.position == trial.position:
         session.position += 1
         session.save(update_fields=["position"])

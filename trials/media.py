@@ -8,12 +8,21 @@
   collars and the studio background in the corners), and written as fresh PNGs, so no
   EXIF or text chunk of the upload survives.
 - Videos are transcoded once to H.264 MP4 with ``automated.video.transcode_for_web``
-  (metadata stripped) and cached in the catalogue's ``web_file``.
+  (metadata stripped) and cached in the catalogue's ``web_file``, by
+  :func:`trials.tasks.prepare_campaign_media` when rating opens, never inside a rater's
+  request: a video not prepared yet is answered 503 with ``Retry-After``
+  (:func:`not_prepared_response`).
+- Preparation is idempotent under concurrency: files are written to a temporary name
+  and renamed into place (a reader never sees half a file), rows are claimed by the
+  unique constraint (crops) or compare-and-set (web copies), and the loser of a race
+  deletes its own file and uses the winner's.
 - :func:`ranged_file_response` answers HTTP Range requests (RFC 9110, section 14) so the
   video can seek and replay in every browser.
 """
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import re
 import tempfile
@@ -22,8 +31,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 from django.conf import settings
-from django.core.files import File
-from django.core.files.base import ContentFile
+from django.db import IntegrityError, transaction
 from django.http import HttpResponse, StreamingHttpResponse
 
 from automated.face_crop import NoFaceFoundError, crop_internal_face, detect_and_crop_face
@@ -31,6 +39,10 @@ from automated.video import transcode_for_web
 
 from .models import GalleryCrop
 
+logger = logging.getLogger("deid.trials")
+
+#: Seconds a rater's browser is asked to wait for media still being prepared.
+RETRY_AFTER_S = 5
 
 #: Grey level (0-255) painted outside the face oval.
 OVAL_GREY = 128
@@ -114,35 +126,137 @@ def face_crop_png(image_rgb: np.ndarray, *, size_px: int) -> bytes:
     return encoded.tobytes()
 
 
+def store_atomically(field_file, filename: str, produce) -> str:
+    """Write a new file for ``field_file`` under a temporary name, then rename it into place.
+
+    Parameters
+    ----------
+    field_file : FieldFile
+        Gives the storage (a file system storage) and ``upload_to`` of the new name.
+    filename : str
+        Suggested name (only its suffix survives the project's opaque ``upload_to``).
+    produce : callable(Path) -> object
+        Writes the complete file at the given temporary path (same folder, same suffix).
+
+    Returns
+    -------
+    str
+        The storage name of the new file; the row is not changed.
+
+    Raises
+    ------
+    Exception
+        Whatever ``produce`` raises; the temporary file is removed and nothing is stored.
+    """
+    storage = field_file.storage
+    name = storage.get_available_name(field_file.field.generate_filename(field_file.instance, filename))
+    final = Path(storage.path(name))
+    final.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=final.parent, prefix=".partial-", suffix=final.suffix)
+    os.close(handle)
+    try:
+        produce(Path(temporary))
+        os.chmod(temporary, storage.file_permissions_mode or 0o644)
+        os.replace(temporary, final)  # atomic on one file system
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+    return name
+
+
 def ensure_gallery_crop(gallery_image) -> GalleryCrop:
-    """Create (once) the rater-facing crop of a gallery image.
+    """The rater-facing crop of a gallery image, created once even under concurrent requests.
 
     A crop of another size or an older :attr:`GalleryCrop.version` is replaced (row and
-    file), so a changed crop style reaches raters without manual clean-up.
+    file), so a changed crop style reaches raters without manual clean-up. When several
+    requests create the same crop at once, the first row stored wins (one crop per
+    gallery image is a unique constraint) and the others delete their files and return it.
+
+    Raises
+    ------
+    ValueError
+        If the gallery image cannot be decoded.
     """
     size_px = crop_size_px()
     version = GalleryCrop.CURRENT_VERSION
     existing = GalleryCrop.objects.filter(gallery_image=gallery_image).first()
     if existing is not None and (existing.size_px, existing.version) == (size_px, version):
         return existing
-    if existing is not None:
-        existing.file.delete(save=False)
-        existing.delete()
     png = face_crop_png(read_image_rgb(gallery_image.image.path), size_px=size_px)
     crop = GalleryCrop(gallery_image=gallery_image, size_px=size_px, version=version)
-    crop.file.save("crop.png", ContentFile(png), save=True)
+    crop.file.name = store_atomically(crop.file, "crop.png", lambda path: path.write_bytes(png))
+    replaced = 0
+    try:
+        with transaction.atomic():
+            if existing is not None:
+                replaced, _ = GalleryCrop.objects.filter(
+                    pk=existing.pk, size_px=existing.size_px, version=existing.version
+                ).delete()
+            crop.save()
+    except IntegrityError:  # a concurrent request stored its crop first: use that one
+        crop.file.storage.delete(crop.file.name)
+        return GalleryCrop.objects.get(gallery_image=gallery_image)
+    if replaced:
+        existing.file.storage.delete(existing.file.name)
     return crop
 
 
-def ensure_web_file(video) -> None:
-    """Transcode a SourceVideo or MaskedVideo to H.264 MP4 once (``video.web_file``)."""
-    if video.web_file and video.web_file.storage.exists(video.web_file.name):
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        out = transcode_for_web(video.file.path, Path(tmp) / "web.mp4")
-        with open(out, "rb") as handle:
-            video.web_file.save("web.mp4", File(handle), save=False)
-    type(video).objects.filter(pk=video.pk).update(web_file=video.web_file.name)
+def web_file_ready(video) -> bool:
+    """Whether the SourceVideo or MaskedVideo has its browser copy in storage."""
+    return bool(video.web_file) and video.web_file.storage.exists(video.web_file.name)
+
+
+def ensure_web_file(video) -> bool:
+    """Transcode a SourceVideo or MaskedVideo to H.264 MP4 once (``video.web_file``).
+
+    Safe to run twice at once (a redelivered task): the first copy stored is kept and the
+    other is deleted. Never called from a rater's request (transcoding takes seconds).
+
+    Returns
+    -------
+    bool
+        True if this call stored the copy, False if one was there already.
+
+    Raises
+    ------
+    automated.video.VideoError
+        If ffmpeg cannot transcode the file (nothing is stored then).
+    """
+    if web_file_ready(video):
+        return False
+    old_name = video.web_file.name or ""
+    name = store_atomically(video.web_file, "web.mp4", lambda path: transcode_for_web(video.file.path, path))
+    if not type(video).objects.filter(pk=video.pk, web_file=old_name).update(web_file=name):
+        video.web_file.storage.delete(name)  # prepared concurrently: keep the other copy
+        video.refresh_from_db(fields=["web_file"])
+        return False
+    video.web_file.name = name
+    return True
+
+
+def not_prepared_response() -> HttpResponse:
+    """503 with ``Retry-After``: the medium is being prepared (RFC 9110, section 10.2.3)."""
+    response = HttpResponse(
+        "This video is still being prepared for raters. Please try again in a few seconds.\n",
+        status=503, content_type="text/plain; charset=utf-8",
+    )
+    response["Retry-After"] = str(RETRY_AFTER_S)
+    return _private(response)
+
+
+def prepared_file_response(request, field_file, content_type: str) -> HttpResponse:
+    """Serve a prepared file with Range support, or :func:`not_prepared_response` if absent.
+
+    A file can be missing while being replaced (a new crop style, a replaced video):
+    the browser is asked to retry rather than shown a server error.
+    """
+    if not field_file:
+        return not_prepared_response()
+    try:
+        return ranged_file_response(request, field_file.path, content_type)
+    except FileNotFoundError:
+        logger.warning("prepared media missing from storage: %s", field_file.name)
+        return not_prepared_response()
 
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
@@ -177,39 +291,59 @@ def parse_range(header: str, size: int) -> tuple[int, int] | None:
     return start, end
 
 
-def _iter_file(path, start: int, length: int, chunk: int = 64 * 1024):
-    with open(path, "rb") as handle:
-        handle.seek(start)
-        remaining = length
+class _FileRange:
+    """``length`` bytes of an open file from ``start``, in chunks; ``close()`` closes the file.
+
+    The response calls ``close()`` when it is done (also when never iterated, e.g. the
+    client went away), so no file handle is left open.
+    """
+
+    def __init__(self, handle, start: int, length: int, chunk: int = 64 * 1024):
+        self.handle, self.start, self.length, self.chunk = handle, start, length, chunk
+
+    def __iter__(self):
+        self.handle.seek(self.start)
+        remaining = self.length
         while remaining > 0:
-            data = handle.read(min(chunk, remaining))
+            data = self.handle.read(min(self.chunk, remaining))
             if not data:
                 break
             remaining -= len(data)
             yield data
+
+    def close(self) -> None:
+        self.handle.close()
 
 
 def ranged_file_response(request, path, content_type: str) -> HttpResponse:
     """Serve ``path`` with Range support: 206 + Content-Range for a range, else 200.
 
     No file name is sent (no Content-Disposition) and responses are private, uncached.
+    The file is opened at once, so a file replaced meanwhile is still sent whole.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
     """
-    size = os.path.getsize(path)
+    handle = open(path, "rb")
+    size = os.fstat(handle.fileno()).st_size
     header = request.headers.get("Range", "")
     try:
         byte_range = parse_range(header, size) if header else None
     except ValueError:
+        handle.close()
         response = HttpResponse(status=416)
         response["Content-Range"] = f"bytes */{size}"
         return _private(response)
     if byte_range is None:
         # Not FileResponse: it would send the stored file name in Content-Disposition.
-        response = StreamingHttpResponse(_iter_file(path, 0, size), content_type=content_type)
+        response = StreamingHttpResponse(_FileRange(handle, 0, size), content_type=content_type)
         response["Content-Length"] = str(size)
     else:
         start, end = byte_range
         response = StreamingHttpResponse(
-            _iter_file(path, start, end - start + 1), status=206, content_type=content_type
+            _FileRange(handle, start, end - start + 1), status=206, content_type=content_type
         )
         response["Content-Range"] = f"bytes {start}-{end}/{size}"
         response["Content-Length"] = str(end - start + 1)

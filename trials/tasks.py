@@ -1,38 +1,54 @@
 """Background work for rating: prepare every medium raters will see, once per campaign.
 
 Runs in-process by default (``CELERY_TASK_ALWAYS_EAGER``) and on Celery workers when a
-broker is configured.
+broker is configured. Rater requests never transcode: until this task has made a
+video's browser copy, the media view answers 503 with ``Retry-After``.
 """
+import logging
+
 from celery import shared_task
 
+from automated.video import VideoError
 from evalsite.models import GalleryImage, MaskedVideo, SourceVideo
 
 from . import media
 
+logger = logging.getLogger("deid.trials")
 
-@shared_task
+
+@shared_task(acks_late=True)  # idempotent: a redelivery after a worker died redoes only what is missing
 def prepare_campaign_media(campaign_id: int) -> dict:
-    """Crop every gallery face and transcode every evaluated video of a campaign for browsers.
+    """Crop every gallery face and transcode every video raters may see in a campaign.
 
-    Already prepared files are kept (``web_file`` / :class:`trials.models.GalleryCrop`),
-    so reopening rating costs nothing.
+    Source videos (clear trials and practice) and the masked videos of the evaluated
+    subset. Already prepared files are kept (``web_file`` / :class:`trials.models.GalleryCrop`),
+    so reopening rating costs nothing; running twice at once stores each file once
+    (:mod:`trials.media`). A file that cannot be prepared is logged and listed, and the
+    others are still prepared.
 
     Returns
     -------
     dict
-        ``{"faces": n, "videos": n}`` counts of media now ready.
+        ``{"faces": n, "videos": n, "transcoded": n, "failed": [names]}``: media now
+        ready, how many copies this run made, and what could not be prepared.
     """
-    faces = 0
+    faces = videos = transcoded = 0
+    failed = []
     for image in GalleryImage.objects.filter(identity__campaign_id=campaign_id):
-        media.ensure_gallery_crop(image)
-        faces += 1
-    videos = 0
-    for video in SourceVideo.objects.filter(campaign_id=campaign_id):
-        media.ensure_web_file(video)
-        videos += 1
-    for video in MaskedVideo.objects.filter(
+        try:
+            media.ensure_gallery_crop(image)
+            faces += 1
+        except ValueError as error:
+            logger.warning("gallery image %s: %s", image.pk, error)
+            failed.append(f"gallery image {image.pk}: {error}")
+    masked = MaskedVideo.objects.filter(
         submission__campaign_id=campaign_id, source_video__in_evaluated_subset=True
-    ):
-        media.ensure_web_file(video)
-        videos += 1
-    return {"faces": faces, "videos": videos}
+    )
+    for video in [*SourceVideo.objects.filter(campaign_id=campaign_id), *masked]:
+        try:
+            transcoded += media.ensure_web_file(video)
+            videos += 1
+        except VideoError as error:
+            logger.warning("%s %s: %s", type(video).__name__, video.pk, error)
+            failed.append(f"{type(video).__name__} {video.pk}: {error}")
+    return {"faces": faces, "videos": videos, "transcoded": transcoded, "failed": failed}

@@ -19,7 +19,7 @@ from evalsite.models import Campaign
 
 from . import assignment
 from .forms import JoinForm, ResponseForm
-from .media import ensure_gallery_crop, ensure_web_file, ranged_file_response
+from .media import ensure_gallery_crop, prepared_file_response
 from .models import RatingSession, SessionState, Task, Trial, TrialFace, TrialKind
 
 SESSION_KEY = "trials_rating_session"
@@ -158,7 +158,11 @@ def respond(request, token: str):
 
 
 def media(request, token: str):
-    """A trial's video, probe still or gallery face, only for the rater who owns the trial."""
+    """A trial's video, probe still or gallery face, only for the rater who owns the trial.
+
+    Gallery crops are made on first use if rating opened without them (cheap, and safe
+    under concurrent first requests); a video without its browser copy is a 503.
+    """
     session = _rating_session(request)
     if session is None:
         raise Http404
@@ -166,14 +170,15 @@ def media(request, token: str):
         token=token, trial__session=session
     ).first()
     if face is not None:
-        return ranged_file_response(request, ensure_gallery_crop(face.gallery_image).file.path, "image/png")
+        return prepared_file_response(request, ensure_gallery_crop(face.gallery_image).file, "image/png")
     trial = Trial.objects.select_related(
         "probe_image", "item__masked_video", "source_video"
     ).filter(media_token=token, session=session).first()
     if trial is None:
         raise Http404
     if trial.probe_image_id is not None:
-        return ranged_file_response(request, ensure_gallery_crop(trial.probe_image).file.path, "image/png")
+        return prepared_file_response(request, ensure_gallery_crop(trial.probe_image).file, "image/png")
     video = trial.item.video_for_raters() if trial.item_id else trial.source_video
-    ensure_web_file(video)
-    return ranged_file_response(request, video.web_file.path, "video/mp4")
+    # Web copies are made when rating opens (trials.tasks), never in a rater's request:
+    # one not ready yet is a 503 with Retry-After, which the trial page retries.
+    return prepared_file_response(request, video.web_file, "video/mp4")
