@@ -8,6 +8,7 @@ permission-checked views of ``evalsite/views.py``.
 """
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import tempfile
@@ -16,12 +17,15 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db import models
+from django.forms.models import construct_instance
+from django.db.models import Count, Q
 from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from automated.video import VideoError, VideoInfo
+from trials.services import CannotOpenRating, close_rating, open_rating, rating_blockers
 
 from . import services
 from .forms import SubmissionZipForm
@@ -29,6 +33,7 @@ from .models import (
     Campaign, GalleryImage, Identity, MaskedVideo, SourceVideo, Submission, SubmissionUpload, Team,
 )
 from .reports import report_basename
+from .scoping import CampaignScopedAdminMixin, scope
 from .validation import UploadError, ingest_submission_zip, report_rows_as_csv
 
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
@@ -46,25 +51,10 @@ def download_response(text: str, filename: str, fmt: str) -> HttpResponse:
 PRIVATE_FILES = {models.FileField: {"widget": forms.FileInput}, models.ImageField: {"widget": forms.FileInput}}
 
 
-class CampaignScopedAdmin(admin.ModelAdmin):
-    """Restrict rows (and foreign-key choices) to campaigns visible to the user."""
+class CampaignScopedAdmin(CampaignScopedAdminMixin, admin.ModelAdmin):
+    """Rows, choices and filters of the user's campaigns only (``evalsite/scoping.py``)."""
 
-    campaign_path = "campaign"
     formfield_overrides = PRIVATE_FILES
-
-    def get_queryset(self, request):
-        queryset = super().get_queryset(request)
-        if request.user.is_superuser:
-            return queryset
-        visible = Campaign.objects.visible_to(request.user)
-        if self.campaign_path == "":
-            return queryset.filter(pk__in=visible)
-        return queryset.filter(**{f"{self.campaign_path}__in": visible})
-
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        if db_field.related_model is Campaign and not request.user.is_superuser:
-            kwargs["queryset"] = Campaign.objects.visible_to(request.user)
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
 def _thumbnail(image: GalleryImage) -> str:
@@ -74,15 +64,66 @@ def _thumbnail(image: GalleryImage) -> str:
     return format_html('<img src="{}" alt="gallery still" style="max-height:96px">', url)
 
 
+class CampaignAdminForm(forms.ModelForm):
+    """Ticking "Rating open" runs the checks of ``trials.services.open_rating`` on the edited values."""
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("rating_open"):
+            problems = rating_blockers(construct_instance(self, copy.copy(self.instance)))
+            if problems:
+                self.add_error("rating_open", problems)
+        return cleaned
+
+
 @admin.register(Campaign)
 class CampaignAdmin(CampaignScopedAdmin):
-    campaign_path = ""
+    form = CampaignAdminForm
     list_display = ["name", "slug", "rating_open", "identity_count", "video_count", "submission_count", "created_at"]
     list_filter = ["rating_open"]
     search_fields = ["name", "slug", "description"]
     prepopulated_fields = {"slug": ["name"]}
     filter_horizontal = ["organizers"]
     readonly_fields = ["join_code", "created_at"]
+    actions = ["open_rating_action", "close_rating_action"]
+
+    def save_model(self, request, obj, form, change):
+        """Save the settings; rating opens and closes only through ``trials.services``."""
+        wanted = obj.rating_open
+        was_open = change and Campaign.objects.filter(pk=obj.pk, rating_open=True).exists()
+        obj.rating_open = was_open
+        super().save_model(request, obj, form, change)
+        if wanted:
+            self._open(request, obj)
+        elif was_open:
+            close_rating(obj)
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        if not change and not request.user.is_superuser:
+            form.instance.organizers.add(request.user)  # whoever creates a campaign organizes it
+
+    def _open(self, request, campaign) -> bool:
+        try:
+            result = open_rating(campaign)
+        except CannotOpenRating as error:
+            messages.error(request, f"Rating stays closed: {error}")
+            return False
+        n_warnings = len(result.warnings)
+        messages.success(request, f"{campaign}: rating open ({result.items_created} new items"
+                         + (f", {n_warnings} warning(s) on the organizer page)." if n_warnings else ")."))
+        return True
+
+    @admin.action(description="Open rating (checks the campaign first)", permissions=["change"])
+    def open_rating_action(self, request, queryset):
+        for campaign in queryset:
+            self._open(request, campaign)
+
+    @admin.action(description="Close rating", permissions=["change"])
+    def close_rating_action(self, request, queryset):
+        for campaign in queryset:
+            close_rating(campaign)
+        messages.success(request, f"Rating closed for {queryset.count()} campaign(s).")
 
     @admin.display(description="identities")
     def identity_count(self, campaign):
@@ -97,7 +138,7 @@ class CampaignAdmin(CampaignScopedAdmin):
         return campaign.submissions.count()
 
 
-class GalleryImageInline(admin.TabularInline):
+class GalleryImageInline(CampaignScopedAdminMixin, admin.TabularInline):
     model = GalleryImage
     extra = 0
     formfield_overrides = PRIVATE_FILES
@@ -127,7 +168,6 @@ class IdentityAdmin(CampaignScopedAdmin):
 
 @admin.register(GalleryImage)
 class GalleryImageAdmin(CampaignScopedAdmin):
-    campaign_path = "identity__campaign"
     list_display = ["thumbnail", "identity", "original_name"]
     list_filter = ["identity__campaign"]
     search_fields = ["identity__code", "original_name"]
@@ -171,17 +211,22 @@ class SourceVideoAdmin(CampaignScopedAdmin):
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(CampaignScopedAdmin):
     list_display = ["name", "submission_count"]
     search_fields = ["name"]
     filter_horizontal = ["members"]
 
-    @admin.display(description="submissions")
+    def get_queryset(self, request):
+        # Count only the submissions of the user's campaigns (a team can enter several).
+        mine = Q(submissions__in=scope(Submission.objects.all(), request.user))
+        return super().get_queryset(request).annotate(n_submissions=Count("submissions", filter=mine))
+
+    @admin.display(description="submissions", ordering="n_submissions")
     def submission_count(self, team):
-        return team.submissions.count()
+        return team.n_submissions
 
 
-class MaskedVideoInline(admin.TabularInline):
+class MaskedVideoInline(CampaignScopedAdminMixin, admin.TabularInline):
     model = MaskedVideo
     extra = 0
     can_delete = False
@@ -192,7 +237,7 @@ class MaskedVideoInline(admin.TabularInline):
         return False  # masked videos arrive only through the validated upload
 
 
-class SubmissionUploadInline(admin.TabularInline):
+class SubmissionUploadInline(CampaignScopedAdminMixin, admin.TabularInline):
     model = SubmissionUpload
     extra = 0
     can_delete = False
@@ -299,7 +344,6 @@ class SubmissionAdmin(CampaignScopedAdmin):
 
 @admin.register(MaskedVideo)
 class MaskedVideoAdmin(CampaignScopedAdmin):
-    campaign_path = "submission__campaign"
     list_display = ["source_video", "submission", "frame_count", "width", "height", "duration_s", "uploaded_at"]
     fields = ["submission", "source_video", "download", "token", "frame_count", "fps", "width", "height",
               "duration_s", "uploaded_at"]
@@ -318,7 +362,6 @@ class MaskedVideoAdmin(CampaignScopedAdmin):
 
 @admin.register(SubmissionUpload)
 class SubmissionUploadAdmin(CampaignScopedAdmin):
-    campaign_path = "submission__campaign"
     list_display = ["__str__", "submission", "uploaded_by", "accepted_count", "rejected_count", "replace"]
     list_filter = ["submission__campaign", "replace"]
     search_fields = ["submission__name", "submission__team__name", "original_name"]

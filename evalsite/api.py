@@ -1,6 +1,6 @@
 """REST API (Django REST framework), staff only; organizers see only their campaigns.
 
-Every queryset is restricted to ``Campaign.objects.visible_to(user)``, so another
+Every queryset is restricted by ``evalsite.scoping`` (``CampaignScopedViewSetMixin``), so another
 campaign's objects answer 404. Payloads hold no media URL except the staff-only,
 permission-checked ``download`` endpoints. Reports answer JSON by default and CSV with
 ``?format=csv``. Routes: evalsite/api_urls.py; list in README.md ("REST API").
@@ -18,9 +18,12 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
+from trials.services import CannotOpenRating, close_rating, open_rating
+
 from . import reports
 from .forms import SubmissionZipForm
 from .models import Campaign, GalleryImage, Identity, SourceVideo, Submission, SubmissionUpload
+from .scoping import CampaignScopedViewSetMixin, visible_campaigns
 from .services import create_submission
 from .validation import UploadError, ingest_submission_zip
 
@@ -41,10 +44,6 @@ REPORT_RENDERERS = [renderers.JSONRenderer, CSVTextRenderer]
 
 def _wants_csv(request) -> bool:
     return getattr(request.accepted_renderer, "format", "") == "csv"
-
-
-def _visible_campaigns(request):
-    return Campaign.objects.visible_to(request.user)
 
 
 class _CampaignFilterMixin:
@@ -116,7 +115,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
         super().__init__(*args, **kwargs)
         request = self.context.get("request")
         if request is not None:
-            self.fields["campaign"].queryset = _visible_campaigns(request)
+            self.fields["campaign"].queryset = visible_campaigns(request.user)
 
     def get_masked_videos(self, submission):
         return submission.masked_videos.count()
@@ -146,13 +145,31 @@ class SubmissionUploadSerializer(serializers.ModelSerializer):
 
 # --- views -----------------------------------------------------------------------------
 
-class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
-    """Campaigns the user organizes; ``summary`` = one row per submission."""
+class RatingSerializer(serializers.Serializer):
+    open = serializers.BooleanField(help_text="true opens rating (after the checks), false closes it")
+
+
+class CampaignViewSet(CampaignScopedViewSetMixin, viewsets.ReadOnlyModelViewSet):
+    """Campaigns the user organizes; ``summary`` = one row per submission; ``rating`` opens/closes."""
 
     serializer_class = CampaignSerializer
+    queryset = Campaign.objects.all()
 
-    def get_queryset(self):
-        return _visible_campaigns(self.request)
+    @action(detail=True, methods=["post"])
+    def rating(self, request, pk=None):
+        """``{"open": true}``: the checks and effects of the organizer page (``trials.services``)."""
+        campaign = self.get_object()
+        body = RatingSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        if not body.validated_data["open"]:
+            close_rating(campaign)
+            return Response({"rating_open": False})
+        try:
+            result = open_rating(campaign)
+        except CannotOpenRating as error:
+            return Response({"open": [{"message": problem, "code": "cannot_open_rating"} for problem in error.problems]},
+                            status=status.HTTP_400_BAD_REQUEST)
+        return Response({"rating_open": True, "items_created": result.items_created, "warnings": result.warnings})
 
     @action(detail=True, renderer_classes=REPORT_RENDERERS)
     def summary(self, request, pk=None):
@@ -163,45 +180,45 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         return Response([reports.summary_as_dict(s) for s in submissions])
 
 
-class IdentityViewSet(_CampaignFilterMixin, viewsets.ReadOnlyModelViewSet):
+class IdentityViewSet(CampaignScopedViewSetMixin, _CampaignFilterMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = IdentitySerializer
+    queryset = Identity.objects.prefetch_related("gallery_images")
 
     def get_queryset(self):
-        queryset = Identity.objects.filter(campaign__in=_visible_campaigns(self.request))
-        return self.filter_campaign(queryset.prefetch_related("gallery_images"))
+        return self.filter_campaign(super().get_queryset())
 
 
-class GalleryImageViewSet(viewsets.GenericViewSet):
+class GalleryImageViewSet(CampaignScopedViewSetMixin, viewsets.GenericViewSet):
     """Only ``download``: the still itself, for staff of its campaign."""
 
-    def get_queryset(self):
-        return GalleryImage.objects.filter(identity__campaign__in=_visible_campaigns(self.request))
+    queryset = GalleryImage.objects.all()
 
     @action(detail=True)
     def download(self, request, pk=None):
         return FileResponse(self.get_object().image.open("rb"))
 
 
-class SourceVideoViewSet(_CampaignFilterMixin, viewsets.ReadOnlyModelViewSet):
+class SourceVideoViewSet(CampaignScopedViewSetMixin, _CampaignFilterMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = SourceVideoSerializer
+    queryset = SourceVideo.objects.select_related("identity")
 
     def get_queryset(self):
-        queryset = SourceVideo.objects.filter(campaign__in=_visible_campaigns(self.request))
-        return self.filter_campaign(queryset.select_related("identity"))
+        return self.filter_campaign(super().get_queryset())
 
     @action(detail=True)
     def download(self, request, pk=None):
         return FileResponse(self.get_object().file.open("rb"))
 
 
-class SubmissionViewSet(_CampaignFilterMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class SubmissionViewSet(CampaignScopedViewSetMixin, _CampaignFilterMixin, mixins.CreateModelMixin,
+                        viewsets.ReadOnlyModelViewSet):
     """Submissions with completeness; ``upload`` a zip, ``report``, ``summary``, ``uploads``."""
 
     serializer_class = SubmissionSerializer
+    queryset = Submission.objects.select_related("team", "campaign")
 
     def get_queryset(self):
-        queryset = Submission.objects.filter(campaign__in=_visible_campaigns(self.request))
-        return self.filter_campaign(queryset.select_related("team", "campaign"))
+        return self.filter_campaign(super().get_queryset())
 
     @action(detail=True, methods=["post"], parser_classes=[MultiPartParser, FormParser])
     def upload(self, request, pk=None):

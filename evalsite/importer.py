@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.contrib.auth import get_user_model
 from django.core.files import File
 from django.db import transaction
 from django.utils.text import slugify
@@ -230,6 +231,25 @@ def _check_videos(
     return videos
 
 
+def _organizer_users(organizers, problems: list[str]) -> list:
+    """Users (or usernames) as staff accounts; problems name unknown and non-staff ones."""
+    users = []
+    for entry in organizers:
+        user = entry
+        if isinstance(entry, str):
+            user = get_user_model().objects.filter(username=entry).first()
+            if user is None:
+                problems.append(f"organizer {entry!r}: no such user (create it with createsuperuser or "
+                                "in the admin, or run make demo for the 'organizer' login)")
+                continue
+        if not (user.is_staff and user.is_active):
+            problems.append(f"organizer {user.username!r} is not an active staff user, so could not log in "
+                            "to the admin: tick 'staff status' first")
+            continue
+        users.append(user)
+    return users
+
+
 def import_dataset(
     folder, campaign_name: str | None = None, *, organizers=(), web_copies: bool = True
 ) -> ImportReport:
@@ -241,8 +261,9 @@ def import_dataset(
         Dataset folder in the layout of this module's docstring.
     campaign_name : str, optional
         Campaign name; overrides ``name`` in ``campaign.json``. One of them is required.
-    organizers : iterable of User
-        Users added as the campaign's organizers.
+    organizers : iterable of User or str (username)
+        Staff users who organize the campaign: they see it in the admin, the organizer
+        pages and the API (``evalsite/scoping.py``); superusers see it anyway.
     web_copies : bool, default=True
         Transcode each clear video once to a browser-playable H.264 MP4
         (``SourceVideo.web_file``, ~0.3 s per 3 s clip).
@@ -256,7 +277,8 @@ def import_dataset(
     DatasetError
         Listing every problem: missing file or column, unknown identity, duplicate
         identity or video name, unreadable image or video, action outside the
-        vocabulary, existing campaign of the same name or slug.
+        vocabulary, existing campaign of the same name or slug, unknown or non-staff
+        organizer.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -269,6 +291,7 @@ def import_dataset(
     elif Campaign.objects.filter(name=name).exists() or Campaign.objects.filter(slug=slugify(name)).exists():
         problems.append(f"campaign {name!r} already exists")
 
+    organizer_users = _organizer_users(organizers, problems)
     identity_rows = _read_csv(folder / "identities.csv", ["identity"], problems)
     identities = _check_identities(identity_rows, problems)
     attributes = config.get("demographic_attributes")
@@ -300,7 +323,7 @@ def import_dataset(
             )
             campaign.full_clean()
             campaign.save()
-            campaign.organizers.add(*organizers)
+            campaign.organizers.add(*organizer_users)
             identity_objects = {}
             n_images = 0
             for code, attrs in identities.items():

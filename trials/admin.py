@@ -1,39 +1,53 @@
-"""Admin views of the human-evaluation records (organizers; declarations only)."""
+"""Admin views of the human-evaluation records, scoped to the organizer's campaigns.
+
+Rows are written by the rater pages only: sessions, items, trials and responses are
+read-only here (responses are data); of a rater only "excluded from scoring" can be
+changed (as on the organizer page), and a rater can be deleted with their answers (a
+participant withdrawing). Scoping: ``evalsite/scoping.py``.
+"""
 from django.contrib import admin
+
+from evalsite.scoping import CampaignScopedAdminMixin, ReadOnlyAdminMixin
 
 from .models import Item, RatingSession, Rater, Response, Trial
 
 
+class ReadOnlyRecordAdmin(CampaignScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    pass
+
+
 @admin.register(Rater)
-class RaterAdmin(admin.ModelAdmin):
+class RaterAdmin(CampaignScopedAdminMixin, admin.ModelAdmin):
     list_display = ["id", "campaign", "participant_code", "user", "flagged", "excluded", "created_at"]
     list_filter = ["campaign", "flagged", "excluded"]
     list_editable = ["excluded"]
     search_fields = ["participant_code", "user__username"]
+    fields = ["campaign", "participant_code", "user", "flagged", "excluded", "created_at"]
+    readonly_fields = ["campaign", "participant_code", "user", "flagged", "created_at"]
+
+    def has_add_permission(self, request):
+        return False  # raters join through the campaign link
 
 
 @admin.register(RatingSession)
-class RatingSessionAdmin(admin.ModelAdmin):
+class RatingSessionAdmin(ReadOnlyRecordAdmin):
     list_display = ["id", "rater", "campaign", "state", "position", "consented_at", "completed_at"]
     list_filter = ["campaign", "state"]
-    readonly_fields = ["plan", "seed", "completion_code"]
 
 
 @admin.register(Item)
-class ItemAdmin(admin.ModelAdmin):
+class ItemAdmin(ReadOnlyRecordAdmin):
     list_display = ["id", "source_video", "masked_video", "task", "target_count"]
     list_filter = ["campaign", "task"]
 
 
 @admin.register(Trial)
-class TrialAdmin(admin.ModelAdmin):
+class TrialAdmin(ReadOnlyRecordAdmin):
     list_display = ["id", "session", "position", "kind", "task", "item", "target_present", "completed", "released"]
-    list_filter = ["kind", "task", "completed", "released"]
-    raw_id_fields = ["session", "item", "source_video", "probe_image", "target_identity"]
+    list_filter = ["session__campaign", "kind", "task", "completed", "released"]
 
 
 @admin.register(Response)
-class ResponseAdmin(admin.ModelAdmin):
+class ResponseAdmin(ReadOnlyRecordAdmin):
     list_display = ["id", "trial", "choice", "correct", "response_time_ms", "replays", "watch_time_ms"]
-    list_filter = ["correct"]
-    raw_id_fields = ["trial"]
+    list_filter = ["trial__session__campaign", "correct"]

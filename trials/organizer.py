@@ -1,6 +1,7 @@
 """The organizer page: rating progress, raters, flagged raters, open/close, foil warnings.
 
-Staff only, and only campaigns the user organizes (``Campaign.objects.visible_to``).
+Staff only, and only campaigns the user organizes (``evalsite.scoping``). Opening rating
+goes through ``trials.services.open_rating``, as in the admin and the API.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from evalsite.models import Campaign
+from evalsite.scoping import scope
 
 from .checks import campaign_warnings
 from .models import Item, Rater, SessionState
@@ -19,12 +21,12 @@ from .services import CannotOpenRating, close_rating, open_rating
 
 
 def _campaign(request, pk: int) -> Campaign:
-    return get_object_or_404(Campaign.objects.visible_to(request.user), pk=pk)
+    return get_object_or_404(scope(Campaign.objects.all(), request.user), pk=pk)
 
 
 @staff_member_required
 def campaign_list(request):
-    campaigns = Campaign.objects.visible_to(request.user).order_by("name")
+    campaigns = scope(Campaign.objects.order_by("name"), request.user)
     return render(request, "trials/organizer/list.html", {"campaigns": campaigns})
 
 

@@ -1,7 +1,14 @@
-"""Opening and closing rating for a campaign (called by the organizer page and commands)."""
+"""Opening and closing rating for a campaign: the one code path behind the organizer page,
+the admin ("Rating open" and the open/close actions), the REST API and the commands.
+
+The checks here are exactly what lineup building needs (:func:`trials.design.build_lineup_relaxed`
+raises ``FoilShortageError`` otherwise), so a campaign that opens can always give its raters
+trials.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from django.db import transaction
 
@@ -13,7 +20,11 @@ from .tasks import prepare_campaign_media
 
 
 class CannotOpenRating(ValueError):
-    """The campaign cannot be rated at all (e.g. fewer identities than faces per trial)."""
+    """The campaign cannot be rated at all; ``problems`` lists why (one sentence each)."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.problems = list(problems)
 
 
 @dataclass(frozen=True)
@@ -22,14 +33,45 @@ class OpenResult:
     warnings: list[str]
 
 
+def rating_blockers(campaign: Campaign) -> list[str]:
+    """Why raters of ``campaign`` could not be given identity trials; empty when rating can open.
+
+    Uses the campaign's current (possibly unsaved) settings and its stored gallery: an
+    identity trial shows ``foils_per_trial + 1`` gallery faces; a target-absent trial
+    (``target_absent_share > 0``) shows as many faces none of which is the person in the
+    video, so it needs one identity more (seeds/002, section 4.2).
+
+    Returns
+    -------
+    list of str
+        Plain-language problems naming the campaign and the numbers involved.
+    """
+    if campaign.foils_per_trial < 1:
+        return [f"campaign {campaign.name!r}: foils per identity trial must be at least 1, "
+                f"got {campaign.foils_per_trial}"]
+    n_pool = len(identity_pool(campaign)) if campaign.pk else 0
+    faces = campaign.foils_per_trial + 1
+    if n_pool < faces:
+        return [f"campaign {campaign.name!r}: {n_pool} identities with a gallery face, "
+                f"an identity trial needs {faces}"]
+    if campaign.target_absent_share > 0 and n_pool < faces + 1:
+        return [f"campaign {campaign.name!r}: {n_pool} identities with a gallery face, a target-absent "
+                f"identity trial needs {faces + 1} ({faces} faces, none of them the person in the video); "
+                "add an identity or set the target-absent share to 0"]
+    return []
+
+
 def open_rating(campaign: Campaign, *, prepare_media: bool = True) -> OpenResult:
-    """Create the rating items, prepare media for browsers and open the campaign to raters.
+    """Check the campaign, create its rating items and open it to raters (idempotent).
 
     Parameters
     ----------
     campaign : Campaign
+        Its in-memory settings are the ones checked (the admin passes the edited form).
     prepare_media : bool, default=True
-        Crop gallery faces and transcode videos (a Celery task, in-process by default).
+        Queue :func:`trials.tasks.prepare_campaign_media` (crop gallery faces, transcode
+        videos for browsers) once the transaction commits: on a Celery worker with a
+        broker, in-process otherwise.
 
     Returns
     -------
@@ -39,24 +81,23 @@ def open_rating(campaign: Campaign, *, prepare_media: bool = True) -> OpenResult
     Raises
     ------
     CannotOpenRating
-        If fewer identities have a gallery face than an identity trial shows.
+        With :func:`rating_blockers`' problems; nothing is changed then.
     """
-    needed = campaign.foils_per_trial + 1
-    if len(identity_pool(campaign)) < needed:
-        raise CannotOpenRating(
-            f"campaign {campaign.name!r}: {len(identity_pool(campaign))} identities with a gallery "
-            f"face, an identity trial needs {needed}"
-        )
-    created = sync_items(campaign)
-    if prepare_media:
-        prepare_campaign_media.delay(campaign.pk)
     with transaction.atomic():
-        type(campaign).objects.filter(pk=campaign.pk).update(rating_open=True)
+        # One opening at a time per campaign: a double click must not race sync_items.
+        list(Campaign.objects.select_for_update().filter(pk=campaign.pk).values_list("pk"))
+        problems = rating_blockers(campaign)
+        if problems:
+            raise CannotOpenRating(problems)
+        created = sync_items(campaign)
+        Campaign.objects.filter(pk=campaign.pk).update(rating_open=True)
+        if prepare_media:
+            transaction.on_commit(partial(prepare_campaign_media.delay, campaign.pk))
     campaign.rating_open = True
     return OpenResult(created, campaign_warnings(campaign))
 
 
 def close_rating(campaign: Campaign) -> None:
     """Stop new trials; answers already on their way are still stored."""
-    type(campaign).objects.filter(pk=campaign.pk).update(rating_open=False)
+    Campaign.objects.filter(pk=campaign.pk).update(rating_open=False)
     campaign.rating_open = False

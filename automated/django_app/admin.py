@@ -2,21 +2,18 @@
 from django.contrib import admin
 
 from automated.face_eval import METRIC_FIELDS
+from evalsite.scoping import CampaignScopedAdminMixin, ReadOnlyAdminMixin
 from .attack_models import AttackResult, AttackRun
 from .face_models import AutomatedRun, VideoScore
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Rows are written by runs only."""
+class ReadOnlyAdmin(CampaignScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Rows are written by runs only (a run can be deleted); scoped to the user's campaigns."""
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
+    allow_delete = True
 
 
-class VideoScoreInline(admin.TabularInline):
+class VideoScoreInline(CampaignScopedAdminMixin, admin.TabularInline):
     model = VideoScore
     fields = ["masked_video", "match_rate", "rank1_rate", "detection_failure_rate", "mean_iou", "ssim", "psnr_db"]
     readonly_fields = fields
@@ -46,7 +43,7 @@ class VideoScoreAdmin(ReadOnlyAdmin):
     readonly_fields = ["run", "masked_video", *METRIC_FIELDS]
 
 
-class AttackResultInline(admin.TabularInline):
+class AttackResultInline(CampaignScopedAdminMixin, admin.TabularInline):
     model = AttackResult
     fields = ["recognizer", "attacker", "selection", "subset_size", "repeat", "accuracy", "chance_level",
               "chance_normalised"]

@@ -1,6 +1,6 @@
 """Organizer (staff) pages: fairness measures and per-group distributions.
 
-Staff only; an organizer sees only the campaigns ``Campaign.objects.visible_to`` them
+Staff only; an organizer sees only their campaigns (``evalsite.scoping``)
 (others get 404, as for the staff media views). Plots show group labels and score
 values only, never identity codes.
 """
@@ -9,26 +9,24 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from evalsite.models import Campaign, Submission
+from evalsite.scoping import scope
 
 from . import report
 from fairness.plots import violin_png
 
 
 def _submission_or_404(request, submission_id) -> Submission:
-    return get_object_or_404(
-        Submission.objects.select_related("campaign", "team"),
-        pk=submission_id, campaign__in=Campaign.objects.visible_to(request.user),
-    )
+    return get_object_or_404(scope(Submission.objects.select_related("campaign", "team"), request.user), pk=submission_id)
 
 
 def _campaign_or_404(request, campaign_id) -> Campaign:
-    return get_object_or_404(Campaign.objects.visible_to(request.user), pk=campaign_id)
+    return get_object_or_404(scope(Campaign.objects.all(), request.user), pk=campaign_id)
 
 
 @staff_member_required
 def index(request):
     """The organizer's campaigns and their submissions."""
-    campaigns = Campaign.objects.visible_to(request.user).prefetch_related("submissions__team")
+    campaigns = scope(Campaign.objects.prefetch_related("submissions__team"), request.user)
     return render(request, "fairness/index.html", {"campaigns": campaigns})
 
 

@@ -1,4 +1,4 @@
-"""``manage.py import_dataset FOLDER --campaign NAME``: see evalsite/importer.py."""
+"""``manage.py import_dataset FOLDER --campaign NAME --organizer USER``: see evalsite/importer.py."""
 from django.core.management.base import BaseCommand, CommandError
 
 from evalsite.importer import DatasetError, import_dataset
@@ -10,12 +10,18 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("folder", help="dataset folder (layout: see README, 'Your own data')")
         parser.add_argument("--campaign", help="campaign name (default: 'name' in campaign.json)")
+        parser.add_argument("--organizer", action="append", default=[], metavar="USER",
+                            help="username of a staff user who organizes the campaign (repeatable); "
+                                 "only organizers and superusers see a campaign")
         parser.add_argument("--no-web-copies", action="store_true",
                             help="skip the browser-playable H.264 copies of the clear videos")
 
-    def handle(self, *args, folder, campaign, no_web_copies, **options):
+    def handle(self, *args, folder, campaign, organizer, no_web_copies, **options):
         try:
-            report = import_dataset(folder, campaign, web_copies=not no_web_copies)
+            report = import_dataset(folder, campaign, organizers=organizer, web_copies=not no_web_copies)
         except DatasetError as error:
             raise CommandError(str(error)) from error
         self.stdout.write(self.style.SUCCESS(f"Imported {report}"))
+        if not organizer:
+            self.stdout.write("No --organizer given: only superusers see this campaign until one is added "
+                              "(admin: Campaigns > organizers).")
