@@ -38,9 +38,13 @@ def test_orl_face_becomes_a_160_px_png_without_metadata(data_dir):
     assert b"tEXt" not in png and b"eXIf" not in png and b"iTXt" not in png
 
 
-def test_open_rating_transcodes_each_video_once_and_crops_each_face(db, media_root, data_dir, grid_cache):
+def test_open_rating_transcodes_each_video_once_and_crops_each_face(
+    db, media_root, data_dir, grid_cache, django_capture_on_commit_callbacks
+):
     campaign = build_grid_campaign(data_dir, grid_cache, with_web_files=False)
-    result = open_rating(campaign)  # the Celery task runs in-process (eager)
+    with django_capture_on_commit_callbacks(execute=True) as queued:
+        result = open_rating(campaign)  # queued on commit; the Celery task runs in-process (eager)
+    assert len(queued) == 1
     assert result.items_created == 40
     videos = list(SourceVideo.objects.filter(campaign=campaign)) + list(
         MaskedVideo.objects.filter(submission__campaign=campaign))
@@ -50,7 +54,8 @@ def test_open_rating_transcodes_each_video_once_and_crops_each_face(db, media_ro
     assert "Video: h264" in probe.stderr and "ffv1" in subprocess.run(
         [ffmpeg_executable(), "-hide_banner", "-i", videos[-1].file.path], capture_output=True, text=True).stderr
     names = {v.pk: v.web_file.name for v in SourceVideo.objects.filter(campaign=campaign)}
-    open_rating(campaign)  # reopening transcodes nothing
+    with django_capture_on_commit_callbacks(execute=True):
+        open_rating(campaign)  # reopening transcodes nothing
     assert names == {v.pk: v.web_file.name for v in SourceVideo.objects.filter(campaign=campaign)}
     crops = GalleryCrop.objects.filter(gallery_image__identity__campaign=campaign)
     assert crops.count() == 10 and set(crops.values_list("size_px", flat=True)) == {160}
