@@ -3,8 +3,15 @@ PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# Where the site keeps its state (as settings.py: $$DEID_VAR_DIR, default var/).
+VAR_DIR := $(if $(DEID_VAR_DIR),$(DEID_VAR_DIR),var)
+# The demo's address: loopback only (0.0.0.0:8000 would expose it to the network).
+DEMO_ADDRESS ?= 127.0.0.1:8000
+# make serve / make worker read this file if it exists (README, "Running a campaign").
+ENV_FILE ?= .env
+HONCHO := PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/honcho -e $(ENV_FILE)
 
-.PHONY: demo test bench install clean
+.PHONY: demo serve worker test bench install clean secret-key
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (set PYTHON=...)"; exit 1; }
@@ -15,18 +22,41 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# A random secret key in $(VAR_DIR)/secret_key (kept once made), read by settings.py when
+# DEID_SECRET_KEY is unset: the demo and benchmarks then need no configuration.
+secret-key: $(STAMP)
+	@$(PY) -m evalsite.secret_key $(VAR_DIR)/secret_key
+
 # Build the demo campaign from ../shared/data (or $$DEID_DATA_DIR), generate the baseline
 # submissions, run the automated evaluation, write the reports to var/reports/, create an
-# organizer login, then serve on 127.0.0.1:8000 (NO_SERVE=1: stop before serving).
-demo: $(STAMP)
-	$(PY) manage.py migrate --noinput
-	$(PY) manage.py demo
-	@if [ -z "$(NO_SERVE)" ]; then $(PY) manage.py runserver 127.0.0.1:8000; fi
+# organizer login, then serve it on http://$(DEMO_ADDRESS)/ with gunicorn, DEBUG off,
+# static files by WhiteNoise (NO_SERVE=1: stop before serving; DEMO_ARGS="--method
+# identity --method blur_face": a quicker demo with fewer baselines).
+demo: secret-key
+	DEID_DEBUG=0 $(PY) manage.py migrate --noinput
+	DEID_DEBUG=0 $(PY) manage.py demo --url http://$(DEMO_ADDRESS)/ $(DEMO_ARGS)
+	@if [ -z "$(NO_SERVE)" ]; then \
+	  DEID_DEBUG=0 $(PY) manage.py collectstatic --noinput --verbosity 0 && \
+	  echo "Serving the demo on http://$(DEMO_ADDRESS)/ (Ctrl-C stops it)" && \
+	  DEID_DEBUG=0 DEID_WEB_BIND=$(DEMO_ADDRESS) DEID_WEB_WORKERS=$${DEID_WEB_WORKERS:-2} \
+	    $(VENV)/bin/gunicorn -c python:evalsite.gunicorn_conf evalsite.wsgi:application; \
+	fi
+
+# Production: migrate, collect static files, then run the Procfile (gunicorn + a Celery
+# worker) with the environment of $(ENV_FILE). README, "Running a campaign".
+serve: $(STAMP)
+	$(HONCHO) run python manage.py migrate --noinput
+	$(HONCHO) run python manage.py collectstatic --noinput --verbosity 0
+	$(HONCHO) start
+
+# Only a Celery worker (another machine: same broker, database and media storage).
+worker: $(STAMP)
+	$(HONCHO) start worker
 
 test: $(STAMP)
 	$(PY) -m pytest
 
-bench: $(STAMP)
+bench: secret-key
 	$(PY) -m benchmarks
 
 clean:

@@ -1,26 +1,74 @@
 """Django settings for deid-eval.
 
-Embedded defaults (SQLite file, in-process tasks, local media folder) need no
-configuration; every default can be overridden by an environment variable:
-
-``DEID_SECRET_KEY``, ``DEID_DEBUG``, ``DEID_ALLOWED_HOSTS`` (comma-separated),
-``DATABASE_URL`` (``sqlite:///path`` or ``postgres://user:pass@host:port/name``),
-``DEID_VAR_DIR`` (database, media and caches; default ``var/`` in the checkout),
-``DEID_DATA_DIR`` (the real public data; default ``../shared/data`` beside the checkout),
-``CELERY_BROKER_URL`` (unset: tasks run in-process).
+Everything a deployment can change is read from the environment here and nowhere else
+(typed reads: evalsite/env.py); the README's table "Configuration (environment
+variables)" lists every variable with its default. The defaults suit one machine: SQLite
+file, in-process background tasks, local media folder, DEBUG off. A production campaign
+sets the variables of README, "Running a campaign" (PostgreSQL, Redis, HTTPS proxy).
 """
-import os
 from pathlib import Path
 from urllib.parse import urlparse
 
+from django.core.exceptions import ImproperlyConfigured
+
+from evalsite import env
+from evalsite.secret_key import read_secret_key
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("DEID_VAR_DIR", BASE_DIR / "var")).resolve()
-DATA_DIR = Path(os.environ.get("DEID_DATA_DIR", BASE_DIR.parent / "shared" / "data")).resolve()
+
+# Folders. Everything the site writes lives under VAR_DIR unless moved one by one (media
+# on a filesystem shared with the Celery workers of other machines, for example).
+VAR_DIR = env.path("DEID_VAR_DIR", BASE_DIR / "var")
+DATA_DIR = env.path("DEID_DATA_DIR", BASE_DIR.parent / "shared" / "data")
+MODELS_DIR = env.path("DEID_MODELS_DIR", BASE_DIR.parent / "shared" / "models")
+# Media is never served by a public URL: every media response goes through a
+# permission-checked view (DESIGN.md, security stance).
+MEDIA_ROOT = env.path("DEID_MEDIA_ROOT", VAR_DIR / "media")
+MEDIA_URL = None
+CACHE_DIR = env.path("DEID_CACHE_DIR", VAR_DIR / "cache")
+STATIC_ROOT = env.path("DEID_STATIC_ROOT", VAR_DIR / "static")
+STATIC_URL = "static/"
 VAR_DIR.mkdir(parents=True, exist_ok=True)  # SQLite cannot create its folder
 
-SECRET_KEY = os.environ.get("DEID_SECRET_KEY", "dev-only-insecure-key-change-me-in-production")
-DEBUG = os.environ.get("DEID_DEBUG", "1") == "1"
-ALLOWED_HOSTS = os.environ.get("DEID_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")
+# Security. DEBUG pages show settings, paths and the process environment: never on
+# unless asked for.
+DEBUG = env.boolean("DEID_DEBUG", False)
+SECRET_KEY_FILE = VAR_DIR / "secret_key"
+SECRET_KEY = env.string("DEID_SECRET_KEY") or read_secret_key(SECRET_KEY_FILE) or ""
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "No secret key. Production: set DEID_SECRET_KEY to a long random string "
+            "(README, 'Running a campaign'). One machine: run "
+            f"`python -m evalsite.secret_key {SECRET_KEY_FILE}` once to store a random key "
+            "there (make demo does). Development only: DEID_DEBUG=1."
+        )
+    SECRET_KEY = "django-insecure-development-only-key-never-use-it-with-DEID_DEBUG-off"
+# Old keys still accepted for signatures while a new DEID_SECRET_KEY rolls out.
+SECRET_KEY_FALLBACKS = env.strings("DEID_SECRET_KEY_FALLBACKS")
+ALLOWED_HOSTS = env.strings("DEID_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
+# Behind a TLS-terminating proxy: the https://host origins browsers send (CSRF checks them).
+CSRF_TRUSTED_ORIGINS = env.strings("DEID_CSRF_TRUSTED_ORIGINS")
+
+
+def _proxy_ssl_header(value: str) -> tuple[str, str] | None:
+    """``X-Forwarded-Proto`` (value ``https``) or ``Header-Name=value`` -> Django's META pair."""
+    if not value:
+        return None
+    name, _, expected = value.partition("=")
+    meta = "HTTP_" + name.strip().upper().replace("-", "_")
+    return meta, expected.strip() or "https"
+
+
+# Only set it when the proxy always sets (or strips) this header: Django then trusts it.
+SECURE_PROXY_SSL_HEADER = _proxy_ssl_header(env.string("DEID_SECURE_PROXY_SSL_HEADER"))
+SECURE_SSL_REDIRECT = env.boolean("DEID_SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env.integer("DEID_SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.boolean("DEID_SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env.boolean("DEID_SECURE_HSTS_PRELOAD", False)
+# A site that redirects to HTTPS sends its cookies over HTTPS only, unless told otherwise.
+SESSION_COOKIE_SECURE = env.boolean("DEID_SESSION_COOKIE_SECURE", SECURE_SSL_REDIRECT)
+CSRF_COOKIE_SECURE = env.boolean("DEID_CSRF_COOKIE_SECURE", SECURE_SSL_REDIRECT)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -38,6 +86,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -79,13 +128,17 @@ def _database_from_url(url: str) -> dict:
             "PASSWORD": parsed.password or "",
             "HOST": parsed.hostname or "",
             "PORT": str(parsed.port or ""),
+            # Seconds a web/worker thread keeps its connection (0: one per request).
+            "CONN_MAX_AGE": env.integer("DEID_DB_CONN_MAX_AGE", 0, minimum=0),
+            "CONN_HEALTH_CHECKS": True,
         }
-    raise ValueError(f"DATABASE_URL scheme must be sqlite or postgres, got {parsed.scheme!r}")
+    raise ImproperlyConfigured(f"DATABASE_URL scheme must be sqlite or postgres, got {parsed.scheme!r}")
 
 
+DATABASE_URL = env.string("DATABASE_URL")
 DATABASES = {
-    "default": _database_from_url(os.environ["DATABASE_URL"])
-    if os.environ.get("DATABASE_URL")
+    "default": _database_from_url(DATABASE_URL)
+    if DATABASE_URL
     else {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": VAR_DIR / "db.sqlite3",
@@ -107,13 +160,12 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
-STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
-# Media is never served by a public URL: every media response goes through a
-# permission-checked view (DESIGN.md, security stance).
-MEDIA_ROOT = VAR_DIR / "media"
-MEDIA_URL = None
-CACHE_DIR = VAR_DIR / "cache"
+# WhiteNoise serves STATIC_ROOT (filled by `manage.py collectstatic`) from the web
+# process, compressed; with DEBUG on it also finds app static files without collecting.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
 
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
@@ -121,7 +173,27 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "/admin/login/"
 
+# Human evaluation (trials/): session length, practice trials, face crop size, and how
+# long a claimed, unanswered trial keeps its item reserved.
+TRIALS_PER_SESSION = env.integer("TRIALS_PER_SESSION", 20, minimum=1)
+TRIALS_PRACTICE = env.integer("TRIALS_PRACTICE", 2, minimum=0)
+TRIALS_FACE_SIZE_PX = env.integer("TRIALS_FACE_SIZE_PX", 160, minimum=32)
+TRIALS_CLAIM_TIMEOUT_S = env.integer("TRIALS_CLAIM_TIMEOUT_S", 30 * 60, minimum=1)
+
+# Fairness reports (fairness/django_app/report.py): score columns (None: its
+# DEFAULT_SCORE_COLUMNS), bootstrap intervals, face quality measured when missing.
+FAIRNESS_SCORE_COLUMNS = env.json_value("FAIRNESS_SCORE_COLUMNS", None)
+FAIRNESS_BOOTSTRAP_RESAMPLES = env.integer("FAIRNESS_BOOTSTRAP_RESAMPLES", 200, minimum=1)
+FAIRNESS_BOOTSTRAP_SEED = env.integer("FAIRNESS_BOOTSTRAP_SEED", 0)
+FAIRNESS_COMPUTE_QUALITY_ON_DEMAND = env.boolean("FAIRNESS_COMPUTE_QUALITY_ON_DEMAND", True)
+
 REST_FRAMEWORK = {
+    # JSON bodies through evalsite.bodies: an undecodable or absurdly nested body is a 400.
+    "DEFAULT_PARSER_CLASSES": [
+        "evalsite.bodies.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Basic first: an unauthenticated API client gets 401 with a login challenge.
@@ -131,14 +203,16 @@ REST_FRAMEWORK = {
 }
 
 # Background work: Celery with a broker when configured, otherwise eager in-process.
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
+CELERY_BROKER_URL = env.string("CELERY_BROKER_URL")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 if CELERY_TASK_ALWAYS_EAGER:
     # Eager .delay() still takes a producer from the pool: an in-memory broker with a host
     # keeps Celery from falling back to amqp:// and warning "No hostname was supplied".
     CELERY_BROKER_URL = "memory://localhost/"
 CELERY_TASK_EAGER_PROPAGATES = True
-CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", None)
+CELERY_RESULT_BACKEND = env.string("CELERY_RESULT_BACKEND") or None
+# Worker processes per `celery worker` (unset: one per CPU core).
+CELERY_WORKER_CONCURRENCY = env.integer("DEID_WORKER_CONCURRENCY", None, minimum=1)
 
 LOGGING = {
     "version": 1,

@@ -12,3 +12,9 @@ urlpatterns = [
     path("", RedirectView.as_view(pattern_name="trials:organizer"), name="home"),
     path("", include("trials.urls")),
 ]
+
+# With DEBUG off: plain pages (or JSON for API/JSON clients), never settings or patterns.
+handler400 = "evalsite.errors.bad_request"
+handler403 = "evalsite.errors.permission_denied"
+handler404 = "evalsite.errors.page_not_found"
+handler500 = "evalsite.errors.server_error"

@@ -53,7 +53,7 @@ OVAL_SEMI_AXES = (0.38, 0.49)
 
 def crop_size_px() -> int:
     """Side in pixels of every face crop raters see (``TRIALS_FACE_SIZE_PX``, default 160)."""
-    return int(getattr(settings, "TRIALS_FACE_SIZE_PX", 160))
+    return settings.TRIALS_FACE_SIZE_PX
 
 
 def oval_mask(crop_rgb: np.ndarray) -> np.ndarray:

@@ -30,7 +30,7 @@ from evalsite.models import (
 
 def claim_timeout() -> timedelta:
     """How long a claimed, unanswered trial keeps its item reserved (``TRIALS_CLAIM_TIMEOUT_S``)."""
-    return timedelta(seconds=getattr(settings, "TRIALS_CLAIM_TIMEOUT_S", 30 * 60))
+    return timedelta(seconds=settings.TRIALS_CLAIM_TIMEOUT_S)
 
 
 def completion_code() -> str:

@@ -6,8 +6,6 @@ only their own trials. URLs carry opaque random tokens only (DESIGN.md, security
 """
 from __future__ import annotations
 
-import json
-
 from django.http import Http404, HttpResponseForbidden, HttpResponseNotAllowed, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -15,6 +13,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_POST
 
+from evalsite.bodies import BadBody, json_object_body
 from evalsite.models import Campaign
 
 from . import assignment
@@ -139,10 +138,10 @@ def respond(request, token: str):
     if trial is None:
         return JsonResponse({"error": "unknown trial"}, status=404)
     try:
-        payload = json.loads(request.body or b"{}")
-    except (ValueError, UnicodeDecodeError):
-        return JsonResponse({"error": "body must be JSON"}, status=400)
-    form = ResponseForm(payload if isinstance(payload, dict) else {})
+        payload = json_object_body(request)
+    except BadBody as error:  # not JSON, not UTF-8, too deep, too long, wrong content type
+        return JsonResponse({"error": str(error)}, status=error.status)
+    form = ResponseForm(payload)
     if not form.is_valid():
         return JsonResponse({"error": "invalid answer", "fields": form.errors.get_json_data()}, status=400)
     try:

@@ -7,10 +7,11 @@ seeds/003_f24e77013896bd33.txt with stratified bootstrap intervals; and the same
 face quality (sharpness, luminance) of the campaign's gallery stills and clear videos,
 the paper's original use.
 
-Settings (all optional):
+Settings (declared in evalsite/settings.py, each also an environment variable):
 
 - ``FAIRNESS_SCORE_COLUMNS``: list of dicts ``{"column", "favourable": "higher"|"lower",
-  "mdg_step", "description"}`` replacing :data:`DEFAULT_SCORE_COLUMNS`. Absent columns
+  "mdg_step", "description"}`` (JSON in the environment) replacing
+  :data:`DEFAULT_SCORE_COLUMNS` (None: the default). Absent columns
   are skipped, so apps may add or rename columns freely.
 - ``FAIRNESS_BOOTSTRAP_RESAMPLES`` (default 200), ``FAIRNESS_BOOTSTRAP_SEED`` (0).
 - ``FAIRNESS_COMPUTE_QUALITY_ON_DEMAND`` (default True): measure missing face quality
@@ -54,14 +55,14 @@ QUALITY_SPECS = [
 
 def score_specs() -> list[ScoreSpec]:
     """The per-video score columns to evaluate (``settings.FAIRNESS_SCORE_COLUMNS``)."""
-    entries = getattr(settings, "FAIRNESS_SCORE_COLUMNS", DEFAULT_SCORE_COLUMNS)
+    entries = settings.FAIRNESS_SCORE_COLUMNS or DEFAULT_SCORE_COLUMNS
     return [ScoreSpec(**entry) for entry in entries]
 
 
 def _options() -> dict:
     return {
-        "n_resamples": getattr(settings, "FAIRNESS_BOOTSTRAP_RESAMPLES", 200),
-        "random_state": getattr(settings, "FAIRNESS_BOOTSTRAP_SEED", 0),
+        "n_resamples": settings.FAIRNESS_BOOTSTRAP_RESAMPLES,
+        "random_state": settings.FAIRNESS_BOOTSTRAP_SEED,
     }
 
 
@@ -80,7 +81,7 @@ def quality_fairness(campaign) -> dict:
     dict
         ``{"gallery": {...}, "clear_video": {...}}`` as :func:`fairness.summary.summarize_table`.
     """
-    if getattr(settings, "FAIRNESS_COMPUTE_QUALITY_ON_DEMAND", True):
+    if settings.FAIRNESS_COMPUTE_QUALITY_ON_DEMAND:
         compute_face_quality(campaign)
     samples = quality_samples(campaign)
     return {

@@ -19,8 +19,11 @@ class Command(BaseCommand):
                             help="only this baseline method (repeatable; default: all)")
         parser.add_argument("--no-attack", action="store_false", dest="attack",
                             help="skip the demo attack suite (naive/parrot attackers)")
+        parser.add_argument("--url", default="http://127.0.0.1:8000/",
+                            help="address the site is served at, for the printed login "
+                                 "(make demo passes its DEMO_ADDRESS)")
 
-    def handle(self, *args, stride, methods, attack, **options):
+    def handle(self, *args, stride, methods, attack, url, **options):
         started = time.monotonic()
         executor = MigrationExecutor(connection)
         if executor.migration_plan(executor.loader.graph.leaf_nodes()):  # e.g. a new checkout
@@ -36,7 +39,7 @@ class Command(BaseCommand):
         write(f"Reports:  {len(result.report_paths)} files in {result.summary_path.parent}/")
         write(f"Summary:  {result.summary_path}")
         write(self.style.SUCCESS(
-            f"Organizer login: http://127.0.0.1:8000/admin/  user '{result.username}'  "
+            f"Organizer login: {url.rstrip('/')}/admin/  user '{result.username}'  "
             f"password '{result.password}' (new on every run)"
         ))
         write(f"Demo finished in {time.monotonic() - started:.0f} s.")
