@@ -151,6 +151,49 @@ def split_train_test(
     return Split(as_idx(train), as_idx(test), as_idx(dropped))
 
 
+def selection_split(split: Split, identities, *, groups=None, time_index=None, test_fraction: float = 0.25,
+                    gap: int = 0, seed: int = 0) -> Split:
+    """Split the TRAINING samples of ``split`` again, for choosing identities.
+
+    A selection strategy that ranks identities by how well they are recognised
+    (Classification, seeds/000 section 4.2.3) must not look at the test samples it then
+    reports, or the reported accuracy is optimistic (the subset is picked for doing well
+    on exactly those samples). This inner split applies ``split_train_test`` with the
+    same rules to ``split.train_idx`` only, with seed ``seed + 1``; the outer test set is
+    never touched.
+
+    Parameters
+    ----------
+    split : Split
+        The outer split (its ``train_idx`` are split again).
+    identities, groups, time_index : array-like of shape (n_samples,)
+        Of all samples, as given to ``split_train_test``.
+    test_fraction, gap, seed
+        As in ``split_train_test``.
+
+    Returns
+    -------
+    Split
+        Indices into all samples; ``train_idx`` and ``test_idx`` are subsets of
+        ``split.train_idx``.
+
+    Raises
+    ------
+    ValueError
+        If an identity has fewer than two training samples to split.
+    """
+    identities = np.asarray(identities)
+    train = np.asarray(split.train_idx)
+    inner_groups = None if groups is None else np.asarray(groups)[train]
+    inner_time = None if time_index is None else np.asarray(time_index)[train]
+    try:
+        inner = split_train_test(identities[train], groups=inner_groups, time_index=inner_time,
+                                 test_fraction=test_fraction, gap=gap, seed=seed + 1)
+    except ValueError as error:
+        raise ValueError(f"cannot split the training samples for identity selection: {error}") from error
+    return Split(train[inner.train_idx], train[inner.test_idx], train[inner.dropped_idx])
+
+
 def accuracy(y_true, y_pred) -> float:
     """Rank-1 closed-set identification accuracy: share of test samples labelled correctly.
 

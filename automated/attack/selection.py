@@ -6,10 +6,11 @@ Strategies (each returns identity labels; deterministic given the seed):
 
 - **Random**: repeated random subsets (baseline; report mean and spread).
 - **Classification**: identities with the highest per-identity accuracy of a recognizer on
-  clear data.
-- **Metadata**: metadata normalised to [0, 1]; start from the pair at the greatest
-  Euclidean distance, then repeatedly add the identity farthest from the average of the
-  subset.
+  clear data, measured on a split of the training samples (``protocol.selection_split``),
+  never on the test samples the suite then reports (that would be optimistic).
+- **Metadata**: metadata normalised to [0, 1] (each attribute weighs at most 1:
+  ``normalise_metadata``); start from the pair at the greatest Euclidean distance, then
+  repeatedly add the identity farthest from the average of the subset.
 - **Distinctive** (Biometric Menagerie, Yager and Dunstone 2010): per identity a genuine
   score (largest distance of its feature vectors to its own mean: intra-class) and an
   impostor score (smallest distance of its mean to a feature vector of any other identity:
@@ -128,26 +129,64 @@ def _farthest_point_order(vectors: np.ndarray, k: int) -> list[int]:
     return chosen
 
 
-def normalise_metadata(metadata: pd.DataFrame) -> pd.DataFrame:
-    """Metadata as numbers in [0, 1]: categorical columns one-hot, numeric ones min-max.
+def _as_numbers(values: pd.Series) -> pd.Series | None:
+    """The column as floats when every value is a number (also numbers stored as text,
+    as the importer stores attributes); None when it is categorical."""
+    if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+        return values.astype(float)
+    try:
+        return pd.to_numeric(values.astype(str).str.strip(), errors="raise").astype(float)
+    except (ValueError, TypeError):
+        return None
 
-    A constant column becomes 0. Missing values are not allowed.
+
+def normalise_metadata(metadata: pd.DataFrame) -> pd.DataFrame:
+    """Metadata as numbers in [0, 1], each attribute weighing at most 1 in a distance.
+
+    seeds/000 section 4.2.3: "we normalize each point of metadata information between 0
+    and 1, and then we calculate the pair-wise Euclidean distance". Per column:
+
+    - numbers (also numbers stored as text, e.g. ``"40"``): min-max scaled to [0, 1]; a
+      constant column becomes 0;
+    - a binary attribute (two categories): one 0/1 column named ``<column>_<second
+      category>`` (categories sorted), so two identities that differ in it are at
+      distance 1, like the two ends of a numeric attribute (one-hot's two columns would
+      put them sqrt(2) apart);
+    - three or more categories: one-hot columns scaled by 1/sqrt(2), so any two
+      different categories are again at distance 1 (they differ in two columns);
+    - a single category: one column of 0.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Same index, float columns in [0, 1].
 
     Raises
     ------
     ValueError
-        If the frame is empty or has missing values.
+        If the frame has no row or no column, or has missing values.
     """
     if metadata.empty:
         raise ValueError("identity metadata is empty")
     if metadata.isna().any().any():
         missing = metadata.columns[metadata.isna().any()].tolist()
         raise ValueError(f"identity metadata has missing values in columns {missing}")
-    numeric = metadata.select_dtypes(include="number").astype(float)
-    categorical = metadata.drop(columns=numeric.columns)
-    span = (numeric.max() - numeric.min()).replace(0.0, 1.0)
-    scaled = (numeric - numeric.min()) / span
-    return pd.concat([scaled, pd.get_dummies(categorical.astype(str), dtype=float)], axis=1)
+    parts = []
+    for column in metadata.columns:
+        values = metadata[column]
+        numbers = _as_numbers(values)
+        if numbers is not None:
+            span = numbers.max() - numbers.min()
+            parts.append(((numbers - numbers.min()) / span if span > 0 else numbers * 0.0).rename(column))
+            continue
+        dummies = pd.get_dummies(values.astype(str), prefix=str(column), dtype=float)
+        if dummies.shape[1] == 1:
+            parts.append(dummies * 0.0)
+        elif dummies.shape[1] == 2:
+            parts.append(dummies.iloc[:, 1:])
+        else:
+            parts.append(dummies / np.sqrt(2.0))
+    return pd.concat(parts, axis=1)
 
 
 def metadata_subset(metadata: pd.DataFrame, k: int) -> list:

@@ -48,11 +48,46 @@ def test_metadata_normalises_then_spreads_attributes():
         index=["p1", "p2", "p3", "p4"],
     )
     normalised = normalise_metadata(metadata)
+    assert list(normalised.columns) == ["age", "gender_male"]  # binary: one 0/1 column
     assert normalised["age"].tolist() == pytest.approx([0.0, 1.0, 0.5, 0.05])
     assert normalised["gender_male"].tolist() == [0.0, 1.0, 0.0, 1.0]
-    # p1=(0,1,0) and p2=(1,0,1) are farthest (sqrt 3); from their mean (.5,.5,.5)
-    # p4=(.05,0,1) lies at .838, p3=(.5,1,0) at .707.
+    # p1=(0,0) and p2=(1,1) are farthest (sqrt 2); from their mean (.5,.5)
+    # p4=(.05,1) lies at sqrt(.2025+.25)=.673, p3=(.5,0) at .5.
     assert metadata_subset(metadata, 3) == ["p1", "p2", "p4"]
+
+
+def test_metadata_with_numbers_only():
+    # Ages 20, 40, 60 scale to 0, .5, 1: the farthest pair is a-c (this raised
+    # "No objects to concatenate" when there was no categorical column).
+    metadata = pd.DataFrame({"age": [20, 40, 60]}, index=list("abc"))
+    assert normalise_metadata(metadata)["age"].tolist() == [0.0, 0.5, 1.0]
+    assert metadata_subset(metadata, 2) == ["a", "c"]
+    assert metadata_subset(metadata, 3) == ["a", "c", "b"]
+
+
+def test_numbers_stored_as_text_are_scaled_not_one_hot():
+    # The importer stores attributes as text: "20", "60", "40" are ages, not categories.
+    metadata = pd.DataFrame({"age": ["20", "60", " 40"], "band": ["young", "old", "mid"]}, index=list("abc"))
+    normalised = normalise_metadata(metadata)
+    assert normalised["age"].tolist() == [0.0, 1.0, 0.5]
+    assert "age_20" not in normalised.columns
+    # Three categories: one-hot / sqrt(2), so two different bands are 1 apart.
+    assert set(normalised.columns) == {"age", "band_mid", "band_old", "band_young"}
+    assert normalised.loc["a", "band_young"] == pytest.approx(1 / np.sqrt(2))
+    assert np.linalg.norm(normalised.loc["a", ["band_mid", "band_old", "band_young"]]
+                          - normalised.loc["b", ["band_mid", "band_old", "band_young"]]) == pytest.approx(1.0)
+
+
+def test_a_binary_attribute_weighs_one_like_a_numeric_one():
+    # p and q differ only in gender, p and r only in age (0 vs 1 after scaling): both
+    # pairs must be equally far apart, 1, per "normalize each point of metadata
+    # information between 0 and 1" (one-hot would make the gender pair sqrt(2) apart).
+    metadata = pd.DataFrame({"age": [30, 30, 50], "gender": ["f", "m", "f"]}, index=list("pqr"))
+    vectors = normalise_metadata(metadata)
+    assert np.linalg.norm(vectors.loc["p"] - vectors.loc["q"]) == pytest.approx(1.0)
+    assert np.linalg.norm(vectors.loc["p"] - vectors.loc["r"]) == pytest.approx(1.0)
+    # q=(0,1) and r=(1,0) are the farthest pair (sqrt 2), q before r in label order.
+    assert metadata_subset(metadata, 2) == ["q", "r"]
 
 
 def test_metadata_with_missing_values_is_rejected():
@@ -97,3 +132,37 @@ def test_halving_subset_sizes(n, sizes):
 def test_selection_bad_input(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def _nearest_neighbour():
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.pipeline import FunctionTransformer, make_pipeline
+
+    return make_pipeline(FunctionTransformer(lambda X: np.asarray(X, float).reshape(len(X), -1)),
+                         KNeighborsClassifier(n_neighbors=1))
+
+
+def test_classification_ranks_identities_off_the_reported_test_split():
+    from automated.attack.data import AttackData
+    from automated.attack.protocol import selection_split, split_train_test
+    from automated.attack.suite import classification_ranking, run_attack_suite
+
+    # Three identities, 8 stills each, one 1-D "image" per still: a near 0, b near 10,
+    # c near 20. b's TEST stills and c's selection-VALIDATION stills are moved next to a,
+    # so a 1-NN recognizer gets them wrong.
+    identities = np.repeat(["a", "b", "c"], 8)
+    values = np.repeat([0.0, 10.0, 20.0], 8) + np.tile(np.arange(8) * 0.01, 3)
+    split = split_train_test(identities, seed=0)
+    inner = selection_split(split, identities, seed=0)
+    assert set(inner.train_idx) | set(inner.test_idx) == set(split.train_idx)  # the test set is untouched
+    values[split.test_idx[identities[split.test_idx] == "b"]] = 0.035
+    values[inner.test_idx[identities[inner.test_idx] == "c"]] = 0.035
+    data = AttackData(values[:, None], values[:, None], identities)
+    # Ranked on the inner validation stills: a 1, b 1, c 0 (its stills look like a's).
+    assert classification_ranking(data, split, _nearest_neighbour, seed=0) == {"a": 1.0, "b": 1.0, "c": 0.0}
+    table = run_attack_suite(data, recognizers={"nn": _nearest_neighbour}, attackers=["clear"],
+                             selection=["classification"], subset_sizes=[2], seed=0)
+    chosen = table[table["selection"] == "classification"].iloc[0]
+    # Subset {a, b} on the reported test stills: a's 2 right, b's 2 taken for a: 0.5.
+    # Ranking on the test stills would have kept {a, c} and reported 1.0.
+    assert (chosen["n_identities"], chosen["n_test"], chosen["accuracy"]) == (2, 4, 0.5)
