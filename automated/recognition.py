@@ -1,4 +1,9 @@
-"""Face recognition against a gallery: dlib 128-D embeddings, verification, closed-set rank.
+"""Face recognition against a gallery: face embedders, verification, closed-set rank.
+
+Embedders (``EMBEDDERS``, ``make_face_embedder``): dlib's ResNet face embedding with
+dlib's 5-point alignment, in PyTorch (``dlib_resnet``, the default) or in dlib's own code
+(``dlib_resnet_native``); each registry entry names its embedding size, distance and
+documented match threshold.
 
 Terms (DESIGN.md glossary): the *gallery* holds enrolled faces with known identities; a
 *probe* is a face to recognise (here: a face from a masked frame). A *genuine*
@@ -16,61 +21,153 @@ bound) -> ``closed_set_rank``.
 from __future__ import annotations
 
 import functools
-import importlib.util
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
-#: dlib's documented decision threshold on the L2 distance of two 128-D face embeddings
-#: ("distance < 0.6 ... same person", 99.38% on LFW; dlib dnn_face_recognition_ex.cpp).
-#: Here a distance <= threshold is a match.
+from .dlib_torch import (
+    CHIP_PADDING, CHIP_SIZE, FACE_RESNET_FILE, face_recognition_models_dir, face_resnet_dim,
+)
+
+#: dlib's documented decision threshold on the L2 distance of two embeddings of its ResNet
+#: ("distance < 0.6 ... same person", 99.38% on LFW; dlib dnn_face_recognition_ex.cpp; also
+#: the ``loss_metric`` distance threshold stored in the model file). A distance <= threshold
+#: is a match.
 MATCH_THRESHOLD = 0.6
-EMBEDDING_DIM = 128
-
-
-def face_recognition_models_dir() -> Path:
-    """Folder holding dlib's model files from the ``face-recognition-models`` wheel.
-
-    Located with ``importlib.util.find_spec`` without importing the package (its
-    ``__init__`` imports ``pkg_resources``, missing from setuptools >= 81).
-
-    Raises
-    ------
-    RuntimeError
-        If the package is not installed.
-    """
-    spec = importlib.util.find_spec("face_recognition_models")
-    if spec is None or spec.origin is None:
-        raise RuntimeError("face-recognition-models is not installed (pip install face-recognition-models)")
-    return Path(spec.origin).parent / "models"
 
 
 @functools.lru_cache(maxsize=1)
-def _dlib_models():
-    """Load the 5-point shape predictor and the ResNet embedding once per process."""
+def _shape_predictor():
+    """dlib's 5-point landmark model, loaded once per process.
+
+    The 5-point predictor's training data allows commercial use, the 68-point one not.
+    """
     import dlib
 
-    models = face_recognition_models_dir()
-    # 5-point predictor: its training data allows commercial use, the 68-point one not.
-    predictor = dlib.shape_predictor(str(models / "shape_predictor_5_face_landmarks.dat"))
-    encoder = dlib.face_recognition_model_v1(str(models / "dlib_face_recognition_resnet_model_v1.dat"))
-    return predictor, encoder
+    return dlib.shape_predictor(str(face_recognition_models_dir() / "shape_predictor_5_face_landmarks.dat"))
 
 
-class DlibFaceEmbedder:
-    """dlib ResNet face embedding (128-D, unit-scale L2 space) with 5-point alignment.
+@functools.lru_cache(maxsize=1)
+def _native_encoder():
+    """dlib's own ``face_recognition_model_v1`` (its C++ ResNet), loaded once per process."""
+    import dlib
 
-    The models load lazily on the first call and are shared by all instances of the
-    process. About 75 ms per face on one core.
+    return dlib.face_recognition_model_v1(str(face_recognition_models_dir() / FACE_RESNET_FILE))
+
+
+def _dlib_models():
+    """(5-point predictor, dlib's own ResNet encoder), loaded once per process."""
+    return _shape_predictor(), _native_encoder()
+
+
+def _check_image(image_rgb) -> np.ndarray:
+    if not isinstance(image_rgb, np.ndarray) or image_rgb.ndim != 3 or image_rgb.shape[2] != 3 \
+            or image_rgb.dtype != np.uint8:
+        raise ValueError(
+            f"image_rgb must be uint8 (height, width, 3), got {getattr(image_rgb, 'dtype', None)} "
+            f"{getattr(image_rgb, 'shape', None)}"
+        )
+    return np.ascontiguousarray(image_rgb)
+
+
+def _check_boxes(boxes_xyxy) -> np.ndarray:
+    boxes = np.asarray(boxes_xyxy, dtype=np.float64)
+    if boxes.ndim != 2 or boxes.shape[1] != 4 or not np.isfinite(boxes).all():
+        raise ValueError(f"boxes_xyxy must be finite numbers of shape (n, 4), got {boxes.shape}")
+    return boxes
+
+
+class _AlignedChipEmbedder:
+    """dlib's face alignment shared by the embedders of dlib's ResNet.
+
+    Each face box is aligned by dlib's 5-point shape predictor and cut out as a
+    ``CHIP_SIZE`` x ``CHIP_SIZE`` chip with padding ``CHIP_PADDING``
+    (``dlib.get_face_chips``, i.e. ``get_face_chip_details(shape, 150, 0.25)`` as in
+    dlib's ``compute_face_descriptor``); subclasses embed the chips.
+
+    Attributes
+    ----------
+    name : str
+        Registry name (``EMBEDDERS``).
+    dim : int
+        Embedding size (read from the model file).
+    distance : str
+        "euclidean": compare embeddings by L2 distance (``l2_distances``).
+    threshold : float
+        Documented verification threshold on that distance (``MATCH_THRESHOLD``).
     """
 
-    dim = EMBEDDING_DIM
+    name = ""
+    distance = "euclidean"
+    threshold = MATCH_THRESHOLD
 
-    def cache_key(self) -> str:
-        """Model, version and alignment that determine the embeddings (for cache keys)."""
+    @property
+    def dim(self) -> int:
+        return face_resnet_dim()
+
+    @classmethod
+    def model_dim(cls) -> int:
+        """Embedding size without building an embedder."""
+        return face_resnet_dim()
+
+    def chips(self, faces) -> np.ndarray:
+        """Aligned face chips of ``(image_rgb, box_xyxy)`` pairs.
+
+        Parameters
+        ----------
+        faces : sequence of (ndarray (height, width, 3) uint8 RGB, array-like (4,))
+            Each face's image and box ``[x1, y1, x2, y2]`` in pixels (from a detector).
+
+        Returns
+        -------
+        ndarray of shape (n, CHIP_SIZE, CHIP_SIZE, 3), dtype uint8
+
+        Raises
+        ------
+        ValueError
+            If an image is not uint8 (height, width, 3) or a box is not 4 finite numbers.
+        """
         import dlib
 
-        return f"dlib-{dlib.__version__}-resnet_v1-128d-5point"
+        predictor = _shape_predictor()
+        chips = []
+        for image_rgb, box in faces:
+            image = _check_image(image_rgb)
+            x1, y1, x2, y2 = _check_boxes(np.reshape(np.asarray(box, dtype=np.float64), (1, -1)))[0]
+            # dlib rectangles are inclusive: right/bottom are the last pixel inside.
+            rect = dlib.rectangle(int(round(x1)), int(round(y1)), int(round(x2)) - 1, int(round(y2)) - 1)
+            shapes = dlib.full_object_detections()
+            shapes.append(predictor(image, rect))
+            chips.append(np.asarray(dlib.get_face_chips(image, shapes, size=CHIP_SIZE, padding=CHIP_PADDING)[0]))
+        if not chips:
+            return np.zeros((0, CHIP_SIZE, CHIP_SIZE, 3), np.uint8)
+        return np.stack(chips)
+
+    def embed_chips(self, chips_rgb) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def embed_faces(self, faces) -> np.ndarray:
+        """Embed many faces (of one or several images) in one batch.
+
+        Parameters
+        ----------
+        faces : sequence of (image_rgb, box_xyxy)
+            As ``chips``.
+
+        Returns
+        -------
+        ndarray of shape (n, dim), dtype float32
+
+        Raises
+        ------
+        ValueError
+            As ``chips``.
+        """
+        chips = self.chips(faces)
+        if len(chips) == 0:
+            return np.zeros((0, self.dim), np.float32)
+        return np.asarray(self.embed_chips(chips), np.float32).reshape(len(chips), self.dim)
 
     def embed(self, image_rgb: np.ndarray, boxes_xyxy: np.ndarray) -> np.ndarray:
         """Embed the faces at ``boxes_xyxy`` in one image.
@@ -83,36 +180,17 @@ class DlibFaceEmbedder:
 
         Returns
         -------
-        ndarray of shape (n, 128), dtype float32
-            One embedding per box; shape (0, 128) when there is no box.
+        ndarray of shape (n, dim), dtype float32
+            One embedding per box; shape (0, dim) when there is no box.
 
         Raises
         ------
         ValueError
             If the image is not uint8 (height, width, 3) or the boxes are not (n, 4).
         """
-        import dlib
-
-        if not isinstance(image_rgb, np.ndarray) or image_rgb.ndim != 3 or image_rgb.shape[2] != 3 \
-                or image_rgb.dtype != np.uint8:
-            raise ValueError(
-                f"image_rgb must be uint8 (height, width, 3), got {getattr(image_rgb, 'dtype', None)} "
-                f"{getattr(image_rgb, 'shape', None)}"
-            )
-        boxes = np.asarray(boxes_xyxy, dtype=np.float64)
-        if boxes.ndim != 2 or boxes.shape[1] != 4:
-            raise ValueError(f"boxes_xyxy must have shape (n, 4), got {boxes.shape}")
-        if len(boxes) == 0:
-            return np.zeros((0, EMBEDDING_DIM), np.float32)
-        predictor, encoder = _dlib_models()
-        image = np.ascontiguousarray(image_rgb)
-        shapes = dlib.full_object_detections()
-        for x1, y1, x2, y2 in boxes:
-            # dlib rectangles are inclusive: right/bottom are the last pixel inside.
-            rect = dlib.rectangle(int(round(x1)), int(round(y1)), int(round(x2)) - 1, int(round(y2)) - 1)
-            shapes.append(predictor(image, rect))
-        descriptors = encoder.compute_face_descriptor(image, shapes)
-        return np.asarray([np.asarray(d) for d in descriptors], dtype=np.float32).reshape(-1, EMBEDDING_DIM)
+        image = _check_image(image_rgb)
+        boxes = _check_boxes(boxes_xyxy)
+        return self.embed_faces([(image, box) for box in boxes])
 
     def embed_crop(self, face_rgb: np.ndarray) -> np.ndarray:
         """Embed an already-cropped face (``face_crop.crop_internal_face``): box = whole image.
@@ -123,15 +201,175 @@ class DlibFaceEmbedder:
 
         Returns
         -------
-        ndarray of shape (128,), dtype float32
+        ndarray of shape (dim,), dtype float32
 
         Raises
         ------
         ValueError
             As ``embed``.
         """
-        height, width = face_rgb.shape[:2]
-        return self.embed(face_rgb, np.array([[0, 0, width, height]], np.float32))[0]
+        return self.embed_crops([face_rgb])[0]
+
+    def embed_crops(self, faces_rgb) -> np.ndarray:
+        """Embed already-cropped faces in one batch (each box = its whole image).
+
+        Parameters
+        ----------
+        faces_rgb : sequence of ndarray (height, width, 3), uint8, RGB
+
+        Returns
+        -------
+        ndarray of shape (n, dim), dtype float32
+
+        Raises
+        ------
+        ValueError
+            As ``embed``.
+        """
+        faces = [_check_image(face) for face in faces_rgb]
+        return self.embed_faces([(face, [0, 0, face.shape[1], face.shape[0]]) for face in faces])
+
+    def cache_key(self) -> str:
+        """Embedder, model, version and alignment that determine the embeddings (for cache keys)."""
+        return f"{self.name}-{FACE_RESNET_FILE}-{self.dim}d-5point-chip{CHIP_SIZE}-pad{CHIP_PADDING}"
+
+
+class TorchFaceEmbedder(_AlignedChipEmbedder):
+    """dlib's ResNet face embedding run by PyTorch (``automated.dlib_torch.FaceResNet``).
+
+    The network and weights are dlib's (``dlib_face_recognition_resnet_model_v1.dat``,
+    read by ``automated.dlib_serialize``); embeddings equal dlib's own to within 1e-4
+    (tests/automated/test_dlib_torch.py) at several times its speed, since the chips of
+    many faces go through the network in one batch.
+
+    Parameters
+    ----------
+    batch_size : int, default=32
+        Chips per forward pass.
+    num_threads : int, optional
+        ``torch.set_num_threads`` during inference (default: PyTorch's setting).
+
+    Raises
+    ------
+    ValueError
+        If ``batch_size`` or ``num_threads`` is not a whole number >= 1.
+    """
+
+    name = "dlib_resnet"
+
+    def __init__(self, *, batch_size: int = 32, num_threads: int | None = None):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
+        if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
+                                        or num_threads < 1):
+            raise ValueError(f"num_threads must be a whole number >= 1, got {num_threads!r}")
+        self.batch_size = batch_size
+        self.num_threads = num_threads
+
+    def embed_chips(self, chips_rgb) -> np.ndarray:
+        """Embeddings of aligned chips, (n, 150, 150, 3) uint8 -> (n, dim) float32
+        (``dlib_torch.FaceResNet.embed_chips``)."""
+        from .dlib_torch import load_face_resnet
+
+        return load_face_resnet().embed_chips(chips_rgb, batch_size=self.batch_size, num_threads=self.num_threads)
+
+    def cache_key(self) -> str:
+        import torch
+
+        return f"{super().cache_key()}-torch-{torch.__version__}"
+
+
+class DlibFaceEmbedder(_AlignedChipEmbedder):
+    """dlib's ResNet face embedding run by dlib's own C++ code (``face_recognition_model_v1``).
+
+    The reference for ``TorchFaceEmbedder``: the same model, about 75 ms per face on one
+    core of these machines (the ``dlib-bin`` wheel has no BLAS; batching does not help).
+    The models load lazily on the first call and are shared by the process.
+    """
+
+    name = "dlib_resnet_native"
+
+    def embed_chips(self, chips_rgb) -> np.ndarray:
+        """Embeddings of aligned chips, (n, 150, 150, 3) uint8 -> (n, dim) float32 (dlib's
+        ``compute_face_descriptor`` on a list of chips)."""
+        chips = np.asarray(chips_rgb)
+        descriptors = _native_encoder().compute_face_descriptor([np.ascontiguousarray(c) for c in chips])
+        return np.asarray([np.asarray(d) for d in descriptors], dtype=np.float32).reshape(len(chips), self.dim)
+
+    def cache_key(self) -> str:
+        import dlib
+
+        return f"{super().cache_key()}-dlib-{dlib.__version__}"
+
+
+@dataclass(frozen=True)
+class EmbedderSpec:
+    """A face embedder of the registry: how to build it and how to compare its embeddings.
+
+    Attributes
+    ----------
+    name : str
+    factory : callable
+        ``factory(**options)`` returns the embedder (``embed``, ``embed_faces``,
+        ``embed_crop(s)``, ``dim``, ``threshold``, ``cache_key``); ``factory.model_dim()``
+        its embedding size.
+    distance : str
+        "euclidean" (L2).
+    threshold : float
+        Documented verification threshold: a distance <= threshold is a match.
+    description : str
+    """
+
+    name: str
+    factory: Callable
+    distance: str
+    threshold: float
+    description: str
+
+    @property
+    def dim(self) -> int:
+        """Embedding size (from the model file)."""
+        return self.factory.model_dim()
+
+
+#: Face embedders by name. Both run dlib's ResNet with dlib's alignment and share its
+#: documented threshold; the PyTorch one is the default.
+EMBEDDERS = {
+    spec.name: spec for spec in (
+        EmbedderSpec("dlib_resnet", TorchFaceEmbedder, "euclidean", MATCH_THRESHOLD,
+                     "dlib's ResNet face embedding (dlib_face_recognition_resnet_model_v1) in PyTorch, "
+                     "batched; 5-point alignment, 150x150 chips; L2 threshold 0.6 (dlib)"),
+        EmbedderSpec("dlib_resnet_native", DlibFaceEmbedder, "euclidean", MATCH_THRESHOLD,
+                     "the same network run by dlib's own C++ code (slower; the reference)"),
+    )
+}
+EMBEDDER_NAMES = tuple(EMBEDDERS)
+DEFAULT_EMBEDDER = "dlib_resnet"
+
+
+def embedder_spec(name: str) -> EmbedderSpec:
+    """The registry entry ``name``.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not one of ``EMBEDDER_NAMES``.
+    """
+    if name not in EMBEDDERS:
+        raise ValueError(f"unknown face embedder {name!r}; choose one of {', '.join(EMBEDDER_NAMES)}")
+    return EMBEDDERS[name]
+
+
+def make_face_embedder(name: str = DEFAULT_EMBEDDER, **options):
+    """Build the embedder ``name`` of ``EMBEDDERS`` (``options`` go to its constructor,
+    e.g. ``num_threads`` for ``dlib_resnet``).
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is unknown or an option is invalid.
+    """
+    return embedder_spec(name).factory(**options)
 
 
 def l2_distances(probe_embeddings: np.ndarray, gallery_embeddings: np.ndarray) -> np.ndarray:
