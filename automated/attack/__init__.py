@@ -4,7 +4,8 @@ attackers, several conceptually different recognizers, the worst case over them,
 level, and identity-subset selection. Django-free; the Django layer lives in
 ``automated/attack_*.py``.
 
-Modules: ``protocol`` (split, accuracy, chance level), ``attackers`` (attacker knowledge),
+Modules: ``protocol`` (split, accuracy, chance level), ``crossvideo`` (the headline
+protocol for video: folds over videos, attacker's own videos), ``attackers`` (attacker knowledge),
 ``recognizers`` (face recognizers as sklearn estimators), ``selection`` (identity subsets,
 section 4.2.3), ``suite`` (``run_attack_suite``, ``worst_case``), ``faces`` (building
 ``AttackData`` from face images and clear/masked video pairs).

@@ -6,6 +6,10 @@ clear data (unaware of the anonymization), the *parrot* attacker trains on anony
 *%-parrot* attackers train on a mix with 25 / 50 / 75 % of the training samples anonymized
 (hypothesis H2). Every attacker is tested on anonymized samples, except the *clear*
 baseline (clear on clear), which approximates the worst case of the anonymization.
+
+The *reversal* attacker (after "Fantomas: Understanding Face Anonymization
+Reversibility", the follow-up to seeds/000) trains on clear samples and first restores
+each masked test sample with a network trained on the attacker's (masked, clear) pairs.
 """
 from __future__ import annotations
 
@@ -28,11 +32,16 @@ class Attacker:
         Share of each identity's training samples the attacker sees anonymized.
     test_masked : bool
         True: tested on anonymized samples; False only for the clear baseline.
+    restores : bool
+        True for the *reversal* attacker: an image-to-image network trained on the
+        attacker's (masked, clear) training pairs undoes the masking of each test sample
+        before the recognizer (trained on clear samples) sees it (``reversal.py``).
     """
 
     name: str
     masked_train_fraction: float
     test_masked: bool = True
+    restores: bool = False
 
     def __post_init__(self):
         if not 0.0 <= self.masked_train_fraction <= 1.0:
@@ -55,9 +64,12 @@ ATTACKERS: dict[str, Attacker] = {
         Attacker("parrot_50", 0.50),
         Attacker("parrot_75", 0.75),
         Attacker("parrot", 1.0),
+        Attacker("reversal", 0.0, restores=True),
     )
 }
-DEFAULT_ATTACKERS = tuple(ATTACKERS)
+#: The paper's attackers (seeds/000 section 5.2); ``reversal`` trains a network and is
+#: chosen by name.
+DEFAULT_ATTACKERS = ("clear", "naive", "parrot_25", "parrot_50", "parrot_75", "parrot")
 
 
 def get_attackers(names) -> list[Attacker]:

@@ -6,6 +6,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+#: Role of a source video: evaluated (tested, shown to raters) or the attacker's own
+#: labelled training material (masked by teams too, never tested, never shown to raters).
+ROLE_EVALUATED = "evaluated"
+ROLE_ATTACKER_TRAIN = "attacker_train"
+ROLES = (ROLE_EVALUATED, ROLE_ATTACKER_TRAIN)
+
 
 @dataclass(frozen=True)
 class AttackData:
@@ -38,11 +44,16 @@ class AttackData:
     identity_metadata : pandas.DataFrame, default=None
         One row per identity (index: identity label), numeric or categorical columns such
         as gender or age, for the Metadata selection strategy.
+    roles : ndarray of str of shape (n_samples,), default=None
+        Role of the video each sample comes from: ``"evaluated"`` (tested) or
+        ``"attacker_train"`` (the attacker's own labelled material: always in training,
+        never tested). None: every sample is evaluated. One role per group.
 
     Raises
     ------
     ValueError
-        If the arrays are not aligned (lengths or clear/masked shapes differ) or empty.
+        If the arrays are not aligned (lengths or clear/masked shapes differ) or empty, a
+        role is unknown, or one group has two roles.
     """
 
     clear: np.ndarray
@@ -52,6 +63,7 @@ class AttackData:
     time_index: np.ndarray | None = None
     features: np.ndarray | None = None
     identity_metadata: pd.DataFrame | None = None
+    roles: np.ndarray | None = None
 
     def __post_init__(self):
         set_ = object.__setattr__  # frozen: normalise once, here
@@ -87,6 +99,24 @@ class AttackData:
                 raise ValueError(
                     f"features must have shape ({n}, n_features), got {self.features.shape}"
                 )
+
+        if self.roles is not None:
+            set_(self, "roles", np.asarray(self.roles).astype(str))
+            if self.roles.shape != (n,):
+                raise ValueError(f"roles must have shape ({n},), got {self.roles.shape}")
+            unknown = sorted(set(self.roles.tolist()) - set(ROLES))
+            if unknown:
+                raise ValueError(f"unknown video role(s) {unknown}; known: {', '.join(ROLES)}")
+            per_group = pd.Series(self.roles).groupby(groups).nunique()
+            if (per_group > 1).any():
+                raise ValueError(f"groups {per_group.index[per_group > 1].tolist()} mix video roles")
+
+    @property
+    def train_only(self) -> np.ndarray:
+        """ndarray of bool of shape (n_samples,): True for the attacker's own training material."""
+        if self.roles is None:
+            return np.zeros(self.n_samples, bool)
+        return self.roles == ROLE_ATTACKER_TRAIN
 
     @property
     def n_samples(self) -> int:

@@ -16,6 +16,12 @@ duplicates on both sides and measure memorisation, not recognition. The split is
   of 25 % of its samples (rounded half up) is the test segment, placed at a seeded offset;
   training samples closer than ``gap`` (in ``time_index`` units, i.e. frames) to either end
   of the test segment are dropped, so neighbouring frames never fall on both sides.
+
+On video this single split still lets a single-video identity be recognised by its scene
+(train and test frames of one recording): it is the *scene-memorisation* figure
+(``within_groups=True`` cuts every video in time). The headline protocol for video is
+``crossvideo`` (folds over videos). The attacker's own videos (``train_only``) are always
+trained on and never tested.
 """
 from __future__ import annotations
 
@@ -59,6 +65,22 @@ def _test_count(n: int, test_fraction: float) -> int:
     return min(max(round_half_up(test_fraction * n), 1), n - 1)
 
 
+def _time_segment(order, time, n_test, rng, gap, identity):
+    """Test segment of ``n_test`` contiguous samples of one recording, training samples
+    outside ``gap`` frames of it, and the dropped ones: ``(test, train, dropped)``."""
+    start = int(rng.integers(0, len(order) - n_test + 1))
+    segment = order[start : start + n_test]
+    first, last = time[segment[0]], time[segment[-1]]
+    rest = np.setdiff1d(order, segment)
+    near = (time[rest] >= first - gap) & (time[rest] <= last + gap)
+    if near.all():
+        raise ValueError(
+            f"gap={gap} frames leaves identity {identity!r} no training sample "
+            f"(single video of {len(order)} samples)"
+        )
+    return segment, rest[~near], rest[near]
+
+
 def split_train_test(
     identities,
     *,
@@ -67,6 +89,8 @@ def split_train_test(
     test_fraction: float = 0.25,
     gap: int = 0,
     seed: int = 0,
+    train_only=None,
+    within_groups: bool = False,
 ) -> Split:
     """Split samples per identity into train and test sets (75/25 by default).
 
@@ -85,6 +109,16 @@ def split_train_test(
         Frames (``time_index`` units) on each side of a single-video identity's test
         segment whose samples are left out of training.
     seed : int, default=0
+    train_only : array-like of bool of shape (n_samples,), default=None
+        Samples that always go to training and are never tested (the attacker's own
+        material, ``AttackData.train_only``); the others are split as above. An identity
+        with training material and a single other sample has that sample tested.
+    within_groups : bool, default=False
+        Split every group in time (a contiguous test segment of ``test_fraction`` of each
+        video, ``gap`` frames dropped on both sides) instead of whole videos: train and
+        test frames come from the same recordings, the *scene-memorisation* figure
+        (the attacker may learn the scene, clothes and lighting, not the person). Groups
+        of a single sample go to training.
 
     Returns
     -------
@@ -94,8 +128,9 @@ def split_train_test(
     ------
     ValueError
         If ``test_fraction`` is outside (0, 1), ``gap`` is negative, the lengths differ,
-        an identity has fewer than two samples, or ``gap`` leaves an identity no training
-        sample.
+        an identity has fewer than two samples (and no training material), ``gap``
+        leaves an identity no training sample, or ``within_groups`` finds an identity
+        without a group of two or more samples.
 
     Examples
     --------
@@ -114,45 +149,52 @@ def split_train_test(
         raise ValueError(f"gap must be >= 0 frames, got {gap}")
     groups = np.arange(n) if groups is None else np.asarray(groups)
     time = np.arange(n) if time_index is None else np.asarray(time_index)
-    if groups.shape != (n,) or time.shape != (n,):
+    fixed = np.zeros(n, bool) if train_only is None else np.asarray(train_only, bool)
+    if groups.shape != (n,) or time.shape != (n,) or fixed.shape != (n,):
         raise ValueError(
             f"inconsistent numbers of samples: identities {n}, groups {groups.shape}, "
-            f"time_index {time.shape}"
+            f"time_index {time.shape}, train_only {fixed.shape}"
         )
     train, test, dropped = [], [], []
     for identity in sorted(set(identities.tolist())):
-        idx = np.flatnonzero(identities == identity)
+        every = np.flatnonzero(identities == identity)
+        train.append(every[fixed[every]])
+        idx = every[~fixed[every]]
+        if len(idx) == 0:
+            continue  # only the attacker's material: a training class
         if len(idx) < 2:
+            if len(idx) < len(every):
+                test.append(idx)
+                continue
             raise ValueError(f"identity {identity!r} has {len(idx)} sample; need at least 2 to split")
         rng = identity_rng(seed, identity)
         own_groups = sorted(set(groups[idx].tolist()))
-        if len(own_groups) >= 2:
+        if len(own_groups) >= 2 and not within_groups:
             chosen = rng.permutation(len(own_groups))[: _test_count(len(own_groups), test_fraction)]
             is_test = np.isin(groups[idx], [own_groups[i] for i in chosen])
             test.append(idx[is_test])
             train.append(idx[~is_test])
             continue
-        order = idx[np.argsort(time[idx], kind="stable")]
-        n_test = _test_count(len(order), test_fraction)
-        start = int(rng.integers(0, len(order) - n_test + 1))
-        segment = order[start : start + n_test]
-        first, last = time[segment[0]], time[segment[-1]]
-        rest = np.setdiff1d(order, segment)
-        near = (time[rest] >= first - gap) & (time[rest] <= last + gap)
-        if near.all():
-            raise ValueError(
-                f"gap={gap} frames leaves identity {identity!r} no training sample "
-                f"(single video of {len(order)} samples)"
-            )
-        test.append(segment)
-        train.append(rest[~near])
-        dropped.append(rest[near])
+        parts = [idx] if not within_groups else [idx[groups[idx] == g] for g in own_groups]
+        n_tested = 0
+        for part in parts:
+            if len(part) < 2:
+                train.append(part)
+                continue
+            order = part[np.argsort(time[part], kind="stable")]
+            segment, kept, near = _time_segment(order, time, _test_count(len(order), test_fraction), rng, gap, identity)
+            test.append(segment)
+            train.append(kept)
+            dropped.append(near)
+            n_tested += len(segment)
+        if n_tested == 0:
+            raise ValueError(f"identity {identity!r} has no video of two or more samples to split in time")
     as_idx = lambda parts: np.sort(np.concatenate(parts)).astype(np.int64) if parts else np.zeros(0, np.int64)  # noqa: E731
     return Split(as_idx(train), as_idx(test), as_idx(dropped))
 
 
 def selection_split(split: Split, identities, *, groups=None, time_index=None, test_fraction: float = 0.25,
-                    gap: int = 0, seed: int = 0) -> Split:
+                    gap: int = 0, seed: int = 0, train_only=None) -> Split:
     """Split the TRAINING samples of ``split`` again, for choosing identities.
 
     A selection strategy that ranks identities by how well they are recognised
@@ -166,7 +208,7 @@ def selection_split(split: Split, identities, *, groups=None, time_index=None, t
     ----------
     split : Split
         The outer split (its ``train_idx`` are split again).
-    identities, groups, time_index : array-like of shape (n_samples,)
+    identities, groups, time_index, train_only : array-like of shape (n_samples,)
         Of all samples, as given to ``split_train_test``.
     test_fraction, gap, seed
         As in ``split_train_test``.
@@ -186,9 +228,10 @@ def selection_split(split: Split, identities, *, groups=None, time_index=None, t
     train = np.asarray(split.train_idx)
     inner_groups = None if groups is None else np.asarray(groups)[train]
     inner_time = None if time_index is None else np.asarray(time_index)[train]
+    inner_fixed = None if train_only is None else np.asarray(train_only, bool)[train]
     try:
         inner = split_train_test(identities[train], groups=inner_groups, time_index=inner_time,
-                                 test_fraction=test_fraction, gap=gap, seed=seed + 1)
+                                 test_fraction=test_fraction, gap=gap, seed=seed + 1, train_only=inner_fixed)
     except ValueError as error:
         raise ValueError(f"cannot split the training samples for identity selection: {error}") from error
     return Split(train[inner.train_idx], train[inner.test_idx], train[inner.dropped_idx])

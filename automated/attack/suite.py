@@ -29,7 +29,7 @@ from .selection import (
     random_subsets,
 )
 
-__all__ = ["AttackData", "run_attack_suite", "worst_case", "accuracy_table", "attack_predictions"]
+__all__ = ["AttackData", "run_attack_suite", "worst_case", "accuracy_table", "attack_predictions", "fit_predict"]
 
 TABLE_COLUMNS = [
     "recognizer", "attacker", "selection", "subset_size", "repeat", "n_identities",
@@ -39,19 +39,50 @@ TABLE_COLUMNS = [
 ALL = "all"
 
 
-def _fit_predict(data: AttackData, split: Split, factory: Callable, attacker: Attacker,
-                 identities: Sequence, seed: int):
+def fit_predict(data: AttackData, split: Split, factory: Callable, attacker: Attacker, identities: Sequence,
+                seed: int, *, restorer: Callable | None = None, restorers: dict | None = None):
+    """Train one recognizer as one attacker on ``split.train_idx`` and predict the test samples.
+
+    Only samples of ``identities`` are used. The reversal attacker (``attacker.restores``)
+    first fits a restorer (``restorer()``, default ``reversal.RestorationNet``) on the
+    (masked, clear) training pairs and applies it to the masked test samples; fitted
+    restorers are kept in ``restorers`` (keyed by the training samples) so every
+    recognizer of a suite reuses one.
+
+    Returns
+    -------
+    test_idx : ndarray of int
+    y_test, y_pred : ndarray of shape (n_test,)
+    n_train : int
+    timing : dict
+        ``fit_s`` and ``predict_s`` in wall seconds (``fit_s`` includes fitting the
+        restorer when it was not cached).
+    """
     in_subset = np.isin(data.identities, list(identities))
     train_idx = split.train_idx[in_subset[split.train_idx]]
     test_idx = split.test_idx[in_subset[split.test_idx]]
     X_train, y_train = build_training_set(data, train_idx, attacker, seed=seed)
     X_test, y_test = build_test_set(data, test_idx, attacker)
     started = time.perf_counter()
+    if attacker.restores:
+        X_test = _restorer_for(data, train_idx, restorer, restorers).transform(X_test)
     estimator = factory().fit(X_train, y_train)
     fitted = time.perf_counter()
     y_pred = np.asarray(estimator.predict(X_test))
     timing = {"fit_s": fitted - started, "predict_s": time.perf_counter() - fitted}
     return test_idx, y_test, y_pred, len(train_idx), timing
+
+
+def _restorer_for(data: AttackData, train_idx, restorer, restorers):
+    key = np.asarray(train_idx).tobytes()
+    if restorers is not None and key in restorers:
+        return restorers[key]
+    if restorer is None:
+        from .reversal import RestorationNet as restorer
+    model = restorer().fit(data.masked[train_idx], data.clear[train_idx])
+    if restorers is not None:
+        restorers[key] = model
+    return model
 
 
 def classification_ranking(data: AttackData, split: Split, recognizer: Callable, *, test_fraction: float = 0.25,
@@ -70,8 +101,8 @@ def classification_ranking(data: AttackData, split: Split, recognizer: Callable,
         ``selection.per_identity_accuracy`` on the inner validation samples.
     """
     inner = selection_split(split, data.identities, groups=data.groups, time_index=data.time_index,
-                            test_fraction=test_fraction, gap=gap, seed=seed)
-    _, y_val, y_pred, _, _ = _fit_predict(data, inner, recognizer, get_attackers(["clear"])[0],
+                            test_fraction=test_fraction, gap=gap, seed=seed, train_only=data.train_only)
+    _, y_val, y_pred, _, _ = fit_predict(data, inner, recognizer, get_attackers(["clear"])[0],
                                           data.identity_labels, seed)
     return per_identity_accuracy(y_val, y_pred)
 
@@ -133,8 +164,19 @@ def run_attack_suite(
     gap: int = 0,
     seed: int = 0,
     progress: Callable[[dict], None] | None = None,
+    within_video: bool = False,
+    restorer: Callable | None = None,
 ) -> pd.DataFrame:
-    """Train and test every recognizer x attacker on every identity subset.
+    """Train and test every recognizer x attacker on every identity subset (one split).
+
+    One seeded 75/25 split (``protocol.split_train_test``): by video for identities with
+    several videos, by time segment inside the video otherwise (or inside every video
+    with ``within_video``). Frames of one recording on both sides of a split let an
+    attacker recognise the scene, clothes and lighting rather than the person: on video
+    this table is the *scene-memorisation* figure, to be shown apart from the headline
+    cross-video protocol (``crossvideo.run_cross_video_suite``), never as the worst case.
+    On independent stills (ORL) it is the paper's protocol (seeds/000 section 5.4).
+    Samples of the attacker's own videos (``AttackData.roles``) are always trained on.
 
     Parameters
     ----------
@@ -145,7 +187,8 @@ def run_attack_suite(
         ``predict(X)`` over samples of ``data`` (e.g. ``recognizers.FACE_RECOGNIZERS``, or
         gait recognizers over skeleton sequences).
     attackers : sequence of str or Attacker, default all of ``attackers.ATTACKERS``
-        ``clear``, ``naive``, ``parrot_25``, ``parrot_50``, ``parrot_75``, ``parrot``.
+        ``clear``, ``naive``, ``parrot_25``, ``parrot_50``, ``parrot_75``, ``parrot``; also
+        ``reversal`` (restores masked test samples first, ``reversal.py``).
     selection : sequence of str, default ("all",)
         ``"all"`` (the full identity set) and/or strategies of ``selection.py``:
         ``random``, ``classification``, ``metadata``, ``distinctive``, ``center``. The full
@@ -161,6 +204,10 @@ def run_attack_suite(
         the %-parrot samples and the random subsets.
     progress : callable, optional
         Called with each finished row (dict), e.g. to log or update a run record.
+    within_video : bool, default=False
+        Split every video in time (``split_train_test(within_groups=True)``).
+    restorer : callable, optional
+        Factory of the reversal attacker's restorer (default ``reversal.RestorationNet``).
 
     Returns
     -------
@@ -190,9 +237,10 @@ def run_attack_suite(
         sizes = sorted({int(k) for k in subset_sizes}, reverse=True)
     split = split_train_test(
         data.identities, groups=data.groups, time_index=data.time_index,
-        test_fraction=test_fraction, gap=gap, seed=seed,
+        test_fraction=test_fraction, gap=gap, seed=seed, train_only=data.train_only, within_groups=within_video,
     )
     rows = []
+    restorers: dict = {}
     subsets = _subsets(
         data, split, strategies, sizes, recognizers=recognizers, n_random_repeats=n_random_repeats,
         classification_recognizer=classification_recognizer, test_fraction=test_fraction, gap=gap, seed=seed,
@@ -200,7 +248,8 @@ def run_attack_suite(
     for strategy, k, repeat, identities in subsets:
         for name, factory in recognizers.items():
             for attacker in attacker_list:
-                _, y_test, y_pred, n_train, timing = _fit_predict(data, split, factory, attacker, identities, seed)
+                _, y_test, y_pred, n_train, timing = fit_predict(data, split, factory, attacker, identities, seed,
+                                                                 restorer=restorer, restorers=restorers)
                 acc = accuracy(y_test, y_pred)
                 row = {
                     "recognizer": name, "attacker": attacker.name, "selection": strategy,
@@ -288,7 +337,8 @@ def worst_case(table: pd.DataFrame, *, selection: str = ALL, subset_size: int | 
 
 
 def attack_predictions(data: AttackData, *, recognizer: Callable, attacker, test_fraction: float = 0.25,
-                       gap: int = 0, seed: int = 0) -> pd.DataFrame:
+                       gap: int = 0, seed: int = 0, within_video: bool = False,
+                       restorer: Callable | None = None) -> pd.DataFrame:
     """Per-test-sample predictions of one recognizer x attacker pair on the full set.
 
     Used for per-video reporting (e.g. which masked videos the worst-case pair
@@ -302,9 +352,11 @@ def attack_predictions(data: AttackData, *, recognizer: Callable, attacker, test
         ``correct`` (bool).
     """
     split = split_train_test(data.identities, groups=data.groups, time_index=data.time_index,
-                             test_fraction=test_fraction, gap=gap, seed=seed)
+                             test_fraction=test_fraction, gap=gap, seed=seed, train_only=data.train_only,
+                             within_groups=within_video)
     (attacker_obj,) = get_attackers([attacker])
-    test_idx, y_test, y_pred, _, _ = _fit_predict(data, split, recognizer, attacker_obj, data.identity_labels, seed)
+    test_idx, y_test, y_pred, _, _ = fit_predict(data, split, recognizer, attacker_obj, data.identity_labels, seed,
+                                                 restorer=restorer)
     return pd.DataFrame({
         "sample": test_idx, "group": data.groups[test_idx], "identity": y_test,
         "predicted": y_pred, "correct": y_test == y_pred,
