@@ -76,7 +76,8 @@ def _resize(image: np.ndarray, size_wh: tuple[int, int]) -> np.ndarray:
 
 
 def clear_embeddings(clear_images) -> np.ndarray:
-    """dlib 128-D embeddings of clear crops, (n, 128) float32, via the shared cache.
+    """Face embeddings of clear crops, (n, dim) float32 (``recognition.DEFAULT_EMBEDDER``),
+    via the shared cache.
 
     The feature vectors of the Distinctive and Center selection strategies (seeds/000
     section 5.7 uses the pretrained ArcFace embedding for faces); the dlib recognizers
@@ -288,6 +289,7 @@ def face_attack_data_from_videos(
     size_px: int = 160,
     features: bool = False,
     identity_metadata=None,
+    roles: Sequence[str] | None = None,
 ) -> AttackData:
     """Face crops of clear/masked video pairs as ``AttackData`` (one group per video).
 
@@ -301,6 +303,9 @@ def face_attack_data_from_videos(
     features : bool, default=False
         Also compute dlib embeddings of the clear crops (for Distinctive / Center).
     identity_metadata : pandas.DataFrame, optional
+    roles : sequence of str, one per pair, optional
+        ``"evaluated"`` or ``"attacker_train"`` (the attacker's own material: trained on,
+        never tested; ``AttackData.roles``). Default: all evaluated.
 
     Returns
     -------
@@ -310,13 +315,15 @@ def face_attack_data_from_videos(
     Raises
     ------
     ValueError
-        If ``pairs`` and ``identities`` differ in length, or no frame of any video has a
-        face.
+        If ``pairs`` and ``identities`` (or ``roles``) differ in length, a role is
+        unknown, or no frame of any video has a face.
     """
     from ..detection import MediaPipeFaceDetector
 
     if len(pairs) != len(identities):
         raise ValueError(f"{len(pairs)} video pairs but {len(identities)} identities")
+    if roles is not None and len(roles) != len(pairs):
+        raise ValueError(f"{len(pairs)} video pairs but {len(roles)} roles")
     own = detector is None
     detector = MediaPipeFaceDetector() if own else detector
     parts = []
@@ -340,4 +347,5 @@ def face_attack_data_from_videos(
         time_index=np.concatenate([c.frame_indices for _, _, c in parts]),
         features=clear_embeddings(clear) if features else None,
         identity_metadata=identity_metadata,
+        roles=None if roles is None else np.concatenate([[roles[group]] * len(c.frame_indices) for group, _, c in parts]),
     )

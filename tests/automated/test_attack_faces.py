@@ -30,8 +30,10 @@ def test_same_box_from_both_videos_and_a_cache_hit_the_second_time(data_dir, tmp
 def test_videos_of_different_resolution_give_crops_of_one_size(data_dir, detector):
     low = data_dir / "videos" / "grid_talking_heads" / "lwbsza.mpg"            # 360x288
     high = data_dir / "videos" / "grid_identity_clips" / "s4_probable" / "bbilzs.mpg"  # 720x576
-    data = face_attack_data_from_videos([(low, low), (high, high)], ["ID07", "ID07"], stride=25, detector=detector)
+    data = face_attack_data_from_videos([(low, low), (high, high)], ["ID07", "ID07"], stride=25, detector=detector,
+                                        roles=["evaluated", "attacker_train"])
     assert data.clear.shape == (6, 160, 160, 3)
+    assert data.roles.tolist() == ["evaluated"] * 3 + ["attacker_train"] * 3
     assert list(data.groups) == [0, 0, 0, 1, 1, 1]
     assert list(data.time_index) == [0, 25, 50, 0, 25, 50]
 
@@ -40,5 +42,7 @@ def test_pairs_and_identities_must_align(data_dir):
     clip = data_dir / "videos" / "grid_talking_heads" / "lwbsza.mpg"
     with pytest.raises(ValueError, match="2 video pairs but 1 identities"):
         face_attack_data_from_videos([(clip, clip), (clip, clip)], ["a"])
+    with pytest.raises(ValueError, match="2 video pairs but 1 roles"):
+        face_attack_data_from_videos([(clip, clip), (clip, clip)], ["a", "a"], roles=["evaluated"])
     with pytest.raises(ValueError, match="stride must be >= 1"):
         video_face_crops(clip, clip, stride=0)
