@@ -1,32 +1,46 @@
 """A rating campaign built from real GRID clips, and many simulated raters working at once.
 
-Used by the concurrency test (``tests/trials/test_simulation.py``), the benchmark
-(``benchmarks/bench_trials.py``) and the browser tests. Simulated raters go through the
-real pages with Django's test ``Client`` (one per thread, each with its own database
-connection): join, consent, instructions, then trial pages and JSON answers, some
-resending answers (double clicks) and some abandoning mid-session.
+Used by the concurrency tests (``tests/trials/test_simulation.py`` in-process on SQLite,
+``tests/ops/test_rater_simulation_http.py`` over HTTP against gunicorn + PostgreSQL), the
+benchmarks (``benchmarks/bench_trials.py``, ``bench_trials_http.py``) and the browser
+tests. Simulated raters go through the real pages as a browser does: join page and form,
+consent, instructions, then trial pages and JSON answers, some double-clicking (the same
+answer sent twice at once) and some abandoning mid-session; over HTTP they also fetch the
+media of their first trial pages.
 
-Run on a fresh database (the default SQLite settings: ``BEGIN IMMEDIATE``, 30 s busy
-timeout)::
+Three modes, each printing one JSON line:
 
-    DEID_VAR_DIR=/tmp/sim python -m trials.simulation --raters 60 --threads 12
+- In-process (default): Django's test ``Client``, one per thread, each with its own
+  database connection, on a fresh default database (SQLite: ``BEGIN IMMEDIATE``, 30 s
+  busy timeout)::
 
-prints a JSON summary. The protocol it exercises is the MediaEval 2021 human evaluation
+      DEID_VAR_DIR=/tmp/sim python -m trials.simulation --raters 60 --threads 12
+
+- ``--setup-only``: build and open the campaign in the configured database
+  (``DATABASE_URL``), print ``{"campaign": id, "join_code": ...}``.
+- ``--base-url URL --campaign ID``: raters over real HTTP/1.1 (``http.client``, one
+  keep-alive connection per rater, threads), then the counts read from the same
+  database; the claim timeout is the server's ``TRIALS_CLAIM_TIMEOUT_S`` (same
+  environment).
+
+The protocol it exercises is the MediaEval 2021 human evaluation
 (``../shared/seeds/002_68b18bfdbdb94491.txt``, section 4): raters_per_video responses
 per (video, condition, task) item.
 """
 from __future__ import annotations
 
 import csv
+import http.client
 import json
 import os
 import random
 import re
-import statistics
 import threading
 import time
 from dataclasses import dataclass, field
+from http.cookies import SimpleCookie
 from pathlib import Path
+from urllib.parse import urlencode, urlsplit
 
 GRID_FOLDER = "videos/grid_talking_heads"
 ACTIONS = ["talking", "eating", "waving", "coughing"]
@@ -185,20 +199,42 @@ def build_grid_campaign(
 
 _RESPOND = re.compile(r'"respond_url": "(/t/[^"]+/respond/)"')
 _CHOICE = re.compile(r'data-choice="([^"]+)"')
+_MEDIA = re.compile(r'src="(/m/[^"]+)"')
 
 
 @dataclass
 class RaterLog:
-    """What one simulated rater did (for checks and timings)."""
+    """What one simulated rater did (for checks and timings; times in seconds)."""
 
     code: str
     stored: dict = field(default_factory=dict)  # respond URL -> choice acknowledged as stored
     page_s: list = field(default_factory=list)
     respond_s: list = field(default_factory=list)
+    media_s: list = field(default_factory=list)
     expired: int = 0
     duplicates_sent: int = 0
+    double_clicks: int = 0
+    stored_twice: int = 0  # both answers of a double click acknowledged as newly stored
+    media_not_prepared: int = 0  # 503 + Retry-After
     finished: bool = False
-    errors: list = field(default_factory=list)
+    errors: list = field(default_factory=list)  # unexpected statuses and server-side failures
+    connection_errors: list = field(default_factory=list)  # resets, refused, timeouts
+
+
+@dataclass
+class Reply:
+    """One HTTP answer: status, body bytes and headers (lower-case names)."""
+
+    status: int
+    body: bytes
+    headers: dict
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
+
+    def json(self):
+        return json.loads(self.body)
 
 
 class ServerSlots:
@@ -220,63 +256,224 @@ class ServerSlots:
             return result, time.perf_counter() - started
 
 
-def simulate_rater(join_code: str, code: str, *, rng: random.Random, abandon_after: int | None = None,
-                   resend_share: float = 0.2, server: ServerSlots | None = None) -> RaterLog:
-    """Take one rater through the pages; stop after ``abandon_after`` answers if given."""
-    from django.db import connection
-    from django.test import Client
+class InProcessClient:
+    """A rater's browser as Django's test ``Client`` in this process (no network, no CSRF).
 
+    ``request`` returns ``(Reply, seconds inside the server)``, each request run in one
+    of ``server``'s slots.
+    """
+
+    def __init__(self, server: ServerSlots):
+        from django.test import Client
+
+        self.server = server
+        self.client = Client()
+
+    def request(self, method: str, path: str, *, form: dict | None = None, json_body: str | None = None):
+        def call():
+            if method == "GET":
+                response = self.client.get(path)
+            elif json_body is not None:
+                response = self.client.post(path, json_body, content_type="application/json")
+            else:
+                response = self.client.post(path, form or {})
+            body = b"".join(response.streaming_content) if response.streaming else response.content
+            return Reply(response.status_code, body, {k.lower(): v for k, v in response.items()})
+
+        return self.server.timed(call)
+
+    def clone(self) -> InProcessClient:
+        """A second tab of the same browser (same cookies)."""
+        twin = InProcessClient(self.server)
+        for name, morsel in self.client.cookies.items():
+            twin.client.cookies[name] = morsel.value
+        return twin
+
+    def close(self) -> None:
+        from django.db import connection
+
+        connection.close()  # this thread's database connection
+
+
+class HttpClient:
+    """A rater's browser over real HTTP/1.1: one keep-alive connection, cookies, CSRF header.
+
+    ``request`` returns ``(Reply, seconds)`` from sending the request to the last byte of
+    the answer. Nothing is retried: a reset or refused connection or a timeout raises
+    (``OSError`` or ``http.client.HTTPException``) and is counted by the caller.
+    """
+
+    def __init__(self, base_url: str, *, timeout: float = 60.0, cookies: dict | None = None):
+        parts = urlsplit(base_url)
+        self.base_url, self.timeout = base_url, timeout
+        self.cookies = dict(cookies or {})
+        self.connection = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
+
+    def request(self, method: str, path: str, *, form: dict | None = None, json_body: str | None = None):
+        headers = {}
+        if self.cookies:
+            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        if "csrftoken" in self.cookies:
+            headers["X-CSRFToken"] = self.cookies["csrftoken"]  # as the trial page's script sends it
+        body = None
+        if json_body is not None:
+            body, headers["Content-Type"] = json_body.encode(), "application/json"
+        elif method == "POST":
+            body, headers["Content-Type"] = urlencode(form or {}).encode(), "application/x-www-form-urlencoded"
+        started = time.perf_counter()
+        self.connection.request(method, path, body=body, headers=headers)
+        response = self.connection.getresponse()
+        data = response.read()  # http.client reopens the connection next time if the server closed it
+        seconds = time.perf_counter() - started
+        for header in response.headers.get_all("Set-Cookie") or []:
+            cookie = SimpleCookie()
+            cookie.load(header)
+            for name, morsel in cookie.items():
+                if morsel["max-age"] == "0":
+                    self.cookies.pop(name, None)
+                else:
+                    self.cookies[name] = morsel.value
+        return Reply(response.status, data, {k.lower(): v for k, v in response.getheaders()}), seconds
+
+    def clone(self) -> HttpClient:
+        """A second tab of the same browser: same cookies, its own connection."""
+        return HttpClient(self.base_url, timeout=self.timeout, cookies=self.cookies)
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class _Unexpected(Exception):
+    """A page or answer with a status the rater's browser could not continue from."""
+
+
+def _expect(reply: Reply, *statuses: int, what: str) -> Reply:
+    if reply.status not in statuses:
+        raise _Unexpected(f"{what}: {reply.status} {reply.text[:200]!r}")
+    return reply
+
+
+def simulate_rater(client, join_code: str, code: str, *, rng: random.Random, abandon_after: int | None = None,
+                   resend_share: float = 0.2, media_pages: int = 0) -> RaterLog:
+    """Take one rater through the pages as a browser would; stop after ``abandon_after`` answers.
+
+    Parameters
+    ----------
+    client : InProcessClient or HttpClient
+    join_code, code : str
+        The campaign's join code and this rater's participant code.
+    rng : random.Random
+        Choices, timings and double clicks.
+    abandon_after : int or None
+        Answers given before leaving (the current trial stays claimed, unanswered).
+    resend_share : float
+        Share of answers sent twice at once (a double click: two connections).
+    media_pages : int
+        Trial pages whose media (video or still, gallery faces) are fetched, from the first.
+    """
     log = RaterLog(code)
-    server = server or ServerSlots(1)
-    client = Client()
     try:
-        server.timed(client.post, f"/join/{join_code}/", {"participant_code": code})
-        server.timed(client.post, "/session/consent/", {"agree": "yes"})
-        server.timed(client.post, "/session/start/")
-        answered = 0
+        _expect(client.request("GET", f"/join/{join_code}/")[0], 200, what="join page")
+        _expect(client.request("POST", f"/join/{join_code}/", form={"participant_code": code})[0], 302,
+                what="join")
+        _expect(client.request("GET", "/session/")[0], 200, what="consent page")
+        _expect(client.request("POST", "/session/consent/", form={"agree": "yes"})[0], 302, what="consent")
+        _expect(client.request("GET", "/session/")[0], 200, what="instructions page")
+        _expect(client.request("POST", "/session/start/")[0], 302, what="start")
+        answered = pages = 0
         while True:
-            page, seconds = server.timed(client.get, "/session/")
+            page, seconds = client.request("GET", "/session/")
             log.page_s.append(seconds)
-            html = page.content.decode()
+            html = page.text
             match = _RESPOND.search(html)
             if match is None:
-                log.finished = "completion-code" in html
+                log.finished = page.status == 200 and "completion-code" in html
                 if not log.finished:
-                    log.errors.append(f"page {page.status_code} without a trial")
+                    log.errors.append(f"page {page.status} without a trial: {html[:200]!r}")
                 break
+            if pages < media_pages:
+                _fetch_media(client, log, html)
+            pages += 1
             if abandon_after is not None and answered >= abandon_after:
                 break  # leaves this trial claimed, never answered
             url = match.group(1)
             choice = rng.choice(_CHOICE.findall(html))
             body = json.dumps({"choice": choice, "response_time_ms": rng.randint(800, 9000),
                                "replays": rng.randint(0, 2), "watch_time_ms": rng.randint(3000, 9000)})
-            sends = 2 if rng.random() < resend_share else 1
-            for _ in range(sends):
-                answer, seconds = server.timed(client.post, url, body, content_type="application/json")
-                log.respond_s.append(seconds)
-                if answer.status_code == 409:
-                    log.expired += 1
-                    break
-                if answer.status_code != 200:
-                    log.errors.append(f"answer {answer.status_code}: {answer.content[:200]!r}")
-                    return log
-                data = answer.json()
-                if data["duplicate"]:
-                    log.duplicates_sent += 1
-                else:
-                    log.stored[url] = choice
+            double = rng.random() < resend_share
+            replies = _send_answer(client, url, body, double=double)
+            log.double_clicks += double
+            log.respond_s += [seconds for _, seconds in replies]
+            statuses = {reply.status for reply, _ in replies}
+            if 409 in statuses:  # the claim lapsed and the item went to others: next trial
+                _expect(*[r for r, _ in replies if r.status != 409] or [replies[0][0]], 409, what="answer")
+                log.expired += 1
+                continue
+            new = [_expect(reply, 200, what="answer").json() for reply, _ in replies]
+            new = [data for data in new if not data["duplicate"]]
+            log.duplicates_sent += len(replies) - len(new)
+            log.stored_twice += len(new) > 1
+            if not new:
+                raise _Unexpected(f"answer to {url}: every send reported a duplicate, none stored")
+            log.stored[url] = choice
             answered += 1
-    except Exception as error:  # e.g. "database is locked" after the busy timeout: count it
+    except (OSError, http.client.HTTPException) as error:  # reset, refused, timed out
+        log.connection_errors.append(f"{type(error).__name__}: {error}")
+    except Exception as error:  # unexpected status; "database is locked" after the busy timeout
         log.errors.append(f"{type(error).__name__}: {error}")
     finally:
-        connection.close()
+        client.close()
     return log
 
 
-def run_raters(join_code: str, n_raters: int, *, threads: int, abandon_share: float, seed: int,
-               prefix: str = "sim", server_workers: int = 4) -> list[RaterLog]:
-    """Run ``n_raters`` simulated raters, ``threads`` at a time; ``abandon_share`` abandon early."""
-    server = ServerSlots(server_workers)
+def _send_answer(client, url: str, body: str, *, double: bool) -> list:
+    """POST the answer once, or twice at the same moment from two tabs (a double click)."""
+    if not double:
+        return [client.request("POST", url, json_body=body)]
+    twin = client.clone()
+    results: list = [None, None]
+    start = threading.Barrier(2)
+
+    def send(index, sender):
+        try:
+            start.wait(timeout=30)
+            results[index] = sender.request("POST", url, json_body=body)
+        except BaseException as error:  # re-raised in the rater's thread
+            results[index] = error
+        finally:
+            if sender is twin:
+                twin.close()
+
+    helper = threading.Thread(target=send, args=(1, twin))
+    helper.start()
+    send(0, client)
+    helper.join()
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results
+
+
+def _fetch_media(client, log: RaterLog, html: str) -> None:
+    """Fetch a trial page's video or still and its gallery faces, as the browser would."""
+    for path in _MEDIA.findall(html):
+        reply, seconds = client.request("GET", path)
+        if reply.status == 503 and "retry-after" in reply.headers:
+            log.media_not_prepared += 1
+            continue
+        _expect(reply, 200, what=f"media {path}")
+        if not (reply.body.startswith(b"\x89PNG") or reply.body[4:8] == b"ftyp"):
+            raise _Unexpected(f"media {path}: neither PNG nor MP4 ({reply.body[:16]!r})")
+        log.media_s.append(seconds)
+
+
+def run_raters(make_client, join_code: str, n_raters: int, *, threads: int, abandon_share: float, seed: int,
+               prefix: str = "sim", media_pages: int = 0, resend_share: float = 0.2) -> list[RaterLog]:
+    """Run ``n_raters`` simulated raters, ``threads`` at a time; ``abandon_share`` abandon early.
+
+    ``make_client()`` gives each rater a fresh browser (:class:`InProcessClient` or
+    :class:`HttpClient`).
+    """
     rng = random.Random(seed)
     plans = [
         (f"{prefix}{i:04d}", random.Random(rng.random()), rng.randint(0, 3) if rng.random() < abandon_share else None)
@@ -292,7 +489,8 @@ def run_raters(join_code: str, n_raters: int, *, threads: int, abandon_share: fl
                 if not queue:
                     return
                 code, rater_rng, abandon = queue.pop(0)
-            log = simulate_rater(join_code, code, rng=rater_rng, abandon_after=abandon, server=server)
+            log = simulate_rater(make_client(), join_code, code, rng=rater_rng, abandon_after=abandon,
+                                 resend_share=resend_share, media_pages=media_pages)
             with lock:
                 logs.append(log)
 
@@ -304,6 +502,31 @@ def run_raters(join_code: str, n_raters: int, *, threads: int, abandon_share: fl
     return logs
 
 
+def run_until_full(make_client, campaign, *, raters: int, threads: int, abandon_share: float, seed: int,
+                   claim_timeout_s: float, waves: int, media_pages: int = 0) -> tuple[list[RaterLog], float]:
+    """A first wave of raters (some abandoning), then waves without abandoning until every
+    item is at its target (abandoned claims lapse after ``claim_timeout_s``).
+
+    Returns
+    -------
+    logs : list of RaterLog
+    elapsed_s : float
+        Wall time of all waves.
+    """
+    started = time.perf_counter()
+    logs = run_raters(make_client, campaign.join_code, raters, threads=threads, abandon_share=abandon_share,
+                      seed=seed, media_pages=media_pages)
+    for wave in range(waves):
+        counts = check_counts(campaign)
+        if counts["items_at_target"] == counts["items"]:
+            break
+        time.sleep(claim_timeout_s + 0.5)
+        logs += run_raters(make_client, campaign.join_code, max(threads, raters // 4), threads=threads,
+                           abandon_share=0.0, seed=seed + wave + 1, prefix=f"wave{wave}-",
+                           media_pages=media_pages)
+    return logs, time.perf_counter() - started
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     if not ordered:
@@ -313,35 +536,122 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def check_counts(campaign) -> dict:
-    """Completed responses per evaluated item vs target, and stored responses per trial."""
+    """Completed responses per evaluated item vs target, and stored responses.
+
+    ``same_video_twice`` counts evaluated responses of one rater to one source video
+    beyond the first (a rater sees each source video once).
+    """
+    from django.db.models import Count
+
     from .models import Item, Response
 
     items = list(Item.objects.evaluated(campaign).with_counts().values("n_completed", "target_count"))
+    responses = Response.objects.filter(trial__session__campaign=campaign)
+    per_video = (
+        responses.filter(trial__kind="item").values("trial__session", "trial__source_video")
+        .annotate(n=Count("id")).filter(n__gt=1)
+    )
     return {
         "items": len(items),
         "items_at_target": sum(i["n_completed"] == i["target_count"] for i in items),
         "items_over_target": sum(i["n_completed"] > i["target_count"] for i in items),
-        "responses": Response.objects.filter(trial__session__campaign=campaign).count(),
-        "evaluated_responses": Response.objects.filter(
-            trial__session__campaign=campaign, trial__kind="item").count(),
+        "responses": responses.count(),
+        "evaluated_responses": responses.filter(trial__kind="item").count(),
+        "same_video_twice": sum(row["n"] - 1 for row in per_video),
     }
+
+
+def summarize(campaign, logs: list[RaterLog], elapsed_s: float) -> dict:
+    """Counts and timings of a run: what raters were told was stored vs what the database holds."""
+    from .models import Response
+
+    acknowledged = {url: choice for log in logs for url, choice in log.stored.items()}
+    stored = {
+        f"/t/{token}/respond/": choice
+        for token, choice in Response.objects.filter(trial__session__campaign=campaign).values_list(
+            "trial__token", "choice")
+    }
+
+    def ms(values, q):
+        return 1000 * percentile(values, q) if values else None
+
+    page_s = [s for log in logs for s in log.page_s]
+    respond_s = [s for log in logs for s in log.respond_s]
+    media_s = [s for log in logs for s in log.media_s]
+    return {
+        **check_counts(campaign),
+        "raters": len(logs),
+        "raters_finished": sum(log.finished for log in logs),
+        "acknowledged": len(acknowledged),
+        "lost": len(set(acknowledged.items()) - set(stored.items())),
+        "unacknowledged_stored": len(set(stored) - set(acknowledged)),
+        "stored_twice": sum(log.stored_twice for log in logs),
+        "double_clicks": sum(log.double_clicks for log in logs),
+        "duplicates_sent": sum(log.duplicates_sent for log in logs),
+        "expired": sum(log.expired for log in logs),
+        "media_not_prepared": sum(log.media_not_prepared for log in logs),
+        "errors": [e for log in logs for e in log.errors][:10],
+        "n_errors": sum(len(log.errors) for log in logs),
+        "connection_errors": [e for log in logs for e in log.connection_errors][:10],
+        "n_connection_errors": sum(len(log.connection_errors) for log in logs),
+        "elapsed_s": elapsed_s,
+        "page_ms_median": ms(page_s, 0.5),
+        "page_ms_p95": ms(page_s, 0.95),
+        "respond_ms_median": ms(respond_s, 0.5),
+        "respond_ms_p95": ms(respond_s, 0.95),
+        "media_ms_median": ms(media_s, 0.5),
+        "media_ms_p95": ms(media_s, 0.95),
+        "pages": len(page_s),
+        "answers_sent": len(respond_s),
+        "media_fetched": len(media_s),
+    }
+
+
+def _setup_campaign(args):
+    """Build the GRID campaign in the configured database and open it for rating."""
+    from django.conf import settings
+
+    from .services import open_rating
+    from .tasks import prepare_campaign_media
+
+    campaign = build_grid_campaign(
+        settings.DATA_DIR, Path(args.cache_dir or Path(settings.CACHE_DIR) / "grid"),
+        raters_per_video=args.raters_per_video, copies=args.copies, name=f"simulation {time.time_ns()}",
+    )
+    open_rating(campaign, prepare_media=False)
+    if args.prepare_media:
+        prepare_campaign_media(campaign.pk)  # here, synchronously: the server never transcodes
+    return campaign
 
 
 def main(argv=None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], epilog="Modes: in-process (default), --setup-only, --base-url."
+    )
     parser.add_argument("--raters", type=int, default=60)
-    parser.add_argument("--threads", type=int, default=12, help="concurrent raters (client threads)")
-    parser.add_argument("--server-workers", type=int, default=4, help="requests handled at once")
+    parser.add_argument("--threads", type=int, default=None, help="concurrent raters (default: --raters)")
+    parser.add_argument("--server-workers", type=int, default=4, help="in-process: requests handled at once")
     parser.add_argument("--abandon", type=float, default=0.2, help="share of raters abandoning mid-session")
+    parser.add_argument("--resend", type=float, default=0.2, help="share of answers double-clicked")
     parser.add_argument("--raters-per-video", type=int, default=5)
     parser.add_argument("--copies", type=int, default=1)
-    parser.add_argument("--claim-timeout", type=float, default=2.0, help="seconds")
+    parser.add_argument("--claim-timeout", type=float, default=2.0,
+                        help="in-process: seconds (over HTTP the server's TRIALS_CLAIM_TIMEOUT_S is used)")
     parser.add_argument("--waves", type=int, default=4, help="extra waves until every item is full")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--cache-dir", default=None, help="derived GRID files (default CACHE_DIR/grid)")
+    parser.add_argument("--setup-only", action="store_true",
+                        help="build and open the campaign in DATABASE_URL, print its id and join code")
+    parser.add_argument("--prepare-media", action="store_true",
+                        help="with --setup-only: crop faces and make web copies now (else crops on first use)")
+    parser.add_argument("--base-url", default=None, help="rate over HTTP against this server (needs --campaign)")
+    parser.add_argument("--campaign", type=int, default=None, help="with --base-url: the campaign id")
+    parser.add_argument("--media-pages", type=int, default=None,
+                        help="trial pages per rater whose media are fetched (default: 2 over HTTP, 0 in-process)")
     args = parser.parse_args(argv)
+    threads = args.threads or args.raters
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
     import django
@@ -350,57 +660,37 @@ def main(argv=None) -> int:
     from django.conf import settings
     from django.core.management import call_command
 
-    from .models import Response
-    from .services import open_rating
+    from evalsite.models import Campaign
 
-    settings.TRIALS_CLAIM_TIMEOUT_S = args.claim_timeout
+    if args.base_url:
+        if args.campaign is None:
+            parser.error("--base-url needs --campaign")
+        campaign = Campaign.objects.get(pk=args.campaign)
+        logs, elapsed = run_until_full(
+            lambda: HttpClient(args.base_url), campaign, raters=args.raters, threads=threads,
+            abandon_share=args.abandon, seed=args.seed, waves=args.waves,
+            claim_timeout_s=float(settings.TRIALS_CLAIM_TIMEOUT_S),
+            media_pages=2 if args.media_pages is None else args.media_pages,
+        )
+        print(json.dumps(summarize(campaign, logs, elapsed)))
+        return 0
+
     call_command("migrate", verbosity=0)
-    campaign = build_grid_campaign(
-        settings.DATA_DIR, Path(args.cache_dir or Path(settings.CACHE_DIR) / "grid"), raters_per_video=args.raters_per_video,
-        copies=args.copies, name=f"simulation {time.time_ns()}",
+    if args.setup_only:
+        campaign = _setup_campaign(args)
+        print(json.dumps({"campaign": campaign.pk, "join_code": campaign.join_code,
+                          "items": check_counts(campaign)["items"]}))
+        return 0
+    settings.TRIALS_CLAIM_TIMEOUT_S = args.claim_timeout
+    args.prepare_media = False
+    campaign = _setup_campaign(args)
+    server = ServerSlots(args.server_workers)
+    logs, elapsed = run_until_full(
+        lambda: InProcessClient(server), campaign, raters=args.raters, threads=threads,
+        abandon_share=args.abandon, seed=args.seed, waves=args.waves, claim_timeout_s=args.claim_timeout,
+        media_pages=args.media_pages or 0,
     )
-    open_rating(campaign, prepare_media=False)
-    started = time.perf_counter()
-    logs = run_raters(campaign.join_code, args.raters, threads=args.threads, abandon_share=args.abandon,
-                      seed=args.seed, server_workers=args.server_workers)
-    # Later waves (no abandoning) pick up items whose abandoned claims timed out.
-    for wave in range(args.waves):
-        counts = check_counts(campaign)
-        if counts["items_at_target"] == counts["items"]:
-            break
-        time.sleep(args.claim_timeout + 0.2)
-        logs += run_raters(campaign.join_code, max(args.threads, args.raters // 4), threads=args.threads,
-                           abandon_share=0.0, seed=args.seed + wave + 1, prefix=f"wave{wave}-",
-                           server_workers=args.server_workers)
-    elapsed = time.perf_counter() - started
-    acknowledged = {url: choice for log in logs for url, choice in log.stored.items()}
-    stored = {
-        f"/t/{token}/respond/": choice
-        for token, choice in Response.objects.filter(trial__session__campaign=campaign).values_list(
-            "trial__token", "choice")
-    }
-    page_s = [s for log in logs for s in log.page_s]
-    respond_s = [s for log in logs for s in log.respond_s]
-    summary = {
-        **check_counts(campaign),
-        "raters": len(logs),
-        "raters_finished": sum(log.finished for log in logs),
-        "acknowledged": len(acknowledged),
-        "lost": len(set(acknowledged.items()) - set(stored.items())),
-        "unacknowledged_stored": len(set(stored) - set(acknowledged)),
-        "duplicates_sent": sum(log.duplicates_sent for log in logs),
-        "expired": sum(log.expired for log in logs),
-        "errors": [e for log in logs for e in log.errors][:10],
-        "n_errors": sum(len(log.errors) for log in logs),
-        "elapsed_s": elapsed,
-        "page_ms_median": 1000 * statistics.median(page_s) if page_s else None,
-        "page_ms_p95": 1000 * percentile(page_s, 0.95),
-        "respond_ms_median": 1000 * statistics.median(respond_s) if respond_s else None,
-        "respond_ms_p95": 1000 * percentile(respond_s, 0.95),
-        "pages": len(page_s),
-        "answers_sent": len(respond_s),
-    }
-    print(json.dumps(summary))
+    print(json.dumps(summarize(campaign, logs, elapsed)))
     return 0
 
 

@@ -184,14 +184,16 @@ def wait_for_port(port: int, server: Server, timeout: float = 60) -> None:
 
 
 @contextlib.contextmanager
-def gunicorn(env: dict, tmp_path: Path, workers: int = 4, threads: int = 4):
+def gunicorn(env: dict, tmp_path: Path, workers: int = 4, threads: int = 4, extra_args: tuple = ()):
     """gunicorn serving ``evalsite.wsgi`` on a free loopback port; yields its base URL.
 
     ``env`` is added to the child's environment (``DATABASE_URL``, ``DEID_VAR_DIR``...).
+    ``extra_args`` go before the fixed ones, e.g. ``("-c", "python:evalsite.gunicorn_conf")``
+    for the production configuration (the port, workers and threads here still win).
     """
     port = free_port()
     args = [
-        sys.executable, "-m", "gunicorn", "evalsite.wsgi:application",
+        sys.executable, "-m", "gunicorn", *extra_args, "evalsite.wsgi:application",
         "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--threads", str(threads),
         "--worker-class", "gthread", "--timeout", "120", "--graceful-timeout", "5",
     ]

@@ -1,0 +1,93 @@
+"""100 concurrent raters over real HTTP against gunicorn + PostgreSQL (issue 8, "Done means").
+
+A fresh PostgreSQL database gets the GRID rating campaign (10 real speakers, clear and
+blurred clips, identity and action tasks: 40 items, 10 responses each) built and opened
+by ``python -m trials.simulation --setup-only``; gunicorn serves it with the production
+configuration (``evalsite.gunicorn_conf``: gthread workers, keep-alive) at 4 workers x 4
+threads; then ``python -m trials.simulation --base-url`` runs 100 raters at once, each a
+thread with its own keep-alive HTTP/1.1 connection, 30 % abandoning mid-session and 20 %
+of answers double-clicked (sent twice at the same moment on two connections), fetching the
+media of their first trial pages; later waves fill what abandoned claims (4 s timeout)
+left. Gallery crops are not prepared ahead, so the first face requests race for them
+across the four worker processes.
+"""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+from django.conf import settings
+
+from tests.ops.servers import POSTGRES_URL, ROOT, base_env, gunicorn, postgres_database
+
+#: status, method, path and server time in microseconds of every request (gunicorn access log)
+ACCESS_FORMAT = "access %(s)s %(m)s %(U)s %(D)s"
+ACCESS_LINE = re.compile(r"^access (\d{3}) (\w+) (\S+) (\d+)$", re.MULTILINE)
+
+
+def simulation(*args: str, env: dict, timeout: float) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-m", "trials.simulation", *args],
+        cwd=ROOT, env=base_env(**env), capture_output=True, text=True, timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def database_facts(url: str) -> dict:
+    """Deadlocks PostgreSQL counted in the test database, and its gallery crop rows."""
+    import psycopg
+
+    name = urlparse(url).path.lstrip("/")
+    with psycopg.connect(POSTGRES_URL) as conn:
+        deadlocks = conn.execute("SELECT deadlocks FROM pg_stat_database WHERE datname = %s", (name,)).fetchone()
+    with psycopg.connect(url) as conn:
+        crops = [row[0] for row in conn.execute("SELECT file FROM trials_gallerycrop")]
+        identities = conn.execute("SELECT count(*) FROM evalsite_galleryimage").fetchone()[0]
+    return {"deadlocks": deadlocks[0], "crops": crops, "gallery_images": identities}
+
+
+def test_100_raters_over_http_on_gunicorn_and_postgresql(tmp_path):
+    cache = Path(settings.CACHE_DIR) / "trials-tests"  # the GRID files tests/trials makes (reused)
+    with postgres_database() as url:
+        env = {
+            "DATABASE_URL": url, "DEID_VAR_DIR": str(tmp_path / "var"), "DEID_DATA_DIR": str(settings.DATA_DIR),
+            "DEID_DEBUG": "0", "TRIALS_CLAIM_TIMEOUT_S": "4",
+        }
+        setup = simulation("--setup-only", "--raters-per-video", "10", "--cache-dir", str(cache), env=env, timeout=900)
+        assert setup["items"] == 40  # 10 videos x (clear, blurred) x (identity, action)
+        options = ("-c", "python:evalsite.gunicorn_conf", "--access-logformat", ACCESS_FORMAT)
+        with gunicorn(env, tmp_path, workers=4, threads=4, extra_args=options) as (base_url, server):
+            summary = simulation(
+                "--base-url", base_url, "--campaign", str(setup["campaign"]), "--raters", "100",
+                "--abandon", "0.3", "--resend", "0.2", env=env, timeout=900,
+            )
+        log = server.output()  # the server has stopped: its database sessions are closed
+        facts = database_facts(url)
+    print(json.dumps({**summary, **facts, "crops": len(facts["crops"])}))  # figures in the test log
+
+    # Transport: no reset, refused or timed-out connection; no unexpected status anywhere.
+    assert summary["n_connection_errors"] == 0, summary["connection_errors"]
+    assert summary["n_errors"] == 0, summary["errors"]
+    requests = ACCESS_LINE.findall(log)
+    assert len(requests) >= summary["pages"] + summary["answers_sent"] + summary["media_fetched"]
+    assert [r for r in requests if r[0].startswith("5")] == []
+    assert "Traceback" not in log and "deadlock detected" not in log, log[-3000:]
+    assert facts["deadlocks"] == 0
+    # Every item exactly at its target; nothing acknowledged is lost, nothing stored twice.
+    assert summary["items"] == 40 and summary["items_at_target"] == 40 and summary["items_over_target"] == 0
+    assert summary["evaluated_responses"] == 40 * 10
+    assert summary["lost"] == 0 and summary["unacknowledged_stored"] == 0
+    assert summary["responses"] == summary["acknowledged"]
+    assert summary["stored_twice"] == 0 and summary["same_video_twice"] == 0
+    assert summary["double_clicks"] > 0 and summary["duplicates_sent"] > 0  # resent answers stored once
+    assert summary["raters"] >= 100 and summary["raters"] > summary["raters_finished"]  # some abandoned
+    # Media: every fetch was a PNG or MP4 (checked by the simulation); the crops raced for
+    # by the first requests exist once per gallery image, with no file left over.
+    assert summary["media_fetched"] > 100 and summary["media_not_prepared"] == 0
+    assert len(facts["crops"]) == facts["gallery_images"] == 10
+    crop_files = sorted(p.name for p in (tmp_path / "var/media/crops").iterdir())
+    assert crop_files == sorted(Path(name).name for name in facts["crops"])
