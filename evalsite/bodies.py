@@ -77,7 +77,7 @@ def decode_json(raw: bytes, max_depth: int = MAX_DEPTH, encoding: str = "utf-8")
     return value
 
 
-def json_object_body(request, max_bytes: int = 64 * 1024) -> dict:
+def json_object_body(request, max_bytes: int = 1024 * 1024) -> dict:
     """The JSON object a view expects in ``request``'s body.
 
     Raises
