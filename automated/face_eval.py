@@ -47,7 +47,7 @@ from .face_crop import NoFaceFoundError
 from .detection_metrics import detection_failure_rate, iou_summary, masked_frame_iou
 from .image_metrics import psnr, ssim, summarize_psnr
 from .recognition import (
-    MATCH_THRESHOLD, DlibFaceEmbedder, chance_level, closed_set_rank, identity_distances, match_rate,
+    DEFAULT_EMBEDDER, chance_level, closed_set_rank, identity_distances, make_face_embedder, match_rate,
 )
 from .video import VideoInfo, iter_frames
 
@@ -100,6 +100,8 @@ class VideoEvaluation:
     stride : int
     detector : str
     threshold : float
+    embedder : str
+        Registry name of the embedder (``recognition.EMBEDDERS``) or its class name.
     """
 
     frames_tested: int
@@ -122,13 +124,16 @@ class VideoEvaluation:
     stride: int
     detector: str
     threshold: float
+    embedder: str = DEFAULT_EMBEDDER
 
     def as_dict(self) -> dict:
         """Plain dict of all fields."""
         return asdict(self)
 
 
-METRIC_FIELDS = tuple(f.name for f in fields(VideoEvaluation) if f.name not in ("stride", "detector", "threshold"))
+#: Settings recorded with every evaluation (not metrics).
+SETTING_FIELDS = ("stride", "detector", "threshold", "embedder")
+METRIC_FIELDS = tuple(f.name for f in fields(VideoEvaluation) if f.name not in SETTING_FIELDS)
 
 
 class _Stopwatch:
@@ -205,8 +210,8 @@ def evaluate_video(
     *,
     stride: int = 5,
     detector="mediapipe",
-    embedder: DlibFaceEmbedder | None = None,
-    threshold: float = MATCH_THRESHOLD,
+    embedder=DEFAULT_EMBEDDER,
+    threshold: float | None = None,
     timings: dict | None = None,
     clear_cache: dict | None = None,
     no_face: Literal["raise", "nan"] = "raise",
@@ -217,9 +222,9 @@ def evaluate_video(
     ----------
     clear_path, masked_path : path-like
         The clear source video and its masked version (same frame count and size).
-    gallery_embeddings : ndarray of shape (k, 128), float32
-        Gallery embeddings of ALL identities of the campaign (``embed_gallery_image``);
-        as many columns as ``embedder.dim``, finite values.
+    gallery_embeddings : ndarray of shape (k, dim), float32
+        Gallery embeddings of ALL identities of the campaign (``embed_gallery_image``)
+        by the same embedder: ``dim = embedder.dim`` columns, finite values.
     gallery_identities : array-like of shape (k,)
         Identity label of each gallery embedding.
     true_identity : label
@@ -228,10 +233,14 @@ def evaluate_video(
         Test every ``stride``-th frame (frames 0, stride, 2*stride, ...); a whole number >= 1.
     detector : str or detector object, default="mediapipe"
         A ``make_face_detector`` name (created and closed here) or a detector instance.
-    embedder : DlibFaceEmbedder, optional
-    threshold : float, default=0.6
-        Verification threshold on the L2 distance, finite and >= 0 (match when
-        distance <= threshold, ``recognition.match_rate``).
+    embedder : str or embedder object, default=recognition.DEFAULT_EMBEDDER
+        A ``recognition.make_face_embedder`` name or an embedder instance
+        (``embed_faces``, ``dim``, ``threshold``). The clear and masked faces of a frame
+        are embedded in one batch.
+    threshold : float, optional
+        Verification threshold on the embedding distance, finite and >= 0 (match when
+        distance <= threshold, ``recognition.match_rate``); default the embedder's
+        documented threshold (0.6 for dlib's ResNet).
     timings : dict, optional
         If given, CPU seconds (``time.process_time``) spent per stage are added to it
         under "decode", "detect", "embed" and "metrics" (benchmarks/bench_face_eval.py).
@@ -264,11 +273,13 @@ def evaluate_video(
     """
     if isinstance(stride, bool) or not isinstance(stride, Integral) or stride < 1:
         raise ValueError(f"stride must be a whole number >= 1, got {stride!r}")
-    if isinstance(threshold, bool) or not isinstance(threshold, Real) or not 0 <= threshold < math.inf:
-        raise ValueError(f"threshold must be a finite L2 distance >= 0, got {threshold!r}")
     if no_face not in ("raise", "nan"):
         raise ValueError(f"no_face must be 'raise' or 'nan', got {no_face!r}")
-    embedder = embedder or DlibFaceEmbedder()
+    embedder_name = embedder if isinstance(embedder, str) else getattr(embedder, "name", "") or type(embedder).__name__
+    embedder = make_face_embedder(embedder) if isinstance(embedder, str) else embedder
+    threshold = embedder.threshold if threshold is None else threshold
+    if isinstance(threshold, bool) or not isinstance(threshold, Real) or not 0 <= threshold < math.inf:
+        raise ValueError(f"threshold must be a finite L2 distance >= 0, got {threshold!r}")
     labels = np.asarray(gallery_identities)
     gallery = np.asarray(gallery_embeddings, dtype=np.float32)
     if gallery.ndim != 2 or len(gallery) != len(labels) or len(labels) == 0:
@@ -315,9 +326,13 @@ def evaluate_video(
             masked_detections = face_detector.detect(masked_rgb, frame_index)
             started = watch.add("detect", started)
             if clear_box is not None:
-                masked_embedding = embedder.embed(masked_rgb, _probe_box(clear_box, masked_detections)[None])[0]
+                faces = [(masked_rgb, _probe_box(clear_box, masked_detections))]
                 if cached is None:
-                    clear_embedding = embedder.embed(clear_rgb, clear_box[None])[0]
+                    faces.append((clear_rgb, clear_box))
+                embeddings = embedder.embed_faces(faces)  # one batch for both faces
+                masked_embedding = embeddings[0]
+                if cached is None:
+                    clear_embedding = embeddings[1]
             clear_frames[frame_index] = (clear_box, clear_embedding if clear_box is not None else None)
             started = watch.add("embed", started)
             ssims.append(ssim(clear_rgb, masked_rgb))
@@ -377,12 +392,13 @@ def evaluate_video(
         stride=stride,
         detector=detector_name,
         threshold=float(threshold),
+        embedder=embedder_name,
         **recognition,
     )
 
 
 def embed_gallery_image(
-    image_rgb: np.ndarray, *, embedder: DlibFaceEmbedder | None = None, detector=None, assume_cropped: bool = False,
+    image_rgb: np.ndarray, *, embedder=DEFAULT_EMBEDDER, detector=None, assume_cropped: bool = False,
 ) -> np.ndarray:
     """Embedding of the face in a gallery still.
 
@@ -393,7 +409,8 @@ def embed_gallery_image(
     Parameters
     ----------
     image_rgb : ndarray of shape (height, width, 3), dtype uint8, RGB
-    embedder : DlibFaceEmbedder, optional
+    embedder : str or embedder object, default=recognition.DEFAULT_EMBEDDER
+        A ``recognition.make_face_embedder`` name or an embedder instance.
     detector : detector object, optional
         Default: a MediaPipe detector created and closed here.
     assume_cropped : bool, default=False
@@ -402,7 +419,8 @@ def embed_gallery_image(
 
     Returns
     -------
-    ndarray of shape (128,), dtype float32
+    ndarray of shape (dim,), dtype float32
+        ``dim = embedder.dim``.
 
     Raises
     ------
@@ -410,7 +428,7 @@ def embed_gallery_image(
         (a ValueError) naming the image size, if no face is detected and not
         ``assume_cropped``.
     """
-    embedder = embedder or DlibFaceEmbedder()
+    embedder = make_face_embedder(embedder) if isinstance(embedder, str) else embedder
     own = detector is None
     detector = make_face_detector("mediapipe") if own else detector
     try:
@@ -452,7 +470,8 @@ def summarize(evaluations: Iterable[VideoEvaluation]) -> dict:
     ------
     ValueError
         If ``evaluations`` is empty, or the videos were scored against galleries of
-        different sizes (their rank-1 rates and chance levels are not comparable).
+        different sizes (their rank-1 rates and chance levels are not comparable) or
+        with different embedders or thresholds (their match rates are not comparable).
     """
     evaluations = list(evaluations)
     if not evaluations:
@@ -460,6 +479,9 @@ def summarize(evaluations: Iterable[VideoEvaluation]) -> dict:
     gallery_sizes = sorted({e.n_identities for e in evaluations})
     if len(gallery_sizes) > 1:
         raise ValueError(f"the videos were scored against galleries of different sizes: {gallery_sizes}")
+    recognisers = sorted({(e.embedder, e.threshold) for e in evaluations})
+    if len(recognisers) > 1:
+        raise ValueError(f"the videos were scored with different embedders or thresholds: {recognisers}")
     summary: dict = {"n_videos": len(evaluations)}
     for name in METRIC_FIELDS:
         values = np.asarray([getattr(e, name) for e in evaluations], dtype=np.float64)

@@ -7,9 +7,10 @@ classifier ``fit(X, y) / predict(X)`` over face crops ``X`` of shape (n, H, W, 3
 (n, H, W), dtype uint8, all of one size:
 
 - **pretrained embedding + trained classifier** (``dlib_svm``, ``dlib_knn``): dlib's
-  ResNet 128-D face embedding (pretrained on clear faces, like DeepFace/frknn in section
-  5.5) with an SVM or a 1-nearest-neighbour classifier trained on the attacker's data.
-  Embeddings are cached per image content hash: every attacker reuses the same crops.
+  ResNet face embedding (``recognition.DEFAULT_EMBEDDER``, pretrained on clear faces,
+  like DeepFace/frknn in section 5.5) with an SVM or a 1-nearest-neighbour classifier
+  trained on the attacker's data. Embeddings are cached per embedder and image content
+  hash: every attacker reuses the same crops.
 - **classic trainable** (``lbph``, ``eigenfaces``): OpenCV's Local Binary Pattern
   Histograms recognizer, and PCA on pixels (Eigenfaces) + linear SVM. Learns everything
   from the attacker's training data, so a fixed pixel permutation is no obstacle.
@@ -32,6 +33,7 @@ from sklearn.svm import SVC
 from sklearn.utils.validation import check_is_fitted
 
 from ..cache_files import save_npy, settings_token
+from ..recognition import DEFAULT_EMBEDDER, make_face_embedder
 
 
 def check_images(images) -> np.ndarray:
@@ -79,7 +81,7 @@ def content_key(image: np.ndarray) -> str:
 
 
 class EmbeddingCache:
-    """128-D embeddings by image content hash, in memory and optionally on disk.
+    """Face embeddings by embedder and image content hash, in memory and optionally on disk.
 
     Parameters
     ----------
@@ -122,27 +124,69 @@ class EmbeddingCache:
         self._memory[key] = value
         return value
 
+    def get_or_compute_many(self, images, compute_many, *, model: str) -> np.ndarray:
+        """Embeddings of ``images``, computing all misses in one ``compute_many`` call.
+
+        Parameters
+        ----------
+        images : sequence of ndarray
+        compute_many : callable ``(list of images) -> ndarray (m, d)``
+            Called once with the images not in the cache (a batched embedder).
+        model : str
+            The embedder's ``cache_key()`` (part of every key, as ``get_or_compute``).
+
+        Returns
+        -------
+        ndarray of shape (n, d), dtype float32
+        """
+        images = list(images)
+        if not images:
+            return np.zeros((0, 0), np.float32)
+        missing = {}
+        for image in images:
+            key = f"{settings_token(model)}_{content_key(image)}"
+            if key in self._memory or key in missing:
+                continue
+            path = self.directory / f"{key}.npy" if self.directory is not None else None
+            if path is not None and path.is_file():
+                self._memory[key] = np.load(path)
+            else:
+                missing[key] = image
+        if missing:
+            values = np.asarray(compute_many(list(missing.values())), dtype=np.float32)
+            for (key, _), value in zip(missing.items(), values):
+                self._memory[key] = value
+                if self.directory is not None:
+                    save_npy(self.directory / f"{key}.npy", value)
+        self.misses += len(missing)
+        self.hits += len(images) - len(missing)
+        return np.stack([self._memory[f"{settings_token(model)}_{content_key(image)}"] for image in images])
+
     def __len__(self) -> int:
         return len(self._memory)
 
 
-#: The process-wide embedding cache shared by all dlib recognizers.
+#: The process-wide embedding cache shared by all embedding recognizers.
 EMBEDDING_CACHE = EmbeddingCache()
 
 
 class DlibEmbedding(BaseEstimator, TransformerMixin):
-    """Transform face crops into dlib 128-D embeddings (``recognition.DlibFaceEmbedder``).
+    """Transform face crops into face embeddings (``recognition.make_face_embedder``).
 
-    The crop is the face box (5-point alignment inside it). Stateless: ``fit`` learns
-    nothing, the network is pretrained on clear faces.
+    The crop is the face box (5-point alignment inside it); the crops missing from the
+    cache are embedded in one batch. Stateless: ``fit`` learns nothing, the network is
+    pretrained on clear faces.
 
     Parameters
     ----------
+    embedder : str, default=recognition.DEFAULT_EMBEDDER
+        Registry name (``recognition.EMBEDDERS``).
     cache : EmbeddingCache, optional
         Default ``EMBEDDING_CACHE`` (process-wide).
     """
 
-    def __init__(self, cache: EmbeddingCache | None = None):
+    def __init__(self, embedder: str = DEFAULT_EMBEDDER, cache: EmbeddingCache | None = None):
+        self.embedder = embedder
         self.cache = cache
 
     def fit(self, X, y=None):
@@ -150,14 +194,19 @@ class DlibEmbedding(BaseEstimator, TransformerMixin):
         return self
 
     def transform(self, X) -> np.ndarray:
-        """Return ndarray of shape (n, 128), dtype float32."""
-        from ..recognition import DlibFaceEmbedder
+        """Return ndarray of shape (n, dim), dtype float32 (``dim`` of the embedder).
 
-        embedder = DlibFaceEmbedder()
+        Raises
+        ------
+        ValueError
+            If the crops are not uint8 (n, H, W[, 3]) or the embedder name is unknown.
+        """
+        embedder = make_face_embedder(self.embedder)
         cache = self.cache if self.cache is not None else EMBEDDING_CACHE
         rgb = to_rgb(X)
-        model = embedder.cache_key()
-        return np.stack([cache.get_or_compute(face, embedder.embed_crop, model=model) for face in rgb])
+        if len(rgb) == 0:
+            return np.zeros((0, embedder.dim), np.float32)
+        return cache.get_or_compute_many(rgb, embedder.embed_crops, model=embedder.cache_key())
 
 
 class LBPHClassifier(ClassifierMixin, BaseEstimator):
@@ -301,12 +350,12 @@ class SmallCNNClassifier(ClassifierMixin, BaseEstimator):
 
 
 def dlib_svm():
-    """dlib 128-D embedding, standardised, RBF SVM (C=10)."""
+    """dlib's ResNet face embedding, standardised, RBF SVM (C=10)."""
     return make_pipeline(DlibEmbedding(), StandardScaler(), SVC(kernel="rbf", C=10.0, gamma="scale"))
 
 
 def dlib_knn():
-    """dlib 128-D embedding, 1-nearest neighbour in L2 (the gallery/probe matcher)."""
+    """dlib's ResNet face embedding, 1-nearest neighbour in L2 (the gallery/probe matcher)."""
     return make_pipeline(DlibEmbedding(), KNeighborsClassifier(n_neighbors=1))
 
 

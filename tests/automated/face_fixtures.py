@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from automated.face_eval import embed_gallery_image
-from automated.recognition import DlibFaceEmbedder
+from automated.recognition import make_face_embedder
 from automated.video import iter_frames
 
 GALLERY_CLIPS = {
@@ -42,8 +42,9 @@ def frame_at(video_path, index: int) -> np.ndarray:
 
 @functools.lru_cache(maxsize=None)
 def gallery(data_dir: Path) -> tuple[np.ndarray, np.ndarray]:
-    """(embeddings (6, 128) float32, identities (6,)) from the middle frame of each gallery clip."""
-    embedder = DlibFaceEmbedder()
+    """(embeddings (6, dim) float32, identities (6,)) from the middle frame of each gallery clip,
+    by the default embedder (``recognition.DEFAULT_EMBEDDER``)."""
+    embedder = make_face_embedder()
     embeddings = [
         embed_gallery_image(frame_at(data_dir / "videos" / clip, GALLERY_FRAME), embedder=embedder)
         for clip in GALLERY_CLIPS.values()

