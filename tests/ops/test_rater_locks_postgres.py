@@ -1,0 +1,53 @@
+"""The rater paths' row locks on PostgreSQL: one order (session, item, trial), short item locks.
+
+``tests/ops/lock_probe.py`` runs the real paths (:mod:`trials.assignment`) in a child
+process on a fresh PostgreSQL database with the GRID campaign and records every
+``SELECT ... FOR UPDATE`` statement. Before issue 8, answering locked trial (with its
+session, campaign and rater rows, by a join), then item, then session, while reloading
+locked session then item: the opposite order, a deadlock when a rater answers and reloads
+at once. A pick kept the lock of every item it tried.
+"""
+
+import json
+import subprocess
+import sys
+
+from django.conf import settings
+
+from tests.ops.servers import ROOT, base_env, postgres_database
+
+
+def run(module_args, env, timeout=600):
+    proc = subprocess.run(
+        [sys.executable, "-m", *module_args], cwd=ROOT, env=base_env(**env), capture_output=True, text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def tables(locks):
+    return [lock["table"] for lock in locks]
+
+
+def test_every_rater_path_locks_session_then_item_then_trial(tmp_path):
+    cache = settings.CACHE_DIR / "trials-tests"
+    with postgres_database() as url:
+        env = {"DATABASE_URL": url, "DEID_VAR_DIR": str(tmp_path / "var"), "DEID_DATA_DIR": str(settings.DATA_DIR)}
+        setup = run(["trials.simulation", "--setup-only", "--raters-per-video", "10", "--cache-dir", str(cache)], env)
+        report = run(["tests.ops.lock_probe", str(setup["campaign"])], env)
+
+    assert tables(report["record_response"]) == ["trials_ratingsession", "trials_item", "trials_trial"]
+    assert tables(report["current_trial_lapsed_claim"]) == ["trials_ratingsession", "trials_item"]
+    assert report["lapsed_claim_kept"]
+    # A new claim: the session, then one item, tried without waiting for a busy one.
+    new = report["current_trial_new_item"]
+    assert tables(new) == ["trials_ratingsession", "trials_item"]
+    assert new[1]["skip_locked"]
+    # No locking statement locks the rows it joins (campaign, rater, source video).
+    every = [lock for path in report.values() if isinstance(path, list) for lock in path]
+    assert every and not any(lock["joined"] for lock in every)
+    # With every candidate item but one locked by another transaction, the pick takes the
+    # free one at once instead of waiting for the others' commit.
+    pick = report["pick_while_locked"]
+    assert pick["candidates"] > 10 and pick["picked_free_item"] and pick["seconds"] < 5

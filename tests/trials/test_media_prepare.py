@@ -1,0 +1,135 @@
+"""Media preparation under concurrency: crops and web copies stored once, atomic files,
+no transcoding inside a rater's request (503 + Retry-After until the task has run).
+
+A concurrent request is played out exactly: the competing call runs to completion while
+this one is cropping or transcoding (the window of the old check-then-create race).
+"""
+import json
+import re
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from evalsite.models import GalleryImage, MaskedVideo, SourceVideo
+from trials import media
+from trials.models import GalleryCrop, Trial
+from trials.services import open_rating
+from trials.simulation import build_grid_campaign
+from trials.tasks import prepare_campaign_media
+
+RESPOND = re.compile(r'"respond_url": "(/t/[^"]+/respond/)"')
+CHOICE = re.compile(r'data-choice="([^"]+)"')
+MEDIA = re.compile(r'src="(/m/[^"]+)"')
+
+
+def files_in(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+
+def test_a_crop_stored_by_a_concurrent_first_request_wins_and_ours_is_discarded(grid_campaign, media_root, monkeypatch):
+    image = GalleryImage.objects.filter(identity__campaign=grid_campaign).first()
+    real_crop = media.face_crop_png
+    other = {}
+
+    def crop_while_another_request_finishes(image_rgb, *, size_px):
+        if not other:
+            monkeypatch.setattr(media, "face_crop_png", real_crop)
+            other["crop"] = media.ensure_gallery_crop(image)  # the other request, start to end
+        return real_crop(image_rgb, size_px=size_px)
+
+    monkeypatch.setattr(media, "face_crop_png", crop_while_another_request_finishes)
+    crop = media.ensure_gallery_crop(image)  # was IntegrityError (a 500 for the rater)
+    assert crop.pk == other["crop"].pk and GalleryCrop.objects.filter(gallery_image=image).count() == 1
+    assert files_in(media_root / "crops") == [Path(crop.file.name).name]  # our file deleted
+    assert media.ensure_gallery_crop(image).pk == crop.pk  # and later calls just read it
+
+
+def test_two_requests_replacing_an_old_crop_style_leave_one_new_crop(grid_campaign, media_root, monkeypatch):
+    image = GalleryImage.objects.filter(identity__campaign=grid_campaign).first()
+    old = media.ensure_gallery_crop(image)
+    GalleryCrop.objects.filter(pk=old.pk).update(version=1)  # stored before the oval mask
+    real_crop = media.face_crop_png
+    other = {}
+
+    def crop_while_another_request_replaces(image_rgb, *, size_px):
+        if not other:
+            monkeypatch.setattr(media, "face_crop_png", real_crop)
+            other["crop"] = media.ensure_gallery_crop(image)
+        return real_crop(image_rgb, size_px=size_px)
+
+    monkeypatch.setattr(media, "face_crop_png", crop_while_another_request_replaces)
+    crop = media.ensure_gallery_crop(image)
+    assert crop.pk == other["crop"].pk != old.pk and crop.version == GalleryCrop.CURRENT_VERSION
+    assert files_in(media_root / "crops") == [Path(crop.file.name).name]  # old and ours deleted
+
+
+def test_a_web_copy_made_twice_at_once_is_stored_once(db, media_root, data_dir, grid_cache, monkeypatch):
+    campaign = build_grid_campaign(data_dir, grid_cache, with_web_files=False)
+    video = SourceVideo.objects.filter(campaign=campaign).first()
+    real_transcode = media.transcode_for_web
+    other = {}
+
+    def transcode_while_a_redelivered_task_finishes(source, out):
+        if not other:
+            monkeypatch.setattr(media, "transcode_for_web", real_transcode)
+            twin = SourceVideo.objects.get(pk=video.pk)
+            other["made"], other["name"] = media.ensure_web_file(twin), twin.web_file.name
+        return real_transcode(source, out)
+
+    monkeypatch.setattr(media, "transcode_for_web", transcode_while_a_redelivered_task_finishes)
+    assert media.ensure_web_file(video) is False and other["made"] is True
+    assert video.web_file.name == other["name"] == SourceVideo.objects.get(pk=video.pk).web_file.name
+    assert files_in(media_root / "web") == [Path(other["name"]).name]  # the loser's copy deleted
+    assert media.ensure_web_file(video) is False  # prepared: nothing to do
+
+
+def test_prepared_files_appear_whole_or_not_at_all(db, media_root, data_dir, grid_cache):
+    campaign = build_grid_campaign(data_dir, grid_cache, with_web_files=False)
+    video = SourceVideo.objects.filter(campaign=campaign).first()
+    seen_while_writing = []
+
+    def write_half_then_fail(path: Path):
+        path.write_bytes(b"\x00" * 1000)
+        seen_while_writing.extend(files_in(path.parent))
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        media.store_atomically(video.web_file, "web.mp4", write_half_then_fail)
+    assert len(seen_while_writing) == 1 and seen_while_writing[0].startswith(".partial-")
+    assert files_in(media_root / "web") == []  # nothing half-written is left under any name
+    name = media.store_atomically(video.web_file, "web.mp4", lambda path: path.write_bytes(b"whole"))
+    assert files_in(media_root / "web") == [Path(name).name]
+    assert Path(video.web_file.storage.path(name)).read_bytes() == b"whole"
+
+
+def test_a_video_not_prepared_is_a_503_to_retry_and_is_never_transcoded_in_the_request(
+    db, media_root, data_dir, grid_cache
+):
+    campaign = build_grid_campaign(data_dir, grid_cache, with_web_files=False)
+    open_rating(campaign, prepare_media=False)
+    client = Client()
+    assert client.post(f"/join/{campaign.join_code}/", {"participant_code": "P-1"}).status_code == 302
+    client.post("/session/consent/", {"agree": "yes"})
+    client.post("/session/start/")
+    html = client.get("/session/").content.decode()
+    while Trial.objects.get(token=RESPOND.search(html).group(1).split("/")[2]).source_video_id is None:
+        client.post(RESPOND.search(html).group(1), json.dumps({
+            "choice": CHOICE.findall(html)[0], "response_time_ms": 900, "replays": 0, "watch_time_ms": 0,
+        }), content_type="application/json")
+        html = client.get("/session/").content.decode()
+    video_url = MEDIA.findall(html)[-1]
+    waiting = client.get(video_url)
+    assert waiting.status_code == 503 and waiting["Retry-After"] == str(media.RETRY_AFTER_S)
+    assert "being prepared" in waiting.content.decode() and waiting["Cache-Control"] == "private, no-store"
+    assert files_in(media_root / "web") == []  # the request transcoded nothing
+    # Faces are cropped on first use (cheap, race-safe); they are served meanwhile.
+    assert all(client.get(url).status_code == 200 for url in MEDIA.findall(html)[:-1])
+
+    result = prepare_campaign_media(campaign.pk)  # what opening rating queues
+    assert result == {"faces": 10, "videos": 20, "transcoded": 20, "failed": []}
+    ready = client.get(video_url)
+    assert ready.status_code == 200 and b"".join(ready.streaming_content)[4:8] == b"ftyp"
+    again = prepare_campaign_media(campaign.pk)  # idempotent: nothing made twice
+    assert again == {"faces": 10, "videos": 20, "transcoded": 0, "failed": []}
+    assert len(files_in(media_root / "web")) == 20 and MaskedVideo.objects.filter(web_file="").count() == 0
