@@ -23,5 +23,8 @@ worker_class = "gthread"
 timeout = env.integer("DEID_WEB_TIMEOUT", 120, minimum=1)
 graceful_timeout = 30
 keepalive = 5
+# No gunicornc control socket: its default path is one per user, so a second site (or the
+# demo beside a test server) would take over the first one's.
+control_socket_disable = True
 accesslog = "-"  # access log on stdout, errors on stderr (honcho/systemd collect both)
 errorlog = "-"

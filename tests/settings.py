@@ -4,6 +4,7 @@ With ``DEID_DEBUG`` off (the default) the site refuses to start without a secret
 the test run makes one up. It goes into ``os.environ`` so the servers and commands the
 tests start as child processes (gunicorn, Celery workers, ``manage.py``) share it.
 """
+
 import os
 import secrets
 

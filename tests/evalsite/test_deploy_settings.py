@@ -37,11 +37,20 @@ def documented_production_env(tmp_path: Path) -> dict[str, str]:
 
 def run_python(code: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     """``python -c code`` (or ``manage.py args``) with only ``env`` on top of a clean environment."""
-    base = {k: v for k, v in __import__("os").environ.items()
-            if not k.startswith(("DEID_", "TRIALS_", "FAIRNESS_", "CELERY_", "DATABASE_URL", "DJANGO_"))}
+    base = {
+        k: v
+        for k, v in __import__("os").environ.items()
+        if not k.startswith(("DEID_", "TRIALS_", "FAIRNESS_", "CELERY_", "DATABASE_URL", "DJANGO_"))
+    }
     command = [sys.executable, str(ROOT / "manage.py"), *args] if args else [sys.executable, "-c", code]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={**base, "DJANGO_SETTINGS_MODULE": "evalsite.settings", **env})
+    return subprocess.run(
+        command,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**base, "DJANGO_SETTINGS_MODULE": "evalsite.settings", **env},
+    )
 
 
 SHOW = """
@@ -80,11 +89,18 @@ def test_documented_environment_becomes_these_settings(tmp_path):
     assert values["CSRF_TRUSTED_ORIGINS"] == ["https://eval.example.org"]
     assert values["SECURE_PROXY_SSL_HEADER"] == ["HTTP_X_FORWARDED_PROTO", "https"]
     assert values["SECURE_SSL_REDIRECT"] is True
-    assert (values["SECURE_HSTS_SECONDS"], values["SECURE_HSTS_INCLUDE_SUBDOMAINS"],
-            values["SECURE_HSTS_PRELOAD"]) == (31536000, True, True)
+    assert (
+        values["SECURE_HSTS_SECONDS"],
+        values["SECURE_HSTS_INCLUDE_SUBDOMAINS"],
+        values["SECURE_HSTS_PRELOAD"],
+    ) == (31536000, True, True)
     assert values["SESSION_COOKIE_SECURE"] is values["CSRF_COOKIE_SECURE"] is True  # follow the redirect
-    assert values["DATABASE"] == {"ENGINE": "django.db.backends.postgresql", "NAME": "deid",
-                                  "HOST": "127.0.0.1", "CONN_MAX_AGE": 60}
+    assert values["DATABASE"] == {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": "deid",
+        "HOST": "127.0.0.1",
+        "CONN_MAX_AGE": 60,
+    }
     assert values["MEDIA_ROOT"] == str(tmp_path / "var" / "media")
     assert values["STATIC_ROOT"] == str(tmp_path / "var" / "static")
 
@@ -101,22 +117,35 @@ def test_defaults_are_debug_off_loopback_http_sqlite(tmp_path):
 
 def test_app_settings_and_a_custom_proxy_header_come_from_the_environment(tmp_path):
     columns = [{"column": "face_match_rate", "favourable": "lower", "mdg_step": 0.05, "description": "d"}]
-    env = {"DEID_SECRET_KEY": KEY, "DEID_VAR_DIR": str(tmp_path), "TRIALS_PER_SESSION": "12",
-           "FAIRNESS_SCORE_COLUMNS": json.dumps(columns), "DEID_SECURE_PROXY_SSL_HEADER": "X-Forwarded-Ssl=on",
-           "DEID_SECURE_SSL_REDIRECT": "1", "DEID_SESSION_COOKIE_SECURE": "0"}
+    env = {
+        "DEID_SECRET_KEY": KEY,
+        "DEID_VAR_DIR": str(tmp_path),
+        "TRIALS_PER_SESSION": "12",
+        "FAIRNESS_SCORE_COLUMNS": json.dumps(columns),
+        "DEID_SECURE_PROXY_SSL_HEADER": "X-Forwarded-Ssl=on",
+        "DEID_SECURE_SSL_REDIRECT": "1",
+        "DEID_SESSION_COOKIE_SECURE": "0",
+    }
     values = json.loads(run_python(SHOW, env).stdout)
     assert values["TRIALS_PER_SESSION"] == 12 and values["FAIRNESS_SCORE_COLUMNS"] == columns
     assert values["SECURE_PROXY_SSL_HEADER"] == ["HTTP_X_FORWARDED_SSL", "on"]
     assert values["SESSION_COOKIE_SECURE"] is False and values["CSRF_COOKIE_SECURE"] is True
 
 
-@pytest.mark.parametrize("name, value, message", [
-    ("DEID_SECURE_HSTS_SECONDS", "one year", "DEID_SECURE_HSTS_SECONDS='one year': must be a whole number"),
-    ("DEID_SECURE_SSL_REDIRECT", "maybe", "DEID_SECURE_SSL_REDIRECT='maybe': use 1 or 0"),
-    ("TRIALS_PER_SESSION", "0", "TRIALS_PER_SESSION=0: must be at least 1"),
-    ("FAIRNESS_SCORE_COLUMNS", "[{", "FAIRNESS_SCORE_COLUMNS: not valid JSON"),
-    ("DATABASE_URL", "mysql://db/x", "DATABASE_URL scheme must be sqlite or postgres, got 'mysql'"),
-])
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        (
+            "DEID_SECURE_HSTS_SECONDS",
+            "one year",
+            "DEID_SECURE_HSTS_SECONDS='one year': must be a whole number",
+        ),
+        ("DEID_SECURE_SSL_REDIRECT", "maybe", "DEID_SECURE_SSL_REDIRECT='maybe': use 1 or 0"),
+        ("TRIALS_PER_SESSION", "0", "TRIALS_PER_SESSION=0: must be at least 1"),
+        ("FAIRNESS_SCORE_COLUMNS", "[{", "FAIRNESS_SCORE_COLUMNS: not valid JSON"),
+        ("DATABASE_URL", "mysql://db/x", "DATABASE_URL scheme must be sqlite or postgres, got 'mysql'"),
+    ],
+)
 def test_a_value_that_does_not_parse_stops_start_up_naming_the_variable(tmp_path, name, value, message):
     done = run_python("", {"DEID_SECRET_KEY": KEY, "DEID_VAR_DIR": str(tmp_path), name: value}, "check")
     assert done.returncode == 1 and message in done.stderr
@@ -132,8 +161,14 @@ def test_without_a_secret_key_the_site_refuses_until_one_is_stored(tmp_path):
 
     # What make demo does first; a second run keeps the key (sessions survive restarts).
     for expected in ("new secret key written", "secret key kept"):
-        made = subprocess.run([sys.executable, "-m", "evalsite.secret_key", str(key_file)], cwd=ROOT,
-                              capture_output=True, text=True, timeout=60, check=True)
+        made = subprocess.run(
+            [sys.executable, "-m", "evalsite.secret_key", str(key_file)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
         assert made.stdout.strip() == f"{key_file}: {expected}"
         if expected.startswith("new"):
             first_key = key_file.read_text()
@@ -146,15 +181,20 @@ def test_without_a_secret_key_the_site_refuses_until_one_is_stored(tmp_path):
 
 
 def documented_names() -> set[str]:
-    section = README[README.index("## Configuration (environment variables)"):]
+    section = README[README.index("## Configuration (environment variables)") :]
     return set(re.findall(r"^\| `([A-Z0-9_]+)` \|", section, re.M))
 
 
 def test_every_setting_read_anywhere_is_in_the_readme_table():
     settings_text = (ROOT / "evalsite" / "settings.py").read_text()
     declared = set(re.findall(r'env\.\w+\("([A-Z0-9_]+)"', settings_text))
-    assert {"DEID_SECRET_KEY", "DEID_SECURE_PROXY_SSL_HEADER", "TRIALS_PER_SESSION",
-            "FAIRNESS_SCORE_COLUMNS", "DATABASE_URL"} <= declared  # the pattern still finds them
+    assert {
+        "DEID_SECRET_KEY",
+        "DEID_SECURE_PROXY_SSL_HEADER",
+        "TRIALS_PER_SESSION",
+        "FAIRNESS_SCORE_COLUMNS",
+        "DATABASE_URL",
+    } <= declared  # the pattern still finds them
     used = set()
     packages = ("evalsite", "trials", "automated", "fairness", "benchmarks", "tests")
     paths = [path for package in packages for path in (ROOT / package).rglob("*.py")]
@@ -165,6 +205,7 @@ def test_every_setting_read_anywhere_is_in_the_readme_table():
 
 
 # --- with DEBUG off (the test settings, like production): plain errors ---------------
+
 
 def test_unknown_url_is_a_plain_404_without_url_patterns(client, db):
     response = client.get("/no-such-page/")
@@ -184,7 +225,9 @@ def test_server_error_page_shows_nothing_of_the_server():
     page = response.content.decode()
     assert response.status_code == 500 and "<h1>Server error</h1>" in page
     assert "Traceback" not in page and "settings" not in page.lower()
-    json_response = server_error(RequestFactory().post("/t/x/respond/", "{}", content_type="application/json"))
+    json_response = server_error(
+        RequestFactory().post("/t/x/respond/", "{}", content_type="application/json")
+    )
     assert json_response.status_code == 500 and json.loads(json_response.content) == {"error": "server error"}
 
 
@@ -201,13 +244,16 @@ def staff_client(client, db):
     return client
 
 
-@pytest.mark.parametrize("body, content_type, detail", [
-    ("[" * 100000, "application/json", "JSON nested deeper than 32 levels"),
-    ('{"team": ' + "[" * 500 + "]" * 500 + "}", "application/json", "JSON nested deeper than 32 levels"),
-    (b'{"team": "\xff\xfe"}', "application/json", "body is not utf-8 text"),
-    ('{"team": NaN}', "application/json", "NaN is not valid JSON"),
-    ("{}", "application/json; charset=bz2_codec", 'Unsupported charset "bz2_codec"'),
-])
+@pytest.mark.parametrize(
+    "body, content_type, detail",
+    [
+        ("[" * 100000, "application/json", "JSON nested deeper than 32 levels"),
+        ('{"team": ' + "[" * 500 + "]" * 500 + "}", "application/json", "JSON nested deeper than 32 levels"),
+        (b'{"team": "\xff\xfe"}', "application/json", "body is not utf-8 text"),
+        ('{"team": NaN}', "application/json", "NaN is not valid JSON"),
+        ("{}", "application/json; charset=bz2_codec", 'Unsupported charset "bz2_codec"'),
+    ],
+)
 def test_api_bodies_that_do_not_decode_are_400(staff_client, body, content_type, detail):
     # generic(): the body goes out as these bytes, whatever charset the header names.
     response = staff_client.generic("POST", "/api/submissions/", body, content_type=content_type)

@@ -3,6 +3,7 @@
 DEBUG is off here as in production; Django's test client re-raises any exception a view
 lets escape (a RecursionError used to), so each case would fail loudly with a 500.
 """
+
 import json
 
 import pytest
@@ -13,21 +14,43 @@ from trials.models import Response
 from .test_views import CHOICE, RESPOND, answer, start_session
 
 
-@pytest.mark.parametrize("body, content_type, status, error", [
-    ("[" * 100000, "application/json", 400, "JSON nested deeper than 32 levels"),
-    ('{"choice": ' + "[" * 900 + "]" * 900 + ', "response_time_ms": 1}', "application/json", 400,
-     "JSON nested deeper than 32 levels"),
-    (b'{"choice": "\xc3\x28", "response_time_ms": 1}', "application/json", 400, "body is not utf-8 text (byte 12)"),
-    ('{"choice": "1", "response_time_ms": NaN}', "application/json", 400,
-     "body is not valid JSON: NaN is not valid JSON"),
-    (" ", "application/json", 400, "body is not valid JSON: Expecting value: line 1 column 2 (char 1)"),
-    ("", "", 415, "send the body as JSON (Content-Type: application/json)"),
-    ('["1", 1500]', "application/json", 400, "body must be a JSON object"),
-    ("choice=1&response_time_ms=1500", "application/x-www-form-urlencoded", 415,
-     "send the body as JSON (Content-Type: application/json)"),
-    ('{"choice": "' + "1" * 1100000 + '"}', "application/json", 413, "body longer than 1048576 bytes"),
-])
-def test_undecodable_answers_get_a_client_error_and_store_nothing(grid_campaign, body, content_type, status, error):
+@pytest.mark.parametrize(
+    "body, content_type, status, error",
+    [
+        ("[" * 100000, "application/json", 400, "JSON nested deeper than 32 levels"),
+        (
+            '{"choice": ' + "[" * 900 + "]" * 900 + ', "response_time_ms": 1}',
+            "application/json",
+            400,
+            "JSON nested deeper than 32 levels",
+        ),
+        (
+            b'{"choice": "\xc3\x28", "response_time_ms": 1}',
+            "application/json",
+            400,
+            "body is not utf-8 text (byte 12)",
+        ),
+        (
+            '{"choice": "1", "response_time_ms": NaN}',
+            "application/json",
+            400,
+            "body is not valid JSON: NaN is not valid JSON",
+        ),
+        (" ", "application/json", 400, "body is not valid JSON: Expecting value: line 1 column 2 (char 1)"),
+        ("", "", 415, "send the body as JSON (Content-Type: application/json)"),
+        ('["1", 1500]', "application/json", 400, "body must be a JSON object"),
+        (
+            "choice=1&response_time_ms=1500",
+            "application/x-www-form-urlencoded",
+            415,
+            "send the body as JSON (Content-Type: application/json)",
+        ),
+        ('{"choice": "' + "1" * 1100000 + '"}', "application/json", 413, "body longer than 1048576 bytes"),
+    ],
+)
+def test_undecodable_answers_get_a_client_error_and_store_nothing(
+    grid_campaign, body, content_type, status, error
+):
     client = Client()
     start_session(client, grid_campaign)
     url = RESPOND.search(client.get("/session/").content.decode()).group(1)
