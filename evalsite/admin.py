@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 import tempfile
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db import models
@@ -34,7 +36,8 @@ from .models import (
 )
 from .reports import report_basename
 from .scoping import CampaignScopedAdminMixin, scope
-from .validation import UploadError, ingest_submission_zip, report_rows_as_csv
+from .uploads import receive_upload
+from .validation import report_rows_as_csv
 
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
 
@@ -180,18 +183,41 @@ class GalleryImageAdmin(CampaignScopedAdmin):
 
 def _probe_into(video, field_file) -> None:
     """Fill frame count, fps, size and duration from the stored file."""
-    info = VideoInfo.from_video_path(field_file.path)
+    info = VideoInfo.from_video_path(field_file.path, timeout_s=settings.DEID_FFMPEG_TIMEOUT_S)
     video.frame_count, video.fps, video.duration_s = info.frame_count, info.fps, info.duration_s
     video.width, video.height = info.resolution_wh
 
 
+class SourceVideoForm(forms.ModelForm):
+    """A new clear file must be a readable video (probed before anything is stored)."""
+
+    def clean_file(self):
+        upload = self.cleaned_data.get("file")
+        if upload is None or "file" not in self.changed_data:
+            return upload
+        with tempfile.NamedTemporaryFile(suffix=os.path.splitext(upload.name)[1].lower()) as local:
+            shutil.copyfileobj(upload, local)
+            local.flush()
+            upload.seek(0)
+            try:
+                VideoInfo.from_video_path(local.name, timeout_s=settings.DEID_FFMPEG_TIMEOUT_S)
+            except VideoError as error:
+                raise forms.ValidationError(f"{upload.name}: {error}", code="unreadable_video") from error
+        return upload
+
+
 @admin.register(SourceVideo)
 class SourceVideoAdmin(CampaignScopedAdmin):
+    """Replacing the clear file (``services.replace_source_video``) also makes a new browser
+    copy, re-checks the masked videos of every submission and marks older results stale."""
+
+    form = SourceVideoForm
     list_display = ["name", "campaign", "identity", "action", "resolution_tier", "in_evaluated_subset",
                     "frame_count", "width", "height", "duration_s"]
     list_filter = ["campaign", "action", "resolution_tier", "in_evaluated_subset"]
     search_fields = ["name", "identity__code", "action"]
-    readonly_fields = ["token", "frame_count", "fps", "width", "height", "duration_s", "download"]
+    readonly_fields = ["token", "frame_count", "fps", "width", "height", "duration_s", "file_replaced_at",
+                       "download"]
 
     @admin.display(description="file")
     def download(self, video):
@@ -200,6 +226,12 @@ class SourceVideoAdmin(CampaignScopedAdmin):
         return format_html('<a href="{}">clear video</a>', reverse("evalsite_staff:source_video", args=[video.token]))
 
     def save_model(self, request, obj, form, change):
+        if change and "file" in form.changed_data:
+            new_file = form.cleaned_data["file"]
+            obj.file = SourceVideo.objects.get(pk=obj.pk).file  # the service swaps the files itself
+            super().save_model(request, obj, form, change)
+            self._replace_file(request, obj, new_file)
+            return
         super().save_model(request, obj, form, change)
         if "file" in form.changed_data:
             try:
@@ -209,10 +241,22 @@ class SourceVideoAdmin(CampaignScopedAdmin):
                 return
             obj.save(update_fields=["frame_count", "fps", "width", "height", "duration_s"])
 
+    def _replace_file(self, request, video, new_file) -> None:
+        try:
+            outcome = services.replace_source_video(video, new_file, name=new_file.name)
+        except VideoError as error:
+            messages.error(request, f"{video.name}: the clear file was kept: {error}")
+            return
+        messages.info(request, f"{video.name}: new clear file and browser copy stored; results computed "
+                               "before are reported stale until re-run.")
+        for masked in outcome.flagged:
+            messages.warning(request, f"{masked.check_code}: {masked.check_message}")
+
 
 @admin.register(Team)
 class TeamAdmin(CampaignScopedAdmin):
     list_display = ["name", "submission_count"]
+    ordering = ["name"]
     search_fields = ["name"]
     filter_horizontal = ["members"]
 
@@ -230,8 +274,9 @@ class MaskedVideoInline(CampaignScopedAdminMixin, admin.TabularInline):
     model = MaskedVideo
     extra = 0
     can_delete = False
-    fields = ["source_video", "frame_count", "width", "height", "duration_s", "uploaded_at"]
+    fields = ["source_video", "frame_count", "width", "height", "duration_s", "uploaded_at", "check_code"]
     readonly_fields = fields
+    verbose_name_plural = "current masked videos"
 
     def has_add_permission(self, request, obj=None):
         return False  # masked videos arrive only through the validated upload
@@ -241,7 +286,7 @@ class SubmissionUploadInline(CampaignScopedAdminMixin, admin.TabularInline):
     model = SubmissionUpload
     extra = 0
     can_delete = False
-    fields = ["link", "uploaded_at", "uploaded_by", "replace", "accepted_count", "rejected_count"]
+    fields = ["link", "uploaded_at", "uploaded_by", "replace", "status", "accepted_count", "rejected_count"]
     readonly_fields = fields
 
     @admin.display(description="upload")
@@ -258,14 +303,15 @@ class SubmissionAdmin(CampaignScopedAdmin):
     list_display = ["__str__", "campaign", "team", "baseline_method", "completeness", "created_at"]
     list_filter = ["campaign", "team", "baseline_method"]
     search_fields = ["name", "team__name", "description"]
-    readonly_fields = ["completeness", "missing", "tools", "created_at"]
+    readonly_fields = ["completeness", "missing", "replaced", "tools", "created_at"]
     inlines = [SubmissionUploadInline, MaskedVideoInline]
 
     @admin.display(description="complete")
     def completeness(self, submission):
         if not submission.pk:
             return "-"
-        done, total = submission.masked_videos.count(), submission.campaign.source_videos.count()
+        done = MaskedVideo.objects.filter(submission=submission).valid().count()
+        total = submission.campaign.source_videos.count()
         state = "complete" if submission.is_complete else "incomplete"
         return f"{state}: {done}/{total} source videos have a valid masked video"
 
@@ -274,6 +320,15 @@ class SubmissionAdmin(CampaignScopedAdmin):
         if not submission.pk:
             return "-"
         return ", ".join(submission.missing_source_videos().values_list("name", flat=True)) or "none"
+
+    @admin.display(description="replaced masked videos (kept with their ratings and scores)")
+    def replaced(self, submission):
+        old = MaskedVideo.all_versions.filter(submission=submission, current=False).select_related("source_video")
+        rows = [(m.source_video.name, f"{m.uploaded_at:%Y-%m-%d %H:%M}", f"{m.superseded_at:%Y-%m-%d %H:%M}")
+                for m in old.order_by("source_video__name", "superseded_at")]
+        if not rows:
+            return "none"
+        return format_html_join(", ", "{} (uploaded {}, replaced {})", rows)
 
     @admin.display(description="upload and reports")
     def tools(self, submission):
@@ -307,23 +362,19 @@ class SubmissionAdmin(CampaignScopedAdmin):
             raise PermissionDenied
         form = SubmissionZipForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
-            upload = form.cleaned_data["file"]
-            with tempfile.NamedTemporaryFile(suffix=".zip") as local:
-                shutil.copyfileobj(upload, local)
-                local.flush()
-                try:
-                    report = ingest_submission_zip(
-                        submission, local.name, replace=form.cleaned_data["replace"],
-                        uploaded_by=request.user, original_name=upload.name,
-                    )
-                except UploadError as error:
-                    form.add_error("file", str(error))
-                    report = None
-            if report is not None:
-                level = messages.SUCCESS if not report.rejected else messages.WARNING
-                messages.add_message(request, level, f"{len(report.accepted)} file(s) accepted, "
-                                     f"{len(report.rejected)} rejected; see the report below.")
-                return HttpResponseRedirect(reverse("admin:evalsite_submissionupload_change", args=[report.upload_id]))
+            zip_file = form.cleaned_data["file"]
+            upload = receive_upload(submission, zip_file, original_name=zip_file.name,
+                                    replace=form.cleaned_data["replace"], uploaded_by=request.user)
+            if upload.status == SubmissionUpload.Status.FAILED:
+                messages.error(request, f"{upload.error_code}: {upload.error}")
+            elif upload.status == SubmissionUpload.Status.DONE:
+                level = messages.SUCCESS if not upload.rejected_count else messages.WARNING
+                messages.add_message(request, level, f"{upload.accepted_count} file(s) accepted, "
+                                     f"{upload.rejected_count} rejected; see the report below.")
+            else:
+                messages.info(request, f"Upload stored and {upload.status}: a worker validates it; "
+                                       "reload this page for the report.")
+            return HttpResponseRedirect(reverse("admin:evalsite_submissionupload_change", args=[upload.pk]))
         context = {
             **self.admin_site.each_context(request),
             "title": f"Upload masked videos: {submission}",
@@ -344,13 +395,15 @@ class SubmissionAdmin(CampaignScopedAdmin):
 
 @admin.register(MaskedVideo)
 class MaskedVideoAdmin(CampaignScopedAdmin):
-    list_display = ["source_video", "submission", "frame_count", "width", "height", "duration_s", "uploaded_at"]
+    list_display = ["source_video", "submission", "frame_count", "width", "height", "duration_s", "uploaded_at",
+                    "check_code"]
     fields = ["submission", "source_video", "download", "token", "frame_count", "fps", "width", "height",
-              "duration_s", "uploaded_at"]
+              "duration_s", "uploaded_at", "upload", "check_code", "check_message"]
     list_filter = ["submission__campaign", "submission"]
     search_fields = ["source_video__name", "submission__name", "submission__team__name"]
     readonly_fields = ["submission", "source_video", "token", "frame_count", "fps",
-                       "width", "height", "duration_s", "uploaded_at", "download"]
+                       "width", "height", "duration_s", "uploaded_at", "download", "upload", "check_code",
+                       "check_message"]
 
     @admin.display(description="file")
     def download(self, video):
@@ -362,15 +415,29 @@ class MaskedVideoAdmin(CampaignScopedAdmin):
 
 @admin.register(SubmissionUpload)
 class SubmissionUploadAdmin(CampaignScopedAdmin):
-    list_display = ["__str__", "submission", "uploaded_by", "accepted_count", "rejected_count", "replace"]
-    list_filter = ["submission__campaign", "replace"]
+    list_display = ["__str__", "submission", "uploaded_by", "status", "accepted_count", "rejected_count", "replace"]
+    list_filter = ["submission__campaign", "status", "replace"]
     search_fields = ["submission__name", "submission__team__name", "original_name"]
-    fields = ["submission", "original_name", "uploaded_by", "uploaded_at", "replace", "accepted_count",
-              "rejected_count", "completeness", "file_table", "downloads"]
+    fields = ["submission", "original_name", "uploaded_by", "uploaded_at", "replace", "progress",
+              "accepted_count", "rejected_count", "completeness", "file_table", "downloads"]
     readonly_fields = fields
+
+    @admin.display(description="status")
+    def progress(self, upload):
+        if upload.status == SubmissionUpload.Status.FAILED:
+            return f"failed ({upload.error_code}): {upload.error}"
+        if upload.status == SubmissionUpload.Status.PROCESSING:
+            return (f"processing since {upload.started_at:%Y-%m-%d %H:%M:%S}: "
+                    f"{len(upload.report.get('files', []))} file(s) checked so far (if no worker is on it any "
+                    f"more, resume it: manage.py upload_submission --resume {upload.pk})")
+        if upload.status == SubmissionUpload.Status.QUEUED:
+            return "queued: waiting for a worker"
+        return f"done at {upload.finished_at:%Y-%m-%d %H:%M:%S}" if upload.finished_at else "done"
 
     @admin.display(description="submission now")
     def completeness(self, upload):
+        if upload.status != SubmissionUpload.Status.DONE and not upload.report.get("files"):
+            return "-"
         missing = upload.report.get("missing_videos", [])
         if not missing:
             return "complete: every source video has a valid masked video"

@@ -4,7 +4,9 @@ from rest_framework.routers import DefaultRouter
 
 from . import api
 
+# No '.json' suffix routes: formats are chosen with ?format= (custom actions take no format argument).
 router = DefaultRouter()
+router.include_format_suffixes = False
 router.register("campaigns", api.CampaignViewSet, basename="campaign")
 router.register("identities", api.IdentityViewSet, basename="identity")
 router.register("gallery-images", api.GalleryImageViewSet, basename="gallery-image")

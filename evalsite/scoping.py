@@ -15,6 +15,7 @@ Use :func:`scope` for querysets, :class:`CampaignScopedAdminMixin` for admin pag
 inlines (rows, foreign-key and many-to-many choices, list filters, autocomplete through
 the related admin) and :class:`CampaignScopedViewSetMixin` for REST API views.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -165,6 +166,7 @@ def visible_users(user) -> QuerySet:
 
 # --- admin -----------------------------------------------------------------------------
 
+
 class CampaignScopedAdminMixin:
     """For ModelAdmin and inlines: rows, choices and list filters of the user's campaigns only.
 
@@ -220,6 +222,7 @@ class ReadOnlyAdminMixin:
 
 
 # --- REST API --------------------------------------------------------------------------
+
 
 class CampaignScopedViewSetMixin:
     """DRF views: ``get_queryset`` (lists, detail lookups, actions) scoped to the user."""

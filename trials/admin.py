@@ -5,6 +5,7 @@ read-only here (responses are data); of a rater only "excluded from scoring" can
 changed (as on the organizer page), and a rater can be deleted with their answers (a
 participant withdrawing). Scoping: ``evalsite/scoping.py``.
 """
+
 from django.contrib import admin
 
 from evalsite.scoping import CampaignScopedAdminMixin, ReadOnlyAdminMixin
@@ -43,7 +44,17 @@ class ItemAdmin(ReadOnlyRecordAdmin):
 
 @admin.register(Trial)
 class TrialAdmin(ReadOnlyRecordAdmin):
-    list_display = ["id", "session", "position", "kind", "task", "item", "target_present", "completed", "released"]
+    list_display = [
+        "id",
+        "session",
+        "position",
+        "kind",
+        "task",
+        "item",
+        "target_present",
+        "completed",
+        "released",
+    ]
     list_filter = ["session__campaign", "kind", "task", "completed", "released"]
 
 

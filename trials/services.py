@@ -5,6 +5,7 @@ The checks here are exactly what lineup building needs (:func:`trials.design.bui
 raises ``FoilShortageError`` otherwise), so a campaign that opens can always give its raters
 trials.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,17 +48,23 @@ def rating_blockers(campaign: Campaign) -> list[str]:
         Plain-language problems naming the campaign and the numbers involved.
     """
     if campaign.foils_per_trial < 1:
-        return [f"campaign {campaign.name!r}: foils per identity trial must be at least 1, "
-                f"got {campaign.foils_per_trial}"]
+        return [
+            f"campaign {campaign.name!r}: foils per identity trial must be at least 1, "
+            f"got {campaign.foils_per_trial}"
+        ]
     n_pool = len(identity_pool(campaign)) if campaign.pk else 0
     faces = campaign.foils_per_trial + 1
     if n_pool < faces:
-        return [f"campaign {campaign.name!r}: {n_pool} identities with a gallery face, "
-                f"an identity trial needs {faces}"]
+        return [
+            f"campaign {campaign.name!r}: {n_pool} identities with a gallery face, "
+            f"an identity trial needs {faces}"
+        ]
     if campaign.target_absent_share > 0 and n_pool < faces + 1:
-        return [f"campaign {campaign.name!r}: {n_pool} identities with a gallery face, a target-absent "
-                f"identity trial needs {faces + 1} ({faces} faces, none of them the person in the video); "
-                "add an identity or set the target-absent share to 0"]
+        return [
+            f"campaign {campaign.name!r}: {n_pool} identities with a gallery face, a target-absent "
+            f"identity trial needs {faces + 1} ({faces} faces, none of them the person in the video); "
+            "add an identity or set the target-absent share to 0"
+        ]
     return []
 
 
@@ -101,3 +108,34 @@ def close_rating(campaign: Campaign) -> None:
     """Stop new trials; answers already on their way are still stored."""
     Campaign.objects.filter(pk=campaign.pk).update(rating_open=False)
     campaign.rating_open = False
+
+
+def supersede_masked_video(old, new) -> int:
+    """Move rating from a replaced masked video ``old`` to its replacement ``new``.
+
+    Responses to ``old`` stay attached to its items (they are data about the file the
+    raters saw); its items take no new trials (``ItemQuerySet.evaluated`` leaves out
+    superseded masked videos) and its unanswered claims are released, so a rater on one
+    gets another trial. ``new`` gets the same items (task, target) when ``old`` had any;
+    before rating opens, :func:`open_rating` makes them. Locks only trial rows of ``old``
+    and creates new item rows (no item row is locked, so no lock-order cycle with raters).
+
+    Returns
+    -------
+    int
+        Items created for ``new``.
+    """
+    from .models import Item, Trial
+
+    Trial.objects.filter(item__masked_video=old, completed=False, released=False).update(released=True)
+    created = 0
+    for item in Item.objects.filter(masked_video=old):
+        _, made = Item.objects.get_or_create(
+            campaign_id=item.campaign_id,
+            source_video_id=item.source_video_id,
+            masked_video=new,
+            task=item.task,
+            defaults={"target_count": item.target_count},
+        )
+        created += made
+    return created
