@@ -1,4 +1,4 @@
-"""Error responses (``handler400`` ... ``handler500`` in evalsite/urls.py).
+"""Error responses (``handler400`` ... ``handler500`` in evalsite/urls.py, CSRF_FAILURE_VIEW).
 
 Browsers get the plain pages ``templates/400.html`` ... ``500.html``; the REST API and
 the rater pages' JSON requests get a short JSON body the client can show. Neither names a
@@ -6,7 +6,7 @@ setting, a path, a URL pattern or the exception (DEBUG is off outside developmen
 """
 
 from django.http import JsonResponse
-from django.views import defaults
+from django.views import csrf, defaults
 
 API_PREFIX = "/api/"  # where evalsite/urls.py mounts the REST API
 
@@ -37,3 +37,10 @@ def page_not_found(request, exception):
 
 def server_error(request):
     return _json_error(request, 500) or defaults.server_error(request)
+
+
+def csrf_failure(request, reason=""):
+    """A failed CSRF check: JSON for the rater page's answer POST (it shows the message)."""
+    if _json_error(request, 403) is None:
+        return csrf.csrf_failure(request, reason)  # plain page; the reason only with DEBUG on
+    return JsonResponse({"error": "security check failed: reload the page and answer again"}, status=403)

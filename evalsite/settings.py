@@ -49,6 +49,7 @@ SECRET_KEY_FALLBACKS = env.strings("DEID_SECRET_KEY_FALLBACKS")
 ALLOWED_HOSTS = env.strings("DEID_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 # Behind a TLS-terminating proxy: the https://host origins browsers send (CSRF checks them).
 CSRF_TRUSTED_ORIGINS = env.strings("DEID_CSRF_TRUSTED_ORIGINS")
+CSRF_FAILURE_VIEW = "evalsite.errors.csrf_failure"
 
 
 def _proxy_ssl_header(value: str) -> tuple[str, str] | None:

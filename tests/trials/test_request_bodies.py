@@ -70,3 +70,25 @@ def test_the_same_trial_still_takes_a_good_answer_afterwards(grid_campaign):
     assert stored.status_code == 200 and stored.json()["stored"] is True
     assert Response.objects.get().choice == CHOICE.findall(html)[0]
     assert json.loads(stored.content)["duplicate"] is False
+
+
+def test_an_answer_failing_the_csrf_check_gets_a_json_reason_the_page_can_show(grid_campaign):
+    client = Client(enforce_csrf_checks=True)
+    client.get(f"/join/{grid_campaign.join_code}/")
+    token = client.cookies["csrftoken"].value
+    client.post(
+        f"/join/{grid_campaign.join_code}/", {"participant_code": "P-csrf", "csrfmiddlewaretoken": token}
+    )
+    client.post("/session/consent/", {"agree": "yes", "csrfmiddlewaretoken": token})
+    client.post("/session/start/", {"csrfmiddlewaretoken": token})
+    html = client.get("/session/").content.decode()
+    url = RESPOND.search(html).group(1)
+    body = json.dumps({"choice": CHOICE.findall(html)[0], "response_time_ms": 10})
+    refused = client.post(url, body, content_type="application/json")  # no X-CSRFToken header
+    assert refused.status_code == 403
+    assert refused.json() == {"error": "security check failed: reload the page and answer again"}
+    # A browser form post still gets Django's plain page, without the reason (DEBUG off).
+    page = client.post("/session/consent/", {"agree": "yes"})
+    assert page.status_code == 403 and b"CSRF verification failed" in page.content
+    assert b"CSRF token missing" not in page.content
+    assert Response.objects.count() == 0
