@@ -229,8 +229,10 @@ def _text(response) -> str:
 
 
 def _leaks(response, world: World, *, known=()) -> list[str]:
+    """A's secrets in the response (and a server error, which is never an answer)."""
     text = _text(response)
-    return sorted(secret for secret in world.secrets - set(known) if secret in text)
+    errors = [f"HTTP {response.status_code}"] if response.status_code >= 500 else []
+    return errors + sorted(secret for secret in world.secrets - set(known) if secret in text)
 
 
 def _client(user) -> Client:
@@ -421,8 +423,8 @@ def check_url_patterns(resolver, world: World, site, *, only=None) -> tuple[list
             response = _request(client_a, "get", url)
             if response.status_code == 200:
                 control["ok"].add(name)
-            if _leaks(response, world, known=used):
-                control["secrets"].add(name)
+                if _leaks(response, world, known=used):
+                    control["secrets"].add(name)
     return findings, control
 
 
