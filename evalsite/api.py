@@ -8,8 +8,6 @@ permission-checked ``download`` endpoints. Reports answer JSON by default and CS
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 
 from django.http import FileResponse
 from rest_framework import mixins, renderers, serializers, status, viewsets
@@ -18,14 +16,16 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
+from automated.video import VideoError
 from trials.services import CannotOpenRating, close_rating, open_rating
 
 from . import reports
 from .forms import SubmissionZipForm
 from .models import Campaign, GalleryImage, Identity, SourceVideo, Submission, SubmissionUpload
 from .scoping import CampaignScopedViewSetMixin, visible_campaigns
-from .services import create_submission
-from .validation import UploadError, ingest_submission_zip
+from .services import create_submission, replace_source_video
+from .uploads import receive_upload
+from .validation import ValidationReport
 
 
 class CSVTextRenderer(renderers.BaseRenderer):
@@ -118,7 +118,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
             self.fields["campaign"].queryset = visible_campaigns(request.user)
 
     def get_masked_videos(self, submission):
-        return submission.masked_videos.count()
+        return submission.masked_videos.valid().count()
 
     def get_source_videos(self, submission):
         return submission.campaign.source_videos.count()
@@ -139,8 +139,8 @@ class SubmissionSerializer(serializers.ModelSerializer):
 class SubmissionUploadSerializer(serializers.ModelSerializer):
     class Meta:
         model = SubmissionUpload
-        fields = ["id", "submission", "uploaded_at", "original_name", "replace", "accepted_count",
-                  "rejected_count", "report"]
+        fields = ["id", "submission", "uploaded_at", "original_name", "replace", "status", "error_code", "error",
+                  "started_at", "finished_at", "accepted_count", "rejected_count", "report"]
 
 
 # --- views -----------------------------------------------------------------------------
@@ -209,6 +209,28 @@ class SourceVideoViewSet(CampaignScopedViewSetMixin, _CampaignFilterMixin, views
     def download(self, request, pk=None):
         return FileResponse(self.get_object().file.open("rb"))
 
+    @action(detail=True, methods=["post"], parser_classes=[MultiPartParser, FormParser])
+    def replace(self, request, pk=None):
+        """Multipart ``file``: a new clear video (``services.replace_source_video``).
+
+        Answers the updated video plus ``flagged``: masked videos that no longer match it
+        (code and message each); 400 if the file is not a readable video.
+        """
+        video = self.get_object()
+        new_file = request.FILES.get("file")
+        if new_file is None:
+            return Response({"file": [{"message": "no file given", "code": "required"}]},
+                            status=status.HTTP_400_BAD_REQUEST)
+        try:
+            outcome = replace_source_video(video, new_file, name=new_file.name)
+        except VideoError as error:
+            return Response({"file": [{"message": f"{new_file.name}: {error}", "code": "unreadable_video"}]},
+                            status=status.HTTP_400_BAD_REQUEST)
+        data = dict(self.get_serializer(video).data)
+        data["flagged"] = [{"submission": m.submission_id, "masked_video": m.pk, "code": m.check_code,
+                            "message": m.check_message} for m in outcome.flagged]
+        return Response(data)
+
 
 class SubmissionViewSet(CampaignScopedViewSetMixin, _CampaignFilterMixin, mixins.CreateModelMixin,
                         viewsets.ReadOnlyModelViewSet):
@@ -222,29 +244,41 @@ class SubmissionViewSet(CampaignScopedViewSetMixin, _CampaignFilterMixin, mixins
 
     @action(detail=True, methods=["post"], parser_classes=[MultiPartParser, FormParser])
     def upload(self, request, pk=None):
-        """Multipart ``file`` (zip) and optional ``replace``; answers the validation report."""
+        """Multipart ``file`` (zip) and optional ``replace``.
+
+        The zip is stored with its upload record first, then validated in the background:
+        201 with the validation report when done (the embedded setup), 202 with
+        ``upload_id`` and ``status`` while a worker has it (poll ``uploads/<upload_id>/``),
+        400 with the code when the upload failed as a whole (e.g. ``not_a_zip``).
+        """
         submission = self.get_object()
         form = SubmissionZipForm(request.data, request.FILES)
         if not form.is_valid():
             return Response(form.errors.get_json_data(), status=status.HTTP_400_BAD_REQUEST)
-        upload = form.cleaned_data["file"]
-        with tempfile.NamedTemporaryFile(suffix=".zip") as local:
-            shutil.copyfileobj(upload, local)
-            local.flush()
-            try:
-                report = ingest_submission_zip(
-                    submission, local.name, replace=form.cleaned_data["replace"],
-                    uploaded_by=request.user, original_name=upload.name,
-                )
-            except UploadError as error:
-                return Response({"file": [{"message": str(error), "code": error.code}]},
-                                status=status.HTTP_400_BAD_REQUEST)
-        return Response(report.to_dict(), status=status.HTTP_201_CREATED)
+        zip_file = form.cleaned_data["file"]
+        upload = receive_upload(submission, zip_file, original_name=zip_file.name,
+                                replace=form.cleaned_data["replace"], uploaded_by=request.user)
+        if upload.status == SubmissionUpload.Status.FAILED:
+            return Response({"file": [{"message": upload.error, "code": upload.error_code}],
+                             "upload_id": upload.pk, "status": upload.status}, status=status.HTTP_400_BAD_REQUEST)
+        if upload.status != SubmissionUpload.Status.DONE:
+            url = reverse("submission-upload-detail", args=[submission.pk, upload.pk], request=request)
+            return Response({"upload_id": upload.pk, "status": upload.status, "url": url},
+                            status=status.HTTP_202_ACCEPTED)
+        return Response(ValidationReport.from_upload(upload).to_dict(), status=status.HTTP_201_CREATED)
 
     @action(detail=True)
     def uploads(self, request, pk=None):
         uploads = self.get_object().uploads.all()
         return Response(SubmissionUploadSerializer(uploads, many=True).data)
+
+    @action(detail=True, url_path=r"uploads/(?P<upload_id>\d+)", url_name="upload-detail")
+    def upload_detail(self, request, pk=None, upload_id=None):
+        """One upload with its status and report (poll it after a 202)."""
+        upload = self.get_object().uploads.filter(pk=upload_id).first()
+        if upload is None:
+            return Response({"detail": "no such upload"}, status=status.HTTP_404_NOT_FOUND)
+        return Response(SubmissionUploadSerializer(upload).data)
 
     @action(detail=True, renderer_classes=REPORT_RENDERERS)
     def report(self, request, pk=None):

@@ -1,12 +1,14 @@
-"""Organizer forms: validation of the upload itself (per-file checks are in validation.py)."""
-import zipfile
-
+"""Organizer forms. The zip itself is checked after it is stored with its upload record
+(evalsite/validation.py: ``not_a_zip``, ``damaged_zip``, then every member)."""
 from django import forms
-from django.core.exceptions import ValidationError
 
 
 class SubmissionZipForm(forms.Form):
-    """A zip of masked videos named after the campaign's source videos."""
+    """A zip of masked videos named after the campaign's source videos.
+
+    Any file is accepted here: even a file that is not a zip gets an upload record and a
+    report saying so (``not_a_zip``), so nothing uploaded goes unrecorded.
+    """
 
     file = forms.FileField(
         label="zip of masked videos",
@@ -14,21 +16,6 @@ class SubmissionZipForm(forms.Form):
     )
     replace = forms.BooleanField(
         label="replace masked videos already stored", required=False,
-        help_text="Without this, a file for a video that already has a masked video is rejected.",
+        help_text="Without this, a file for a video that already has a masked video is rejected. With it, "
+                  "the new file becomes current; the earlier one is kept, superseded, with its ratings.",
     )
-
-    def clean_file(self):
-        upload = self.cleaned_data["file"]
-        if not upload.name.lower().endswith(".zip"):
-            raise ValidationError(
-                "%(name)s is not a .zip file", code="not_a_zip", params={"name": upload.name}
-            )
-        position = upload.tell()
-        is_zip = zipfile.is_zipfile(upload)
-        upload.seek(position)
-        if not is_zip:
-            raise ValidationError(
-                "%(name)s is named .zip but is not a readable zip archive",
-                code="corrupt_zip", params={"name": upload.name},
-            )
-        return upload

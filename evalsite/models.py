@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files import File
 from django.db import models
+from django.db.models import Q
 
 from automated.video import VideoInfo, transcode_for_web
 
@@ -33,12 +34,25 @@ def source_video_upload_to(instance, filename: str) -> str:
     return _opaque_name("source", filename)
 
 
+def _masked_folder(instance) -> str:
+    # Files stored by an upload sit in its folder, so leftovers of a crashed upload are
+    # found (and removed) by the upload that resumes it.
+    upload_id = getattr(instance, "upload_id", None)
+    return f"masked/u{upload_id}" if upload_id else "masked"
+
+
 def masked_video_upload_to(instance, filename: str) -> str:
-    return _opaque_name("masked", filename)
+    return _opaque_name(_masked_folder(instance), filename)
 
 
 def web_video_upload_to(instance, filename: str) -> str:
+    if isinstance(instance, MaskedVideo):
+        return _opaque_name(_masked_folder(instance), filename)
     return _opaque_name("web", filename)
+
+
+def upload_zip_upload_to(instance, filename: str) -> str:
+    return _opaque_name(f"uploads/u{instance.pk}", filename)
 
 
 def default_demographic_attributes() -> list[str]:
@@ -187,6 +201,8 @@ class VideoMetadataMixin(models.Model):
 
         Raises
         ------
+        automated.video.VideoTimeout
+            If the browser copy takes longer than ``DEID_TRANSCODE_TIMEOUT_S``.
         automated.video.VideoError
             If the browser copy cannot be made (nothing is left in storage then).
         """
@@ -199,7 +215,9 @@ class VideoMetadataMixin(models.Model):
             stored.append(self.file)
             if web_copy:
                 with tempfile.TemporaryDirectory() as tmp:
-                    web_path = transcode_for_web(path, Path(tmp) / "web.mp4")
+                    web_path = transcode_for_web(
+                        path, Path(tmp) / "web.mp4", timeout_s=settings.DEID_TRANSCODE_TIMEOUT_S
+                    )
                     with web_path.open("rb") as handle:
                         self.web_file.save("web.mp4", File(handle), save=False)
                 stored.append(self.web_file)
@@ -235,6 +253,10 @@ class SourceVideo(VideoMetadataMixin):
         help_text="Videos rated by humans; the same subset for every team (seeds/002, 4.2).",
     )
     token = models.CharField(max_length=40, unique=True, default=opaque_token, editable=False)
+    file_replaced_at = models.DateTimeField(
+        "clear file replaced at", null=True, blank=True, editable=False,
+        help_text="Last replacement of the clear file: results computed before it are stale.",
+    )
 
     class Meta:
         verbose_name = "source video"
@@ -285,8 +307,13 @@ class Submission(models.Model):
         return f"{self.team} / {self.name}"
 
     def missing_source_videos(self):
-        """Source videos of the campaign without a valid masked video in this submission."""
-        return self.campaign.source_videos.exclude(masked_videos__submission=self)
+        """Source videos of the campaign without a current, valid masked video in this submission.
+
+        A replaced (superseded) masked video does not count, nor one flagged because it no
+        longer matches its clear video (``MaskedVideo.check_code``).
+        """
+        valid = MaskedVideo.objects.filter(submission=self).valid()
+        return self.campaign.source_videos.exclude(pk__in=valid.values("source_video"))
 
     @property
     def is_complete(self) -> bool:
@@ -294,21 +321,61 @@ class Submission(models.Model):
         return not self.missing_source_videos().exists()
 
 
+class MaskedVideoQuerySet(models.QuerySet):
+    def valid(self):
+        """Current masked videos that still match their clear video (no ``check_code``)."""
+        return self.filter(current=True, check_code="")
+
+
+class CurrentMaskedVideoManager(models.Manager.from_queryset(MaskedVideoQuerySet)):
+    """Only current masked videos: what every report, run and rating item works on."""
+
+    def get_queryset(self):
+        return super().get_queryset().filter(current=True)
+
+
 class MaskedVideo(VideoMetadataMixin):
-    """A submission's masked version of one source video (validated on upload)."""
+    """A submission's masked version of one source video (validated on upload).
+
+    Replacing it keeps this row and its file (raters' responses and automated scores
+    stay attached to what was actually rated or scored): the row is marked superseded
+    (``current`` False) and a new current row is created. ``MaskedVideo.objects`` and
+    every reverse relation (``submission.masked_videos``) see current rows only;
+    ``MaskedVideo.all_versions`` sees every version.
+    """
 
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="masked_videos")
     source_video = models.ForeignKey(SourceVideo, on_delete=models.CASCADE, related_name="masked_videos")
     file = models.FileField("masked video", upload_to=masked_video_upload_to)
     uploaded_at = models.DateTimeField(auto_now_add=True)
     token = models.CharField(max_length=40, unique=True, default=opaque_token, editable=False)
+    upload = models.ForeignKey(
+        "SubmissionUpload", null=True, blank=True, on_delete=models.SET_NULL, related_name="masked_videos",
+        help_text="The upload that stored it (empty for platform-made baselines).",
+    )
+    current = models.BooleanField("current", default=True, help_text="False once a newer file replaced it.")
+    superseded_at = models.DateTimeField("replaced at", null=True, blank=True)
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replaced_versions",
+    )
+    check_code = models.CharField(
+        "check against the clear video", max_length=40, blank=True,
+        help_text="Empty when it matches its clear video; else the validation code of the "
+                  "mismatch found after the clear video was replaced (e.g. frame_count_mismatch).",
+    )
+    check_message = models.TextField("check message", blank=True)
+
+    objects = CurrentMaskedVideoManager()
+    all_versions = MaskedVideoQuerySet.as_manager()
 
     class Meta:
         verbose_name = "masked video"
-        ordering = ["submission", "source_video"]
+        ordering = ["submission", "source_video", "-uploaded_at"]
+        base_manager_name = "all_versions"
         constraints = [
             models.UniqueConstraint(
-                fields=["submission", "source_video"], name="one_masked_video_per_source"
+                fields=["submission", "source_video"], condition=Q(current=True),
+                name="one_current_masked_video_per_source",
             )
         ]
 
@@ -316,13 +383,26 @@ class MaskedVideo(VideoMetadataMixin):
         return f"{self.submission}: {self.source_video.name}"
 
 
+class UploadStatus(models.TextChoices):
+    QUEUED = "queued", "queued"
+    PROCESSING = "processing", "processing"
+    DONE = "done", "done"
+    FAILED = "failed", "failed"
+
+
 class SubmissionUpload(models.Model):
     """One zip of masked videos uploaded to a submission, with its per-file validation report.
 
-    ``report`` is ``ValidationReport.to_dict()`` (evalsite/validation.py): one row per zip
-    member with file, status (accepted/rejected/ignored), code, message, plus the source
-    videos still missing after this upload.
+    The row exists before anything else is stored (the zip is saved into it), then a
+    background task validates the zip: ``status`` queued -> processing -> done, or
+    failed with ``error_code``/``error`` (an unreadable zip, a crash). ``report`` is
+    ``ValidationReport.to_dict()`` (evalsite/validation.py), saved after every member:
+    one row per zip member with file, status (accepted/rejected/ignored), code, message,
+    plus the source videos still missing. A row left ``processing`` means the worker
+    stopped mid-upload; queueing it again resumes it.
     """
+
+    Status = UploadStatus
 
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="uploads")
     uploaded_by = models.ForeignKey(
@@ -337,6 +417,12 @@ class SubmissionUpload(models.Model):
     accepted_count = models.PositiveIntegerField("accepted files", default=0)
     rejected_count = models.PositiveIntegerField("rejected files", default=0)
     report = models.JSONField("validation report", default=dict)
+    file = models.FileField("uploaded zip", upload_to=upload_zip_upload_to, blank=True)
+    status = models.CharField("status", max_length=16, choices=UploadStatus.choices, default=UploadStatus.QUEUED)
+    error_code = models.CharField("error code", max_length=40, blank=True)
+    error = models.TextField("error", blank=True)
+    started_at = models.DateTimeField("validation started", null=True, blank=True)
+    finished_at = models.DateTimeField("validation finished", null=True, blank=True)
 
     class Meta:
         verbose_name = "submission upload"

@@ -9,8 +9,10 @@ Apps contribute without this module importing them: each registers, in its
   submission summary under the given section name.
 
 The base report has one row per source video of the campaign with ``video``,
-``identity_code``, ``action`` and ``has_masked_video`` (False while the submission lacks
-a valid masked video for it). :func:`campaign_summary_table` puts the summaries of all
+``identity_code``, ``action``, ``has_masked_video`` (False while the submission lacks
+a current, valid masked video for it), ``stale`` and ``stale_results`` (the sections
+whose result for the video predates a replacement of its masked or clear file:
+``evalsite/staleness.py``). :func:`campaign_summary_table` puts the summaries of all
 submissions of a campaign side by side (one row per submission, nested sections
 flattened to ``section.key`` columns).
 """
@@ -24,6 +26,9 @@ import pandas as pd
 from django.utils.text import slugify
 
 from automated.privacy_utility import privacy_utility_score
+
+from .models import MaskedVideo
+from .staleness import RUN_SECTIONS, stale_results, stale_videos
 
 VIDEO_COLUMN_PROVIDERS: list[tuple[str, Callable]] = []
 SUMMARY_PROVIDERS: list[tuple[str, Callable]] = []
@@ -41,25 +46,41 @@ def register_summary_section(name: str, provider: Callable) -> None:
         SUMMARY_PROVIDERS.append((name, provider))
 
 
-def per_video_report(submission) -> pd.DataFrame:
+def _stale(submission) -> dict[str, dict]:
+    """:func:`staleness.stale_results` for the runs the run sections show now."""
+    sections = {name: provider(submission) for name, provider in SUMMARY_PROVIDERS if name in RUN_SECTIONS}
+    return stale_results(submission, sections)
+
+
+def per_video_report(submission, *, stale: dict | None = None) -> pd.DataFrame:
     """One row per source video of the submission's campaign, with every metric.
+
+    Parameters
+    ----------
+    submission : Submission
+    stale : dict, optional
+        :func:`evalsite.staleness.stale_results` if already computed.
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``video``, ``identity_code``, ``action``, ``has_masked_video``, then
-        each provider's columns
-        (missing values are NaN, e.g. a video not yet evaluated).
+        Columns ``video``, ``identity_code``, ``action``, ``has_masked_video``,
+        ``stale`` (bool), ``stale_results`` (space-separated section names, '' if
+        none), then each provider's columns (missing values are NaN, e.g. a video not
+        yet evaluated).
     """
+    stale = _stale(submission) if stale is None else stale
     videos = submission.campaign.source_videos.select_related("identity").order_by("name")
-    masked = set(submission.masked_videos.values_list("source_video_id", flat=True))
+    masked = set(MaskedVideo.objects.filter(submission=submission).valid().values_list("source_video_id", flat=True))
     base = pd.DataFrame(
         [
             {"video": v.name, "identity_code": v.identity.code, "action": v.action,
-             "has_masked_video": v.pk in masked}
+             "has_masked_video": v.pk in masked,
+             "stale": any(v.name in entry["videos"] for entry in stale.values()),
+             "stale_results": " ".join(name for name, entry in stale.items() if v.name in entry["videos"])}
             for v in videos
         ],
-        columns=["video", "identity_code", "action", "has_masked_video"],
+        columns=["video", "identity_code", "action", "has_masked_video", "stale", "stale_results"],
     ).set_index("video", drop=False)
     for _, provider in VIDEO_COLUMN_PROVIDERS:
         columns = provider(submission)
@@ -114,7 +135,15 @@ def privacy_utility_summary(report: pd.DataFrame) -> dict | None:
 
 
 def submission_summary(submission) -> dict:
-    """Nested dict: submission facts plus one section per registered summary provider."""
+    """Nested dict: submission facts plus one section per registered summary provider.
+
+    ``complete`` and ``masked_videos`` count current masked videos that match their
+    clear video (replaced ones are kept but not counted; ``flagged_videos`` names those
+    that no longer match a replaced clear video). ``stale`` says whether a section's
+    result predates a replaced masked or clear file; ``stale_videos`` names the videos
+    and ``stale_results`` maps each stale section to its run and videos.
+    """
+    current = MaskedVideo.objects.filter(submission=submission)
     summary = {
         "submission": str(submission),
         "submission_id": submission.pk,
@@ -123,12 +152,17 @@ def submission_summary(submission) -> dict:
         "method": submission.name,
         "baseline_method": submission.baseline_method,
         "complete": submission.is_complete,
-        "masked_videos": submission.masked_videos.count(),
+        "masked_videos": current.valid().count(),
         "source_videos": submission.campaign.source_videos.count(),
+        "flagged_videos": sorted(current.exclude(check_code="").values_list("source_video__name", flat=True)),
     }
     for name, provider in SUMMARY_PROVIDERS:
         summary[name] = provider(submission)
-    summary["privacy_utility"] = privacy_utility_summary(per_video_report(submission))
+    stale = stale_results(submission, summary)
+    summary["stale"] = bool(stale)
+    summary["stale_videos"] = stale_videos(stale)
+    summary["stale_results"] = stale
+    summary["privacy_utility"] = privacy_utility_summary(per_video_report(submission, stale=stale))
     return summary
 
 
@@ -170,6 +204,8 @@ def summary_row(submission) -> dict:
             row.update({f"{key}.{k}": v for k, v in value.items() if _scalar(v)})
         elif _scalar(value):
             row[key] = value
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            row[key] = " ".join(value)  # e.g. stale_videos
     return row
 
 
@@ -180,7 +216,8 @@ def campaign_summary_table(campaign) -> pd.DataFrame:
     -------
     pandas.DataFrame
         Columns ``submission_id``, ``team``, ``method``, ``baseline_method``,
-        ``complete``, ``masked_videos``, ``source_videos``, then one column per scalar
+        ``complete``, ``masked_videos``, ``source_videos``, ``stale``, ``stale_videos``
+        (space-separated names), ``flagged_videos``, then one column per scalar
         summary entry named ``<section>.<key>`` (e.g. ``face_evaluation.rank1_rate``).
         Rows are ordered by team, then method.
     """
@@ -195,7 +232,8 @@ def campaign_summary_table(campaign) -> pd.DataFrame:
         present = [row[column] for row in rows if row.get(column) is not None]
         if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
             table[column] = table[column].astype("Int64")
-    first = ["submission_id", "team", "method", "baseline_method", "complete", "masked_videos", "source_videos"]
+    first = ["submission_id", "team", "method", "baseline_method", "complete", "masked_videos", "source_videos",
+             "stale", "stale_videos"]
     ordered = first + [c for c in table.columns if c not in first]
     return table.reindex(columns=ordered)
 

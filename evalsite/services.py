@@ -1,12 +1,20 @@
 """Catalogue operations shared by the admin, the API and the management commands."""
 from __future__ import annotations
 
+import shutil
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from automated.video import VideoInfo
 
 from . import reports
-from .models import Campaign, Submission, Team
+from .models import Campaign, MaskedVideo, SourceVideo, Submission, Team, delete_stored
+from .validation import MaskedVideoError, compare_with_source, source_spec
 
 REPORT_FORMATS = ("csv", "json")
 
@@ -56,3 +64,83 @@ def write_summary(campaign: Campaign, path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(reports.summary_table_as_csv(campaign), encoding="utf-8")
     return path
+
+
+@dataclass(frozen=True)
+class SourceReplacement:
+    """Outcome of :func:`replace_source_video`: masked videos now flagged and now matching again."""
+
+    flagged: list[MaskedVideo]
+    cleared: list[MaskedVideo]
+
+
+def replace_source_video(source: SourceVideo, new_file, *, name: str = "") -> SourceReplacement:
+    """Replace the clear file of ``source``, its browser copy, and re-check its masked videos.
+
+    The new file is probed (``DEID_FFMPEG_TIMEOUT_S``) and transcoded for browsers
+    (``DEID_TRANSCODE_TIMEOUT_S``) before anything changes, so raters never get the old
+    clip afterwards and a bad file changes nothing. Then, in one transaction, the row
+    takes the new files and metadata and ``file_replaced_at`` (results computed before
+    are reported stale), and every current masked video of ``source`` is compared with
+    the new clear video (frames, size, duration): a mismatch sets its ``check_code`` and
+    ``check_message`` (its submission becomes incomplete, its rating items take no new
+    trials), a match clears them. The old files are deleted after the commit.
+
+    Parameters
+    ----------
+    source : SourceVideo
+    new_file : path-like or binary file object
+        The new clear video (e.g. an ``UploadedFile``).
+    name : str
+        File name whose suffix the stored file keeps (default: the path's name).
+
+    Returns
+    -------
+    SourceReplacement
+
+    Raises
+    ------
+    automated.video.VideoError
+        If the new file is not a readable video, or probing/transcoding fails or times
+        out (``VideoTimeout``); nothing is changed then.
+    """
+    name = name or (Path(new_file).name if isinstance(new_file, (str, Path)) else "video.mp4")
+    with tempfile.TemporaryDirectory() as tmp:
+        local = Path(tmp) / f"clear{Path(name).suffix.lower() or '.mp4'}"
+        if isinstance(new_file, (str, Path)):
+            shutil.copyfile(new_file, local)
+        else:
+            with local.open("wb") as writer:
+                shutil.copyfileobj(new_file, writer)
+        info = VideoInfo.from_video_path(local, timeout_s=settings.DEID_FFMPEG_TIMEOUT_S)
+        old_files = [f.name for f in (source.file, source.web_file) if f]
+        stored = source.store_video(local, info, name=name, web_copy=True)
+    try:
+        with transaction.atomic():
+            source.file_replaced_at = timezone.now()
+            source.save()
+            outcome = _recheck_masked_videos(source)
+    except Exception:
+        delete_stored(stored)
+        raise
+    storage = source.file.storage
+    transaction.on_commit(lambda: [storage.delete(n) for n in old_files])
+    return outcome
+
+
+def _recheck_masked_videos(source: SourceVideo) -> SourceReplacement:
+    spec = source_spec(source)
+    flagged, cleared = [], []
+    for masked in MaskedVideo.objects.select_for_update().filter(source_video=source).select_related("submission"):
+        try:
+            compare_with_source(masked.frame_count, (masked.width, masked.height), masked.fps, masked.duration_s,
+                                spec, shown=f"masked video of '{source.name}' in {masked.submission}")
+        except MaskedVideoError as error:
+            masked.check_code, masked.check_message = error.code, f"{error} (after the clear video was replaced)"
+            flagged.append(masked)
+        else:
+            if masked.check_code:
+                cleared.append(masked)
+            masked.check_code, masked.check_message = "", ""
+        masked.save(update_fields=["check_code", "check_message"])
+    return SourceReplacement(flagged, cleared)

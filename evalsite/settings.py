@@ -170,6 +170,9 @@ STORAGES = {
 
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
+# Seconds one ffmpeg/OpenCV probe (upload checks) and one browser-copy transcode may take.
+DEID_FFMPEG_TIMEOUT_S = env.integer("DEID_FFMPEG_TIMEOUT_S", 300, minimum=1)
+DEID_TRANSCODE_TIMEOUT_S = env.integer("DEID_TRANSCODE_TIMEOUT_S", 1800, minimum=1)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "/admin/login/"

@@ -6,9 +6,15 @@ Rules (also in README.md, "Submissions"):
   stem, ignoring case and extension (``BBAF2N.mp4`` -> source ``bbaf2n``). Folders inside
   the zip are ignored (``team/bbaf2n.mp4`` is fine). Accepted extensions:
   ``VIDEO_SUFFIXES``. A name matching no source video is rejected with the closest names.
+- **Zip**: an upload that is not a zip (``not_a_zip``) or whose central directory is
+  cut short or damaged (``damaged_zip``) fails as a whole; a member whose data fail
+  their CRC-32 (``bad_crc``) or cannot be extracted (``extract_failed``) is rejected
+  alone, the other members are still checked.
 - **Container and frames**: the file must open as a video and every frame must decode:
   ffmpeg must decode the video stream without an error and the decoded frame count must
   reach the count the container header announces (otherwise: truncated or damaged).
+  Probing is bounded by ``DEID_FFMPEG_TIMEOUT_S`` (``probe_timeout``), the browser copy
+  by ``DEID_TRANSCODE_TIMEOUT_S`` (``transcode_timeout``).
 - **Frame count**: exactly the source's decoded frame count (``FRAME_COUNT_TOLERANCE``
   = 0): the automated metrics pair masked frame *i* with clear frame *i*.
 - **Size**: exactly the source's (width, height) in pixels.
@@ -18,8 +24,17 @@ Rules (also in README.md, "Submissions"):
   (which one is meant is unknown).
 - **No silent overwrite**: a source video that already has a masked video in this
   submission is rejected (``already_uploaded``) unless ``replace=True`` is asked for.
-  A replacement drops the old file's automated scores (they are recomputable) but is
-  refused (``in_use``) once the old file has human ratings.
+  A replacement keeps the old row and file, marked superseded (responses and scores
+  stay attached to what was rated or scored; results that used it are reported stale),
+  and stores the new file as the current masked video (``replaced``).
+
+Lifecycle: :func:`create_upload` stores the zip inside a new
+:class:`~evalsite.models.SubmissionUpload` row (nothing is stored before its record
+exists), then :func:`run_upload` (the body of ``evalsite.tasks.validate_upload_task``)
+validates it: ``queued`` -> ``processing`` -> ``done`` / ``failed``. The report is saved
+after every member, and masked files stored by an upload carry its id, so an upload
+stopped mid-way (a killed worker) shows how far it got and resumes without storing
+anything twice.
 
 Every file gets a row with a stable ``code`` (``CODES``); good files are stored even
 when others are rejected. Zip members are never extracted to the path they name (a
@@ -31,43 +46,61 @@ from __future__ import annotations
 import csv
 import difflib
 import io
+import logging
+import lzma
 import re
-import shutil
 import subprocess
 import tempfile
 import zipfile
+import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
 import cv2
+from django.conf import settings
+from django.core.files import File
 from django.db import transaction
-from django.db.models.deletion import Collector
+from django.db.models import Q
+from django.utils import timezone
 
-from automated.video import VideoError, VideoInfo, ffmpeg_executable
+from automated.video import VideoError, VideoInfo, VideoTimeout, ffmpeg_executable
 
-from .models import MaskedVideo, SubmissionUpload, delete_stored
+from .models import MaskedVideo, SubmissionUpload, UploadStatus, delete_stored
+from .signals import masked_video_replaced
+
+logger = logging.getLogger("deid.uploads")
 
 VIDEO_SUFFIXES = {".mp4", ".m4v", ".mov", ".mkv", ".avi", ".webm", ".mpg", ".mpeg", ".flv"}
 FRAME_COUNT_TOLERANCE = 0  # frames
 MAX_MEMBER_BYTES = 2 * 1024**3  # a masked clip larger than 2 GiB is refused (zip bombs)
 CODES = {
     "accepted": "stored as the masked video of its source video",
-    "replaced": "stored, replacing the earlier masked video (replace was requested)",
+    "replaced": "stored as the current masked video; the earlier one is kept, superseded (replace was requested)",
     "ignored": "folder or operating-system metadata file (e.g. __MACOSX/, .DS_Store)",
+    "not_a_zip": "the upload is not a zip archive",
+    "damaged_zip": "the zip's central directory is cut short or damaged (e.g. an interrupted transfer)",
+    "upload_incomplete": "the zip was not stored completely (the upload was interrupted)",
+    "internal_error": "validation stopped on an unexpected error; the members before it keep their rows",
     "unsafe_path": "absolute path or '..' in the member name",
     "not_a_video_file": "extension is not one of the accepted video extensions",
     "file_too_large": "member larger than MAX_MEMBER_BYTES",
     "unknown_name": "no source video has this name",
     "duplicate_in_zip": "several members carry the same video name",
     "already_uploaded": "the source video already has a masked video; replace not requested",
-    "in_use": "replace refused: the stored masked video already has human ratings",
+    "bad_crc": "the member's data do not match its CRC-32 checksum (damaged zip)",
+    "extract_failed": "the member cannot be extracted (encrypted, unsupported compression or corrupt data)",
     "unreadable_container": "the file does not open as a video container",
     "no_decodable_frames": "the container opens but no frame decodes",
     "truncated": "the video is cut short or damaged: not every frame decodes",
+    "probe_timeout": "checking the video took longer than DEID_FFMPEG_TIMEOUT_S",
     "frame_count_mismatch": "frame count differs from the source video",
     "size_mismatch": "width x height differs from the source video",
     "duration_mismatch": "duration differs from the source video by more than one frame",
+    "transcode_timeout": "making the browser copy took longer than DEID_TRANSCODE_TIMEOUT_S",
+    "transcode_failed": "ffmpeg could not make the browser copy",
 }
+#: Codes that fail the upload as a whole (no member is looked at).
+UPLOAD_CODES = ("not_a_zip", "damaged_zip", "upload_incomplete", "internal_error")
 
 
 class MaskedVideoError(ValueError):
@@ -80,9 +113,11 @@ class MaskedVideoError(ValueError):
 
 
 class UploadError(ValueError):
-    """The upload as a whole is unusable (e.g. not a zip file)."""
+    """The upload as a whole is unusable; ``code`` is one of ``UPLOAD_CODES``."""
 
-    code = "not_a_zip"
+    def __init__(self, message: str, code: str = "not_a_zip"):
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -96,27 +131,39 @@ class SourceSpec:
     duration_s: float
 
 
-def _decode_errors(path: Path) -> str:
-    """First error ffmpeg reports while decoding the video stream ('' if none)."""
-    result = subprocess.run(
-        [ffmpeg_executable(), "-nostdin", "-v", "error", "-i", str(path), "-map", "0:v:0", "-f", "null", "-"],
-        capture_output=True, text=True, timeout=600,
-    )
+def _decode_errors(path: Path, timeout_s: float) -> str:
+    """First error ffmpeg reports while decoding the video stream ('' if none).
+
+    Raises
+    ------
+    automated.video.VideoTimeout
+        If decoding takes longer than ``timeout_s`` (ffmpeg is killed).
+    """
+    try:
+        result = subprocess.run(
+            [ffmpeg_executable(), "-nostdin", "-v", "error", "-i", str(path), "-map", "0:v:0", "-f", "null", "-"],
+            capture_output=True, text=True, timeout=timeout_s,
+        )
+    except subprocess.TimeoutExpired:
+        raise VideoTimeout(f"decoding took longer than {timeout_s:g} s", stage="probe", timeout_s=timeout_s) from None
     # Drop ffmpeg's "[h264 @ 0x55...]" prefixes: the rest is the readable reason.
     lines = [re.sub(r"^(\[[^]]*\]\s*)+", "", line).strip() for line in result.stderr.splitlines()]
     lines = [line for line in lines if line]
     return lines[0] if lines else ("" if result.returncode == 0 else f"ffmpeg exit code {result.returncode}")
 
 
-def _header_frame_count(path: Path) -> int:
-    capture = cv2.VideoCapture(str(path))
+def _header_frame_count(path: Path, timeout_s: float) -> int:
+    ms = max(1, int(timeout_s * 1000))
+    capture = cv2.VideoCapture(str(path), cv2.CAP_ANY, [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, ms])
     try:
         return int(capture.get(cv2.CAP_PROP_FRAME_COUNT) or 0)
     finally:
         capture.release()
 
 
-def check_masked_video(path, source: SourceSpec, *, display_name: str | None = None) -> VideoInfo:
+def check_masked_video(
+    path, source: SourceSpec, *, display_name: str | None = None, timeout_s: float | None = None
+) -> VideoInfo:
     """Check one masked video file against its source video.
 
     Parameters
@@ -127,6 +174,9 @@ def check_masked_video(path, source: SourceSpec, *, display_name: str | None = N
         Decoded properties of the clear video.
     display_name : str, optional
         Name used in messages (default: the file name).
+    timeout_s : float, optional
+        Seconds each probe (OpenCV count, ffmpeg decode) may take; default
+        ``settings.DEID_FFMPEG_TIMEOUT_S``.
 
     Returns
     -------
@@ -137,12 +187,22 @@ def check_masked_video(path, source: SourceSpec, *, display_name: str | None = N
     ------
     MaskedVideoError
         With code ``unreadable_container``, ``no_decodable_frames``, ``truncated``,
-        ``frame_count_mismatch``, ``size_mismatch`` or ``duration_mismatch``.
+        ``probe_timeout``, ``frame_count_mismatch``, ``size_mismatch`` or
+        ``duration_mismatch``.
     """
     path = Path(path)
     shown = display_name or path.name
+    limit = float(timeout_s if timeout_s is not None else settings.DEID_FFMPEG_TIMEOUT_S)
     try:
-        info = VideoInfo.from_video_path(path)
+        info = VideoInfo.from_video_path(path, timeout_s=limit)
+        header_frames = _header_frame_count(path, limit)
+        decode_error = _decode_errors(path, limit)
+    except VideoTimeout as error:
+        raise MaskedVideoError(
+            "probe_timeout",
+            f"{shown}: checking the video took longer than {limit:g} s (DEID_FFMPEG_TIMEOUT_S); "
+            "is it much longer or larger than its source video, or damaged?",
+        ) from error
     except VideoError as error:
         text = str(error)
         if "no decodable" in text or "frame rate" in text:
@@ -153,8 +213,6 @@ def check_masked_video(path, source: SourceSpec, *, display_name: str | None = N
             "unreadable_container",
             f"{shown}: not a readable video file (is it really a video? OpenCV/ffmpeg cannot open it)",
         ) from error
-    header_frames = _header_frame_count(path)
-    decode_error = _decode_errors(path)
     if decode_error or header_frames > info.frame_count + FRAME_COUNT_TOLERANCE:
         detail = f"ffmpeg reports '{decode_error}'" if decode_error else "the stream ends early"
         raise MaskedVideoError(
@@ -163,27 +221,42 @@ def check_masked_video(path, source: SourceSpec, *, display_name: str | None = N
             f"{info.frame_count} frames decode (header announces {header_frames}, "
             f"the source has {source.frame_count})",
         )
-    if abs(info.frame_count - source.frame_count) > FRAME_COUNT_TOLERANCE:
+    compare_with_source(info.frame_count, info.resolution_wh, info.fps, info.duration_s, source, shown=shown)
+    return info
+
+
+def compare_with_source(frame_count: int, resolution_wh, fps: float, duration_s: float, source: SourceSpec,
+                        *, shown: str) -> None:
+    """Check a masked video's probed properties against its source video's.
+
+    Also used to re-check stored masked videos when their clear video is replaced.
+
+    Raises
+    ------
+    MaskedVideoError
+        ``frame_count_mismatch``, ``size_mismatch`` or ``duration_mismatch``, naming
+        ``shown`` and both values.
+    """
+    if abs(frame_count - source.frame_count) > FRAME_COUNT_TOLERANCE:
         raise MaskedVideoError(
             "frame_count_mismatch",
-            f"{shown}: {info.frame_count} frames, but source video '{source.name}' has "
+            f"{shown}: {frame_count} frames, but source video '{source.name}' has "
             f"{source.frame_count}; masked videos must keep every frame",
         )
-    if tuple(info.resolution_wh) != tuple(source.resolution_wh):
+    if tuple(resolution_wh) != tuple(source.resolution_wh):
         raise MaskedVideoError(
             "size_mismatch",
-            f"{shown}: {info.resolution_wh[0]}x{info.resolution_wh[1]} pixels, but source video "
+            f"{shown}: {resolution_wh[0]}x{resolution_wh[1]} pixels, but source video "
             f"'{source.name}' is {source.resolution_wh[0]}x{source.resolution_wh[1]}",
         )
     tolerance_s = 1.0 / source.fps
-    if abs(info.duration_s - source.duration_s) > tolerance_s:
+    if abs(duration_s - source.duration_s) > tolerance_s:
         raise MaskedVideoError(
             "duration_mismatch",
-            f"{shown}: {info.duration_s:.3f} s at {info.fps:.3f} fps, but source video "
+            f"{shown}: {duration_s:.3f} s at {fps:.3f} fps, but source video "
             f"'{source.name}' lasts {source.duration_s:.3f} s at {source.fps:.3f} fps "
             f"(tolerance {tolerance_s:.3f} s)",
         )
-    return info
 
 
 @dataclass
@@ -206,6 +279,7 @@ class ValidationReport:
     missing_videos: list[str] = field(default_factory=list)
     complete: bool = False
     upload_id: int | None = None
+    status: str = UploadStatus.QUEUED  # of the upload: queued | processing | done | failed
 
     @property
     def accepted(self) -> list[FileResult]:
@@ -219,12 +293,22 @@ class ValidationReport:
         return {
             "submission_id": self.submission_id,
             "upload_id": self.upload_id,
+            "status": self.status,
             "accepted": len(self.accepted),
             "rejected": len(self.rejected),
             "complete": self.complete,
             "missing_videos": list(self.missing_videos),
             "files": [asdict(f) for f in self.files],
         }
+
+    @classmethod
+    def from_upload(cls, upload: SubmissionUpload) -> ValidationReport:
+        """The report stored in ``upload`` (as far as validation got)."""
+        data = upload.report or {}
+        return cls(
+            upload.submission_id, [FileResult(**row) for row in data.get("files", [])],
+            list(data.get("missing_videos", [])), bool(data.get("complete", False)), upload.pk, upload.status,
+        )
 
 
 def report_rows_as_csv(report: dict) -> str:
@@ -245,113 +329,14 @@ def _is_system_member(path: PurePosixPath) -> bool:
     return "__MACOSX" in path.parts or path.name.startswith("._") or path.name in {".DS_Store", "Thumbs.db"}
 
 
-def _source_spec(source) -> SourceSpec:
+def source_spec(source) -> SourceSpec:
     """Decoded properties of a SourceVideo (probed and saved once if not stored yet)."""
     if not source.frame_count:
-        info = VideoInfo.from_video_path(source.file.path)
+        info = VideoInfo.from_video_path(source.file.path, timeout_s=settings.DEID_FFMPEG_TIMEOUT_S)
         source.frame_count, source.fps, source.duration_s = info.frame_count, info.fps, info.duration_s
         source.width, source.height = info.resolution_wh
         source.save(update_fields=["frame_count", "fps", "duration_s", "width", "height"])
     return SourceSpec(source.name, source.frame_count, (source.width, source.height), source.fps, source.duration_s)
-
-
-def ingest_submission_zip(
-    submission, zip_path, *, replace: bool = False, uploaded_by=None, original_name: str = "",
-    web_copies: bool = True,
-) -> ValidationReport:
-    """Validate every member of a zip of masked videos and store the good ones.
-
-    Parameters
-    ----------
-    submission : Submission
-    zip_path : path-like
-        The uploaded zip file.
-    replace : bool, default=False
-        Replace masked videos already stored for the same source videos; without it,
-        such files are rejected (``already_uploaded``) and the stored ones kept.
-    uploaded_by : User, optional
-        Recorded with the upload.
-    original_name : str
-        The zip's name as uploaded (for the organizer's records).
-    web_copies : bool, default=True
-        Also store a browser-playable H.264 copy of each accepted file.
-
-    Returns
-    -------
-    ValidationReport
-        One row per member; also saved as a :class:`SubmissionUpload`.
-
-    Raises
-    ------
-    UploadError
-        If ``zip_path`` is not a zip file.
-    """
-    zip_path = Path(zip_path)
-    if not zipfile.is_zipfile(zip_path):
-        raise UploadError(f"{original_name or zip_path.name} is not a zip file")
-    sources = {s.name.lower(): s for s in submission.campaign.source_videos.all()}
-    existing = {m.source_video_id: m for m in submission.masked_videos.all()}
-    report = ValidationReport(submission.pk)
-
-    with zipfile.ZipFile(zip_path) as archive, tempfile.TemporaryDirectory() as tmp:
-        candidates = []
-        infolist = archive.infolist()
-        for member in infolist:
-            path = PurePosixPath(member.filename.replace("\\", "/"))
-            result = _screen_member(member, path, sources)
-            if result is not None:
-                report.files.append(result)
-            else:
-                candidates.append((member, path))
-        stems = [p.stem.lower() for _, p in candidates]
-        for member, path in candidates:
-            source = sources[path.stem.lower()]
-            if stems.count(path.stem.lower()) > 1:
-                others = [m.filename for m, p in candidates if p.stem.lower() == path.stem.lower() and m is not member]
-                report.files.append(FileResult(
-                    member.filename, "rejected", "duplicate_in_zip",
-                    f"{member.filename}: the zip holds other files for video '{source.name}' "
-                    f"({', '.join(others)}); keep only one", source.name))
-                continue
-            if source.pk in existing and not replace:
-                report.files.append(FileResult(
-                    member.filename, "rejected", "already_uploaded",
-                    f"{member.filename}: video '{source.name}' already has a masked video in this "
-                    "submission; it was kept. Upload again with 'replace' to overwrite it.", source.name))
-                continue
-            in_use = _human_rating_rows(existing[source.pk]) if source.pk in existing else 0
-            if in_use:
-                report.files.append(FileResult(
-                    member.filename, "rejected", "in_use",
-                    f"{member.filename}: the stored masked video of '{source.name}' is already used in "
-                    f"{in_use} human rating row(s); it was kept (replacing it would delete them)", source.name))
-                continue
-            local = Path(tmp) / f"member{len(report.files)}{path.suffix.lower()}"
-            with archive.open(member) as reader, local.open("wb") as writer:
-                shutil.copyfileobj(reader, writer)
-            try:
-                info = check_masked_video(local, _source_spec(source), display_name=member.filename)
-            except MaskedVideoError as error:
-                report.files.append(FileResult(member.filename, "rejected", error.code, str(error), source.name))
-                continue
-            replaced = _store(submission, source, local, path.name, info, existing.get(source.pk), web_copies)
-            code = "replaced" if replaced else "accepted"
-            message = f"{member.filename}: {info.frame_count} frames, {info.resolution_wh[0]}x{info.resolution_wh[1]}"
-            report.files.append(FileResult(member.filename, "accepted", code, message + ("; replaced the earlier file" if replaced else ""), source.name))
-
-    order = {m.filename: i for i, m in enumerate(infolist)}
-    report.files.sort(key=lambda f: order.get(f.file, 0))
-    report.missing_videos = list(submission.missing_source_videos().order_by("name").values_list("name", flat=True))
-    report.complete = not report.missing_videos
-    upload = SubmissionUpload.objects.create(
-        submission=submission, uploaded_by=uploaded_by, original_name=original_name or zip_path.name,
-        replace=replace, accepted_count=len(report.accepted), rejected_count=len(report.rejected),
-        report={},
-    )
-    report.upload_id = upload.pk
-    upload.report = report.to_dict()
-    upload.save(update_fields=["report"])
-    return report
 
 
 def _screen_member(member: zipfile.ZipInfo, path: PurePosixPath, sources: dict) -> FileResult | None:
@@ -376,33 +361,371 @@ def _screen_member(member: zipfile.ZipInfo, path: PurePosixPath, sources: dict) 
     return None
 
 
-def _human_rating_rows(masked) -> int:
-    """Rows outside evalsite/automated that deleting ``masked`` would cascade to.
+# --- the upload lifecycle ----------------------------------------------------------------
 
-    Automated scores are recomputable and may go with a replaced file; human ratings
-    (the trials app) are not, so their presence blocks a replacement.
+def create_upload(submission, zip_file, *, original_name: str = "", replace: bool = False,
+                  uploaded_by=None) -> SubmissionUpload:
+    """Create the upload's record, then store the zip in it (status ``queued``).
+
+    Parameters
+    ----------
+    submission : Submission
+    zip_file : path-like or binary file object
+        The uploaded zip (e.g. Django's ``UploadedFile``); not checked here.
+    original_name : str
+        The zip's name as uploaded (default: the path's name).
+    replace : bool, default=False
+        Replace masked videos already stored for the same source videos.
+    uploaded_by : User, optional
+
+    Returns
+    -------
+    SubmissionUpload
+        ``queued`` with its ``file``; or ``failed`` (``upload_incomplete``) if storing the
+        zip failed, with any partial file removed. Validate it with :func:`run_upload`.
     """
-    collector = Collector(using=masked._state.db or "default")
-    collector.collect([masked])
-    kept_apps = {"evalsite", "automated"}
-    count = sum(len(objs) for model, objs in collector.data.items() if model._meta.app_label not in kept_apps)
-    count += sum(qs.count() for qs in collector.fast_deletes if qs.model._meta.app_label not in kept_apps)
-    return count
+    if isinstance(zip_file, (str, Path)):
+        original_name = original_name or Path(zip_file).name
+    upload = SubmissionUpload.objects.create(
+        submission=submission, uploaded_by=uploaded_by, original_name=original_name[:255], replace=replace,
+        status=UploadStatus.QUEUED,
+    )
+    try:
+        if isinstance(zip_file, (str, Path)):
+            with open(zip_file, "rb") as handle:
+                upload.file.save(Path(zip_file).name, File(handle), save=False)
+        else:
+            upload.file.save(original_name or "upload.zip", File(zip_file), save=False)
+        upload.save(update_fields=["file"])
+    except Exception as error:  # disk full, client gone: the record says so
+        logger.exception("upload %s: storing the zip failed", upload.pk)
+        _delete_folder(f"uploads/u{upload.pk}")
+        upload.file = ""
+        _fail(upload, ValidationReport(submission.pk, upload_id=upload.pk), "upload_incomplete",
+              f"{upload.original_name or 'the zip'}: could not be stored ({type(error).__name__}: {error}); "
+              "upload it again")
+    return upload
 
 
-def _store(submission, source, local: Path, upload_name: str, info: VideoInfo, old, web_copies: bool) -> bool:
-    """Save an accepted file as the MaskedVideo of ``source``; True if one was replaced."""
-    masked = MaskedVideo(submission=submission, source_video=source)
-    stored = masked.store_video(local, info, name=upload_name, web_copy=web_copies)
+def run_upload(upload_id: int, *, web_copies: bool = True) -> SubmissionUpload | None:
+    """Validate a stored upload and store its good members (body of the Celery task).
+
+    Claims the upload (``queued`` -> ``processing``) under a row lock; an upload left
+    ``processing`` by a stopped worker is resumed: members it already stored are kept
+    (reported again, not stored twice) and files it left without a row are removed. A
+    ``done`` or ``failed`` upload is left as it is (a redelivered task does nothing).
+    An unexpected error fails the upload with ``internal_error`` and its message.
+
+    Returns
+    -------
+    SubmissionUpload or None
+        The upload as stored afterwards (None if it does not exist).
+    """
+    with transaction.atomic():
+        upload = SubmissionUpload.objects.select_for_update().filter(pk=upload_id).first()
+        if upload is None or upload.status in (UploadStatus.DONE, UploadStatus.FAILED):
+            return upload
+        resumed = upload.status == UploadStatus.PROCESSING
+        upload.status, upload.started_at, upload.error, upload.error_code = (
+            UploadStatus.PROCESSING, timezone.now(), "", "")
+        upload.save(update_fields=["status", "started_at", "error", "error_code"])
+    report = ValidationReport(upload.submission_id, upload_id=upload.pk, status=UploadStatus.PROCESSING)
+    try:
+        if resumed:
+            _remove_unreferenced(upload)
+        _process(upload, report, web_copies=web_copies)
+    except Exception as error:
+        logger.exception("upload %s: validation stopped", upload.pk)
+        _fail(upload, report, "internal_error",
+              f"validation stopped on an unexpected error ({type(error).__name__}: {error}); "
+              f"the {len(report.accepted)} file(s) accepted before it are kept")
+    upload.refresh_from_db()
+    return upload
+
+
+def ingest_submission_zip(
+    submission, zip_path, *, replace: bool = False, uploaded_by=None, original_name: str = "",
+    web_copies: bool = True,
+) -> ValidationReport:
+    """Record, validate and store a zip of masked videos now, in this process.
+
+    :func:`create_upload` then :func:`run_upload` (the site's views and commands queue
+    ``evalsite.tasks.validate_upload_task`` instead).
+
+    Parameters
+    ----------
+    submission : Submission
+    zip_path : path-like
+        The uploaded zip file.
+    replace : bool, default=False
+        Replace masked videos already stored for the same source videos (the old ones
+        are kept, superseded); without it, such files are rejected
+        (``already_uploaded``) and the stored ones kept.
+    uploaded_by : User, optional
+        Recorded with the upload.
+    original_name : str
+        The zip's name as uploaded (for the organizer's records).
+    web_copies : bool, default=True
+        Also store a browser-playable H.264 copy of each accepted file.
+
+    Returns
+    -------
+    ValidationReport
+        One row per member; also saved in the :class:`SubmissionUpload`.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``zip_path`` does not exist (no record is made).
+    UploadError
+        If the upload failed as a whole (``not_a_zip``, ``damaged_zip``, ...); its
+        record is kept (``error.upload_id``).
+    """
+    zip_path = Path(zip_path)
+    if not zip_path.is_file():
+        raise FileNotFoundError(f"no such file: {zip_path}")
+    upload = create_upload(submission, zip_path, original_name=original_name, replace=replace,
+                           uploaded_by=uploaded_by)
+    upload = run_upload(upload.pk, web_copies=web_copies)
+    raise_if_failed(upload)
+    return ValidationReport.from_upload(upload)
+
+
+def raise_if_failed(upload: SubmissionUpload) -> None:
+    """Raise :class:`UploadError` (with ``code`` and ``upload_id``) for a failed upload."""
+    if upload.status == UploadStatus.FAILED:
+        error = UploadError(upload.error, upload.error_code or "internal_error")
+        error.upload_id = upload.pk
+        raise error
+
+
+def _process(upload: SubmissionUpload, report: ValidationReport, *, web_copies: bool) -> None:
+    name = upload.original_name or "the zip"
+    if not upload.file:
+        _fail(upload, report, "upload_incomplete",
+              f"{name}: the zip was not stored completely (the upload was interrupted); upload it again")
+        return
+    with upload.file.open("rb") as handle:
+        try:
+            archive = _open_zip(handle, name)
+        except UploadError as error:
+            _fail(upload, report, error.code, str(error))
+            return
+        with archive, tempfile.TemporaryDirectory() as tmp:
+            _ingest_members(upload, archive, Path(tmp), report, web_copies)
+    _finish(upload, report)
+
+
+def _open_zip(handle, name: str) -> zipfile.ZipFile:
+    """Open the zip; ``not_a_zip`` or ``damaged_zip`` as :class:`UploadError`."""
+    head = handle.read(4)
+    handle.seek(0)
+    try:
+        return zipfile.ZipFile(handle)
+    except (zipfile.BadZipFile, EOFError, ValueError) as error:
+        if head.startswith(b"PK"):  # a zip's signature, but its directory is unreadable
+            raise UploadError(
+                f"{name}: the zip is damaged: its central directory is cut short or unreadable ({error}). "
+                "Was the transfer interrupted? Make the zip again and upload it.", "damaged_zip",
+            ) from error
+        raise UploadError(f"{name} is not a zip file (upload one zip of masked videos)", "not_a_zip") from error
+
+
+def _ingest_members(upload, archive: zipfile.ZipFile, tmp: Path, report: ValidationReport, web_copies: bool) -> None:
+    submission = upload.submission
+    sources = {s.name.lower(): s for s in submission.campaign.source_videos.all()}
+    infolist = archive.infolist()
+    order = {m.filename: i for i, m in enumerate(infolist)}
+    candidates = []
+    for member in infolist:
+        path = PurePosixPath(member.filename.replace("\\", "/"))
+        result = _screen_member(member, path, sources)
+        if result is not None:
+            report.files.append(result)
+        else:
+            candidates.append((member, path))
+    stems = [p.stem.lower() for _, p in candidates]
+    for index, (member, path) in enumerate(candidates):
+        source = sources[path.stem.lower()]
+        if stems.count(path.stem.lower()) > 1:
+            others = [m.filename for m, p in candidates if p.stem.lower() == path.stem.lower() and m is not member]
+            row = FileResult(
+                member.filename, "rejected", "duplicate_in_zip",
+                f"{member.filename}: the zip holds other files for video '{source.name}' "
+                f"({', '.join(others)}); keep only one", source.name)
+        else:
+            row = _ingest_member(upload, archive, member, path, source, tmp / f"member{index}{path.suffix.lower()}",
+                                 web_copies)
+        report.files.append(row)
+        report.files.sort(key=lambda f: order.get(f.file, 0))
+        _save_progress(upload, report)
+
+
+def _ingest_member(upload, archive, member, path: PurePosixPath, source, local: Path, web_copies: bool) -> FileResult:
+    name = member.filename
+    mine = MaskedVideo.all_versions.filter(upload=upload, source_video=source).first()
+    if mine is not None:  # stored by this upload before it was interrupted
+        return _accepted(name, mine, resumed=True)
+    if not upload.replace and MaskedVideo.objects.filter(submission=upload.submission, source_video=source).exists():
+        return _already_uploaded(name, source)
+    try:
+        _extract(archive, member, local)
+        info = check_masked_video(local, source_spec(source), display_name=name)
+        masked = _store(upload, source, local, path.name, info, web_copies)
+    except MaskedVideoError as error:
+        return FileResult(name, "rejected", error.code, str(error), source.name)
+    finally:
+        local.unlink(missing_ok=True)
+    return _accepted(name, masked)
+
+
+def _accepted(name: str, masked: MaskedVideo, *, resumed: bool = False) -> FileResult:
+    replaced = MaskedVideo.all_versions.filter(superseded_by=masked).exists()
+    message = f"{name}: {masked.frame_count} frames, {masked.width}x{masked.height}"
+    if replaced:
+        message += "; now the current masked video, the earlier one is kept as superseded"
+    if resumed:
+        message += " (stored before the upload was interrupted)"
+    return FileResult(name, "accepted", "replaced" if replaced else "accepted", message, masked.source_video.name)
+
+
+def _already_uploaded(name: str, source) -> FileResult:
+    return FileResult(
+        name, "rejected", "already_uploaded",
+        f"{name}: video '{source.name}' already has a masked video in this submission; it was kept. "
+        "Upload again with 'replace' to replace it.", source.name)
+
+
+def _extract(archive: zipfile.ZipFile, member: zipfile.ZipInfo, local: Path) -> None:
+    """Stream one member to ``local``; ``bad_crc``, ``extract_failed`` or ``file_too_large``."""
+    copied = 0
+    with local.open("wb") as writer:
+        for chunk in _member_chunks(archive, member):
+            copied += len(chunk)
+            if copied > MAX_MEMBER_BYTES:  # the header's size can lie
+                raise MaskedVideoError("file_too_large",
+                                       f"{member.filename}: more than the limit of {MAX_MEMBER_BYTES} bytes")
+            writer.write(chunk)
+
+
+def _member_chunks(archive: zipfile.ZipFile, member: zipfile.ZipInfo):
+    """The member's data in 1 MiB chunks; reading errors become ``MaskedVideoError``."""
+    name = member.filename
+    try:
+        with archive.open(member) as reader:
+            while chunk := reader.read(1 << 20):
+                yield chunk
+    except zipfile.BadZipFile as error:
+        if "CRC" in str(error):  # zipfile checks the CRC-32 once the member is read to its end
+            raise MaskedVideoError(
+                "bad_crc", f"{name}: its data do not match the zip's CRC-32 checksum: the zip is damaged "
+                "(changed or cut in transit?); make the zip again and upload this file") from error
+        raise MaskedVideoError("extract_failed", f"{name}: cannot be extracted from the zip ({error})") from error
+    except (zlib.error, lzma.LZMAError, OSError, EOFError, NotImplementedError, RuntimeError) as error:
+        # corrupt compressed data (bz2 raises OSError), a cut member, an unsupported
+        # compression method, a password-protected member
+        raise MaskedVideoError("extract_failed", f"{name}: cannot be extracted from the zip ({error})") from error
+
+
+def _store(upload, source, local: Path, upload_name: str, info: VideoInfo, web_copies: bool) -> MaskedVideo:
+    """Save an accepted file as the current MaskedVideo of ``source``, superseding any earlier one.
+
+    Files are stored first (outside the transaction: transcoding is slow), then the rows
+    change in one transaction under the upload's row lock, so a resumed or duplicated run
+    of the same upload never stores a member twice.
+
+    Raises
+    ------
+    MaskedVideoError
+        ``transcode_timeout`` / ``transcode_failed`` (browser copy), or
+        ``already_uploaded`` when another upload stored this video meanwhile and replace
+        was not asked for. Nothing is left in storage then.
+    """
+    masked = MaskedVideo(submission=upload.submission, source_video=source, upload=upload)
+    try:
+        stored = masked.store_video(local, info, name=upload_name, web_copy=web_copies)
+    except VideoTimeout as error:
+        raise MaskedVideoError(
+            "transcode_timeout", f"{upload_name}: making the browser copy took longer than {error.timeout_s:g} s "
+            "(DEID_TRANSCODE_TIMEOUT_S)") from error
+    except VideoError as error:
+        raise MaskedVideoError("transcode_failed", f"{upload_name}: {error}") from error
     try:
         with transaction.atomic():
+            list(SubmissionUpload.objects.select_for_update().filter(pk=upload.pk).values_list("pk"))
+            earlier = MaskedVideo.all_versions.filter(upload=upload, source_video=source).first()
+            if earlier is not None:  # a duplicated run of this upload got here first
+                delete_stored(stored)
+                return earlier
+            old = MaskedVideo.objects.select_for_update().filter(
+                submission=upload.submission, source_video=source).first()
+            if old is not None and not upload.replace:
+                raise MaskedVideoError("already_uploaded", _already_uploaded(upload_name, source).message)
             if old is not None:
-                # Scores of the old file are stale: deleting the row cascades to them.
-                old_files = [f.name for f in (old.file, old.web_file) if f]
-                old.delete()
-                transaction.on_commit(lambda: [old.file.storage.delete(n) for n in old_files])
+                MaskedVideo.all_versions.filter(pk=old.pk).update(current=False, superseded_at=timezone.now())
             masked.save()
+            if old is not None:
+                MaskedVideo.all_versions.filter(pk=old.pk).update(superseded_by=masked)
+                old.refresh_from_db()
+                masked_video_replaced.send(sender=MaskedVideo, old=old, new=masked)
     except Exception:
         delete_stored(stored)
         raise
-    return old is not None
+    return masked
+
+
+def _save_progress(upload: SubmissionUpload, report: ValidationReport) -> None:
+    report.status = UploadStatus.PROCESSING
+    SubmissionUpload.objects.filter(pk=upload.pk).update(
+        report=report.to_dict(), accepted_count=len(report.accepted), rejected_count=len(report.rejected))
+
+
+def _finish(upload: SubmissionUpload, report: ValidationReport) -> None:
+    submission = upload.submission
+    report.missing_videos = list(submission.missing_source_videos().order_by("name").values_list("name", flat=True))
+    report.complete = not report.missing_videos
+    report.status = UploadStatus.DONE
+    SubmissionUpload.objects.filter(pk=upload.pk).update(
+        status=UploadStatus.DONE, finished_at=timezone.now(), report=report.to_dict(),
+        accepted_count=len(report.accepted), rejected_count=len(report.rejected))
+
+
+def _fail(upload: SubmissionUpload, report: ValidationReport, code: str, message: str) -> None:
+    """Mark the upload failed as a whole: a report row for the zip itself, plus the error."""
+    assert code in UPLOAD_CODES, code
+    report.files.append(FileResult(upload.original_name or "upload", "rejected", code, message))
+    report.missing_videos = list(
+        upload.submission.missing_source_videos().order_by("name").values_list("name", flat=True))
+    report.complete = not report.missing_videos
+    report.status = UploadStatus.FAILED
+    SubmissionUpload.objects.filter(pk=upload.pk).update(
+        status=UploadStatus.FAILED, error_code=code, error=message, finished_at=timezone.now(),
+        file=upload.file.name or "", report=report.to_dict(),
+        accepted_count=len(report.accepted), rejected_count=len(report.rejected))
+
+
+def _remove_unreferenced(upload: SubmissionUpload) -> None:
+    """Delete files in the upload's masked folder that no row references (a crash's leftovers)."""
+    storage = MaskedVideo._meta.get_field("file").storage
+    folder = f"masked/u{upload.pk}"
+    try:
+        _, names = storage.listdir(folder)
+    except FileNotFoundError:
+        return
+    for filename in names:
+        name = f"{folder}/{filename}"
+        if filename.startswith(".partial-"):
+            continue  # another process is writing it (trials.media.store_atomically)
+        if not MaskedVideo.all_versions.filter(Q(file=name) | Q(web_file=name)).exists():
+            logger.warning("upload %s: removing %s, stored before a crash without its row", upload.pk, name)
+            storage.delete(name)
+
+
+def _delete_folder(folder: str) -> None:
+    storage = SubmissionUpload._meta.get_field("file").storage
+    try:
+        _, names = storage.listdir(folder)
+    except FileNotFoundError:
+        return
+    for filename in names:
+        storage.delete(f"{folder}/{filename}")

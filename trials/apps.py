@@ -13,3 +13,14 @@ class TrialsConfig(AppConfig):
 
         register_video_columns("human", human_report.video_columns)
         register_summary_section("human", human_report.summary)
+
+        from evalsite.signals import masked_video_replaced
+
+        masked_video_replaced.connect(_on_masked_video_replaced, dispatch_uid="trials.supersede_masked_video")
+
+
+def _on_masked_video_replaced(sender, old, new, **kwargs):
+    """Rating moves to the replacement (``trials.services.supersede_masked_video``)."""
+    from .services import supersede_masked_video
+
+    supersede_masked_video(old, new)

@@ -32,7 +32,9 @@ def responses_frame(submission, *, include_excluded: bool = False) -> pd.DataFra
     rows = Response.objects.filter(
         trial__kind=TrialKind.ITEM, trial__item__campaign=submission.campaign_id,
     ).filter(
-        Q(trial__item__masked_video__isnull=True) | Q(trial__item__masked_video__submission=submission)
+        # Responses to a replaced masked video stay stored but score the file they saw, not this one.
+        Q(trial__item__masked_video__isnull=True)
+        | Q(trial__item__masked_video__submission=submission, trial__item__masked_video__current=True)
     )
     if not include_excluded:
         rows = rows.exclude(trial__session__rater__excluded=True)

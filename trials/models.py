@@ -131,8 +131,14 @@ class RatingSession(models.Model):
 
 class ItemQuerySet(models.QuerySet):
     def evaluated(self, campaign):
-        """Items of ``campaign`` whose source video is in the evaluated subset."""
-        return self.filter(campaign=campaign, source_video__in_evaluated_subset=True)
+        """Items of ``campaign`` whose source video is in the evaluated subset.
+
+        Items of a replaced (superseded) masked video, or of one flagged as no longer
+        matching its clear video, are left out: they take no new trials.
+        """
+        return self.filter(campaign=campaign, source_video__in_evaluated_subset=True).filter(
+            Q(masked_video__isnull=True) | Q(masked_video__current=True, masked_video__check_code="")
+        )
 
     def with_counts(self, now=None):
         """Annotate ``n_completed`` and ``n_live`` (completed + live unexpired claims)."""

@@ -69,17 +69,23 @@ def test_upload_flow_reports_each_file_and_keeps_the_good_one(admin_client_, sub
 
 
 @pytest.mark.parametrize(
-    ("name", "content", "message"),
+    ("name", "content", "code", "message"),
     [
-        ("masked.mp4", b"\x00\x00", "masked.mp4 is not a .zip file"),
-        ("fake.zip", b"plain text", "fake.zip is named .zip but is not a readable zip archive"),
+        ("masked.mp4", b"\x00\x00", "not_a_zip", "masked.mp4 is not a zip file"),
+        ("fake.zip", b"PK\x03\x04 cut short", "damaged_zip", "fake.zip: the zip is damaged: its central directory"),
     ],
 )
-def test_upload_form_rejects_a_file_that_is_not_a_zip(admin_client_, submission, name, content, message):
+def test_a_file_that_is_not_a_readable_zip_gets_a_failed_record_with_its_code(
+    admin_client_, submission, name, content, code, message
+):
     response = admin_client_.post(reverse("admin:evalsite_submission_upload", args=[submission.pk]),
-                                  {"file": SimpleUploadedFile(name, content)})
-    assert response.status_code == 200 and message in response.content.decode()
-    assert not SubmissionUpload.objects.exists()
+                                  {"file": SimpleUploadedFile(name, content)}, follow=True)
+    upload = SubmissionUpload.objects.get()
+    assert (upload.status, upload.error_code) == ("failed", code) and upload.error.startswith(message)
+    assert upload.file.storage.open(upload.file.name).read() == content  # the upload itself is kept
+    assert response.redirect_chain[-1][0] == reverse("admin:evalsite_submissionupload_change", args=[upload.pk])
+    html = response.content.decode()
+    assert f"failed ({code})" in html and f"<code>{code}</code>" in html
 
 
 def test_report_and_validation_report_downloads(admin_client_, submission, masked_files, tmp_path):

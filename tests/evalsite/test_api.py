@@ -98,11 +98,17 @@ def test_create_then_upload_returns_the_validation_report_and_completeness(organ
     assert duplicate.status_code == 400 and "already has a submission" in str(duplicate.json())
 
 
-def test_upload_of_a_non_zip_is_a_400_with_a_code(organizer, submission):
-    response = _client(organizer).post(f"/api/submissions/{submission.pk}/upload/",
-                                       {"file": SimpleUploadedFile("x.zip", b"not a zip")}, format="multipart")
+def test_upload_of_a_non_zip_is_a_400_with_a_code_and_its_record(organizer, submission):
+    client = _client(organizer)
+    response = client.post(f"/api/submissions/{submission.pk}/upload/",
+                           {"file": SimpleUploadedFile("x.zip", b"not a zip")}, format="multipart")
     assert response.status_code == 400
-    assert response.json()["file"][0]["code"] == "corrupt_zip"
+    body = response.json()
+    assert body["file"][0]["code"] == "not_a_zip" and body["file"][0]["message"].startswith("x.zip is not a zip file")
+    record = client.get(f"/api/submissions/{submission.pk}/uploads/{body['upload_id']}/").json()
+    assert (record["status"], record["error_code"]) == ("failed", "not_a_zip")
+    assert record["report"]["files"] == [{"file": "x.zip", "status": "rejected", "code": "not_a_zip",
+                                          "message": body["file"][0]["message"], "video": ""}]
 
 
 def test_report_and_summaries_in_json_and_csv(organizer, submission, campaign):

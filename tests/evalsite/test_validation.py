@@ -82,8 +82,8 @@ def test_duplicate_names_in_one_zip_are_both_rejected(submission, masked_files, 
     assert not MaskedVideo.objects.exists()
 
 
-def test_no_silent_overwrite_unless_replace_is_asked(
-    submission, masked_files, tmp_path, django_capture_on_commit_callbacks
+def test_no_silent_overwrite_unless_replace_is_asked_and_replace_keeps_the_old_file(
+    submission, masked_files, tmp_path
 ):
     archive = make_zip(tmp_path / "g.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"]})
     ingest_submission_zip(submission, archive)
@@ -92,12 +92,14 @@ def test_no_silent_overwrite_unless_replace_is_asked(
     assert again.files[0].code == "already_uploaded"
     assert "it was kept" in again.files[0].message
     assert MaskedVideo.objects.get().file.name == original.file.name
-    with django_capture_on_commit_callbacks(execute=True):  # the old file goes after commit
-        replaced = ingest_submission_zip(submission, archive, replace=True)
+    replaced = ingest_submission_zip(submission, archive, replace=True)
     assert replaced.files[0].code == "replaced" and replaced.files[0].status == "accepted"
-    new = MaskedVideo.objects.get()
-    assert new.file.name != original.file.name
-    assert not original.file.storage.exists(original.file.name)
+    new = MaskedVideo.objects.get()  # the one current masked video of bbaf2n
+    assert new.file.name != original.file.name and new.upload_id == replaced.upload_id
+    original = MaskedVideo.all_versions.get(pk=original.pk)
+    assert (original.current, original.superseded_by_id) == (False, new.pk) and original.superseded_at
+    assert original.file.storage.exists(original.file.name)  # kept: ratings and scores point at it
+    assert submission.masked_videos.count() == 1 and MaskedVideo.all_versions.count() == 2
 
 
 def test_rejected_replacement_keeps_the_stored_file(submission, masked_files, tmp_path):
@@ -121,19 +123,9 @@ def test_each_upload_stores_its_report(submission, masked_files, tmp_path):
     assert "missing,missing_video" in csv_text
 
 
-def test_a_file_that_is_not_a_zip_is_refused(submission, masked_files):
-    with pytest.raises(UploadError, match="is not a zip file"):
+def test_a_file_that_is_not_a_zip_is_refused_with_a_record(submission, masked_files):
+    with pytest.raises(UploadError, match="is not a zip file") as caught:
         ingest_submission_zip(submission, masked_files["good_bbaf2n"])
-
-
-def test_replace_is_refused_once_the_masked_video_has_human_rating_rows(submission, masked_files, tmp_path):
-    from trials.models import Item, Task
-
-    archive = make_zip(tmp_path / "g.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"]})
-    ingest_submission_zip(submission, archive, web_copies=False)
-    stored = MaskedVideo.objects.get()
-    Item.objects.create(campaign=submission.campaign, source_video=stored.source_video, masked_video=stored,
-                        task=Task.values[0], target_count=10)
-    report = ingest_submission_zip(submission, archive, replace=True, web_copies=False)
-    assert report.files[0].code == "in_use" and "1 human rating row(s); it was kept" in report.files[0].message
-    assert MaskedVideo.objects.get().pk == stored.pk
+    assert caught.value.code == "not_a_zip"
+    upload = SubmissionUpload.objects.get(pk=caught.value.upload_id)
+    assert (upload.status, upload.error_code, upload.report["files"][0]["code"]) == ("failed", "not_a_zip", "not_a_zip")

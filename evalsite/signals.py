@@ -1,0 +1,11 @@
+"""Signals the catalogue sends, so other apps follow its changes without evalsite importing them.
+
+Receivers are connected in the receiving app's ``AppConfig.ready()`` (e.g.
+``trials.apps.TrialsConfig``: new rating items for a replaced masked video).
+"""
+from django.dispatch import Signal
+
+#: Sent (``sender=MaskedVideo``, ``old=``, ``new=``) inside the transaction that replaces a
+#: masked video: ``old`` is now superseded (kept with its responses and scores), ``new``
+#: is the current masked video of the same (submission, source video).
+masked_video_replaced = Signal()

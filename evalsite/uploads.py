@@ -1,0 +1,70 @@
+"""Receiving a zip of masked videos: the one path behind the CLI, the admin and the API.
+
+:func:`receive_upload` stores the zip inside a new upload record, then queues its
+validation (``evalsite.tasks.validate_upload_task``). Without a broker the task runs at
+once in this process, so the caller gets the finished report; with one, the record is
+``queued`` until a worker takes it, and callers show or poll its status.
+"""
+from __future__ import annotations
+
+import time
+from functools import partial
+
+from django.conf import settings
+from django.db import transaction
+
+from .models import SubmissionUpload, UploadStatus
+from .tasks import validate_upload_task
+from .validation import create_upload
+
+FINISHED = (UploadStatus.DONE, UploadStatus.FAILED)
+
+
+def receive_upload(submission, zip_file, *, original_name: str = "", replace: bool = False, uploaded_by=None,
+                   web_copies: bool = True) -> SubmissionUpload:
+    """Record and store ``zip_file`` for ``submission`` and queue its validation.
+
+    Parameters as :func:`evalsite.validation.create_upload`; ``web_copies`` also stores a
+    browser copy of each accepted file.
+
+    Returns
+    -------
+    SubmissionUpload
+        Re-read after queueing: ``done`` or ``failed`` in the embedded setup (tasks run
+        in-process), usually ``queued`` with a broker.
+    """
+    upload = create_upload(submission, zip_file, original_name=original_name, replace=replace,
+                           uploaded_by=uploaded_by)
+    if upload.status == UploadStatus.QUEUED:
+        queue = partial(validate_upload_task.delay, upload.pk, web_copies)
+        if settings.CELERY_TASK_ALWAYS_EAGER:
+            queue()  # same process and connection: the row is visible before any commit
+        else:
+            transaction.on_commit(queue)  # a worker must find the committed row
+    upload.refresh_from_db()
+    return upload
+
+
+def requeue_upload(upload: SubmissionUpload, *, web_copies: bool = True) -> SubmissionUpload:
+    """Queue an unfinished upload again (e.g. left ``processing`` by a worker that died).
+
+    Raises
+    ------
+    ValueError
+        If the upload is already done or failed.
+    """
+    if upload.status in FINISHED:
+        raise ValueError(f"upload {upload.pk} is {upload.status}; nothing to resume")
+    validate_upload_task.delay(upload.pk, web_copies)
+    upload.refresh_from_db()
+    return upload
+
+
+def wait_for_upload(upload: SubmissionUpload, *, timeout_s: float, poll_s: float = 0.5) -> SubmissionUpload:
+    """Re-read ``upload`` until it is done or failed, or ``timeout_s`` passed; return it."""
+    deadline = time.monotonic() + timeout_s
+    upload.refresh_from_db()
+    while upload.status not in FINISHED and time.monotonic() < deadline:
+        time.sleep(poll_s)
+        upload.refresh_from_db()
+    return upload
