@@ -1,0 +1,172 @@
+"""Per-frame behaviour features of one video, one tested frame at a time.
+
+``BehaviourExtractor.update(frame_rgb)`` runs the models on one frame and appends a row;
+``features()`` returns the rows as a ``BehaviourFeatures``. One extractor per video side
+(clear, masked): the caller decodes the frames (e.g. in the same loop as the face
+evaluation) and hands each tested frame to both sides' extractors, then calls
+``compare.compare(clear, masked)``.
+
+Per frame: face mesh with irises -> head pose, gaze, EAR, MAR and the face box; the
+face crop -> expression probabilities; body pose; hands; optionally the gender
+classifier on the crop at an *attribute box* (the attribute-inference attacker; by
+default the frame's own face box, ``leakage`` passes the clear frame's box for the
+masked side).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .face_classifier import expression_classifier, face_crop, gender_classifier, mesh_box
+from .features import BehaviourFeatures
+from .gaze import gaze_vector
+from .head_pose import head_pose
+from .landmarks import FaceMeshModel, HandsModel, PoseModel, check_frame
+from .openness import eye_aspect_ratio, mouth_aspect_ratio
+
+FEATURE_VERSION = 1  # bump when a feature's definition changes (invalidates cached clear sides)
+
+
+class BehaviourExtractor:
+    """Run the behaviour models frame by frame (context manager; ``close()`` frees the graphs).
+
+    Parameters
+    ----------
+    body : bool, default=True
+        Run MediaPipe Pose.
+    hands : bool, default=True
+        Run MediaPipe Hands.
+    expression : bool, default=True
+        Run the expression classifier on the face crop.
+    attribute : bool, default=False
+        Run the gender classifier (attribute-inference attacker) on the crop at the
+        attribute box.
+    models_dir : path-like, optional
+        Folder holding ``face_classification/`` (default ``$DEID_MODELS_DIR`` or
+        ``../shared/models``).
+    timings : dict, optional
+        CPU seconds (``time.process_time``) per model are added under "face_mesh",
+        "expression", "attribute", "pose" and "hands" (benchmarks/bench_behaviour.py).
+
+    Raises
+    ------
+    FileNotFoundError
+        If a requested classifier's weights are missing.
+    """
+
+    def __init__(self, *, body: bool = True, hands: bool = True, expression: bool = True,
+                 attribute: bool = False, models_dir=None, timings: dict | None = None):
+        self.timings = timings
+        self._mesh = FaceMeshModel()
+        self._pose = PoseModel() if body else None
+        self._hands = HandsModel() if hands else None
+        self._expression = expression_classifier(models_dir) if expression else None
+        self._attribute = gender_classifier(models_dir) if attribute else None
+        self._rows: list[dict] = []
+        self._frame_wh: tuple[int, int] | None = None
+
+    @property
+    def settings(self) -> str:
+        """Every model and parameter that changes the features (for cache keys and checks)."""
+        parts = [f"features-v{FEATURE_VERSION}", self._mesh.settings()]
+        for name, model in (("pose", self._pose), ("hands", self._hands)):
+            parts.append(model.settings() if model else f"no-{name}")
+        for name, model in (("expression", self._expression), ("attribute", self._attribute)):
+            parts.append(model.settings if model else f"no-{name}")
+        return "|".join(parts)
+
+    def _clock(self, stage: str, since: float) -> float:
+        now = time.process_time()
+        if self.timings is not None:
+            self.timings[stage] = self.timings.get(stage, 0.0) + now - since
+        return now
+
+    def update(self, frame_rgb: np.ndarray, frame_index: int | None = None, *,
+               attribute_box=None) -> dict:
+        """Measure one tested frame and append its row.
+
+        Parameters
+        ----------
+        frame_rgb : ndarray of shape (height, width, 3), dtype uint8, RGB
+        frame_index : int, optional
+            Video frame index (default: the number of frames seen so far).
+        attribute_box : array-like of shape (4,), optional
+            Face box for the attribute crop (default: this frame's own face box).
+
+        Returns
+        -------
+        dict
+            The frame's row (the ``BehaviourFeatures`` fields, one frame's values).
+
+        Raises
+        ------
+        ValueError
+            If the frame is not uint8 (height, width, 3) or its size differs from the
+            first frame's.
+        """
+        check_frame(frame_rgb)
+        height, width = frame_rgb.shape[:2]
+        if self._frame_wh is None:
+            self._frame_wh = (width, height)
+        elif self._frame_wh != (width, height):
+            raise ValueError(f"frame size changed from {self._frame_wh} to {(width, height)}")
+        row = {k: v[0] for k, v in vars(BehaviourFeatures.empty_rows(1, (width, height))).items()
+               if isinstance(v, np.ndarray) and k != "frame_wh"}
+        row["frame_index"] = len(self._rows) if frame_index is None else int(frame_index)
+        started = time.process_time()
+        mesh = self._mesh.landmarks(frame_rgb)
+        crop = None
+        if mesh is not None:
+            ypr, rotation = head_pose(mesh, (width, height))
+            row.update(head_pose_deg=ypr, gaze_vector=gaze_vector(mesh, rotation), ear=eye_aspect_ratio(mesh),
+                       mar=mouth_aspect_ratio(mesh), face_box=mesh_box(mesh))
+            crop = face_crop(frame_rgb, row["face_box"])
+        started = self._clock("face_mesh", started)
+        if self._expression is not None and crop is not None:
+            row["expression"] = self._expression.predict(crop[None])[0][0]
+        started = self._clock("expression", started)
+        box = row["face_box"] if attribute_box is None else np.asarray(attribute_box, np.float64)
+        if self._attribute is not None and np.isfinite(box).all():
+            probabilities, features = self._attribute.predict(face_crop(frame_rgb, box)[None])
+            row["attribute"], row["attribute_features"] = probabilities[0], features[0]
+        started = self._clock("attribute", started)
+        if self._pose is not None:
+            found = self._pose.landmarks(frame_rgb)
+            if found is not None:
+                row["pose_xy"], row["pose_visibility"] = found
+        started = self._clock("pose", started)
+        if self._hands is not None:
+            row["hands_xy"] = self._hands.landmarks(frame_rgb)
+        self._clock("hands", started)
+        self._rows.append(row)
+        return row
+
+    def features(self) -> BehaviourFeatures:
+        """All rows so far as a ``BehaviourFeatures`` (n may be 0).
+
+        Raises
+        ------
+        ValueError
+            If no frame was given yet (the frame size is unknown).
+        """
+        if self._frame_wh is None:
+            raise ValueError("no frame was measured: call update(frame_rgb) for each tested frame first")
+        result = BehaviourFeatures.empty_rows(0, self._frame_wh, self.settings)
+        for name, empty in vars(result).items():
+            if isinstance(empty, np.ndarray) and name != "frame_wh":
+                setattr(result, name, np.array([row[name] for row in self._rows], dtype=empty.dtype)
+                        .reshape((len(self._rows),) + empty.shape[1:]))
+        return result
+
+    def close(self) -> None:
+        """Release the mediapipe graphs."""
+        for model in (self._mesh, self._pose, self._hands):
+            if model is not None:
+                model.close()
+
+    def __enter__(self) -> BehaviourExtractor:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
