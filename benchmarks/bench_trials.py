@@ -27,7 +27,9 @@ def run() -> list[dict]:
 
     django.setup()
     with tempfile.TemporaryDirectory() as var_dir:
-        env = {**os.environ, "DEID_VAR_DIR": var_dir, "DEID_DATA_DIR": str(settings.DATA_DIR)}
+        # A fresh var folder holds no stored secret key: the child uses this process's.
+        env = {**os.environ, "DEID_VAR_DIR": var_dir, "DEID_DATA_DIR": str(settings.DATA_DIR),
+               "DEID_SECRET_KEY": settings.SECRET_KEY}
         result = subprocess.run(
             [sys.executable, "-m", "trials.simulation", "--raters", str(RATERS), "--threads", str(RATERS),
              "--copies", "3", "--raters-per-video", "10", "--abandon", "0.1", "--waves", "0",
