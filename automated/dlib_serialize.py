@@ -288,11 +288,11 @@ def _read_details(r: DlibReader, expected_kind: str) -> dict:
     version = r.read_string()
     if version not in _DETAILS:
         r.pos = start
-        r._fail(f"unsupported layer {version!r} (expected a {expected_kind} layer)")
+        r._fail(f"unsupported layer {version!r} (the structure expects {expected_kind!r})")
     kind, reader = _DETAILS[version]
     if kind != expected_kind:
         r.pos = start
-        r._fail(f"found layer {version!r} where the structure has a {expected_kind} layer")
+        r._fail(f"found layer {version!r} where the structure expects {expected_kind!r}")
     return reader(r, version)
 
 

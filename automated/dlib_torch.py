@@ -9,8 +9,9 @@ run many faces or frames in one batch.
 - **Face embedding** (``FaceResNet``): the 29-convolution ResNet (He et al. 2016, "Deep
   Residual Learning for Image Recognition", CVPR) of dlib's
   ``examples/dnn_face_recognition_ex.cpp`` (``anet_type``): 150x150 RGB chip ->
-  128-D vector, trained with dlib's metric loss so that two chips of one person are
-  within an L2 distance of 0.6 (99.38 % on LFW, dlib's documentation).
+  embedding vector (its size is the file's top layer's), trained with dlib's metric loss
+  so that two chips of one person are within an L2 distance of 0.6 (99.38 % on LFW,
+  dlib's documentation).
 - **Face detection** (``MmodFaceDetector``): the CNN of dlib's
   ``tools/python/src/cnn_face_detector.cpp`` trained with the Max-Margin Object
   Detection loss (King 2015, "Max-Margin Object Detection", arXiv:1502.00046): a
@@ -80,11 +81,12 @@ def _ares_down() -> list:
 def face_resnet_structure() -> list:
     """``anet_type`` of dlib's ``dnn_face_recognition_ex.cpp``, top layer first.
 
-    loss_metric<fc_no_bias<128, avg_pool_everything<level0<level1<level2<level3<level4<
+    loss_metric<fc_no_bias<D, avg_pool_everything<level0<level1<level2<level3<level4<
     max_pool<3,3,2,2, relu<affine<con<32,7,7,2,2, input_rgb_image_sized<150>>>>>>>>>>>>>
-    with level0 = ares_down<256>, level1 = ares<256> x2 + ares_down<256>, level2 =
-    ares<128> x2 + ares_down<128>, level3 = ares<64> x3 + ares_down<64>, level4 =
-    ares<32> x3: 29 convolutions.
+    where each level stacks residual blocks ``ares``/``ares_down`` (two 3x3
+    convolutions each; level4 has 3 blocks, level3 4, levels 2 and 1 3, level0 1; the
+    filter counts halve from level0's 256 to level4's 32): 29 convolutions. D, the
+    embedding size, and every filter count are read from the file.
     """
     levels = [
         _ares_down(),
@@ -289,7 +291,7 @@ def face_resnet_network() -> Network:
 
 
 def face_resnet_dim() -> int:
-    """Size of dlib's ResNet face embedding: the outputs of its top fully connected layer (128)."""
+    """Size of dlib's ResNet face embedding: the outputs of its top fully connected layer."""
     return int(face_resnet_network().layers[0].params["weight"].shape[1])
 
 
@@ -310,7 +312,7 @@ class FaceResNet:
     Attributes
     ----------
     dim : int
-        Embedding size (the top fully connected layer's outputs: 128).
+        Embedding size (the top fully connected layer's outputs).
     chip_size : int
         Input chip side (150).
     distance_threshold : float
@@ -569,8 +571,9 @@ class MmodNet:
             x, y = self.net.output_to_input(float(c), float(r))
             level = _nearest_rect(rects, x, y)
             corners = np.array([x - half_w, y - half_h, x + half_w, y + half_h]) - np.tile(rects[level][:2], 2)
-            for _ in range(level):  # pyramid_down<N>::point_up: p * N/(N-1) + 0.3
-                corners = corners / self.pyramid_rate + 0.3
+            up = self.PYRAMID_DOWN / (self.PYRAMID_DOWN - 1.0)
+            for _ in range(level):  # pyramid_down<N>::point_up: p * N/(N-1) + 0.3 (same rounding)
+                corners = corners * up + 0.3
             box = tuple(int(v) for v in np.floor(corners + 0.5))  # drectangle -> rectangle
             if any(_overlaps(k, box, *self.nms) for k in kept):
                 continue
