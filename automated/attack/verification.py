@@ -1,0 +1,335 @@
+"""Verification and identification curves: genuine/impostor scores, DET/ROC, EER, FNMR@FMR, CMC.
+
+seeds/000_0b74979cb8a3f1c3.txt, section 2: DeCann and Ross (2013) find "that both ROC and
+CMC curves should be reported for biometric recognition". Terms follow ISO/IEC 19795-1:
+
+- a *comparison* scores one probe against one gallery sample; *genuine* comparisons are of
+  the same identity, *impostor* comparisons of different identities;
+- scores are similarities (higher = more alike; pass ``-distance`` for an embedding
+  distance); a comparison is a *match* when its score is >= the threshold;
+- FMR(t) = share of impostor comparisons that match; FNMR(t) = share of genuine
+  comparisons that do not;
+- the DET curve plots FNMR against FMR on normal-deviate axes (Martin et al. 1997), the
+  ROC curve here the true match rate 1 - FNMR against FMR (log axis);
+- EER: where FMR = FNMR on the curve through the operating points (linear between two
+  neighbouring thresholds, i.e. achievable by choosing between them at random);
+- FNMR @ FMR = x: the lowest FNMR of a threshold whose FMR is <= x (no interpolation);
+  with n impostor comparisons FMRs below 1/n exist only as 0 (``fmr_resolved``);
+- CMC(r): share of probes whose identity is among the r best-scoring gallery identities
+  (closed set; an identity scores its best gallery sample; ties broken uniformly at
+  random, in expectation, so a constant score gives chance level r / N).
+"""
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+FMR_TARGETS = (1e-2, 1e-3)
+MAX_RANK = 5
+
+
+def _labels(values, name: str) -> np.ndarray:
+    values = np.asarray(values)
+    if values.ndim != 1 or values.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array, got shape {values.shape}")
+    return values
+
+
+def _check_scores(scores, probe_labels, gallery_labels):
+    scores = np.asarray(scores, dtype=np.float64)
+    probes, gallery = _labels(probe_labels, "probe_labels"), _labels(gallery_labels, "gallery_labels")
+    if scores.shape != (len(probes), len(gallery)):
+        raise ValueError(f"scores must have shape (n_probes, n_gallery) = ({len(probes)}, {len(gallery)}), "
+                         f"got {scores.shape}")
+    if not np.isfinite(scores).all():
+        raise ValueError("scores must be finite")
+    return scores, probes, gallery
+
+
+def genuine_impostor_scores(scores, probe_labels, gallery_labels) -> tuple[np.ndarray, np.ndarray]:
+    """Split a probe x gallery score matrix into genuine and impostor comparisons.
+
+    Parameters
+    ----------
+    scores : array-like of float, shape (n_probes, n_gallery)
+        Similarity of each probe to each gallery sample.
+    probe_labels : array-like of shape (n_probes,)
+    gallery_labels : array-like of shape (n_gallery,)
+
+    Returns
+    -------
+    genuine : ndarray of float64 of shape (n_genuine,)
+    impostor : ndarray of float64 of shape (n_impostor,)
+
+    Raises
+    ------
+    ValueError
+        On a shape mismatch, non-finite scores, or no genuine or no impostor comparison.
+    """
+    scores, probes, gallery = _check_scores(scores, probe_labels, gallery_labels)
+    same = probes[:, None] == gallery[None, :]
+    genuine, impostor = scores[same], scores[~same]
+    if genuine.size == 0 or impostor.size == 0:
+        raise ValueError(f"need genuine and impostor comparisons, got {genuine.size} genuine and "
+                         f"{impostor.size} impostor")
+    return genuine, impostor
+
+
+@dataclass(frozen=True)
+class OperatingPoints:
+    """FMR and FNMR at every threshold, thresholds decreasing (FMR rising, FNMR falling).
+
+    Attributes
+    ----------
+    thresholds : ndarray of float64 of shape (n_points,)
+        ``+inf`` (nothing matches: FMR 0, FNMR 1), then every distinct score descending
+        (the last one matches everything: FMR 1, FNMR 0).
+    fmr, fnmr : ndarray of float64 of shape (n_points,)
+    """
+
+    thresholds: np.ndarray
+    fmr: np.ndarray
+    fnmr: np.ndarray
+
+
+def operating_points(genuine, impostor) -> OperatingPoints:
+    """FMR and FNMR at each distinct score used as threshold (match: score >= threshold).
+
+    Parameters
+    ----------
+    genuine, impostor : array-like of float, 1-D, non-empty
+
+    Returns
+    -------
+    OperatingPoints
+    """
+    genuine = _labels(np.asarray(genuine, dtype=np.float64), "genuine")
+    impostor = _labels(np.asarray(impostor, dtype=np.float64), "impostor")
+    thresholds = np.concatenate([[np.inf], np.unique(np.concatenate([genuine, impostor]))[::-1]])
+    g, i = np.sort(genuine), np.sort(impostor)
+    fnmr = np.searchsorted(g, thresholds, side="left") / len(g)          # genuine < t
+    fmr = (len(i) - np.searchsorted(i, thresholds, side="left")) / len(i)  # impostor >= t (exact counts)
+    return OperatingPoints(thresholds, fmr, fnmr)
+
+
+def equal_error_rate(genuine, impostor) -> float:
+    """EER: the rate where FMR = FNMR, linear between neighbouring operating points.
+
+    Returns
+    -------
+    float in [0, 1]
+        0 when genuine and impostor scores are separated, 0.5 or more when they overlap
+        completely.
+    """
+    points = operating_points(genuine, impostor)
+    diff = points.fnmr - points.fmr  # +1 at threshold +inf, -1 at the lowest score
+    j = int(np.argmax(diff <= 0))
+    if diff[j] == 0:
+        return float(points.fmr[j])
+    t = diff[j - 1] / (diff[j - 1] - diff[j])
+    return float(points.fmr[j - 1] + t * (points.fmr[j] - points.fmr[j - 1]))
+
+
+def fnmr_at_fmr(genuine, impostor, fmr: float) -> tuple[float, float]:
+    """Lowest FNMR of a threshold with FMR <= ``fmr``, and that threshold.
+
+    Returns
+    -------
+    (fnmr, threshold) : tuple of float
+        ``threshold`` is the smallest score meeting the target (``inf`` when only
+        rejecting everything does).
+
+    Raises
+    ------
+    ValueError
+        If ``fmr`` is outside [0, 1].
+    """
+    if not 0.0 <= fmr <= 1.0:
+        raise ValueError(f"fmr must be in [0, 1], got {fmr}")
+    points = operating_points(genuine, impostor)
+    allowed = np.flatnonzero(points.fmr <= fmr)  # a prefix: FMR rises as the threshold falls
+    best = allowed[-1]
+    return float(points.fnmr[best]), float(points.thresholds[best])
+
+
+def cmc_curve(scores, probe_labels, gallery_labels, *, max_rank: int = MAX_RANK) -> np.ndarray:
+    """Cumulative match characteristic at ranks 1 .. ``max_rank`` (closed set).
+
+    Each gallery identity scores its best gallery sample. A probe whose identity is beaten
+    by ``g`` identities and tied with ``t`` others has rank ``g + U`` with ``U`` uniform on
+    1 .. t+1, so P(rank <= r) = clip((r - g) / (t + 1), 0, 1); the curve is its mean over
+    probes. CMC(1) is rank-1 identification accuracy.
+
+    Parameters
+    ----------
+    scores : array-like of float, shape (n_probes, n_gallery)
+    probe_labels : array-like of shape (n_probes,)
+        Every probe identity must be in the gallery.
+    gallery_labels : array-like of shape (n_gallery,)
+    max_rank : int, default=5
+
+    Returns
+    -------
+    ndarray of float64 of shape (max_rank,), non-decreasing, in [0, 1]
+
+    Raises
+    ------
+    ValueError
+        On a shape mismatch, ``max_rank`` < 1 or a probe identity missing from the gallery.
+    """
+    scores, probes, gallery = _check_scores(scores, probe_labels, gallery_labels)
+    if max_rank < 1:
+        raise ValueError(f"max_rank must be >= 1, got {max_rank}")
+    identities = sorted(set(gallery.tolist()))
+    missing = sorted(set(probes.tolist()) - set(identities))
+    if missing:
+        raise ValueError(f"probe identities {missing[:5]} have no gallery sample (closed set)")
+    best = np.stack([scores[:, gallery == identity].max(axis=1) for identity in identities], axis=1)
+    own = best[np.arange(len(probes)), [identities.index(p) for p in probes.tolist()]]
+    beaten = (best > own[:, None]).sum(axis=1)
+    tied = (best == own[:, None]).sum(axis=1) - 1
+    ranks = np.arange(1, max_rank + 1)
+    return np.clip((ranks[None, :] - beaten[:, None]) / (tied[:, None] + 1), 0.0, 1.0).mean(axis=0)
+
+
+@dataclass(frozen=True)
+class VerificationResult:
+    """Verification and identification figures of one probe set against a gallery.
+
+    Attributes
+    ----------
+    genuine, impostor : ndarray of float64
+        Comparison scores.
+    points : OperatingPoints
+    eer : float
+    fnmr_at : dict float -> float
+        FNMR at each FMR target (``FMR_TARGETS``: 1e-2, 1e-3).
+    fmr_resolved : dict float -> bool
+        Whether there are at least 1 / target impostor comparisons (else the target is
+        met only at FMR 0 and the FNMR there is an upper bound).
+    cmc : ndarray of float64 of shape (max_rank,)
+    n_probes, n_gallery : int
+    """
+
+    genuine: np.ndarray
+    impostor: np.ndarray
+    points: OperatingPoints
+    eer: float
+    fnmr_at: dict = field(default_factory=dict)
+    fmr_resolved: dict = field(default_factory=dict)
+    cmc: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    n_probes: int = 0
+    n_gallery: int = 0
+
+    def as_dict(self) -> dict:
+        """JSON-ready summary: ``eer``, ``fnmr_at_fmr_<target>``, ``cmc_rank_<r>``, counts."""
+        out = {"eer": self.eer, "n_genuine": int(self.genuine.size), "n_impostor": int(self.impostor.size),
+               "n_probes": self.n_probes, "n_gallery": self.n_gallery}
+        for target, value in self.fnmr_at.items():
+            out[f"fnmr_at_fmr_{target:g}"] = value
+            out[f"fmr_{target:g}_resolved"] = self.fmr_resolved[target]
+        out.update({f"cmc_rank_{r}": float(v) for r, v in enumerate(self.cmc, start=1)})
+        return out
+
+
+def evaluate_verification(scores, probe_labels, gallery_labels, *, fmr_targets: Sequence[float] = FMR_TARGETS,
+                          max_rank: int = MAX_RANK) -> VerificationResult:
+    """EER, FNMR at each FMR target, and the CMC of a probe x gallery score matrix.
+
+    Parameters
+    ----------
+    scores : array-like of float, shape (n_probes, n_gallery)
+        Similarities (e.g. ``similarity_from_embeddings``).
+    probe_labels, gallery_labels : array-like
+    fmr_targets : sequence of float, default (1e-2, 1e-3)
+    max_rank : int, default=5
+
+    Returns
+    -------
+    VerificationResult
+    """
+    genuine, impostor = genuine_impostor_scores(scores, probe_labels, gallery_labels)
+    fnmr_at = {float(t): fnmr_at_fmr(genuine, impostor, t)[0] for t in fmr_targets}
+    return VerificationResult(
+        genuine, impostor, operating_points(genuine, impostor), equal_error_rate(genuine, impostor), fnmr_at,
+        {float(t): impostor.size * t >= 1.0 for t in fmr_targets},
+        cmc_curve(scores, probe_labels, gallery_labels, max_rank=max_rank), len(np.asarray(probe_labels)),
+        len(np.asarray(gallery_labels)),
+    )
+
+
+def similarity_from_embeddings(probe_embeddings, gallery_embeddings) -> np.ndarray:
+    """Negative Euclidean distance between embeddings: (n_probes, n_gallery) float64.
+
+    dlib's face ResNet compares 128-D embeddings by L2 distance (threshold 0.6); its
+    negation is a similarity for the match rule score >= threshold.
+    """
+    probes = np.asarray(probe_embeddings, dtype=np.float64)
+    gallery = np.asarray(gallery_embeddings, dtype=np.float64)
+    if probes.ndim != 2 or gallery.ndim != 2 or probes.shape[1] != gallery.shape[1]:
+        raise ValueError(f"embeddings must be (n, d) with one d, got {probes.shape} and {gallery.shape}")
+    return -np.linalg.norm(probes[:, None, :] - gallery[None, :, :], axis=2)
+
+
+def verify_masked_probes(data, train_idx, test_idx, embed, *, fmr_targets: Sequence[float] = FMR_TARGETS,
+                         max_rank: int = MAX_RANK) -> VerificationResult:
+    """A pretrained recognizer's verification of masked probes against the clear gallery.
+
+    The gallery is the clear samples ``train_idx`` of ``data`` (``AttackData``), the
+    probes the masked samples ``test_idx`` (a split or fold of the attack protocol);
+    ``embed`` maps crops to embeddings (e.g. ``recognizers.DlibEmbedding().transform``).
+
+    Returns
+    -------
+    VerificationResult
+    """
+    train_idx, test_idx = np.asarray(train_idx), np.asarray(test_idx)
+    scores = similarity_from_embeddings(embed(data.masked[test_idx]), embed(data.clear[train_idx]))
+    return evaluate_verification(scores, data.identities[test_idx], data.identities[train_idx],
+                                 fmr_targets=fmr_targets, max_rank=max_rank)
+
+
+def plot_verification(results: Mapping[str, VerificationResult], *, title: str = "") -> bytes:
+    """CMC, ROC and DET panels of several results as PNG bytes (matplotlib, Agg).
+
+    Parameters
+    ----------
+    results : mapping label -> VerificationResult
+        E.g. ``{"clear": ..., "blur_face": ...}`` or one entry per recognizer.
+    title : str, optional
+
+    Returns
+    -------
+    bytes
+        A PNG image (1500 x 450 pixels).
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from sklearn.metrics import DetCurveDisplay
+
+    if not results:
+        raise ValueError("results is empty")
+    figure = Figure(figsize=(15, 4.5), dpi=100)
+    FigureCanvasAgg(figure)
+    cmc_ax, roc_ax, det_ax = figure.subplots(1, 3)
+    for label, result in results.items():
+        ranks = np.arange(1, len(result.cmc) + 1)
+        cmc_ax.plot(ranks, result.cmc, marker="o", label=label)
+        fmr = np.clip(result.points.fmr, 1e-4, 1.0)
+        roc_ax.step(fmr, 1.0 - result.points.fnmr, where="post", label=f"{label} (EER {result.eer:.3f})")
+        DetCurveDisplay(fpr=result.points.fmr, fnr=result.points.fnmr, estimator_name=label).plot(ax=det_ax)
+    cmc_ax.set(xlabel="rank", ylabel="identification rate", title="CMC", ylim=(0, 1.02), xticks=ranks)
+    roc_ax.set(xscale="log", xlim=(1e-4, 1.0), ylim=(0, 1.02), xlabel="FMR", ylabel="1 - FNMR", title="ROC")
+    det_ax.set(xlabel="FMR", ylabel="FNMR", title="DET")
+    for ax in (cmc_ax, roc_ax, det_ax):
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    if title:
+        figure.suptitle(title)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
