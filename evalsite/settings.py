@@ -6,6 +6,7 @@ variables)" lists every variable with its default. The defaults suit one machine
 file, in-process background tasks, local media folder, DEBUG off. A production campaign
 sets the variables of README, "Running a campaign" (PostgreSQL, Redis, HTTPS proxy).
 """
+
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -146,7 +147,8 @@ DATABASES = {
         # Many raters at once on SQLite: wait for the write lock instead of failing; WAL
         # lets readers run during a write and makes commits cheap (trials benchmark).
         "OPTIONS": {
-            "timeout": 30, "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
         },
     }
