@@ -53,14 +53,16 @@ def _child(clear_path: str, masked_path: str, stride: int, gallery_path: str) ->
     except ImportError:
         pass
     from automated.detection import MediaPipeFaceDetector
+    from automated.dlib_torch import load_face_resnet
     from automated.face_eval import evaluate_video
-    from automated.recognition import DlibFaceEmbedder, _dlib_models
+    from automated.recognition import _shape_predictor, make_face_embedder
 
-    # One-off per process, not per frame: dlib model files, mediapipe import + graph.
-    _dlib_models()
+    # One-off per process, not per frame: model files, mediapipe import + graph.
+    _shape_predictor()
+    load_face_resnet()
     MediaPipeFaceDetector().close()
     gallery = np.load(gallery_path)
-    embedder = DlibFaceEmbedder()
+    embedder = make_face_embedder()  # the default: dlib's ResNet in PyTorch
     timings: dict = {}
     tracemalloc.start()
     started, wall_started = time.process_time(), time.perf_counter()
@@ -123,9 +125,19 @@ def _prepare(data_dir: Path, folder: Path) -> dict[str, Path]:
 
 
 def run() -> list[dict]:
-    """Rows: short clip at stride 1 and 5, the 10x longer clip at stride 5."""
+    """Rows: short clip at stride 1 and 5, the 10x longer clip at stride 5.
+
+    First prints the per-model table (``bench_face_models``: dlib's embedding and MMOD
+    detector vs our PyTorch ports).
+    """
     from django.conf import settings
 
+    from benchmarks import bench_face_models
+    from benchmarks.__main__ import _print_table
+
+    print("-- dlib's networks, dlib's own code vs the PyTorch ports (bench_face_models):")
+    _print_table(bench_face_models.run())
+    print("-- face evaluation (default detector and embedder):")
     data_dir = Path(settings.DATA_DIR)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
