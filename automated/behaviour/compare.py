@@ -50,12 +50,12 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
     y = np.asarray(y, np.float64)
     if len(x) < 3:
         return math.nan
+    if np.ptp(x) == 0.0:  # exact test: the mean of equal floats need not equal them
+        return math.nan
+    if np.ptp(y) == 0.0:
+        return 0.0
     dx, dy = x - x.mean(), y - y.mean()
     sxx, syy, sxy = float(dx @ dx), float(dy @ dy), float(dx @ dy)
-    if sxx == 0.0:
-        return math.nan
-    if syy == 0.0:
-        return 0.0
     return float(np.clip(sxy / math.sqrt(sxx * syy), -1.0, 1.0))
 
 

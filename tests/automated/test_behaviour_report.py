@@ -1,0 +1,99 @@
+"""Attribute leakage attackers, the frontier figure and the features file format."""
+import math
+import xml.etree.ElementTree as ElementTree
+
+import numpy as np
+import pytest
+
+from automated.behaviour.features import BehaviourFeatures
+from automated.behaviour.frontier import FrontierPoint, frontier_figure, pareto_front
+from automated.behaviour.leakage import (
+    AttributeVideo, attribute_leakage, gender_index, majority_rate, parrot_accuracy, pretrained_accuracy,
+)
+
+
+def video(identity, label, clear_man, masked_man, features):
+    probabilities = lambda man: np.array([[1 - p, p] for p in man])  # noqa: E731
+    return AttributeVideo(identity, label, probabilities(clear_man), probabilities(masked_man),
+                          np.asarray(features, np.float32))
+
+
+def test_pretrained_attacker_accuracy_and_leakage_by_hand():
+    rng = np.random.default_rng(0)
+    videos = [
+        video("a", 1, [0.9, 0.8], [0.6, 0.4], rng.normal(size=(2, 128))),        # masked: 1 of 2 right
+        video("b", 1, [0.7, 0.9], [0.3, 0.2], rng.normal(size=(2, 128))),        # masked: 0 of 2
+        video("c", 0, [0.2, 0.6], [0.1, 0.3], rng.normal(size=(2, 128))),        # clear 1 of 2, masked 2 of 2
+    ]
+    assert majority_rate([v.label for v in videos]) == pytest.approx(2 / 3)
+    assert pretrained_accuracy(videos, side="clear") == pytest.approx((1 + 1 + 0.5) / 3)
+    assert pretrained_accuracy(videos) == pytest.approx((0.5 + 0 + 1) / 3)
+    result = attribute_leakage(videos)
+    assert result["leakage_pretrained"] == pytest.approx(0.5 - 2 / 3)
+    assert result["leakage_clear"] == pytest.approx(2.5 / 3 - 2 / 3)
+    assert result["n_identities"] == 3
+
+
+def test_parrot_learns_a_gender_signal_the_masking_left_and_not_a_missing_one():
+    rng = np.random.default_rng(1)
+    labels = [0, 1, 0, 1, 0, 1]
+    signal = [video(f"p{i}", y, [0.5] * 20, [0.5] * 20, rng.normal(size=(20, 128)) + 1.5 * y)
+              for i, y in enumerate(labels)]
+    assert parrot_accuracy(signal) == 1.0
+    assert attribute_leakage(signal)["leakage_parrot"] == 0.5  # 1.0 above a majority rate of 0.5
+    noise = [video(f"p{i}", y, [0.5] * 20, [0.5] * 20, rng.normal(size=(20, 128))) for i, y in enumerate(labels)]
+    assert abs(parrot_accuracy(noise) - 0.5) < 0.25
+    # a fold whose training identities all share one gender cannot train: left out, NaN if none can
+    assert math.isnan(parrot_accuracy(signal[:2]))
+
+
+def test_gender_labels_and_empty_input():
+    assert gender_index("Male") == 1 and gender_index(" female ") == 0 and gender_index("W") == 0
+    with pytest.raises(ValueError, match="accepted"):
+        gender_index("unknown")
+    with pytest.raises(ValueError, match="no videos"):
+        attribute_leakage([])
+
+
+def test_pareto_front_by_hand():
+    points = [FrontierPoint("identity", 1.0, 1.0, "baseline"), FrontierPoint("A", 0.1, 0.8),
+              FrontierPoint("B", 0.3, 0.6), FrontierPoint("blur", 0.4, 0.7, "baseline"),
+              FrontierPoint("C", 0.1, 0.5), FrontierPoint("D", math.nan, 0.9)]
+    assert [p.label for p in pareto_front(points)] == ["A", "identity"]
+
+
+def test_frontier_figure_bytes_are_png_and_svg_and_stable():
+    points = [FrontierPoint("identity", 1.0, 1.0, "baseline"), FrontierPoint("team-A", 0.12, 0.81),
+              FrontierPoint("team-B", math.nan, 0.5)]
+    figure = frontier_figure(points)
+    assert figure["png"].startswith(b"\x89PNG\r\n\x1a\n")
+    root = ElementTree.fromstring(figure["svg"])
+    assert root.tag.endswith("svg")
+    assert b"not measured: team-B" in figure["svg"] and b"team-A" in figure["svg"]
+    assert frontier_figure(points) == figure  # no dates or random ids in the files
+
+
+def test_frontier_rejects_bad_points():
+    with pytest.raises(ValueError, match="no submissions"):
+        frontier_figure([])
+    with pytest.raises(ValueError, match="behaviour must be in"):
+        FrontierPoint("x", 0.5, 1.5)
+    with pytest.raises(ValueError, match="kind"):
+        FrontierPoint("x", 0.5, 0.5, "team")
+    with pytest.raises(ValueError, match="number"):
+        FrontierPoint("x", "0.5", 0.5)
+
+
+def test_features_file_roundtrip_and_bad_files(tmp_path):
+    original = BehaviourFeatures.empty_rows(4, (360, 288), "settings-v1")
+    original.ear = np.array([0.3, np.nan, 0.2, 0.31])
+    original.frame_index = np.array([0, 5, 10, 15])
+    path = original.save(tmp_path / "cache" / "clip.npz")
+    loaded = BehaviourFeatures.load(path)
+    assert loaded.settings == "settings-v1" and loaded.n_frames == 4
+    np.testing.assert_array_equal(loaded.ear, original.ear)
+    np.testing.assert_array_equal(loaded.frame_index, original.frame_index)
+    assert sorted(p.name for p in path.parent.iterdir()) == ["clip.npz"]  # no temporary left behind
+    np.savez(tmp_path / "other.npz", x=np.zeros(2))
+    with pytest.raises(ValueError, match="not a behaviour-features file"):
+        BehaviourFeatures.load(tmp_path / "other.npz")
