@@ -269,6 +269,18 @@ class TeamAdmin(CampaignScopedAdmin):
     def submission_count(self, team):
         return team.n_submissions
 
+    def _all_campaigns_mine(self, request, team) -> bool:
+        # A team can also enter other organizers' campaigns: renaming it, or deleting it with
+        # its submissions, is only for someone who organizes every one of them.
+        mine = scope(Submission.objects.all(), request.user)
+        return team is None or not team.submissions.exclude(pk__in=mine).exists()
+
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) and self._all_campaigns_mine(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and self._all_campaigns_mine(request, obj)
+
 
 class MaskedVideoInline(CampaignScopedAdminMixin, admin.TabularInline):
     model = MaskedVideo

@@ -516,3 +516,22 @@ def test_the_check_fails_for_an_unscoped_url(world, settings):
     findings, _ = check_url_patterns(get_resolver(), world, admin.site, only={"leaky_codes"})
     assert findings and all("PCODE-ALPHA-7781" in f for f in findings)
     assert f"/organizer/{world.a.pk}/codes/" in "".join(findings)
+
+
+def test_a_team_shared_with_another_campaign_cannot_be_renamed_or_deleted_by_b(world):
+    from evalsite.models import Submission, Team
+
+    # B enters a submission under A's team name (teams are global): B now sees the team ...
+    create_submission(world.b, "Team Alpha Secret", "beta-under-alpha-name")
+    team = Team.objects.get(name="Team Alpha Secret")
+    client_b = _client(world.organizer_b)
+    assert client_b.get(reverse("admin:evalsite_team_change", args=[team.pk])).status_code == 200  # view only
+    # ... but cannot rename it or delete it with A's submission.
+    client_b.post(reverse("admin:evalsite_team_change", args=[team.pk]), {"name": "renamed", "members": []})
+    assert client_b.post(reverse("admin:evalsite_team_delete", args=[team.pk]), {"post": "yes"}).status_code == 403
+    client_b.post(reverse("admin:evalsite_team_changelist"),
+                  {"action": "delete_selected", "_selected_action": [team.pk], "post": "yes"})
+    assert Team.objects.get(pk=team.pk).name == "Team Alpha Secret"
+    assert Submission.objects.filter(campaign=world.a, team=team).exists()
+    # The submission count shows B's own submissions only.
+    assert ">1</td>" in client_b.get(reverse("admin:evalsite_team_changelist")).content.decode()
