@@ -32,6 +32,7 @@ offset and what was expected.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,7 +101,6 @@ class DlibReader:
 
     def __init__(self, data: bytes):
         self.data = bytes(data)
-        self.bytes = np.frombuffer(self.data, np.uint8)
         self.pos = 0
 
     def _fail(self, message: str):
@@ -154,14 +154,15 @@ class DlibReader:
     def read_tensor(self) -> np.ndarray:
         """A ``resizable_tensor``: ndarray of shape (num_samples, k, nr, nc), float32.
 
-        Version 2 (dlib >= 19.3) stores the floats as raw 4-byte little-endian IEEE
-        values; version 1 stores each with the float encoding.
+        Version 2 (what current dlib writes, and both model files here) stores the
+        floats as raw 4-byte little-endian IEEE values; version 1 stores each with the
+        float encoding.
         """
         version = self.expect_version("resizable_tensor", {1, 2})
         shape = tuple(self.read_int() for _ in range(4))  # num_samples, k, nr, nc
         if min(shape) < 0:
             self._fail(f"negative tensor size {shape}")
-        count = int(np.prod(shape))
+        count = math.prod(shape)
         if version == 1:
             return np.array([self.read_float() for _ in range(count)], np.float32).reshape(shape)
         end = self.pos + 4 * count
@@ -190,13 +191,14 @@ def _read_con(r: DlibReader, version: str) -> dict:
     num_filters, nr, nc = r.read_int(), r.read_int(), r.read_int()
     stride = (r.read_int(), r.read_int())
     padding = (r.read_int(), r.read_int())
-    filters, biases = r.read_alias_tensor(), r.read_alias_tensor()
+    filters = r.read_alias_tensor()
+    r.read_alias_tensor()  # the biases' alias (num_filters values after the filters)
     for _ in range(4):  # learning-rate and weight-decay multipliers (training only)
         r.read_float()
     use_bias = r.read_bool() if version == "con_5" else True
     n_weights = int(np.prod(filters))
-    if filters[0] != num_filters or filters[2:] != (nr, nc) or len(params) != n_weights + (num_filters if use_bias
-                                                                                         else 0):
+    n_params = n_weights + (num_filters if use_bias else 0)
+    if filters[0] != num_filters or filters[2:] != (nr, nc) or len(params) != n_params:
         r._fail(f"con_: filters {filters} and {len(params)} parameters do not fit {num_filters} filters {nr}x{nc}")
     return {
         "weight": params[:n_weights].reshape(filters),

@@ -349,8 +349,6 @@ class FaceResNet:
         ValueError
             If the chips are not uint8 of shape (n, chip_size, chip_size, 3).
         """
-        import torch
-
         chips = np.asarray(chips_rgb)
         if chips.dtype != np.uint8 or chips.ndim != 4 or chips.shape[1:] != (self.chip_size, self.chip_size, 3):
             raise ValueError(
