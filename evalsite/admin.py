@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import shutil
 import tempfile
+from pathlib import Path
 
 from django import forms
 from django.conf import settings
@@ -195,14 +195,15 @@ class SourceVideoForm(forms.ModelForm):
         upload = self.cleaned_data.get("file")
         if upload is None or "file" not in self.changed_data:
             return upload
-        with tempfile.NamedTemporaryFile(suffix=os.path.splitext(upload.name)[1].lower()) as local:
-            shutil.copyfileobj(upload, local)
-            local.flush()
+        with tempfile.TemporaryDirectory() as tmp:
+            local = Path(tmp) / (Path(upload.name).name or "video")  # messages name the uploaded file
+            with local.open("wb") as writer:
+                shutil.copyfileobj(upload, writer)
             upload.seek(0)
             try:
-                VideoInfo.from_video_path(local.name, timeout_s=settings.DEID_FFMPEG_TIMEOUT_S)
+                VideoInfo.from_video_path(local, timeout_s=settings.DEID_FFMPEG_TIMEOUT_S)
             except VideoError as error:
-                raise forms.ValidationError(f"{upload.name}: {error}", code="unreadable_video") from error
+                raise forms.ValidationError(str(error), code="unreadable_video") from error
         return upload
 
 
@@ -250,7 +251,7 @@ class SourceVideoAdmin(CampaignScopedAdmin):
         messages.info(request, f"{video.name}: new clear file and browser copy stored; results computed "
                                "before are reported stale until re-run.")
         for masked in outcome.flagged:
-            messages.warning(request, f"{masked.check_code}: {masked.check_message}")
+            messages.warning(request, f"Masked video flagged ({masked.check_code}): {masked.check_message}")
 
 
 @admin.register(Team)

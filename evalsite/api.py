@@ -224,7 +224,7 @@ class SourceVideoViewSet(CampaignScopedViewSetMixin, _CampaignFilterMixin, views
         try:
             outcome = replace_source_video(video, new_file, name=new_file.name)
         except VideoError as error:
-            return Response({"file": [{"message": f"{new_file.name}: {error}", "code": "unreadable_video"}]},
+            return Response({"file": [{"message": str(error), "code": "unreadable_video"}]},
                             status=status.HTTP_400_BAD_REQUEST)
         data = dict(self.get_serializer(video).data)
         data["flagged"] = [{"submission": m.submission_id, "masked_video": m.pk, "code": m.check_code,

@@ -106,7 +106,7 @@ def replace_source_video(source: SourceVideo, new_file, *, name: str = "") -> So
     """
     name = name or (Path(new_file).name if isinstance(new_file, (str, Path)) else "video.mp4")
     with tempfile.TemporaryDirectory() as tmp:
-        local = Path(tmp) / f"clear{Path(name).suffix.lower() or '.mp4'}"
+        local = Path(tmp) / (Path(name).name or "video")  # probe messages name the given file
         if isinstance(new_file, (str, Path)):
             shutil.copyfile(new_file, local)
         else:

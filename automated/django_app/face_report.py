@@ -26,7 +26,8 @@ def face_video_columns(submission) -> pd.DataFrame:
     columns = [f"face_{name}" for name in METRIC_FIELDS]
     if run is None:
         return pd.DataFrame(columns=columns)
-    rows = VideoScore.objects.filter(run=run).select_related("masked_video__source_video")
+    # Scores of a replaced (superseded) masked video describe a file no longer current.
+    rows = VideoScore.objects.filter(run=run, masked_video__current=True).select_related("masked_video__source_video")
     frame = pd.DataFrame(
         [{"video": s.masked_video.source_video.name, **{f"face_{n}": getattr(s, n) for n in METRIC_FIELDS}}
          for s in rows],

@@ -300,7 +300,7 @@ def run_summary(run: AutomatedRun) -> dict:
     Non-finite values (undefined metrics, PSNR of videos identical to their source) are
     None, so the summary is valid JSON. A run without scores gives ``n_videos = 0``.
     """
-    scores = list(run.video_scores.all())
+    scores = list(run.video_scores.filter(masked_video__current=True))  # not of replaced masked videos
     summary: dict = {"run_id": run.pk, **run.config}
     if not scores:
         return {**summary, "n_videos": 0}
