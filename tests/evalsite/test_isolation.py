@@ -528,10 +528,36 @@ def test_a_team_shared_with_another_campaign_cannot_be_renamed_or_deleted_by_b(w
     assert client_b.get(reverse("admin:evalsite_team_change", args=[team.pk])).status_code == 200  # view only
     # ... but cannot rename it or delete it with A's submission.
     client_b.post(reverse("admin:evalsite_team_change", args=[team.pk]), {"name": "renamed", "members": []})
-    assert client_b.post(reverse("admin:evalsite_team_delete", args=[team.pk]), {"post": "yes"}).status_code == 403
-    client_b.post(reverse("admin:evalsite_team_changelist"),
-                  {"action": "delete_selected", "_selected_action": [team.pk], "post": "yes"})
+    assert (
+        client_b.post(reverse("admin:evalsite_team_delete", args=[team.pk]), {"post": "yes"}).status_code
+        == 403
+    )
+    client_b.post(
+        reverse("admin:evalsite_team_changelist"),
+        {"action": "delete_selected", "_selected_action": [team.pk], "post": "yes"},
+    )
     assert Team.objects.get(pk=team.pk).name == "Team Alpha Secret"
     assert Submission.objects.filter(campaign=world.a, team=team).exists()
     # The submission count shows B's own submissions only.
     assert ">1</td>" in client_b.get(reverse("admin:evalsite_team_changelist")).content.decode()
+
+
+def test_scoping_paths_are_derived_from_the_foreign_keys():
+    from django.contrib.admin.models import LogEntry
+
+    from automated.django_app.face_models import VideoScore
+    from evalsite.scoping import NotCampaignScoped, campaign_lookups
+    from fairness.django_app.models import FaceQualityScore
+    from trials.models import Response, Trial
+
+    assert campaign_lookups(Campaign) == ("pk",)
+    assert campaign_lookups(Response) == ("trial__session__campaign",)
+    assert campaign_lookups(Trial) == ("session__campaign",)  # the non-null link, not item or video
+    assert campaign_lookups(VideoScore) == ("run__submission__campaign",)
+    # Only nullable links: visible through either.
+    assert campaign_lookups(FaceQualityScore) == (
+        "gallery_image__identity__campaign",
+        "source_video__campaign",
+    )
+    with pytest.raises(NotCampaignScoped, match="admin.LogEntry has no foreign-key path to a campaign"):
+        campaign_lookups(LogEntry)
