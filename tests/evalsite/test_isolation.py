@@ -561,3 +561,20 @@ def test_scoping_paths_are_derived_from_the_foreign_keys():
     )
     with pytest.raises(NotCampaignScoped, match="admin.LogEntry has no foreign-key path to a campaign"):
         campaign_lookups(LogEntry)
+
+
+def test_the_rater_list_edit_cannot_reach_another_campaigns_rater(world):
+    rater = Rater.objects.get(campaign=world.a, participant_code="PCODE-ALPHA-7781")
+    form = {
+        "form-TOTAL_FORMS": "1",
+        "form-INITIAL_FORMS": "1",
+        "form-0-id": str(rater.pk),
+        "form-0-excluded": "on",
+        "_save": "Save",
+    }
+    _client(world.organizer_b).post(reverse("admin:trials_rater_changelist"), form)
+    rater.refresh_from_db()
+    assert not rater.excluded and Rater.objects.count() == 3
+    _client(world.organizer_a).post(reverse("admin:trials_rater_changelist"), form)
+    rater.refresh_from_db()
+    assert rater.excluded  # A's organizer may
