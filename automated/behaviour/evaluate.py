@@ -80,7 +80,8 @@ def evaluate_behaviour(clear_path, masked_path, *, stride: int = 5, cache_dir=No
     models_dir : path-like, optional
         Folder holding ``face_classification/``.
     timings : dict, optional
-        CPU seconds per model and "decode" (see ``BehaviourExtractor``).
+        CPU seconds per model and "decode" (one step of the lockstep decoding loop:
+        one or two frames), with frame counts (see ``BehaviourExtractor``).
 
     Returns
     -------
@@ -147,3 +148,4 @@ def evaluate_behaviour(clear_path, masked_path, *, stride: int = 5, cache_dir=No
 def _add(timings: dict | None, stage: str, since: float) -> None:
     if timings is not None:
         timings[stage] = timings.get(stage, 0.0) + time.process_time() - since
+        timings[f"{stage}_frames"] = timings.get(f"{stage}_frames", 0) + 1

@@ -47,7 +47,8 @@ class BehaviourExtractor:
         ``../shared/models``).
     timings : dict, optional
         CPU seconds (``time.process_time``) per model are added under "face_mesh",
-        "expression", "attribute", "pose" and "hands" (benchmarks/bench_behaviour.py).
+        "expression", "attribute", "pose" and "hands", and the number of frames each
+        model ran on under "<model>_frames" (benchmarks/bench_behaviour.py).
 
     Raises
     ------
@@ -76,10 +77,11 @@ class BehaviourExtractor:
             parts.append(model.settings if model else f"no-{name}")
         return "|".join(parts)
 
-    def _clock(self, stage: str, since: float) -> float:
+    def _clock(self, stage: str, since: float, ran: bool) -> float:
         now = time.process_time()
-        if self.timings is not None:
+        if self.timings is not None and ran:
             self.timings[stage] = self.timings.get(stage, 0.0) + now - since
+            self.timings[f"{stage}_frames"] = self.timings.get(f"{stage}_frames", 0) + 1
         return now
 
     def update(self, frame_rgb: np.ndarray, frame_index: int | None = None, *,
@@ -122,23 +124,25 @@ class BehaviourExtractor:
             row.update(head_pose_deg=ypr, gaze_vector=gaze_vector(mesh, rotation), ear=eye_aspect_ratio(mesh),
                        mar=mouth_aspect_ratio(mesh), face_box=mesh_box(mesh))
             crop = face_crop(frame_rgb, row["face_box"])
-        started = self._clock("face_mesh", started)
-        if self._expression is not None and crop is not None:
+        started = self._clock("face_mesh", started, True)
+        run = self._expression is not None and crop is not None
+        if run:
             row["expression"] = self._expression.predict(crop[None])[0][0]
-        started = self._clock("expression", started)
+        started = self._clock("expression", started, run)
         box = row["face_box"] if attribute_box is None else np.asarray(attribute_box, np.float64)
-        if self._attribute is not None and np.isfinite(box).all():
+        run = self._attribute is not None and bool(np.isfinite(box).all())
+        if run:
             probabilities, features = self._attribute.predict(face_crop(frame_rgb, box)[None])
             row["attribute"], row["attribute_features"] = probabilities[0], features[0]
-        started = self._clock("attribute", started)
+        started = self._clock("attribute", started, run)
         if self._pose is not None:
             found = self._pose.landmarks(frame_rgb)
             if found is not None:
                 row["pose_xy"], row["pose_visibility"] = found
-        started = self._clock("pose", started)
+        started = self._clock("pose", started, self._pose is not None)
         if self._hands is not None:
             row["hands_xy"] = self._hands.landmarks(frame_rgb)
-        self._clock("hands", started)
+        self._clock("hands", started, self._hands is not None)
         self._rows.append(row)
         return row
 
