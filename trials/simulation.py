@@ -216,6 +216,7 @@ class RaterLog:
     double_clicks: int = 0
     stored_twice: int = 0  # both answers of a double click acknowledged as newly stored
     media_not_prepared: int = 0  # 503 + Retry-After
+    keepalive_retries: int = 0  # requests resent after the server closed an idle connection
     finished: bool = False
     errors: list = field(default_factory=list)  # unexpected statuses and server-side failures
     connection_errors: list = field(default_factory=list)  # resets, refused, timeouts
@@ -263,6 +264,8 @@ class InProcessClient:
     of ``server``'s slots.
     """
 
+    keepalive_retries = 0  # no connections here
+
     def __init__(self, server: ServerSlots):
         from django.test import Client
 
@@ -299,8 +302,12 @@ class HttpClient:
     """A rater's browser over real HTTP/1.1: one keep-alive connection, cookies, CSRF header.
 
     ``request`` returns ``(Reply, seconds)`` from sending the request to the last byte of
-    the answer. Nothing is retried: a reset or refused connection or a timeout raises
-    (``OSError`` or ``http.client.HTTPException``) and is counted by the caller.
+    the answer. A refused connection, a reset or a timeout raises (``OSError`` or
+    ``http.client.HTTPException``) and is counted by the caller. The one retry is what
+    browsers do (RFC 9112, section 9.3.1): a request on a reused keep-alive connection that
+    the server had closed as idle, failing before any byte of an answer, is sent again
+    once on a new connection and counted in ``keepalive_retries`` (a server that crashed
+    or timed out instead shows in its own log, which the tests check).
     """
 
     def __init__(self, base_url: str, *, timeout: float = 60.0, cookies: dict | None = None):
@@ -308,6 +315,7 @@ class HttpClient:
         self.base_url, self.timeout = base_url, timeout
         self.cookies = dict(cookies or {})
         self.connection = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
+        self.keepalive_retries = 0
 
     def request(self, method: str, path: str, *, form: dict | None = None, json_body: str | None = None):
         headers = {}
@@ -321,8 +329,17 @@ class HttpClient:
         elif method == "POST":
             body, headers["Content-Type"] = urlencode(form or {}).encode(), "application/x-www-form-urlencoded"
         started = time.perf_counter()
-        self.connection.request(method, path, body=body, headers=headers)
-        response = self.connection.getresponse()
+        reused = self.connection.sock is not None
+        try:
+            self.connection.request(method, path, body=body, headers=headers)
+            response = self.connection.getresponse()
+        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+            if not reused:
+                raise
+            self.connection.close()
+            self.keepalive_retries += 1
+            self.connection.request(method, path, body=body, headers=headers)
+            response = self.connection.getresponse()
         data = response.read()  # http.client reopens the connection next time if the server closed it
         seconds = time.perf_counter() - started
         for header in response.headers.get_all("Set-Cookie") or []:
@@ -423,6 +440,7 @@ def simulate_rater(client, join_code: str, code: str, *, rng: random.Random, aba
         log.errors.append(f"{type(error).__name__}: {error}")
     finally:
         client.close()
+        log.keepalive_retries += client.keepalive_retries
     return log
 
 
@@ -448,6 +466,7 @@ def _send_answer(client, url: str, body: str, *, double: bool) -> list:
     helper.start()
     send(0, client)
     helper.join()
+    client.keepalive_retries += twin.keepalive_retries
     for result in results:
         if isinstance(result, BaseException):
             raise result
@@ -590,6 +609,7 @@ def summarize(campaign, logs: list[RaterLog], elapsed_s: float) -> dict:
         "duplicates_sent": sum(log.duplicates_sent for log in logs),
         "expired": sum(log.expired for log in logs),
         "media_not_prepared": sum(log.media_not_prepared for log in logs),
+        "keepalive_retries": sum(log.keepalive_retries for log in logs),
         "errors": [e for log in logs for e in log.errors][:10],
         "n_errors": sum(len(log.errors) for log in logs),
         "connection_errors": [e for log in logs for e in log.connection_errors][:10],
