@@ -175,6 +175,34 @@ def _build_ops(network: Network):
     return ops
 
 
+def run_ops(ops, x, tags=None):
+    """Apply a bottom-up op list (``_build_ops``) to tensor ``x``, with autograd if enabled.
+
+    ``tags`` holds the ``tag<k>`` outputs seen so far (a slice of the list may start
+    after its tags were set); ``DlibNet`` runs its whole list in inference mode, and
+    ``automated.attack.finetune`` runs the top of a copy with gradients to fine-tune it.
+    """
+    tags = {} if tags is None else tags
+    for kind, op in ops:
+        if kind == "module":
+            x = op(x)
+        elif kind == "affine":
+            x = x * op[0] + op[1]
+        elif kind == "tag":
+            tags[op] = x
+        elif kind == "skip":
+            x = tags[op]
+        elif kind == "add_prev":
+            x = _padded_add(x, tags[op])
+        elif kind == "global_avg_pool":
+            x = x.mean(dim=(2, 3), keepdim=True)
+        elif kind == "global_max_pool":
+            x = x.amax(dim=(2, 3), keepdim=True)
+        elif kind == "fc":
+            x = op(x.reshape(len(x), -1))
+    return x
+
+
 class DlibNet:
     """A dlib network (without its loss and input layers) evaluated with PyTorch.
 
@@ -203,26 +231,8 @@ class DlibNet:
         """Forward pass: tensor (n, k, nr, nc) float32 -> the top layer's output tensor."""
         import torch
 
-        tags = {}
         with torch.inference_mode():
-            for kind, op in self.ops:
-                if kind == "module":
-                    x = op(x)
-                elif kind == "affine":
-                    x = x * op[0] + op[1]
-                elif kind == "tag":
-                    tags[op] = x
-                elif kind == "skip":
-                    x = tags[op]
-                elif kind == "add_prev":
-                    x = _padded_add(x, tags[op])
-                elif kind == "global_avg_pool":
-                    x = x.mean(dim=(2, 3), keepdim=True)
-                elif kind == "global_max_pool":
-                    x = x.amax(dim=(2, 3), keepdim=True)
-                elif kind == "fc":
-                    x = op(x.reshape(len(x), -1))
-        return x
+            return run_ops(self.ops, x)
 
     def output_to_input(self, x: float, y: float) -> tuple[float, float]:
         """Input-tensor point of an output-tensor point (dlib's ``output_tensor_to_input_tensor``).
