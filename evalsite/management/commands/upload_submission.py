@@ -60,8 +60,8 @@ class Command(BaseCommand):
         if upload.status == UploadStatus.FAILED:
             raise CommandError(f"upload {upload.pk} failed ({upload.error_code}): {upload.error}")
         if upload.status != UploadStatus.DONE:
-            self.stdout.write(f"upload {upload.pk} is {upload.status}; the admin page of the upload shows its "
-                              f"report when a worker has validated it")
+            self.stdout.write(f"upload {upload.pk} {upload.status}: its report appears on its admin page once "
+                              "a worker has validated it")
             return
         self.stdout.write(
             f"upload {upload.pk}: {len(report.accepted)} accepted, {len(report.rejected)} rejected; "
