@@ -11,8 +11,10 @@ from pathlib import Path, PurePosixPath
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files import File
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Q
+from django.db.models.signals import post_delete
+from django.dispatch import receiver
 
 from automated.video import VideoInfo, transcode_for_web
 
@@ -430,3 +432,14 @@ class SubmissionUpload(models.Model):
 
     def __str__(self) -> str:
         return f"{self.submission}: {self.original_name or 'upload'} ({self.uploaded_at:%Y-%m-%d %H:%M})"
+
+
+@receiver(post_delete, sender=GalleryImage)
+@receiver(post_delete, sender=SourceVideo)
+@receiver(post_delete, sender=MaskedVideo)
+@receiver(post_delete, sender=SubmissionUpload)
+def _delete_files_with_their_row(sender, instance, **kwargs) -> None:
+    """A deleted row takes its files along (after the commit), so no stored file outlives its record."""
+    files = [f for f in (getattr(instance, name, None) for name in ("file", "web_file", "image")) if f]
+    if files:
+        transaction.on_commit(lambda: delete_stored(files))

@@ -199,3 +199,13 @@ def test_file_names_in_storage_stay_opaque(submission, masked_files, data_dir, t
     for name in _stored_files(media_root):
         assert not any(word in name.lower() for word in ("bbaf2n", "brbk7n", "swwp2s", "id01", "team")), name
     assert os.path.basename(SubmissionUpload.objects.get().file.name).endswith(".zip")
+
+
+def test_deleting_a_submission_deletes_its_stored_zips_and_masked_files(
+    submission, masked_files, data_dir, tmp_path, media_root, django_capture_on_commit_callbacks
+):
+    ingest_submission_zip(submission, _three_member_zip(tmp_path, masked_files, data_dir))
+    assert len(_stored_files(media_root)) == 7  # the zip, 3 masked videos and their browser copies
+    with django_capture_on_commit_callbacks(execute=True):
+        submission.delete()
+    assert _stored_files(media_root) == set()
