@@ -65,7 +65,7 @@ from django.utils import timezone
 
 from automated.video import VideoError, VideoInfo, VideoTimeout, ffmpeg_executable
 
-from .models import MaskedVideo, SubmissionUpload, UploadStatus, delete_stored
+from .models import MaskedVideo, Submission, SubmissionUpload, UploadStatus, delete_stored
 from .signals import masked_video_replaced
 
 logger = logging.getLogger("deid.uploads")
@@ -631,8 +631,9 @@ def _store(upload, source, local: Path, upload_name: str, info: VideoInfo, web_c
     """Save an accepted file as the current MaskedVideo of ``source``, superseding any earlier one.
 
     Files are stored first (outside the transaction: transcoding is slow), then the rows
-    change in one transaction under the upload's row lock, so a resumed or duplicated run
-    of the same upload never stores a member twice.
+    change in one transaction under the submission's row lock, so a resumed or duplicated
+    run of the same upload never stores a member twice and two uploads replacing the same
+    video one after the other each find the other's file current.
 
     Raises
     ------
@@ -652,7 +653,7 @@ def _store(upload, source, local: Path, upload_name: str, info: VideoInfo, web_c
         raise MaskedVideoError("transcode_failed", f"{upload_name}: {error}") from error
     try:
         with transaction.atomic():
-            list(SubmissionUpload.objects.select_for_update().filter(pk=upload.pk).values_list("pk"))
+            list(Submission.objects.select_for_update().filter(pk=upload.submission_id).values_list("pk"))
             earlier = MaskedVideo.all_versions.filter(upload=upload, source_video=source).first()
             if earlier is not None:  # a duplicated run of this upload got here first
                 delete_stored(stored)
