@@ -217,6 +217,24 @@ if CELERY_TASK_ALWAYS_EAGER:
     CELERY_BROKER_URL = "memory://localhost/"
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = env.string("CELERY_RESULT_BACKEND") or None
+# Run tasks survive a dead worker (automated/django_app/lifecycle.py): acknowledged only
+# after they ran, so a worker killed mid-task (SIGKILL, OOM, lost machine) leaves its task
+# to be redelivered; each worker process reserves one task at a time, so the per-video
+# tasks of a run spread over all workers.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Seconds one task may run: at the soft limit its run is marked failed with the reason.
+CELERY_TASK_SOFT_TIME_LIMIT = env.integer("DEID_TASK_TIME_LIMIT_S", 3600, minimum=1)
+CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 60
+# Redis redelivers a task not acknowledged within this many seconds (keep it above the
+# task time limit, or long tasks run twice), looking for such tasks every <= 10 s.
+_VISIBILITY_TIMEOUT_S = env.integer("DEID_BROKER_VISIBILITY_TIMEOUT_S", CELERY_TASK_TIME_LIMIT + 300, minimum=1)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": _VISIBILITY_TIMEOUT_S,
+    "unacked_restore_interval": min(10, max(1, _VISIBILITY_TIMEOUT_S // 10)),
+    "unacked_restore_throttle": 1,
+}
 # Worker processes per `celery worker` (unset: one per CPU core).
 CELERY_WORKER_CONCURRENCY = env.integer("DEID_WORKER_CONCURRENCY", None, minimum=1)
 
