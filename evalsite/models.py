@@ -48,7 +48,7 @@ def masked_video_upload_to(instance, filename: str) -> str:
 
 
 def web_video_upload_to(instance, filename: str) -> str:
-    if isinstance(instance, MaskedVideo):
+    if getattr(instance, "upload_id", None):  # a masked video from an upload: in its folder too
         return _opaque_name(_masked_folder(instance), filename)
     return _opaque_name("web", filename)
 
