@@ -44,7 +44,9 @@ def server(live_server):
 @pytest.fixture
 def live_campaign(transactional_db, media_root, data_dir, grid_cache):
     campaign = build_grid_campaign(data_dir, grid_cache, raters_per_video=2)
-    open_rating(campaign, prepare_media=False)
+    # Media prepared when rating opens, as in production: the live server's request threads
+    # share one in-memory SQLite connection, so they must not create crops at the same time.
+    open_rating(campaign)
     return campaign
 
 

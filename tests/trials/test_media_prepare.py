@@ -132,4 +132,7 @@ def test_a_video_not_prepared_is_a_503_to_retry_and_is_never_transcoded_in_the_r
     assert ready.status_code == 200 and b"".join(ready.streaming_content)[4:8] == b"ftyp"
     again = prepare_campaign_media(campaign.pk)  # idempotent: nothing made twice
     assert again == {"faces": 10, "videos": 20, "transcoded": 0, "failed": []}
-    assert len(files_in(media_root / "web")) == 20 and MaskedVideo.objects.filter(web_file="").count() == 0
+    videos = [*SourceVideo.objects.filter(campaign=campaign), *MaskedVideo.objects.filter(submission__campaign=campaign)]
+    copies = {video.web_file.name for video in videos if media.web_file_ready(video)}
+    assert len(videos) == len(copies) == 20
+    assert len(list(media_root.rglob("*.mp4"))) == 20  # nothing made twice, nothing left over
