@@ -15,6 +15,7 @@ decoded at all.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
 from dataclasses import dataclass
@@ -62,9 +63,9 @@ def clear_cache_path(cache_dir, clear_path, stride: int, settings: str) -> Path:
     return Path(cache_dir) / f"behaviour-{hashlib.sha256(key.encode()).hexdigest()[:32]}.npz"
 
 
-def evaluate_behaviour(clear_path, masked_path, *, stride: int = 5, cache_dir=None, body: bool = True,
-                       hands: bool = True, expression: bool = True, attribute: bool = False, models_dir=None,
-                       timings: dict | None = None) -> BehaviourEvaluation:
+def evaluate_behaviour(clear_path, masked_path, *, stride: int = 5, cache_dir=None,
+                       extractors: tuple[BehaviourExtractor, BehaviourExtractor] | None = None,
+                       timings: dict | None = None, **model_options) -> BehaviourEvaluation:
     """Score the behaviour a masked video keeps from its clear video (module docstring).
 
     Parameters
@@ -75,13 +76,17 @@ def evaluate_behaviour(clear_path, masked_path, *, stride: int = 5, cache_dir=No
         Test frames 0, stride, 2*stride, ...; a whole number >= 1.
     cache_dir : path-like, optional
         Folder of the clear-side feature cache (created if missing).
-    body, hands, expression, attribute : bool
-        Which models run (``BehaviourExtractor``); ``attribute`` adds the gender attacker.
-    models_dir : path-like, optional
-        Folder holding ``face_classification/``.
+    extractors : (BehaviourExtractor, BehaviourExtractor), optional
+        Clear-side and masked-side extractors to reuse over many videos (they are
+        ``reset()`` here and left open; loading the models costs about 0.3 CPU seconds
+        per extractor). Their settings must be equal.
+    **model_options
+        Without ``extractors``: ``BehaviourExtractor`` options (``body``, ``hands``,
+        ``expression``, ``attribute`` for the gender attacker, ``models_dir``).
     timings : dict, optional
-        CPU seconds per model and "decode" (one step of the lockstep decoding loop:
-        one or two frames), with frame counts (see ``BehaviourExtractor``).
+        CPU seconds of "decode" (one step of the lockstep decoding loop: one or two
+        frames) and, for extractors made here, per model, with frame counts (see
+        ``BehaviourExtractor``; given extractors report into their own ``timings``).
 
     Returns
     -------
@@ -90,7 +95,10 @@ def evaluate_behaviour(clear_path, masked_path, *, stride: int = 5, cache_dir=No
     Raises
     ------
     ValueError
-        If ``stride`` is not a whole number >= 1.
+        If ``stride`` is not a whole number >= 1, or ``extractors`` come with model
+        options or with different settings.
+    TypeError
+        On an unknown model option.
     automated.face_eval.VideoPairError
         If the videos differ in frame count or size (checked before any model runs, and
         again while decoding).
@@ -101,20 +109,36 @@ def evaluate_behaviour(clear_path, masked_path, *, stride: int = 5, cache_dir=No
     """
     if isinstance(stride, bool) or not isinstance(stride, Integral) or stride < 1:
         raise ValueError(f"stride must be a whole number >= 1, got {stride!r}")
+    if extractors is not None and model_options:
+        raise ValueError(f"pass model options or extractors, not both (got {sorted(model_options)})")
     check_video_pair(clear_path, masked_path)
-    options = dict(body=body, hands=hands, expression=expression, attribute=attribute, models_dir=models_dir,
-                   timings=timings)
-    with BehaviourExtractor(**options) as masked_side:
-        cache_file = clear_cache_path(cache_dir, clear_path, stride, masked_side.settings) if cache_dir else None
-        cached = None
-        if cache_file is not None and cache_file.is_file():
-            try:
-                cached = BehaviourFeatures.load(cache_file)
-            except (OSError, ValueError):  # a damaged cache entry is recomputed, never trusted
-                cached = None
-        started = time.process_time()
-        if cached is not None:
+    with contextlib.ExitStack() as stack:
+        if extractors is None:
+            extractors = tuple(stack.enter_context(BehaviourExtractor(timings=timings, **model_options))
+                               for _ in range(2))
+        clear_side, masked_side = extractors
+        if clear_side.settings != masked_side.settings:
+            raise ValueError("the clear-side and masked-side extractors run different models")
+        clear_side.reset()
+        masked_side.reset()
+        clear, cached = _measure(clear_path, masked_path, stride, cache_dir, clear_side, masked_side, timings)
+        masked = masked_side.features()
+    metrics = compare(clear, masked)
+    metrics.update(behaviour_score(metrics))
+    return BehaviourEvaluation(metrics, clear, masked, cached)
+
+
+def _measure(clear_path, masked_path, stride, cache_dir, clear_side, masked_side, timings):
+    """The decoding loop: (clear features, whether they came from the cache); fills masked_side."""
+    cache_file = clear_cache_path(cache_dir, clear_path, stride, clear_side.settings) if cache_dir else None
+    if cache_file is not None and cache_file.is_file():
+        try:
+            cached = BehaviourFeatures.load(cache_file)
+        except (OSError, ValueError):  # a damaged cache entry is recomputed, never trusted
+            cached = None
+        if cached is not None and cached.settings == clear_side.settings:
             boxes = iter(cached.face_box)
+            started = time.process_time()
             for frame_index, masked_rgb in iter_frames(masked_path, stride=stride):
                 _add(timings, "decode", started)
                 box = next(boxes, None)
@@ -122,27 +146,23 @@ def evaluate_behaviour(clear_path, masked_path, *, stride: int = 5, cache_dir=No
                     raise VideoPairError(f"{Path(masked_path).name} has more tested frames than its cached clear video")
                 masked_side.update(masked_rgb, frame_index, attribute_box=box)
                 started = time.process_time()
-            clear = cached
-        else:
-            with BehaviourExtractor(**options) as clear_side:
-                pairs = zip_longest(iter_frames(clear_path, stride=stride), iter_frames(masked_path, stride=stride))
-                for clear_pair, masked_pair in pairs:
-                    _add(timings, "decode", started)
-                    if clear_pair is None or masked_pair is None:
-                        raise VideoPairError(f"{masked_path} and {clear_path} decode to different frame counts")
-                    (frame_index, clear_rgb), (_, masked_rgb) = clear_pair, masked_pair
-                    if clear_rgb.shape != masked_rgb.shape:
-                        raise VideoPairError(f"frame {frame_index}: clear {clear_rgb.shape}, masked {masked_rgb.shape}")
-                    row = clear_side.update(clear_rgb, frame_index)
-                    masked_side.update(masked_rgb, frame_index, attribute_box=row["face_box"])
-                    started = time.process_time()
-                clear = clear_side.features()
-            if cache_file is not None:
-                clear.save(cache_file)
-        masked = masked_side.features()
-    metrics = compare(clear, masked)
-    metrics.update(behaviour_score(metrics))
-    return BehaviourEvaluation(metrics, clear, masked, cached is not None)
+            return cached, True
+    pairs = zip_longest(iter_frames(clear_path, stride=stride), iter_frames(masked_path, stride=stride))
+    started = time.process_time()
+    for clear_pair, masked_pair in pairs:
+        _add(timings, "decode", started)
+        if clear_pair is None or masked_pair is None:
+            raise VideoPairError(f"{masked_path} and {clear_path} decode to different frame counts")
+        (frame_index, clear_rgb), (_, masked_rgb) = clear_pair, masked_pair
+        if clear_rgb.shape != masked_rgb.shape:
+            raise VideoPairError(f"frame {frame_index}: clear {clear_rgb.shape}, masked {masked_rgb.shape}")
+        row = clear_side.update(clear_rgb, frame_index)
+        masked_side.update(masked_rgb, frame_index, attribute_box=row["face_box"])
+        started = time.process_time()
+    clear = clear_side.features()
+    if cache_file is not None:
+        clear.save(cache_file)
+    return clear, False
 
 
 def _add(timings: dict | None, stage: str, since: float) -> None:

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from .face_classifier import expression_classifier, face_crop, gender_classifier, mesh_box
+from .face_classifier import expression_classifier, gender_classifier, mesh_box
 from .features import BehaviourFeatures
 from .gaze import gaze_vector
 from .head_pose import head_pose
@@ -118,21 +118,19 @@ class BehaviourExtractor:
         row["frame_index"] = len(self._rows) if frame_index is None else int(frame_index)
         started = time.process_time()
         mesh = self._mesh.landmarks(frame_rgb)
-        crop = None
         if mesh is not None:
             ypr, rotation = head_pose(mesh, (width, height))
             row.update(head_pose_deg=ypr, gaze_vector=gaze_vector(mesh, rotation), ear=eye_aspect_ratio(mesh),
                        mar=mouth_aspect_ratio(mesh), face_box=mesh_box(mesh))
-            crop = face_crop(frame_rgb, row["face_box"])
         started = self._clock("face_mesh", started, True)
-        run = self._expression is not None and crop is not None
+        run = self._expression is not None and mesh is not None
         if run:
-            row["expression"] = self._expression.predict(crop[None])[0][0]
+            row["expression"] = self._expression.predict(self._expression.crop(frame_rgb, row["face_box"])[None])[0][0]
         started = self._clock("expression", started, run)
         box = row["face_box"] if attribute_box is None else np.asarray(attribute_box, np.float64)
         run = self._attribute is not None and bool(np.isfinite(box).all())
         if run:
-            probabilities, features = self._attribute.predict(face_crop(frame_rgb, box)[None])
+            probabilities, features = self._attribute.predict(self._attribute.crop(frame_rgb, box)[None])
             row["attribute"], row["attribute_features"] = probabilities[0], features[0]
         started = self._clock("attribute", started, run)
         if self._pose is not None:
@@ -145,6 +143,11 @@ class BehaviourExtractor:
         self._clock("hands", started, self._hands is not None)
         self._rows.append(row)
         return row
+
+    def reset(self) -> None:
+        """Start a new video: forget the rows and the frame size, keep the loaded models."""
+        self._rows = []
+        self._frame_wh = None
 
     def features(self) -> BehaviourFeatures:
         """All rows so far as a ``BehaviourFeatures`` (n may be 0).
