@@ -28,6 +28,22 @@ from .openness import eye_aspect_ratio, mouth_aspect_ratio
 FEATURE_VERSION = 1  # bump when a feature's definition changes (invalidates cached clear sides)
 
 
+def _face_features(mesh: np.ndarray, frame_wh: tuple[int, int]) -> dict | None:
+    """Head pose, gaze, EAR, MAR and face box of a mesh; None if any is undefined.
+
+    A degenerate mesh (coincident eye corners, no head pose) counts as no face, so that
+    every face feature of a row is defined or none is.
+    """
+    try:
+        ypr, rotation = head_pose(mesh, frame_wh)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            face = dict(head_pose_deg=ypr, gaze_vector=gaze_vector(mesh, rotation), ear=eye_aspect_ratio(mesh),
+                        mar=mouth_aspect_ratio(mesh), face_box=mesh_box(mesh))
+    except (ValueError, ZeroDivisionError):
+        return None
+    return face if all(np.isfinite(value).all() for value in face.values()) else None
+
+
 class BehaviourExtractor:
     """Run the behaviour models frame by frame (context manager; ``close()`` frees the graphs).
 
@@ -118,10 +134,11 @@ class BehaviourExtractor:
         row["frame_index"] = len(self._rows) if frame_index is None else int(frame_index)
         started = time.process_time()
         mesh = self._mesh.landmarks(frame_rgb)
-        if mesh is not None:
-            ypr, rotation = head_pose(mesh, (width, height))
-            row.update(head_pose_deg=ypr, gaze_vector=gaze_vector(mesh, rotation), ear=eye_aspect_ratio(mesh),
-                       mar=mouth_aspect_ratio(mesh), face_box=mesh_box(mesh))
+        face = _face_features(mesh, (width, height)) if mesh is not None else None
+        if face is None:
+            mesh = None
+        else:
+            row.update(face)
         started = self._clock("face_mesh", started, True)
         run = self._expression is not None and mesh is not None
         if run:

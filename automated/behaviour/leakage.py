@@ -36,7 +36,7 @@ GENDER_NAMES = {"female": 0, "woman": 0, "f": 0, "w": 0, "male": 1, "man": 1, "m
 
 
 def gender_index(label) -> int:
-    """Index in ``GENDER_LABELS`` (0 woman, 1 man) of a gender label (any case).
+    """Index in ``face_classifier.GENDER_LABELS`` (0 woman, 1 man) of a gender label (any case).
 
     Raises
     ------
@@ -58,7 +58,7 @@ class AttributeVideo:
     identity : str
         The person (groups the parrot's cross-validation).
     label : int
-        Known gender, index in ``GENDER_LABELS``.
+        Known gender, index in ``face_classifier.GENDER_LABELS``.
     clear_probabilities, masked_probabilities : ndarray of shape (m, 2)
         Gender probabilities of the m frames with a clear face.
     masked_features : ndarray of shape (m, 128), float32
@@ -150,7 +150,8 @@ def attribute_leakage(videos: Sequence[AttributeVideo]) -> dict:
     Returns
     -------
     dict
-        ``n_videos``, ``n_identities``, ``majority_rate``, ``pretrained_clear_accuracy``,
+        ``n_videos`` (with a clear face in a tested frame; the others are counted in
+        ``n_videos_without_face`` and left out), ``n_identities``, ``majority_rate``, ``pretrained_clear_accuracy``,
         ``pretrained_masked_accuracy``, ``parrot_accuracy`` (fractions in [0, 1] or
         NaN) and the leakages above the majority rate ``leakage_clear``,
         ``leakage_pretrained``, ``leakage_parrot`` and ``leakage_worst`` (the larger of
@@ -164,9 +165,12 @@ def attribute_leakage(videos: Sequence[AttributeVideo]) -> dict:
     videos = list(videos)
     if not videos:
         raise ValueError("no videos with a known gender to score attribute leakage on")
+    without_face = sum(1 for v in videos if len(v.masked_probabilities) == 0)
+    videos = [v for v in videos if len(v.masked_probabilities)]  # no clear face: nothing to attack
     majority = majority_rate([v.label for v in videos])
     result = {
         "n_videos": len(videos),
+        "n_videos_without_face": without_face,
         "n_identities": len({v.identity for v in videos}),
         "majority_rate": majority,
         "pretrained_clear_accuracy": pretrained_accuracy(videos, side="clear"),

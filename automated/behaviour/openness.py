@@ -26,8 +26,9 @@ MOUTH_CORNERS = (78, 308)
 MOUTH_PAIRS = ((82, 87), (13, 14), (312, 317))
 
 
-def _distance(points: np.ndarray, a: int, b: int) -> float:
-    return float(np.linalg.norm(points[a, :2] - points[b, :2]))
+def _distance(points: np.ndarray, a: int, b: int) -> np.float64:
+    # numpy scalars: a zero width gives inf/NaN (the caller rejects it), not ZeroDivisionError
+    return np.linalg.norm(points[a, :2] - points[b, :2])
 
 
 def eye_aspect_ratio(landmarks_px: np.ndarray) -> float:

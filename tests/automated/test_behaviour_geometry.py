@@ -133,3 +133,13 @@ def test_eye_and_mouth_aspect_ratios_by_hand():
     assert mouth_aspect_ratio(mesh) == pytest.approx((4 + 8 + 6) / (3 * 40))
     with pytest.raises(ValueError, match="face mesh"):
         eye_aspect_ratio(np.zeros((10, 2)))
+
+
+def test_a_degenerate_mesh_counts_as_no_face():
+    from automated.behaviour.extractor import _face_features
+
+    assert _face_features(np.zeros((478, 3)), FRAME_WH) is None  # every point at one place: no pose, no EAR
+    mesh = projected_mesh(np.eye(3)) + eye_mesh()
+    mesh[MOUTH_CORNERS[1], :2] = (40.0, 0.0)  # a mouth with a width
+    face = _face_features(mesh, FRAME_WH)
+    assert face is not None and all(np.isfinite(value).all() for value in face.values())

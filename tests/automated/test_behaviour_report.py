@@ -32,6 +32,11 @@ def test_pretrained_attacker_accuracy_and_leakage_by_hand():
     assert result["leakage_pretrained"] == pytest.approx(0.5 - 2 / 3)
     assert result["leakage_clear"] == pytest.approx(2.5 / 3 - 2 / 3)
     assert result["n_identities"] == 3
+    # a video without a clear face holds no sample: left out and counted, not scored as wrong
+    empty = AttributeVideo("d", 0, np.zeros((0, 2)), np.zeros((0, 2)), np.zeros((0, 128), np.float32))
+    with_empty = attribute_leakage(videos + [empty])
+    assert with_empty["n_videos"] == 3 and with_empty["n_videos_without_face"] == 1
+    assert with_empty["majority_rate"] == result["majority_rate"]
 
 
 def test_parrot_learns_a_gender_signal_the_masking_left_and_not_a_missing_one():
