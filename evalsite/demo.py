@@ -33,6 +33,7 @@ from automated.django_app.attack_models import AttackRun
 from automated.django_app.attack_service import attack_config, run_attack
 from automated.django_app.face_models import AutomatedRun
 from automated.django_app.services import create_baseline_submission, run_face_evaluation
+from automated.recognition import DEFAULT_EMBEDDER
 
 from .demo_data import DEMO_CAMPAIGN_NAME, build_demo_dataset
 from .importer import import_dataset
@@ -88,6 +89,7 @@ def _evaluation_is_current(submission: Submission, stride: int, detector: str) -
         run is not None
         and run.config.get("stride") == stride
         and run.config.get("detector") == detector
+        and run.config.get("embedder") == DEFAULT_EMBEDDER  # a run of an older default is redone
         and run.video_scores.count() == submission.masked_videos.count()
     )
 

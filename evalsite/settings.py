@@ -175,6 +175,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
 # Seconds one ffmpeg/OpenCV probe (upload checks) and one browser-copy transcode may take.
 DEID_FFMPEG_TIMEOUT_S = env.integer("DEID_FFMPEG_TIMEOUT_S", 300, minimum=1)
 DEID_TRANSCODE_TIMEOUT_S = env.integer("DEID_TRANSCODE_TIMEOUT_S", 1800, minimum=1)
+# PyTorch threads of the face models in automated runs (unset: PyTorch's default, one per core).
+TORCH_NUM_THREADS = env.integer("DEID_TORCH_THREADS", None, minimum=1)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "/admin/login/"

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -25,11 +26,14 @@ from automated.anonymizers import BASELINE_METHODS, anonymize_video
 from automated.detection import make_face_detector
 from automated.face_eval import METRIC_FIELDS, VideoEvaluation, embed_gallery_image, evaluate_video, summarize
 from .face_models import AutomatedRun, VideoScore
-from automated.recognition import MATCH_THRESHOLD, DlibFaceEmbedder
+from automated.dlib_torch import torch_threads
+from automated.recognition import DEFAULT_EMBEDDER, MATCH_THRESHOLD, embedder_spec, make_face_embedder
 from automated.video import VideoInfo
 
 logger = logging.getLogger(__name__)
 
+# Runs configured before the embedder registry (no "embedder" key) used dlib's own code.
+LEGACY_EMBEDDER = "dlib_resnet_native"
 # Clear-frame face boxes and embeddings shared by the runs of this process (see
 # face_eval.evaluate_video): every submission of a campaign has the same clear videos.
 _CLEAR_CACHE: dict = {}
@@ -140,7 +144,8 @@ def gallery_embeddings(campaign: Campaign, *, embedder=None, detector=None) -> t
 
     Returns
     -------
-    embeddings : ndarray of shape (k, 128), float32
+    embeddings : ndarray of shape (k, dim), float32
+        ``dim = embedder.dim`` (default embedder: ``recognition.DEFAULT_EMBEDDER``).
     identity_codes : ndarray of shape (k,), str
 
     Raises
@@ -149,7 +154,7 @@ def gallery_embeddings(campaign: Campaign, *, embedder=None, detector=None) -> t
         Naming the image and its identity, if an image is unreadable or has no face
         (``automated.face_crop.NoFaceFoundError``).
     """
-    embedder = embedder or DlibFaceEmbedder()
+    embedder = embedder or make_face_embedder()
     images = GalleryImage.objects.filter(identity__campaign=campaign).select_related("identity").order_by("id")
     embeddings, codes = [], []
     for image in images:
@@ -160,23 +165,28 @@ def gallery_embeddings(campaign: Campaign, *, embedder=None, detector=None) -> t
                 f"gallery image {image.original_name or image.pk!r} of identity {image.identity.code}: {error}"
             ) from error
         codes.append(image.identity.code)
-    return np.asarray(embeddings, np.float32).reshape(-1, 128), np.asarray(codes, dtype=str)
+    return np.asarray(embeddings, np.float32).reshape(-1, embedder.dim), np.asarray(codes, dtype=str)
 
 
-def _run_config(stride: int, detector: str, threshold: float) -> dict:
+def _run_config(stride: int, detector: str, threshold: float | None, embedder: str = DEFAULT_EMBEDDER) -> dict:
     """Checked configuration of a run (one place for direct and queued runs).
+
+    Records the detector, the embedder (``recognition.EMBEDDERS``) and the threshold
+    (default: the embedder's documented one).
 
     Raises
     ------
     ValueError
-        Naming a bad ``stride`` (not a whole number >= 1), ``detector`` or ``threshold``.
+        Naming a bad ``stride`` (not a whole number >= 1), ``detector``, ``embedder`` or
+        ``threshold``.
     """
     if isinstance(stride, bool) or not isinstance(stride, int) or stride < 1:
         raise ValueError(f"stride must be a whole number >= 1, got {stride!r}")
+    threshold = embedder_spec(embedder).threshold if threshold is None else threshold
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < math.inf:
         raise ValueError(f"threshold must be a finite L2 distance >= 0, got {threshold!r}")
     make_face_detector(detector).close()  # validates the name before a run row exists
-    return {"stride": stride, "detector": detector, "threshold": float(threshold)}
+    return {"stride": stride, "detector": detector, "embedder": embedder, "threshold": float(threshold)}
 
 
 def _check_evaluable(submission: Submission, *, allow_incomplete: bool) -> None:
@@ -198,8 +208,8 @@ def _check_evaluable(submission: Submission, *, allow_incomplete: bool) -> None:
 
 
 def run_face_evaluation(
-    submission: Submission, *, stride: int = 5, detector: str = "mediapipe", threshold: float = MATCH_THRESHOLD,
-    allow_incomplete: bool = False,
+    submission: Submission, *, stride: int = 5, detector: str = "mediapipe", threshold: float | None = None,
+    embedder: str = DEFAULT_EMBEDDER, allow_incomplete: bool = False,
 ) -> AutomatedRun:
     """Create and execute an automated face evaluation run of ``submission``.
 
@@ -213,9 +223,13 @@ def run_face_evaluation(
     submission : Submission
     stride : int, default=5
         Test every ``stride``-th frame.
-    detector : {"mediapipe", "dlib_hog"}, default="mediapipe"
-    threshold : float, default=0.6
-        Verification threshold on the L2 embedding distance.
+    detector : str, default="mediapipe"
+        A ``detection.DETECTOR_NAMES`` name.
+    threshold : float, optional
+        Verification threshold on the L2 embedding distance; default the embedder's
+        documented threshold (0.6 for dlib's ResNet).
+    embedder : str, default=recognition.DEFAULT_EMBEDDER
+        A ``recognition.EMBEDDER_NAMES`` name.
     allow_incomplete : bool, default=False
         Evaluate a submission that lacks masked videos for some source videos.
 
@@ -227,12 +241,12 @@ def run_face_evaluation(
     Raises
     ------
     ValueError
-        On a bad ``stride``, ``detector`` or ``threshold``, a submission without masked
+        On a bad ``stride``, ``detector``, ``embedder`` or ``threshold``, a submission without masked
         videos, or an incomplete one without ``allow_incomplete`` (no run is created);
         on a failure during the run (the run is stored as failed with the message,
         naming the source video, in ``error``; then the error is re-raised).
     """
-    config = _run_config(stride, detector, threshold)
+    config = _run_config(stride, detector, threshold, embedder)
     _check_evaluable(submission, allow_incomplete=allow_incomplete)
     run = AutomatedRun.objects.create(submission=submission, config=config)
     execute_face_run(run)
@@ -243,11 +257,11 @@ def execute_face_run(run: AutomatedRun) -> AutomatedRun:
     """Execute a pending run (also the body of the Celery task); see ``run_face_evaluation``."""
     config = run.config
     stride, detector_name = int(config.get("stride", 5)), config.get("detector", "mediapipe")
-    threshold = float(config.get("threshold", MATCH_THRESHOLD))
+    embedder = make_face_embedder(config.get("embedder", LEGACY_EMBEDDER))
+    threshold = float(config.get("threshold", embedder.threshold))
     run.status, run.started_at, run.error = AutomatedRun.Status.RUNNING, timezone.now(), ""
     run.save(update_fields=["status", "started_at", "error"])
     submission = run.submission
-    embedder = DlibFaceEmbedder()
     if len(_CLEAR_CACHE) > _CLEAR_CACHE_MAX_VIDEOS:
         _CLEAR_CACHE.clear()
     try:
@@ -261,7 +275,8 @@ def execute_face_run(run: AutomatedRun) -> AutomatedRun:
                 raise MissingGalleryError(f"identities without a gallery image: {', '.join(missing)}")
             for masked in masked_videos:
                 source = masked.source_video
-                with local_path(source.file) as clear_path, local_path(masked.file) as masked_path:
+                with local_path(source.file) as clear_path, local_path(masked.file) as masked_path, \
+                        torch_threads(settings.TORCH_NUM_THREADS):
                     try:
                         evaluation = evaluate_video(
                             clear_path, masked_path, embeddings, codes, source.identity.code,
@@ -291,7 +306,8 @@ def _as_evaluation(score: VideoScore, config: dict) -> VideoEvaluation:
             value = math.inf if name == "psnr_db" and identical else math.nan
         values[name] = value
     return VideoEvaluation(stride=int(config.get("stride", 0)), detector=str(config.get("detector", "")),
-                           threshold=float(config.get("threshold", MATCH_THRESHOLD)), **values)
+                           threshold=float(config.get("threshold", MATCH_THRESHOLD)),
+                           embedder=str(config.get("embedder", LEGACY_EMBEDDER)), **values)
 
 
 def run_summary(run: AutomatedRun) -> dict:
@@ -311,8 +327,8 @@ def run_summary(run: AutomatedRun) -> dict:
 
 @transaction.atomic
 def queue_face_evaluation(
-    submission: Submission, *, stride: int = 5, detector: str = "mediapipe", threshold: float = MATCH_THRESHOLD,
-    allow_incomplete: bool = False,
+    submission: Submission, *, stride: int = 5, detector: str = "mediapipe", threshold: float | None = None,
+    embedder: str = DEFAULT_EMBEDDER, allow_incomplete: bool = False,
 ) -> AutomatedRun:
     """Create a pending run and hand it to Celery (runs in-process when no broker is set).
 
@@ -321,7 +337,7 @@ def queue_face_evaluation(
     """
     from .face_tasks import run_face_evaluation_task
 
-    config = _run_config(stride, detector, threshold)
+    config = _run_config(stride, detector, threshold, embedder)
     _check_evaluable(submission, allow_incomplete=allow_incomplete)
     run = AutomatedRun.objects.create(submission=submission, config=config)
     transaction.on_commit(lambda: run_face_evaluation_task.delay(run.pk))
