@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+import zipfile
+import zlib
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -117,12 +119,16 @@ class BehaviourFeatures:
         Raises
         ------
         ValueError
-            If the file is not a features file (a field is missing).
+            If the file is not a readable features file (truncated, not an ``.npz``, or
+            a field is missing).
         """
-        with np.load(path, allow_pickle=False) as data:
-            missing = [f.name for f in fields(cls) if f.name not in data.files]
-            if missing:
-                raise ValueError(f"{Path(path).name} is not a behaviour-features file: no {', '.join(missing)}")
-            values = {f.name: data[f.name] for f in fields(cls)}
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                missing = [f.name for f in fields(cls) if f.name not in data.files]
+                if missing:
+                    raise ValueError(f"{Path(path).name} is not a behaviour-features file: no {', '.join(missing)}")
+                values = {f.name: data[f.name] for f in fields(cls)}
+        except (zipfile.BadZipFile, EOFError, zlib.error) as error:  # truncated or overwritten file
+            raise ValueError(f"{Path(path).name} is not a readable behaviour-features file: {error}") from error
         values["settings"] = str(values["settings"])
         return cls(**values)

@@ -99,6 +99,10 @@ def test_features_file_roundtrip_and_bad_files(tmp_path):
     np.testing.assert_array_equal(loaded.ear, original.ear)
     np.testing.assert_array_equal(loaded.frame_index, original.frame_index)
     assert sorted(p.name for p in path.parent.iterdir()) == ["clip.npz"]  # no temporary left behind
+    truncated = tmp_path / "truncated.npz"
+    truncated.write_bytes(path.read_bytes()[:-40])
+    with pytest.raises(ValueError, match="not a readable behaviour-features file"):
+        BehaviourFeatures.load(truncated)
     np.savez(tmp_path / "other.npz", x=np.zeros(2))
     with pytest.raises(ValueError, match="not a behaviour-features file"):
         BehaviourFeatures.load(tmp_path / "other.npz")
