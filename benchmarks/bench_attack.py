@@ -14,7 +14,8 @@ load, ``wall_s`` real time):
   (``attack.faces.face_attack_data_from_videos``, stride 5), written to the disk cache;
 - ``extract crops (warm)``: the same call again: every video is a cache hit, nothing is
   decoded or detected;
-- ``dlib embeddings``: 128-D embeddings of every clear and masked crop, computed once into
+- ``dlib embeddings``: face embeddings (``recognition.DEFAULT_EMBEDDER``, dlib's ResNet in
+  PyTorch) of every clear and masked crop, computed once in batches into
   the shared cache (``EMBEDDING_CACHE``) that all dlib recognizers x attackers then reuse;
 - ``train+test <recognizer>``: fitting and testing that recognizer for all six attackers
   (clear, naive, parrot_25/50/75, parrot); the dlib rows find every embedding cached;

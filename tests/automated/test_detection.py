@@ -105,8 +105,20 @@ def test_detector_rejects_non_rgb_frame():
         detector.detect(np.zeros((10, 10, 3), np.float32))
 
 
+def test_detector_registry_has_the_mmod_detectors():
+    from automated.detection import DETECTOR_NAMES, DETECTORS, DlibMmodFaceDetector, MmodFaceDetector
+
+    assert DETECTOR_NAMES == tuple(DETECTORS) == ("mediapipe", "dlib_hog", "mmod", "mmod_native")
+    assert DETECTORS["mmod"] is MmodFaceDetector and DETECTORS["mmod_native"] is DlibMmodFaceDetector
+    with pytest.raises(ValueError, match="num_threads must be a whole number >= 1, got 0"):
+        make_face_detector("mmod", num_threads=0)
+    with pytest.raises(ValueError, match="threshold must be a finite number, got nan"):
+        make_face_detector("mmod", threshold=float("nan"))
+    assert make_face_detector("mmod").cache_key() != make_face_detector("mmod", threshold=0.5).cache_key()
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["mediapipe", "dlib_hog"])
+@pytest.mark.parametrize("name", ["mediapipe", "dlib_hog", "mmod"])
 def test_detectors_find_the_one_face_of_a_grid_clip_and_nothing_in_a_flat_frame(data_dir, name):
     frame = frame_at(probe_path(data_dir, "bbaf2n"), 0)
     with make_face_detector(name) as detector:
@@ -115,7 +127,7 @@ def test_detectors_find_the_one_face_of_a_grid_clip_and_nothing_in_a_flat_frame(
         x1, y1, x2, y2 = found.boxes_xyxy[0]
         # The speaker's face (checked by eye): about 130 px wide, centred near (156, 188).
         assert 100 <= x2 - x1 <= 160 and 140 <= (x1 + x2) / 2 <= 170 and 170 <= (y1 + y2) / 2 <= 200
-        assert len(detector.detect(np.full_like(frame, 128))) == 0
+        assert len(detector.detect(np.full_like(frame, 127))) == 0
 
 
 @pytest.mark.slow
