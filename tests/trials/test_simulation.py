@@ -2,7 +2,8 @@
 
 Runs ``python -m trials.simulation`` in a fresh process with its own ``DEID_VAR_DIR`` so
 that the threads share a real SQLite file (``BEGIN IMMEDIATE``, 30 s busy timeout), as in
-production, rather than the test runner's in-memory database.
+production, rather than the test runner's in-memory database. The same raters over real
+HTTP against gunicorn + PostgreSQL: ``tests/ops/test_rater_simulation_http.py``.
 """
 import json
 import os
@@ -16,7 +17,7 @@ def test_concurrent_raters_fill_every_item_exactly_with_nothing_lost(tmp_path, g
     env = {**os.environ, "DEID_VAR_DIR": str(tmp_path / "var"), "DEID_DATA_DIR": str(settings.DATA_DIR)}
     result = subprocess.run(
         [sys.executable, "-m", "trials.simulation", "--raters", "40", "--threads", "8", "--abandon", "0.3",
-         "--raters-per-video", "3", "--claim-timeout", "2", "--cache-dir", str(grid_cache)],
+         "--raters-per-video", "3", "--claim-timeout", "2", "--cache-dir", str(grid_cache), "--media-pages", "1"],
         capture_output=True, text=True, env=env, cwd=settings.BASE_DIR, timeout=900,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -29,3 +30,6 @@ def test_concurrent_raters_fill_every_item_exactly_with_nothing_lost(tmp_path, g
     assert summary["responses"] == summary["acknowledged"]
     assert summary["duplicates_sent"] > 0  # resent answers happened and were stored once
     assert summary["raters"] > summary["raters_finished"]  # some raters abandoned
+    assert summary["stored_twice"] == 0 and summary["same_video_twice"] == 0
+    # Every rater's first trial page loads its media; crops are made by the first requests.
+    assert summary["media_fetched"] >= summary["raters"] and summary["media_not_prepared"] == 0
