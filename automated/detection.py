@@ -407,8 +407,12 @@ class DlibMmodFaceDetector(_Detector):
 
     def detect(self, frame_rgb: np.ndarray, frame_index: int = 0) -> FaceDetections:
         """Detect faces in one RGB frame; see ``MediaPipeFaceDetector.detect``."""
+        from .dlib_torch import mmod_frame_too_small
+
         _check_frame(frame_rgb)
         height, width = frame_rgb.shape[:2]
+        if mmod_frame_too_small(height << self.upsample, width << self.upsample):  # dlib raises; no face fits
+            return FaceDetections.empty(frame_index)
         found = self._detector(np.ascontiguousarray(frame_rgb), self.upsample)
         rects = [[d.rect.left(), d.rect.top(), d.rect.right(), d.rect.bottom()] for d in found]
         return _mmod_detections(np.asarray(rects).reshape(-1, 4), [d.confidence for d in found], frame_index,

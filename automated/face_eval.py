@@ -158,6 +158,13 @@ def _genuine_distance(embedding, gallery_embeddings, gallery_identities, true_id
     return float(distances[np.flatnonzero(identities == true_identity)[0]])
 
 
+def _embed_faces(embedder, faces) -> np.ndarray:
+    """``embedder.embed_faces(faces)``, or one ``embed`` call per face for an embedder without it."""
+    if hasattr(embedder, "embed_faces"):
+        return embedder.embed_faces(faces)
+    return np.concatenate([embedder.embed(image, np.asarray(box)[None]) for image, box in faces])
+
+
 def _probe_box(clear_box: np.ndarray, masked: FaceDetections) -> np.ndarray:
     """Masked box overlapping the clear face most, else the clear box (protocol step 4)."""
     best, best_iou = clear_box, 0.0
@@ -234,9 +241,9 @@ def evaluate_video(
     detector : str or detector object, default="mediapipe"
         A ``make_face_detector`` name (created and closed here) or a detector instance.
     embedder : str or embedder object, default=recognition.DEFAULT_EMBEDDER
-        A ``recognition.make_face_embedder`` name or an embedder instance
-        (``embed_faces``, ``dim``, ``threshold``). The clear and masked faces of a frame
-        are embedded in one batch.
+        A ``recognition.make_face_embedder`` name or an embedder instance (``dim`` and
+        ``embed_faces``, or ``embed`` for one image; ``threshold`` if none is passed).
+        The clear and masked faces of a frame are embedded in one batch.
     threshold : float, optional
         Verification threshold on the embedding distance, finite and >= 0 (match when
         distance <= threshold, ``recognition.match_rate``); default the embedder's
@@ -277,7 +284,10 @@ def evaluate_video(
         raise ValueError(f"no_face must be 'raise' or 'nan', got {no_face!r}")
     embedder_name = embedder if isinstance(embedder, str) else getattr(embedder, "name", "") or type(embedder).__name__
     embedder = make_face_embedder(embedder) if isinstance(embedder, str) else embedder
-    threshold = embedder.threshold if threshold is None else threshold
+    if threshold is None:
+        if not hasattr(embedder, "threshold"):
+            raise ValueError(f"{embedder_name} has no documented threshold: pass threshold=")
+        threshold = embedder.threshold
     if isinstance(threshold, bool) or not isinstance(threshold, Real) or not 0 <= threshold < math.inf:
         raise ValueError(f"threshold must be a finite L2 distance >= 0, got {threshold!r}")
     labels = np.asarray(gallery_identities)
@@ -329,7 +339,7 @@ def evaluate_video(
                 faces = [(masked_rgb, _probe_box(clear_box, masked_detections))]
                 if cached is None:
                     faces.append((clear_rgb, clear_box))
-                embeddings = embedder.embed_faces(faces)  # one batch for both faces
+                embeddings = _embed_faces(embedder, faces)  # one batch for both faces
                 masked_embedding = embeddings[0]
                 if cached is None:
                     clear_embedding = embeddings[1]

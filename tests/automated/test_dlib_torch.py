@@ -132,6 +132,13 @@ def test_torch_threads_sets_and_restores():
         pass
 
 
+@pytest.mark.parametrize("name", ["mmod", "mmod_native"])
+def test_mmod_finds_nothing_in_frames_too_small_for_its_network(name):
+    detector = make_face_detector(name)     # dlib's own network code raises on these
+    for shape in ((1, 1, 3), (2, 2, 3), (5, 200, 3)):
+        assert len(detector.detect(np.zeros(shape, np.uint8))) == 0
+
+
 # --- parity on real data ------------------------------------------------------------------------
 
 @pytest.fixture(scope="session")

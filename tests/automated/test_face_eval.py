@@ -254,6 +254,28 @@ def test_embedder_and_its_threshold_are_recorded_and_kept_apart_in_the_clear_cac
     assert custom.threshold == 0.0 and custom.match_rate == 0.0 and len(cache) == 2   # threshold applied after
 
 
+class OneImageEmbedder:
+    """An embedder of another library with only ``embed`` and ``dim`` (the older interface)."""
+
+    dim = DIM
+
+    def __init__(self):
+        self.inner = make_face_embedder()
+
+    def embed(self, image_rgb, boxes_xyxy):
+        return self.inner.embed(image_rgb, boxes_xyxy)
+
+
+@pytest.mark.slow
+def test_an_embedder_with_only_embed_works_and_needs_a_threshold(data_dir, short_clip):
+    embeddings, identities = gallery(data_dir)
+    with pytest.raises(ValueError, match="OneImageEmbedder has no documented threshold: pass threshold="):
+        evaluate_video(short_clip["ten"], short_clip["ten"], embeddings, identities, "s1", embedder=OneImageEmbedder())
+    result = evaluate_video(short_clip["ten"], short_clip["ten"], embeddings, identities, "s1", stride=5,
+                            embedder=OneImageEmbedder(), threshold=0.6)
+    assert result.embedder == "OneImageEmbedder" and result.rank1_rate == 1.0 and result.match_rate == 1.0
+
+
 def test_summarize_refuses_mixed_embedders_or_thresholds():
     with pytest.raises(ValueError, match=r"scored with different embedders or thresholds: \[\('a', 0.6\), \('b', 0.6\)\]"):
         summarize([evaluation(embedder="a"), evaluation(embedder="b")])
