@@ -149,3 +149,20 @@ def test_summary_weighs_videos_equally_and_sums_counts():
     assert summary["behaviour_score"] == 0.75 and summary["videos_without_score"] == 1
     with pytest.raises(ValueError, match="no video"):
         summarize_behaviour([])
+
+
+def test_expression_accuracy_by_hand():
+    from automated.behaviour.expression import expression_accuracy, expression_index
+
+    probabilities = np.full((4, 7), np.nan)
+    probabilities[0] = np.eye(7)[0] * 0.6 + 0.4 / 7   # angry
+    probabilities[1] = np.eye(7)[3] * 0.9 + 0.1 / 7   # happy
+    probabilities[2] = np.eye(7)[0] * 0.5 + 0.5 / 7   # angry; frame 3 has no face
+    video = features(4, expression=probabilities)
+    result = expression_accuracy(video, "anger")
+    assert result["frames"] == 3 and result["frame_accuracy"] == 2 / 3 and result["video_prediction"] == "angry"
+    with_lost = expression_accuracy(video, "anger", reference=np.ones(4, bool))  # the lost frame counts as wrong
+    assert with_lost["frame_accuracy"] == 2 / 4
+    assert expression_index("HAP") == 3 and expression_index("Neutral") == 6
+    with pytest.raises(ValueError, match="accepted"):
+        expression_index("contempt")

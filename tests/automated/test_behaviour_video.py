@@ -13,6 +13,7 @@ import pytest
 from automated.anonymizers import anonymize_video, blur_frame
 from automated.behaviour.compare import compare
 from automated.behaviour.evaluate import clear_cache_path, evaluate_behaviour
+from automated.behaviour.expression import expression_accuracy
 from automated.behaviour.extractor import BehaviourExtractor
 from automated.behaviour.gaze import vector_angles
 from automated.behaviour.leakage import AttributeVideo, attribute_leakage, pretrained_accuracy
@@ -187,3 +188,14 @@ def test_gender_leakage_naive_and_parrot_attackers_on_grid(data_dir):
     assert identity["pretrained_masked_accuracy"] == identity["pretrained_clear_accuracy"] > 0.9
     assert blurred["leakage_pretrained"] < 0 < blurred["leakage_parrot"]
     assert black["leakage_pretrained"] <= 0 and black["leakage_parrot"] <= 0
+
+
+def test_expression_accuracy_against_the_acted_emotion(cremad_tested):
+    """Measured on this clip: 88 % of all frames read as anger (the model's best CREMA-D emotion)."""
+    tested, clear = cremad_tested
+    accuracy = expression_accuracy(clear, "ANG")
+    assert accuracy["frames"] == 23 and accuracy["frame_accuracy"] > 0.6 and accuracy["video_prediction"] == "angry"
+    # every blurred frame is lost (sigma 15): wrong against the clear video's face frames, none to predict from
+    lost = features([(i, blur_frame(f, sigma_px=15)) for i, f in tested], body=False, hands=False)
+    masked = expression_accuracy(lost, "anger", reference=clear.face_found)
+    assert masked["frame_accuracy"] == 0.0 and masked["frames"] == 23 and masked["video_prediction"] is None
