@@ -9,7 +9,7 @@ evaluation) and hands each tested frame to both sides' extractors, then calls
 Per frame: face mesh with irises -> head pose, gaze, EAR, MAR and the face box; the
 face crop -> expression probabilities; body pose; hands; optionally the gender
 classifier on the crop at an *attribute box* (the attribute-inference attacker; by
-default the frame's own face box, ``leakage`` passes the clear frame's box for the
+default the frame's own face box; ``evaluate`` passes the clear frame's box for the
 masked side).
 """
 from __future__ import annotations

@@ -93,6 +93,26 @@ def behaviour_score(metrics: dict) -> dict:
     return result
 
 
+def automated_pu_score(behaviour: float, ssim: float) -> float:
+    """PU score with the behaviour-preservation score as the utility kept (labelled automated).
+
+    ``automated.privacy_utility.privacy_utility_score`` takes the utility kept as
+    masked / clear action accuracy of human raters; where no human action rating
+    exists, the behaviour score (already a masked-vs-clear ratio, 1 = all kept) stands
+    in for it: ``PU = clip(behaviour * (1 - SSIM), 0, 1)``. NaN if either input is NaN.
+
+    Raises
+    ------
+    ValueError
+        If ``behaviour`` is outside [0, 1] or ``ssim`` outside [-1, 1].
+    """
+    from ..privacy_utility import privacy_utility_score
+
+    if not (np.isfinite(behaviour) and np.isfinite(ssim)):
+        return math.nan
+    return privacy_utility_score(float(behaviour), 1.0, float(ssim))
+
+
 def summarize_behaviour(videos: Iterable[dict]) -> dict:
     """Per-submission aggregate of per-video metric + score dicts (module docstring).
 

@@ -8,7 +8,7 @@ from automated.behaviour.body import body_metrics, pck_counts
 from automated.behaviour.compare import FeatureMismatchError, compare, jensen_shannon, pearson
 from automated.behaviour.events import event_f1, eye_closure_events, mouth_opening_events, runs
 from automated.behaviour.features import BehaviourFeatures
-from automated.behaviour.score import behaviour_score, summarize_behaviour
+from automated.behaviour.score import automated_pu_score, behaviour_score, summarize_behaviour
 
 
 def test_runs_and_events():
@@ -166,3 +166,11 @@ def test_expression_accuracy_by_hand():
     assert expression_index("HAP") == 3 and expression_index("Neutral") == 6
     with pytest.raises(ValueError, match="accepted"):
         expression_index("contempt")
+
+
+def test_automated_pu_score_uses_the_behaviour_score_as_utility_kept():
+    assert automated_pu_score(0.8, 0.25) == pytest.approx(0.6)
+    assert automated_pu_score(1.0, 1.0) == 0.0  # the identity baseline: no privacy
+    assert math.isnan(automated_pu_score(math.nan, 0.2))
+    with pytest.raises(ValueError, match="masked_accuracy"):
+        automated_pu_score(1.2, 0.2)
