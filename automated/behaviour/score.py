@@ -110,6 +110,8 @@ def automated_pu_score(behaviour: float, ssim: float) -> float:
 
     if not (np.isfinite(behaviour) and np.isfinite(ssim)):
         return math.nan
+    if not 0.0 <= behaviour <= 1.0:
+        raise ValueError(f"behaviour score must be in [0, 1], got {behaviour!r}")
     return privacy_utility_score(float(behaviour), 1.0, float(ssim))
 
 

@@ -172,5 +172,7 @@ def test_automated_pu_score_uses_the_behaviour_score_as_utility_kept():
     assert automated_pu_score(0.8, 0.25) == pytest.approx(0.6)
     assert automated_pu_score(1.0, 1.0) == 0.0  # the identity baseline: no privacy
     assert math.isnan(automated_pu_score(math.nan, 0.2))
-    with pytest.raises(ValueError, match="masked_accuracy"):
+    with pytest.raises(ValueError, match="behaviour score"):
         automated_pu_score(1.2, 0.2)
+    with pytest.raises(ValueError, match="ssim"):
+        automated_pu_score(0.5, 1.5)
