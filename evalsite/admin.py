@@ -26,6 +26,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
+from automated.django_app.admin_actions import SUBMISSION_ACTIONS
 from automated.video import VideoError, VideoInfo
 from trials.services import CannotOpenRating, close_rating, open_rating, rating_blockers
 
@@ -318,6 +319,7 @@ class SubmissionAdmin(CampaignScopedAdmin):
     search_fields = ["name", "team__name", "description"]
     readonly_fields = ["completeness", "missing", "replaced", "tools", "created_at"]
     inlines = [SubmissionUploadInline, MaskedVideoInline]
+    actions = SUBMISSION_ACTIONS  # "Run face evaluation", "Run attack suite" (automated/django_app/admin_actions.py)
 
     @admin.display(description="complete")
     def completeness(self, submission):

@@ -12,10 +12,11 @@ import json
 from django.http import FileResponse
 from rest_framework import mixins, renderers, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
+from automated.django_app.api import submission_runs
 from automated.video import VideoError
 from trials.services import CannotOpenRating, close_rating, open_rating
 
@@ -291,3 +292,8 @@ class SubmissionViewSet(CampaignScopedViewSetMixin, _CampaignFilterMixin, mixins
     @action(detail=True)
     def summary(self, request, pk=None):
         return Response(reports.summary_as_dict(self.get_object()))
+
+    @action(detail=True, methods=["get", "post"], parser_classes=[JSONParser])
+    def runs(self, request, pk=None):
+        """Automated runs with progress; ``POST {"kind": "face"|"attack", ...}`` starts one (automated/django_app/api.py)."""
+        return submission_runs(request, self.get_object())

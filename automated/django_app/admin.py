@@ -1,9 +1,14 @@
-"""Admin pages of the automated evaluation: read-only lists of face-evaluation and attack runs."""
+"""Admin pages of the automated evaluation: read-only lists of face-evaluation and attack runs.
+
+Runs show their progress (videos done / total); runs are started from the Submission
+changelist (``admin_actions.SUBMISSION_ACTIONS``) and can be re-queued from here.
+"""
 from django.contrib import admin
 
 from automated.face_eval import METRIC_FIELDS
 from evalsite.scoping import CampaignScopedAdminMixin, ReadOnlyAdminMixin
-from .attack_models import AttackResult, AttackRun
+from .admin_actions import requeue_runs
+from .attack_models import AttackExtraction, AttackResult, AttackRun
 from .face_models import AutomatedRun, VideoScore
 
 
@@ -27,11 +32,13 @@ class VideoScoreInline(CampaignScopedAdminMixin, admin.TabularInline):
 
 @admin.register(AutomatedRun)
 class AutomatedRunAdmin(ReadOnlyAdmin):
-    list_display = ["id", "submission", "status", "config", "started_at", "finished_at"]
+    list_display = ["id", "submission", "status", "progress", "config", "started_at", "finished_at"]
     list_filter = ["status", "submission__campaign"]
     search_fields = ["submission__name", "submission__team__name"]
-    readonly_fields = ["submission", "config", "status", "created_at", "started_at", "finished_at", "error"]
+    readonly_fields = ["submission", "config", "status", "progress", "created_at", "started_at", "finished_at",
+                       "error"]
     inlines = [VideoScoreInline]
+    actions = [requeue_runs]
 
 
 @admin.register(VideoScore)
@@ -55,11 +62,24 @@ class AttackResultInline(CampaignScopedAdminMixin, admin.TabularInline):
         return False
 
 
+class AttackExtractionInline(CampaignScopedAdminMixin, admin.TabularInline):
+    model = AttackExtraction
+    fields = ["masked_video", "n_crops", "extraction_s"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(AttackRun)
 class AttackRunAdmin(ReadOnlyAdmin):
-    list_display = ["id", "submission", "status", "n_samples", "extraction_s", "training_s", "finished_at"]
+    list_display = ["id", "submission", "status", "progress", "n_samples", "extraction_s", "training_s",
+                    "finished_at"]
     list_filter = ["status", "submission__campaign"]
     search_fields = ["submission__name", "submission__team__name"]
-    readonly_fields = ["submission", "config", "status", "created_at", "started_at", "finished_at",
+    readonly_fields = ["submission", "config", "status", "progress", "created_at", "started_at", "finished_at",
                        "extraction_s", "training_s", "n_samples", "error"]
-    inlines = [AttackResultInline]
+    inlines = [AttackExtractionInline, AttackResultInline]
+    actions = [requeue_runs]

@@ -8,7 +8,7 @@ from django.db import models
 
 from .run_models import RunBase
 
-__all__ = ["AttackRun", "AttackResult", "AttackVideoResult"]
+__all__ = ["AttackRun", "AttackExtraction", "AttackResult", "AttackVideoResult"]
 
 
 class AttackRun(RunBase):
@@ -38,6 +38,32 @@ class AttackRun(RunBase):
         return f"attack run {self.pk} of {self.submission} ({self.status})"
 
 
+class AttackExtraction(models.Model):
+    """Face crops of one masked video (and its clear source) extracted for an attack run.
+
+    One per video and run: the per-video task's result (the crops themselves are in the
+    disk cache, ``attack.faces.video_face_crops``); the suite starts when every planned
+    video has one.
+    """
+
+    run = models.ForeignKey(AttackRun, on_delete=models.CASCADE, related_name="extractions")
+    masked_video = models.ForeignKey(
+        "evalsite.MaskedVideo", on_delete=models.CASCADE, related_name="attack_extractions"
+    )
+    n_crops = models.PositiveIntegerField("face crops", help_text="Tested frames with a face in the clear frame.")
+    extraction_s = models.FloatField("extraction (s)", help_text="Wall seconds decoding, detecting and cropping.")
+
+    class Meta:
+        verbose_name = "attack face extraction"
+        ordering = ["run", "masked_video"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "masked_video"], name="one_attack_extraction_per_video")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.masked_video} (attack run {self.run_id}): {self.n_crops} crops"
+
+
 class AttackResult(models.Model):
     """Accuracy of one recognizer x attacker on one identity subset (a row of the tidy table)."""
 
@@ -59,6 +85,10 @@ class AttackResult(models.Model):
     class Meta:
         verbose_name = "attack result"
         ordering = ["run", "selection", "-subset_size", "repeat", "recognizer", "attacker"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "recognizer", "attacker", "selection", "subset_size", "repeat"],
+                                    name="one_attack_result_per_cell")
+        ]
 
     def __str__(self) -> str:
         return f"{self.recognizer} x {self.attacker} ({self.selection}, {self.subset_size}): {self.accuracy:.3f}"

@@ -1,10 +1,13 @@
 """Run the attack suite on a submission: the thin Django adapter of ``automated.attack``.
 
-``run_attack`` builds ``AttackData`` from the campaign's clear source videos (identity =
-``SourceVideo.identity``) and the submission's masked videos (face detected in the clear
-frame, the same box cropped from both: ``attack.faces``), runs ``run_attack_suite`` through
-the Celery task (in-process when no broker is configured) and stores the tidy table as
-``AttackResult`` rows, plus the worst-case pair's accuracy per masked video.
+An attack run is, in the shared run lifecycle (``lifecycle.py``, ``ATTACK_RUN``), one unit
+per masked video that crops the faces (detected in the clear frame, the same box cropped
+from both: ``attack.faces``) into the disk cache, then one final step that builds
+``AttackData`` from those crops (identity = ``SourceVideo.identity``), runs
+``run_attack_suite`` and stores the tidy table as ``AttackResult`` rows plus the
+worst-case pair's accuracy per masked video, in one transaction. ``dispatch.py`` queues
+the units as Celery tasks (several workers share the extraction); ``run_attack`` runs them
+in this process.
 """
 from __future__ import annotations
 
@@ -14,17 +17,17 @@ from pathlib import Path
 
 import pandas as pd
 from django.conf import settings
-from django.utils import timezone
-
 from evalsite.models import Submission
 
 from automated.attack.attackers import ATTACKERS, DEFAULT_ATTACKERS, get_attackers
-from automated.attack.faces import face_attack_data_from_videos
+from automated.attack.faces import face_attack_data_from_videos, video_face_crops
 from automated.attack.recognizers import FACE_RECOGNIZERS, get_recognizers
 from automated.attack.selection import SELECTION_STRATEGIES
 from automated.attack.suite import ALL, TABLE_COLUMNS, attack_predictions, run_attack_suite, worst_case
-from .attack_models import AttackResult, AttackRun, AttackVideoResult
 from automated.detection import DETECTOR_NAMES, make_face_detector
+
+from . import lifecycle
+from .attack_models import AttackExtraction, AttackResult, AttackRun, AttackVideoResult
 from .services import local_path
 
 #: Default recognizers of a campaign run: one of each kind (embedding, classic, CNN).
@@ -80,8 +83,24 @@ def _masked_videos(submission: Submission, *, allow_incomplete: bool):
     return masked
 
 
+def create_attack_run(submission: Submission, **options) -> AttackRun:
+    """Check the options and the submission, then create a PENDING run planning every masked video.
+
+    Options and errors as ``run_attack``; nothing is created when they raise.
+    ``dispatch.start_run("attack", ...)`` queues its tasks; ``run_attack`` executes it here.
+    """
+    config = attack_config(**options)
+    planned = [m.pk for m in _masked_videos(submission, allow_incomplete=config["allow_incomplete"])]
+    return AttackRun.objects.create(submission=submission, config=config, planned_videos=planned,
+                                    videos_total=len(planned))
+
+
 def run_attack(submission: Submission, **options) -> AttackRun:
-    """Create an attack run of ``submission`` and execute it through the Celery task.
+    """Create an attack run of ``submission`` and execute it in this process.
+
+    The units are those Celery workers run (``lifecycle``, ``ATTACK_RUN``): face crops
+    per masked video, then the suite; to share a run among workers, start it with
+    ``dispatch.start_run("attack", ...)``.
 
     Parameters
     ----------
@@ -95,7 +114,7 @@ def run_attack(submission: Submission, **options) -> AttackRun:
     Returns
     -------
     AttackRun
-        Completed when tasks run in-process (no broker); pending when a worker will run it.
+        Completed.
 
     Raises
     ------
@@ -104,14 +123,7 @@ def run_attack(submission: Submission, **options) -> AttackRun:
         than two identities: no run is created. A failure during the run is stored on the
         run (``status`` failed, ``error``) and re-raised.
     """
-    from .attack_tasks import run_attack_task
-
-    config = attack_config(**options)
-    _masked_videos(submission, allow_incomplete=config["allow_incomplete"])
-    run = AttackRun.objects.create(submission=submission, config=config)
-    run_attack_task.delay(run.pk)
-    run.refresh_from_db()
-    return run
+    return lifecycle.execute_inline(ATTACK_RUN, create_attack_run(submission, **options))
 
 
 def _identity_metadata(masked_videos) -> pd.DataFrame:
@@ -119,36 +131,55 @@ def _identity_metadata(masked_videos) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def execute_attack_run(run: AttackRun) -> AttackRun:
-    """Execute a pending run (the body of ``attack_tasks.run_attack_task``)."""
-    config = run.config
-    run.status, run.started_at, run.error = AttackRun.Status.RUNNING, timezone.now(), ""
-    run.save(update_fields=["status", "started_at", "error"])
-    try:
-        masked_videos = _masked_videos(run.submission, allow_incomplete=config.get("allow_incomplete", False))
+def _crop_cache_dir() -> Path:
+    return Path(settings.CACHE_DIR) / "attack_faces"
+
+
+class AttackRunKind(lifecycle.RunKind):
+    """The attack suite in the run lifecycle: face crops per masked video, then one suite step."""
+
+    name = "attack"
+    model = AttackRun
+    result_model = AttackExtraction
+    has_final_step = True
+
+    def compute_video(self, run: AttackRun, masked) -> dict:
+        """Crop the clear frame's face box from the clear and the masked video, into the disk cache.
+
+        Returns the ``AttackExtraction`` field values (crops, wall seconds).
+        """
         started = time.perf_counter()
-        with contextlib.ExitStack() as stack:
+        config = run.config
+        with local_path(masked.source_video.file) as clear_path, local_path(masked.file) as masked_path, \
+                make_face_detector(config["detector"]) as detector:
+            crops = video_face_crops(clear_path, masked_path, stride=config["stride"], detector=detector,
+                                     cache_dir=_crop_cache_dir())
+        return {"n_crops": len(crops.frame_indices), "extraction_s": time.perf_counter() - started}
+
+    def compute_final(self, run: AttackRun) -> dict:
+        """Every recognizer x attacker on the cached crops (``run_attack_suite``) and the per-video worst case."""
+        config = run.config
+        planned = set(run.planned_videos)
+        masked_videos = [m for m in _masked_videos(run.submission, allow_incomplete=True) if m.pk in planned]
+        if len(masked_videos) != len(planned):
+            raise LookupError("masked videos were deleted or replaced after the run was queued")
+        started = time.perf_counter()
+        with contextlib.ExitStack() as stack:  # crops come from the cache the video tasks filled
             pairs = [
                 (stack.enter_context(local_path(m.source_video.file)), stack.enter_context(local_path(m.file)))
                 for m in masked_videos
             ]
             detector = stack.enter_context(make_face_detector(config["detector"]))
-            needs_features = bool({"distinctive", "center"} & set(config["selection"]))
             data = face_attack_data_from_videos(
                 pairs, [m.source_video.identity.code for m in masked_videos], stride=config["stride"],
-                detector=detector, cache_dir=Path(settings.CACHE_DIR) / "attack_faces",
-                features=needs_features,
+                detector=detector, cache_dir=_crop_cache_dir(),
+                features=bool({"distinctive", "center"} & set(config["selection"])),
                 identity_metadata=_identity_metadata(masked_videos) if "metadata" in config["selection"] else None,
             )
-        run.extraction_s = time.perf_counter() - started
-        started = time.perf_counter()
         recognizers = get_recognizers(config["recognizers"], FACE_RECOGNIZERS)
         table = run_attack_suite(
             data, recognizers=recognizers, attackers=config["attackers"], selection=config["selection"],
             gap=config["gap"], seed=config["seed"],
-        )
-        AttackResult.objects.bulk_create(
-            AttackResult(run=run, **{c: row[c] for c in TABLE_COLUMNS}) for row in table.to_dict("records")
         )
         worst = worst_case(table)
         predictions = attack_predictions(
@@ -156,21 +187,28 @@ def execute_attack_run(run: AttackRun) -> AttackRun:
             gap=config["gap"], seed=config["seed"],
         )
         per_video = predictions.groupby("group")["correct"].agg(["size", "mean"])
-        AttackVideoResult.objects.bulk_create(
-            AttackVideoResult(run=run, source_video=masked_videos[int(group)].source_video,
-                              n_test=int(row["size"]), accuracy=float(row["mean"]))
-            for group, row in per_video.iterrows()
+        return {
+            "table": table.to_dict("records"),
+            "per_video": [(masked_videos[int(group)].source_video, int(row["size"]), float(row["mean"]))
+                          for group, row in per_video.iterrows()],
+            "n_samples": data.n_samples,
+            "training_s": time.perf_counter() - started,
+        }
+
+    def write_final(self, run: AttackRun, result: dict) -> None:
+        AttackResult.objects.bulk_create(
+            AttackResult(run=run, **{c: row[c] for c in TABLE_COLUMNS}) for row in result["table"]
         )
-        run.training_s = time.perf_counter() - started
-        run.n_samples = data.n_samples
-    except Exception as error:
-        run.status, run.finished_at = AttackRun.Status.FAILED, timezone.now()
-        run.error = f"{type(error).__name__}: {error}"
-        run.save(update_fields=["status", "finished_at", "error", "extraction_s"])
-        raise
-    run.status, run.finished_at = AttackRun.Status.COMPLETED, timezone.now()
-    run.save(update_fields=["status", "finished_at", "extraction_s", "training_s", "n_samples"])
-    return run
+        AttackVideoResult.objects.bulk_create(
+            AttackVideoResult(run=run, source_video=source, n_test=n_test, accuracy=accuracy)
+            for source, n_test, accuracy in result["per_video"]
+        )
+        run.extraction_s = sum(run.extractions.values_list("extraction_s", flat=True))
+        run.training_s, run.n_samples = result["training_s"], result["n_samples"]
+
+
+#: The attack suite's run kind (``dispatch.RUN_KINDS["attack"]``).
+ATTACK_RUN = AttackRunKind()
 
 
 def results_table(run: AttackRun) -> pd.DataFrame:

@@ -1,12 +1,27 @@
-"""Celery tasks of the attack evaluation."""
+"""Celery tasks of the attack suite: face crops per masked video, then the suite (``lifecycle``).
+
+Every video task is shareable among workers; the one that finds every video done (its
+result committed) queues the suite task. A redelivered video task of a finished extraction queues
+the suite again (its worker may have died before it could), and the suite's claim on
+``final_task`` makes any such duplicate a no-op.
+"""
 from celery import shared_task
 
+from . import lifecycle
+from .attack_service import ATTACK_RUN
+from .face_tasks import RELIABLE
 
-@shared_task
-def run_attack_task(run_id: int) -> int:
-    """Execute the pending ``AttackRun`` ``run_id`` (``attack_service.execute_attack_run``); return its id."""
-    from .attack_models import AttackRun
-    from .attack_service import execute_attack_run
 
-    execute_attack_run(AttackRun.objects.select_related("submission").get(pk=run_id))
-    return run_id
+@shared_task(name="automated.attack_video", **RELIABLE)
+def attack_video_task(run_id: int, masked_video_id: int) -> bool:
+    """Crop the faces of masked video ``masked_video_id`` for attack run ``run_id``; queue the suite when due."""
+    outcome = lifecycle.process_video(ATTACK_RUN, run_id, masked_video_id)
+    if outcome.final_due:  # the video's result is committed already (process_video's own transaction)
+        attack_suite_task.delay(run_id)
+    return outcome.stored
+
+
+@shared_task(bind=True, name="automated.attack_suite", **RELIABLE)
+def attack_suite_task(self, run_id: int) -> bool:
+    """Run the attack suite of run ``run_id`` once its videos are extracted; True if this call completed it."""
+    return lifecycle.run_final_step(ATTACK_RUN, run_id, owner=self.request.id or f"suite-{run_id}")

@@ -1,12 +1,19 @@
-"""Celery tasks of the face evaluation."""
+"""Celery tasks of the face evaluation: one task per masked video (``lifecycle.process_video``).
+
+Acknowledged late and rejected when the worker is lost, so a worker killed mid-video
+(SIGKILL, OOM, a lost machine) leaves the task to be redelivered; the lifecycle makes the
+redelivery store the video's score exactly once.
+"""
 from celery import shared_task
 
+from . import lifecycle
+from .services import FACE_RUN
 
-@shared_task
-def run_face_evaluation_task(run_id: int) -> int:
-    """Execute the pending ``AutomatedRun`` ``run_id`` (``services.execute_face_run``); return its id."""
-    from .face_models import AutomatedRun
-    from .services import execute_face_run
+#: Delivery options of every run task (``evalsite/settings.py`` sets the same defaults).
+RELIABLE = {"acks_late": True, "reject_on_worker_lost": True}
 
-    execute_face_run(AutomatedRun.objects.select_related("submission").get(pk=run_id))
-    return run_id
+
+@shared_task(name="automated.face_video", **RELIABLE)
+def face_video_task(run_id: int, masked_video_id: int) -> bool:
+    """Score masked video ``masked_video_id`` in face run ``run_id``; True if this call stored it."""
+    return lifecycle.process_video(FACE_RUN, run_id, masked_video_id).stored

@@ -1,4 +1,7 @@
-"""What every automated run shares: status, timestamps, error, latest-completed lookup."""
+"""What every automated run shares: status, timestamps, error, progress, latest-completed lookup.
+
+The lifecycle that moves a run through these states is ``lifecycle.py``.
+"""
 from django.db import models
 
 
@@ -28,9 +31,24 @@ class RunBase(models.Model):
     started_at = models.DateTimeField("started", null=True, blank=True)
     finished_at = models.DateTimeField("finished", null=True, blank=True)
     error = models.TextField("error", blank=True)
+    planned_videos = models.JSONField(
+        "planned masked videos", default=list, blank=True,
+        help_text="Ids of the masked videos the run covers, fixed when it was queued (one task each).",
+    )
+    videos_total = models.PositiveIntegerField("videos", default=0)
+    videos_done = models.PositiveIntegerField("videos done", default=0)
+    final_task = models.CharField(
+        "final step owner", max_length=64, blank=True,
+        help_text="Id of the task that owns the run's final step once every video is done (attack suite).",
+    )
 
     objects = RunQuerySet.as_manager()
 
     class Meta:
         abstract = True
         ordering = ["-created_at", "-id"]
+
+    @property
+    def progress(self) -> str:
+        """``"<videos done>/<videos total> videos"``, e.g. ``"3/18 videos"``."""
+        return f"{self.videos_done}/{self.videos_total} videos"

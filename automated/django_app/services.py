@@ -1,8 +1,10 @@
 """Face-evaluation operations on the catalogue: baseline submissions and evaluation runs.
 
 The thin Django layer around ``automated.anonymizers`` and ``automated.face_eval``: it
-reads files through Django storage, calls the Django-free science and stores rows. The
-management commands, the Celery task and the demo builder call these functions.
+reads files through Django storage, calls the Django-free science and stores rows. A run
+is one unit per masked video in the shared run lifecycle (``lifecycle.py``, ``FACE_RUN``);
+``dispatch.py`` queues those units as Celery tasks, ``run_face_evaluation`` runs them in
+this process. This module imports no task (no import cycle).
 """
 from __future__ import annotations
 
@@ -17,14 +19,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 from django.conf import settings
-from django.db import transaction
-from django.utils import timezone
-
 from evalsite.models import Campaign, GalleryImage, MaskedVideo, Submission, Team, delete_stored
 
 from automated.anonymizers import BASELINE_METHODS, anonymize_video
-from automated.detection import make_face_detector
+from automated.detection import detector_key, make_face_detector
 from automated.face_eval import METRIC_FIELDS, VideoEvaluation, embed_gallery_image, evaluate_video, summarize
+from . import lifecycle
 from .face_models import AutomatedRun, VideoScore
 from automated.dlib_torch import torch_threads
 from automated.recognition import DEFAULT_EMBEDDER, MATCH_THRESHOLD, embedder_spec, make_face_embedder
@@ -38,6 +38,9 @@ LEGACY_EMBEDDER = "dlib_resnet_native"
 # face_eval.evaluate_video): every submission of a campaign has the same clear videos.
 _CLEAR_CACHE: dict = {}
 _CLEAR_CACHE_MAX_VIDEOS = 2000
+# Gallery embeddings per campaign and settings (``_cached_gallery``).
+_GALLERY_CACHE: dict = {}
+_GALLERY_CACHE_MAX = 16
 
 
 class MissingGalleryError(ValueError):
@@ -207,16 +210,35 @@ def _check_evaluable(submission: Submission, *, allow_incomplete: bool) -> None:
         )
 
 
+def create_face_run(
+    submission: Submission, *, stride: int = 5, detector: str = "mediapipe", threshold: float | None = None,
+    embedder: str = DEFAULT_EMBEDDER, allow_incomplete: bool = False,
+) -> AutomatedRun:
+    """Check the options and the submission, then create a PENDING run planning every masked video.
+
+    Options and errors as ``run_face_evaluation``; nothing is created when they raise.
+    ``dispatch.start_run`` queues its tasks; ``run_face_evaluation`` executes it here.
+    """
+    config = _run_config(stride, detector, threshold, embedder)
+    _check_evaluable(submission, allow_incomplete=allow_incomplete)
+    planned = list(submission.masked_videos.order_by("source_video__name").values_list("pk", flat=True))
+    return AutomatedRun.objects.create(
+        submission=submission, config=config, planned_videos=planned, videos_total=len(planned)
+    )
+
+
 def run_face_evaluation(
     submission: Submission, *, stride: int = 5, detector: str = "mediapipe", threshold: float | None = None,
     embedder: str = DEFAULT_EMBEDDER, allow_incomplete: bool = False,
 ) -> AutomatedRun:
-    """Create and execute an automated face evaluation run of ``submission``.
+    """Create and execute, in this process, an automated face evaluation run of ``submission``.
 
     Every masked video is scored against its source video and the gallery of ALL the
     campaign's identities (``face_eval.evaluate_video``); one ``VideoScore`` per masked
     video. A source video without a face in its tested frames gets NULL face scores
     (``no_face="nan"``). Reports show the latest completed run; earlier runs are kept.
+    The units are those Celery workers run (``lifecycle``, ``FACE_RUN``); to share a run
+    among workers, start it with ``dispatch.start_run("face", ...)``.
 
     Parameters
     ----------
@@ -246,54 +268,72 @@ def run_face_evaluation(
         on a failure during the run (the run is stored as failed with the message,
         naming the source video, in ``error``; then the error is re-raised).
     """
-    config = _run_config(stride, detector, threshold, embedder)
-    _check_evaluable(submission, allow_incomplete=allow_incomplete)
-    run = AutomatedRun.objects.create(submission=submission, config=config)
-    execute_face_run(run)
-    return run
+    run = create_face_run(submission, stride=stride, detector=detector, threshold=threshold, embedder=embedder,
+                          allow_incomplete=allow_incomplete)
+    return lifecycle.execute_inline(FACE_RUN, run)
 
 
-def execute_face_run(run: AutomatedRun) -> AutomatedRun:
-    """Execute a pending run (also the body of the Celery task); see ``run_face_evaluation``."""
-    config = run.config
-    stride, detector_name = int(config.get("stride", 5)), config.get("detector", "mediapipe")
-    embedder = make_face_embedder(config.get("embedder", LEGACY_EMBEDDER))
-    threshold = float(config.get("threshold", embedder.threshold))
-    run.status, run.started_at, run.error = AutomatedRun.Status.RUNNING, timezone.now(), ""
-    run.save(update_fields=["status", "started_at", "error"])
-    submission = run.submission
-    if len(_CLEAR_CACHE) > _CLEAR_CACHE_MAX_VIDEOS:
-        _CLEAR_CACHE.clear()
-    try:
+def _cached_gallery(campaign: Campaign, *, embedder, detector) -> tuple[np.ndarray, np.ndarray]:
+    """``gallery_embeddings`` memoised per process: every video task of a run needs the same gallery.
+
+    The key holds the gallery images (id and stored name: a replaced image has a new
+    name), the detector's and the embedder's settings.
+    """
+    images = tuple(GalleryImage.objects.filter(identity__campaign=campaign).order_by("id").values_list("id", "image"))
+    key = (campaign.pk, images, detector_key(detector), embedder.cache_key())
+    if key not in _GALLERY_CACHE:
+        if len(_GALLERY_CACHE) >= _GALLERY_CACHE_MAX:
+            _GALLERY_CACHE.clear()
+        _GALLERY_CACHE[key] = gallery_embeddings(campaign, embedder=embedder, detector=detector)
+    return _GALLERY_CACHE[key]
+
+
+class FaceRunKind(lifecycle.RunKind):
+    """Face evaluation in the run lifecycle: one ``VideoScore`` per masked video, no final step."""
+
+    name = "face"
+    model = AutomatedRun
+    result_model = VideoScore
+
+    def compute_video(self, run: AutomatedRun, masked: MaskedVideo) -> dict:
+        """``face_eval.evaluate_video`` of one masked video; the ``VideoScore`` field values.
+
+        Raises
+        ------
+        MissingGalleryError
+            Naming every identity of the run's videos without a gallery image.
+        ValueError
+            From the evaluation, prefixed with the source video's name.
+        """
+        config = run.config
+        stride, detector_name = int(config.get("stride", 5)), config.get("detector", "mediapipe")
+        embedder = make_face_embedder(config.get("embedder", LEGACY_EMBEDDER))
+        threshold = float(config.get("threshold", embedder.threshold))
+        if len(_CLEAR_CACHE) > _CLEAR_CACHE_MAX_VIDEOS:
+            _CLEAR_CACHE.clear()
+        source = masked.source_video
         with make_face_detector(detector_name) as detector:
-            embeddings, codes = gallery_embeddings(submission.campaign, embedder=embedder, detector=detector)
-            masked_videos = submission.masked_videos.select_related("source_video__identity").order_by(
-                "source_video__name"
-            )
-            missing = sorted({m.source_video.identity.code for m in masked_videos} - set(codes))
+            embeddings, codes = _cached_gallery(run.submission.campaign, embedder=embedder, detector=detector)
+            wanted = set(MaskedVideo.objects.filter(pk__in=run.planned_videos)
+                         .values_list("source_video__identity__code", flat=True))
+            missing = sorted(wanted - set(codes))
             if missing:
                 raise MissingGalleryError(f"identities without a gallery image: {', '.join(missing)}")
-            for masked in masked_videos:
-                source = masked.source_video
-                with local_path(source.file) as clear_path, local_path(masked.file) as masked_path, \
-                        torch_threads(settings.TORCH_NUM_THREADS):
-                    try:
-                        evaluation = evaluate_video(
-                            clear_path, masked_path, embeddings, codes, source.identity.code,
-                            stride=stride, detector=detector, embedder=embedder, threshold=threshold,
-                            clear_cache=_CLEAR_CACHE, no_face="nan",
-                        )
-                    except ValueError as error:  # stored files have opaque names: say which video
-                        raise type(error)(f"source video {source.name!r}: {error}") from error
-                VideoScore.objects.create(run=run, masked_video=masked, **VideoScore.metric_values(evaluation))
-    except Exception as error:
-        run.status, run.finished_at = AutomatedRun.Status.FAILED, timezone.now()
-        run.error = f"{type(error).__name__}: {error}"
-        run.save(update_fields=["status", "finished_at", "error"])
-        raise
-    run.status, run.finished_at = AutomatedRun.Status.COMPLETED, timezone.now()
-    run.save(update_fields=["status", "finished_at"])
-    return run
+            with local_path(source.file) as clear_path, local_path(masked.file) as masked_path, \
+                    torch_threads(settings.TORCH_NUM_THREADS):
+                try:
+                    evaluation = evaluate_video(
+                        clear_path, masked_path, embeddings, codes, source.identity.code,
+                        stride=stride, detector=detector, embedder=embedder, threshold=threshold,
+                        clear_cache=_CLEAR_CACHE, no_face="nan",
+                    )
+                except ValueError as error:  # stored files have opaque names: say which video
+                    raise type(error)(f"source video {source.name!r}: {error}") from error
+        return VideoScore.metric_values(evaluation)
+
+
+#: The face evaluation's run kind (``dispatch.RUN_KINDS["face"]``).
+FACE_RUN = FaceRunKind()
 
 
 def _as_evaluation(score: VideoScore, config: dict) -> VideoEvaluation:
@@ -323,23 +363,3 @@ def run_summary(run: AutomatedRun) -> dict:
     for name, value in summarize(_as_evaluation(s, run.config) for s in scores).items():
         summary[name] = None if isinstance(value, float) and not math.isfinite(value) else value
     return summary
-
-
-@transaction.atomic
-def queue_face_evaluation(
-    submission: Submission, *, stride: int = 5, detector: str = "mediapipe", threshold: float | None = None,
-    embedder: str = DEFAULT_EMBEDDER, allow_incomplete: bool = False,
-) -> AutomatedRun:
-    """Create a pending run and hand it to Celery (runs in-process when no broker is set).
-
-    Options and errors as ``run_face_evaluation``; they are checked before the run row
-    is created.
-    """
-    from .face_tasks import run_face_evaluation_task
-
-    config = _run_config(stride, detector, threshold, embedder)
-    _check_evaluable(submission, allow_incomplete=allow_incomplete)
-    run = AutomatedRun.objects.create(submission=submission, config=config)
-    transaction.on_commit(lambda: run_face_evaluation_task.delay(run.pk))
-    return run
-

@@ -11,9 +11,8 @@ from django.core.management.base import CommandError
 from PIL import Image
 
 from automated.django_app.face_models import AutomatedRun, VideoScore
-from automated.django_app.services import (
-    MissingGalleryError, create_baseline_submission, queue_face_evaluation, run_face_evaluation,
-)
+from automated.django_app import dispatch
+from automated.django_app.services import MissingGalleryError, create_baseline_submission, run_face_evaluation
 from automated.video import VideoWriter, iter_frames
 from evalsite import reports
 from evalsite.models import Campaign, GalleryImage, Identity, MaskedVideo, SourceVideo
@@ -128,13 +127,20 @@ def test_commands_make_baseline_and_evaluate(campaign):
     assert "completed" in out.getvalue() and "rank1_rate" in out.getvalue()
 
 
-def test_queued_run_executes_through_the_celery_task_after_commit(campaign, django_capture_on_commit_callbacks):
+def test_queued_run_executes_through_the_celery_task_after_commit(campaign, django_capture_on_commit_callbacks,
+                                                                   monkeypatch):
     submission = create_baseline_submission(campaign, "identity", web_copies=False)
-    with django_capture_on_commit_callbacks(execute=True):
-        run = queue_face_evaluation(submission, stride=40)
-        assert run.status == AutomatedRun.Status.PENDING
+    # As with a broker: tasks are queued only once the run row is committed (the queued
+    # tasks then still run eagerly here, in place of a worker).
+    monkeypatch.setattr(dispatch, "runs_in_process", lambda: False)
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        run = dispatch.start_run("face", submission, stride=40)
+        assert run.status == AutomatedRun.Status.PENDING and run.progress == "0/3 videos"
+        assert not run.video_scores.exists()
+    assert len(callbacks) == 1
     run.refresh_from_db()
     assert run.status == AutomatedRun.Status.COMPLETED and run.video_scores.count() == 3
+    assert (run.videos_done, run.videos_total) == (3, 3)
 
 
 def test_admin_lists_runs_and_scores_read_only(campaign, admin_client):
@@ -179,7 +185,7 @@ def test_incomplete_submission_is_evaluated_only_when_allowed(campaign):
 ])
 def test_queued_and_direct_runs_check_their_options_before_creating_a_run(campaign, kwargs, message):
     submission = create_baseline_submission(campaign, "identity", web_copies=False)
-    for start in (run_face_evaluation, queue_face_evaluation):
+    for start in (run_face_evaluation, lambda s, **kw: dispatch.start_run("face", s, **kw)):
         with pytest.raises(ValueError, match=message):
             start(submission, **kwargs)
     assert not AutomatedRun.objects.filter(submission=submission).exists()

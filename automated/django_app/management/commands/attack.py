@@ -1,10 +1,16 @@
-"""``python manage.py attack <submission_id> [--attackers ...] [--recognizers ...] [--selection ...] [--stride N]``."""
+"""``python manage.py attack <submission_id> [--attackers ...] [--recognizers ...] [--selection ...] [--stride N]``.
+
+Starts the run through ``dispatch.start_run`` (face crops per masked video, shared by the
+workers when a broker is configured, then the suite; in this process otherwise) and, with
+a broker, prints its progress until it finishes (``--no-wait``: return at once).
+"""
 from django.core.management.base import BaseCommand, CommandError
 
 from automated.attack.attackers import ATTACKERS
 from automated.attack.recognizers import FACE_RECOGNIZERS
 from automated.attack.selection import SELECTION_STRATEGIES
-from automated.django_app.attack_service import DEFAULT_RECOGNIZERS, attack_summary, run_attack
+from automated.django_app import dispatch
+from automated.django_app.attack_service import DEFAULT_RECOGNIZERS, attack_summary
 from evalsite.models import Submission
 
 
@@ -31,19 +37,27 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0, help="seed of the splits and models (default 0)")
         parser.add_argument("--allow-incomplete", action="store_true",
                             help="attack a submission that lacks some masked videos")
+        parser.add_argument("--no-wait", action="store_true",
+                            help="with a broker: queue the run and return (progress: admin, API)")
 
     def handle(self, *args, submission_id, attackers, recognizers, selection, stride, gap, seed,
-               allow_incomplete, **options):
+               allow_incomplete, no_wait, **options):
         try:
             submission = Submission.objects.get(pk=submission_id)
         except Submission.DoesNotExist:
             raise CommandError(f"no submission with id {submission_id}") from None
         try:
-            run = run_attack(submission, attackers=attackers, recognizers=recognizers, selection=selection,
-                             stride=stride, gap=gap, seed=seed, allow_incomplete=allow_incomplete)
+            run = dispatch.start_run("attack", submission, attackers=attackers, recognizers=recognizers,
+                                     selection=selection, stride=stride, gap=gap, seed=seed,
+                                     allow_incomplete=allow_incomplete)
         except ValueError as error:
             raise CommandError(str(error)) from error
-        self.stdout.write(f"attack run {run.pk} of {submission}: {run.status}")
+        self.stdout.write(f"attack run {run.pk} of {submission}: {run.status} ({run.progress})")
+        if no_wait:
+            return
+        run = dispatch.wait(run, lambda line: self.stdout.write(f"  {line}"))
+        if run.status == run.Status.FAILED:
+            raise CommandError(f"attack run {run.pk} failed: {run.error}")
         if run.status != run.Status.COMPLETED:
             return
         summary = attack_summary(run)

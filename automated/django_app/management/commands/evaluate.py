@@ -1,10 +1,16 @@
-"""``python manage.py evaluate <submission_id> [--stride N] [--detector NAME] [--allow-incomplete]``."""
+"""``python manage.py evaluate <submission_id> [--stride N] [--detector NAME] [--allow-incomplete] [--no-wait]``.
+
+Starts the run through ``dispatch.start_run`` (one Celery task per masked video, shared by
+the workers when a broker is configured; in this process otherwise) and, with a broker,
+prints its progress until it finishes.
+"""
 import math
 
 from django.core.management.base import BaseCommand, CommandError
 
 from automated.detection import DETECTOR_NAMES
-from automated.django_app.services import run_face_evaluation, run_summary
+from automated.django_app import dispatch
+from automated.django_app.services import run_summary
 from evalsite.models import Submission
 
 
@@ -17,17 +23,25 @@ class Command(BaseCommand):
         parser.add_argument("--detector", default="mediapipe", choices=DETECTOR_NAMES)
         parser.add_argument("--allow-incomplete", action="store_true",
                             help="evaluate although some source videos have no masked video")
+        parser.add_argument("--no-wait", action="store_true",
+                            help="with a broker: queue the run and return (progress: admin, API)")
 
-    def handle(self, *args, submission_id, stride, detector, allow_incomplete, **options):
+    def handle(self, *args, submission_id, stride, detector, allow_incomplete, no_wait, **options):
         try:
             submission = Submission.objects.get(pk=submission_id)
         except Submission.DoesNotExist:
             raise CommandError(f"no submission with id {submission_id}") from None
         try:
-            run = run_face_evaluation(submission, stride=stride, detector=detector, allow_incomplete=allow_incomplete)
+            run = dispatch.start_run("face", submission, stride=stride, detector=detector,
+                                     allow_incomplete=allow_incomplete)
         except ValueError as error:
             raise CommandError(str(error)) from error
-        self.stdout.write(f"run {run.pk} of {submission}: {run.status}")
+        self.stdout.write(f"run {run.pk} of {submission}: {run.status} ({run.progress})")
+        if no_wait:
+            return
+        run = dispatch.wait(run, lambda line: self.stdout.write(f"  {line}"))
+        if run.status == run.Status.FAILED:
+            raise CommandError(f"run {run.pk} failed: {run.error}")
         summary = run_summary(run)
         for key, value in summary.items():
             if key == "psnr_db" and value is None and summary.get("psnr_identical_frames") == summary["frames_tested"]:

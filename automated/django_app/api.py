@@ -1,0 +1,118 @@
+"""REST API of automated runs: start runs of a submission and follow their progress.
+
+Served as an action of ``evalsite.api.SubmissionViewSet`` (staff only, the submission
+looked up among the user's campaigns, so another campaign's submission is a 404):
+
+- ``GET /api/submissions/<id>/runs/``: the submission's runs of every kind, newest first,
+  each with ``status``, ``videos_done`` / ``videos_total`` and ``error``.
+- ``POST /api/submissions/<id>/runs/`` with ``{"kind": "face", "stride": 5, ...}`` or
+  ``{"kind": "attack", "attackers": [...], ...}``: starts a run through ``dispatch`` (the
+  path of the commands and the admin action); 202 with the run while workers run it, 201
+  when it already finished in-process (no broker), 400 naming a bad option, 403 without
+  the add permission of the run model, 503 if the broker cannot be reached.
+"""
+from __future__ import annotations
+
+from kombu.exceptions import OperationalError as BrokerError
+from rest_framework import serializers, status
+from rest_framework.response import Response
+
+from automated.attack.attackers import ATTACKERS, DEFAULT_ATTACKERS
+from automated.attack.recognizers import FACE_RECOGNIZERS
+from automated.attack.selection import SELECTION_STRATEGIES
+from automated.attack.suite import ALL
+from automated.detection import DETECTOR_NAMES
+from automated.recognition import MATCH_THRESHOLD
+
+from . import dispatch, lifecycle
+from .attack_service import DEFAULT_RECOGNIZERS
+
+
+class _Options(serializers.Serializer):
+    def to_internal_value(self, data):
+        unknown = sorted(set(data) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError(
+                {name: [f"unknown option; known: {', '.join(self.fields)}"] for name in unknown}
+            )
+        return super().to_internal_value(data)
+
+
+class FaceRunOptions(_Options):
+    """Options of a face evaluation run (``services.run_face_evaluation``)."""
+
+    stride = serializers.IntegerField(min_value=1, default=5, help_text="test every N-th frame")
+    detector = serializers.ChoiceField(DETECTOR_NAMES, default="mediapipe")
+    threshold = serializers.FloatField(min_value=0, default=MATCH_THRESHOLD,
+                                       help_text="verification threshold on the L2 embedding distance")
+    allow_incomplete = serializers.BooleanField(default=False)
+
+
+class AttackRunOptions(_Options):
+    """Options of an attack run (``attack_service.attack_config``)."""
+
+    attackers = serializers.ListField(child=serializers.ChoiceField(list(ATTACKERS)), allow_empty=False,
+                                      default=list(DEFAULT_ATTACKERS))
+    recognizers = serializers.ListField(child=serializers.ChoiceField(list(FACE_RECOGNIZERS)), allow_empty=False,
+                                        default=list(DEFAULT_RECOGNIZERS))
+    selection = serializers.ListField(child=serializers.ChoiceField([ALL, *SELECTION_STRATEGIES]),
+                                      allow_empty=False, default=[ALL])
+    stride = serializers.IntegerField(min_value=1, default=5, help_text="frames")
+    gap = serializers.IntegerField(min_value=0, default=10, help_text="frames")
+    seed = serializers.IntegerField(default=0)
+    detector = serializers.ChoiceField(DETECTOR_NAMES, default="mediapipe")
+    allow_incomplete = serializers.BooleanField(default=False)
+
+
+OPTIONS = {"face": FaceRunOptions, "attack": AttackRunOptions}
+
+
+def run_payload(run) -> dict:
+    """The JSON of one run: kind, status, progress (videos done / total), configuration, error, times."""
+    return {
+        "id": run.pk, "kind": dispatch.kind_name(run), "status": run.status,
+        "videos_done": run.videos_done, "videos_total": run.videos_total, "progress": run.progress,
+        "config": run.config, "error": run.error,
+        "created_at": run.created_at, "started_at": run.started_at, "finished_at": run.finished_at,
+    }
+
+
+def submission_runs(request, submission) -> Response:
+    """``GET``: the runs of ``submission``; ``POST``: start one (see the module docstring)."""
+    if request.method != "POST":
+        runs = [*submission.automated_runs.all(), *submission.attack_runs.all()]
+        runs.sort(key=lambda run: (run.created_at, run.pk), reverse=True)
+        return Response([run_payload(run) for run in runs])
+    data = request.data
+    if not isinstance(data, dict):
+        return Response({"detail": "send a JSON object with 'kind' and the run's options"},
+                        status=status.HTTP_400_BAD_REQUEST)
+    options = dict(data)
+    kind = options.pop("kind", None)
+    if kind not in OPTIONS:
+        return Response({"kind": [f"choose one of {', '.join(OPTIONS)}; got {kind!r}"]},
+                        status=status.HTTP_400_BAD_REQUEST)
+    opts = dispatch.RUN_KINDS[kind].kind.model._meta
+    if not request.user.has_perm(f"{opts.app_label}.add_{opts.model_name}"):
+        return Response({"detail": f"you may not start {opts.verbose_name_plural}"}, status=status.HTTP_403_FORBIDDEN)
+    checked = OPTIONS[kind](data=options)
+    if not checked.is_valid():
+        return Response(checked.errors, status=status.HTTP_400_BAD_REQUEST)
+    try:
+        run = dispatch.create_run(kind, submission, **checked.validated_data)
+    except ValueError as error:
+        return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+    try:
+        dispatch.queue(run)
+    except BrokerError as error:
+        lifecycle.fail(type(run), run.pk, f"could not queue the run: {error}")
+        run.refresh_from_db()
+        return Response(run_payload(run), status=status.HTTP_503_SERVICE_UNAVAILABLE)
+    except Exception:
+        run.refresh_from_db()
+        if run.status != run.Status.FAILED:
+            raise
+        # In-process (no broker) the run already failed: the error is stored on it.
+    run.refresh_from_db()
+    done = run.status in (run.Status.COMPLETED, run.Status.FAILED)
+    return Response(run_payload(run), status=status.HTTP_201_CREATED if done else status.HTTP_202_ACCEPTED)

@@ -1,0 +1,250 @@
+"""One lifecycle for every automated run kind (face evaluation, attack suite, later kinds).
+
+A run is queued PENDING with its planned masked videos. Work is split into one unit per
+masked video and, for kinds that need it, one final step (the attack suite):
+
+- **claim**: the first unit to start moves the run PENDING -> RUNNING by compare-and-set
+  (``UPDATE ... WHERE status = pending``), so exactly one caller claims it; later units
+  join the RUNNING run, which is how several workers share one submission. A unit of a
+  COMPLETED or FAILED run is a no-op: nothing ever sets a finished run back.
+- **per-video result**: computed outside any transaction (minutes of decoding and
+  models), then stored in one short transaction that locks the run row: the result row
+  is ``get_or_create``-d under a unique (run, masked video) constraint, ``videos_done``
+  is recounted from those rows, and the run completes when the last one is stored. A
+  redelivered or duplicated unit therefore stores nothing twice and counts nothing twice;
+  a unit whose worker died mid-video stored nothing and is simply redone.
+- **final step**: claimed for one task id (a redelivery of that same task, after its
+  worker died, takes over; a different duplicate is a no-op), computed outside a
+  transaction, then written with the COMPLETED status in one transaction that first
+  checks the run is still RUNNING, so results are written exactly once.
+- **failure**: an error moves a PENDING or RUNNING run to FAILED with the message; a
+  completed run is never marked failed.
+
+Celery delivers units at least once (``acks_late``, ``reject_on_worker_lost``); the
+rules above make at-least-once delivery store results exactly once. Tasks: ``tasks.py``;
+queueing: ``dispatch.py``. This module imports neither.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from .run_models import RunBase, RunStatus
+
+logger = logging.getLogger(__name__)
+
+ACTIVE = (RunStatus.PENDING, RunStatus.RUNNING)
+
+
+class RunKind:
+    """What a run kind adds to the lifecycle (subclassed in ``services`` and ``attack_service``).
+
+    Attributes
+    ----------
+    name : str
+        ``"face"``, ``"attack"``: the ``kind`` of the API and admin.
+    model : RunBase subclass
+    result_model : model with ``run`` and ``masked_video`` foreign keys, unique together
+        One row per done video (``VideoScore``, ``AttackExtraction``).
+    has_final_step : bool
+        True when the run needs a final step after every video (``compute_final``,
+        ``write_final``); False: the run completes with its last video.
+    """
+
+    name: str = ""
+    model: type[RunBase]
+    result_model = None
+    has_final_step = False
+
+    def compute_video(self, run, masked_video) -> dict:
+        """Heavy per-video work; return the result row's field values. Raise on failure."""
+        raise NotImplementedError
+
+    def compute_final(self, run):
+        """Heavy final step once every video is done; return what ``write_final`` stores."""
+        raise NotImplementedError
+
+    def write_final(self, run, result) -> None:
+        """Store the final step's rows (inside the completing transaction)."""
+        raise NotImplementedError
+
+
+def claim(model: type[RunBase], run_id: int) -> bool:
+    """Move run ``run_id`` from PENDING to RUNNING by compare-and-set.
+
+    Returns
+    -------
+    bool
+        True for exactly one caller, however many try at once; False if the run was not
+        pending (already running, completed, failed or deleted).
+    """
+    claimed = model.objects.filter(pk=run_id, status=RunStatus.PENDING).update(
+        status=RunStatus.RUNNING, started_at=timezone.now(), error=""
+    )
+    return claimed == 1
+
+
+def fail(model: type[RunBase], run_id: int, error: BaseException | str) -> bool:
+    """Mark a PENDING or RUNNING run FAILED with ``error``; a finished run is left as it is.
+
+    Returns
+    -------
+    bool
+        True if this call failed the run.
+    """
+    message = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    return model.objects.filter(pk=run_id, status__in=ACTIVE).update(
+        status=RunStatus.FAILED, finished_at=timezone.now(), error=message
+    ) == 1
+
+
+def _running(model, run_id):
+    return model.objects.filter(pk=run_id, status=RunStatus.RUNNING).select_related("submission__campaign").first()
+
+
+@dataclass(frozen=True)
+class VideoOutcome:
+    """What a per-video unit did.
+
+    Attributes
+    ----------
+    stored : bool
+        This call stored the video's result row.
+    final_due : bool
+        Every planned video is done and the kind's final step has yet to run.
+    """
+
+    stored: bool
+    final_due: bool
+
+
+def process_video(kind: RunKind, run_id: int, masked_video_id: int) -> VideoOutcome:
+    """Run one per-video unit of run ``run_id`` (the body of the per-video tasks).
+
+    Claims a pending run, skips a video already done or a finished run, computes the
+    result (``kind.compute_video``) and stores it idempotently; completes the run when
+    this was its last video and the kind has no final step.
+
+    Returns
+    -------
+    VideoOutcome
+
+    Raises
+    ------
+    Exception
+        Whatever ``compute_video`` raised, after the run was marked FAILED with it; a
+        masked video deleted (e.g. replaced) since the run was queued fails the run with
+        ``LookupError``.
+    """
+    from evalsite.models import MaskedVideo
+
+    if claim(kind.model, run_id):
+        logger.info("%s run %s claimed", kind.name, run_id)
+    run = _running(kind.model, run_id)
+    if run is None:
+        return VideoOutcome(False, False)  # completed, failed or deleted: nothing to do
+    if masked_video_id not in run.planned_videos:
+        logger.warning("%s run %s: masked video %s is not in its plan; ignored", kind.name, run_id, masked_video_id)
+        return VideoOutcome(False, False)
+    results = kind.result_model.objects.filter(run_id=run_id)
+    if not results.filter(masked_video_id=masked_video_id).exists():
+        try:
+            masked = MaskedVideo.objects.select_related("source_video__identity").filter(pk=masked_video_id).first()
+            if masked is None:
+                raise LookupError(f"masked video {masked_video_id} was deleted or replaced after the run was queued")
+            values = kind.compute_video(run, masked)
+        except Exception as error:  # not SystemExit: a stopping worker's task is redelivered
+            fail(kind.model, run_id, error)
+            raise
+        stored = _store_video(kind, run_id, masked_video_id, values)
+    else:
+        stored = False
+    run.refresh_from_db(fields=["status", "videos_done", "videos_total"])
+    final_due = (kind.has_final_step and run.status == RunStatus.RUNNING
+                 and run.videos_done >= run.videos_total)
+    return VideoOutcome(stored, final_due)
+
+
+def _store_video(kind: RunKind, run_id: int, masked_video_id: int, values: dict) -> bool:
+    with transaction.atomic():
+        run = kind.model.objects.select_for_update().filter(pk=run_id, status=RunStatus.RUNNING).first()
+        if run is None:
+            return False  # failed (another video) or deleted meanwhile: drop the result
+        _, created = kind.result_model.objects.get_or_create(
+            run_id=run_id, masked_video_id=masked_video_id, defaults=values
+        )
+        done = kind.result_model.objects.filter(run_id=run_id).count()
+        fields = {"videos_done": done}
+        if done >= run.videos_total and not kind.has_final_step:
+            fields.update(status=RunStatus.COMPLETED, finished_at=timezone.now())
+        kind.model.objects.filter(pk=run_id).update(**fields)
+    return created
+
+
+def run_final_step(kind: RunKind, run_id: int, owner: str) -> bool:
+    """Run the kind's final step of run ``run_id`` once, for task id ``owner``.
+
+    The step is claimed by compare-and-set on ``final_task`` (empty or already ``owner``,
+    run RUNNING, every video done); any other caller is a no-op. The results and the
+    COMPLETED status are written in one transaction that rechecks the run is RUNNING.
+
+    Returns
+    -------
+    bool
+        True if this call completed the run.
+
+    Raises
+    ------
+    Exception
+        Whatever ``compute_final`` or ``write_final`` raised, after the run was marked
+        FAILED with it.
+    """
+    claimed = kind.model.objects.filter(
+        Q(final_task="") | Q(final_task=owner),
+        pk=run_id, status=RunStatus.RUNNING, videos_done__gte=F("videos_total"),
+    ).update(final_task=owner)
+    if not claimed:
+        return False
+    run = _running(kind.model, run_id)
+    if run is None:
+        return False
+    try:
+        result = kind.compute_final(run)
+        with transaction.atomic():
+            locked = kind.model.objects.select_for_update().filter(
+                pk=run_id, status=RunStatus.RUNNING, final_task=owner
+            ).first()
+            if locked is None:
+                return False  # completed by a duplicate of this task meanwhile
+            kind.write_final(locked, result)
+            locked.status, locked.finished_at = RunStatus.COMPLETED, timezone.now()
+            locked.save()
+    except Exception as error:  # not SystemExit: a stopping worker's task is redelivered
+        fail(kind.model, run_id, error)
+        raise
+    return True
+
+
+def pending_videos(kind: RunKind, run: RunBase) -> list[int]:
+    """Planned masked-video ids of ``run`` that have no result yet, in plan order."""
+    done = set(kind.result_model.objects.filter(run=run).values_list("masked_video_id", flat=True))
+    return [pk for pk in run.planned_videos if pk not in done]
+
+
+def execute_inline(kind: RunKind, run: RunBase) -> RunBase:
+    """Execute every unit of ``run`` in this process, in order (no Celery); return it refreshed.
+
+    The same units the tasks run, so an in-process run and a run shared by workers store
+    the same rows. Errors are raised after the run was marked FAILED.
+    """
+    for masked_video_id in pending_videos(kind, run):
+        process_video(kind, run.pk, masked_video_id)
+    run.refresh_from_db()
+    if kind.has_final_step and run.status == RunStatus.RUNNING:
+        run_final_step(kind, run.pk, owner=f"inline-{run.pk}")
+        run.refresh_from_db()
+    return run
