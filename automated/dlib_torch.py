@@ -154,7 +154,8 @@ def _build_ops(network: Network):
             ops.append(("affine", (torch.from_numpy(p["gamma"])[None, :, None, None],
                                    torch.from_numpy(p["beta"])[None, :, None, None])))
         elif layer.kind == "relu":
-            ops.append(("module", nn.ReLU(inplace=True)))
+            # In place, unless the input is a tagged output that a later layer reads again.
+            ops.append(("module", nn.ReLU(inplace=not ops or ops[-1][0] not in ("tag", "skip"))))
         elif layer.kind in ("max_pool", "avg_pool"):
             if p["size"] == (0, 0):  # *_pool_everything
                 ops.append(("global_" + layer.kind, None))
