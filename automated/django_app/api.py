@@ -22,7 +22,7 @@ from automated.attack.recognizers import FACE_RECOGNIZERS
 from automated.attack.selection import SELECTION_STRATEGIES
 from automated.attack.suite import ALL
 from automated.detection import DETECTOR_NAMES
-from automated.recognition import MATCH_THRESHOLD
+from automated.recognition import DEFAULT_EMBEDDER, EMBEDDER_NAMES, MATCH_THRESHOLD
 
 from . import dispatch, lifecycle
 from .attack_service import DEFAULT_RECOGNIZERS
@@ -43,6 +43,8 @@ class FaceRunOptions(_Options):
 
     stride = serializers.IntegerField(min_value=1, default=5, help_text="test every N-th frame")
     detector = serializers.ChoiceField(DETECTOR_NAMES, default="mediapipe")
+    embedder = serializers.ChoiceField(EMBEDDER_NAMES, default=DEFAULT_EMBEDDER,
+                                       help_text="face embedder (automated.recognition.EMBEDDERS)")
     threshold = serializers.FloatField(min_value=0, default=MATCH_THRESHOLD,
                                        help_text="verification threshold on the L2 embedding distance")
     allow_incomplete = serializers.BooleanField(default=False)

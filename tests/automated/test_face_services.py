@@ -83,6 +83,9 @@ def test_evaluation_stores_scores_that_order_identity_above_blur(campaign):
     for run in (identity_run, blurred_run):
         assert run.status == AutomatedRun.Status.COMPLETED and run.finished_at >= run.started_at
         assert run.video_scores.count() == 3 and run.config["stride"] == STRIDE
+        # Every run records its detector, embedder and threshold (the embedder's by default).
+        assert (run.config["detector"], run.config["embedder"], run.config["threshold"]) == ("mediapipe",
+                                                                                             "dlib_resnet", 0.6)
 
     scores = VideoScore.objects.filter(run=identity_run)
     assert all(s.match_rate == 1.0 and s.rank1_rate == 1.0 and s.frames_tested == 3 for s in scores)
@@ -123,8 +126,9 @@ def test_commands_make_baseline_and_evaluate(campaign):
     call_command("make_baseline", "tiny-grid", "--method", "eye_mask", "--no-web-copies", stdout=out)
     assert "3 masked videos (0 new, 3 kept)" in out.getvalue()
     out = io.StringIO()
-    call_command("evaluate", str(submission.pk), "--stride", "40", stdout=out)
+    call_command("evaluate", str(submission.pk), "--stride", "40", "--embedder", "dlib_resnet_native", stdout=out)
     assert "completed" in out.getvalue() and "rank1_rate" in out.getvalue()
+    assert AutomatedRun.objects.get(submission=submission).config["embedder"] == "dlib_resnet_native"
 
 
 def test_queued_run_executes_through_the_celery_task_after_commit(campaign, django_capture_on_commit_callbacks,
@@ -217,3 +221,13 @@ def test_gallery_image_without_a_face_fails_the_run_naming_the_image(campaign):
     with pytest.raises(ValueError, match="gallery image 'wall.png' of identity ID08: no face found in the 160x120"):
         run_face_evaluation(submission, stride=STRIDE)
     assert AutomatedRun.objects.get(submission=submission).status == AutomatedRun.Status.FAILED
+
+
+def test_api_face_run_options_name_the_embedder():
+    from automated.django_app.api import FaceRunOptions
+
+    options = FaceRunOptions(data={"detector": "mmod"})
+    assert options.is_valid() and options.validated_data["embedder"] == "dlib_resnet"
+    assert options.validated_data["detector"] == "mmod"
+    bad = FaceRunOptions(data={"embedder": "arcface"})
+    assert not bad.is_valid() and '"arcface" is not a valid choice.' in str(bad.errors["embedder"])
