@@ -13,12 +13,14 @@ abandoning, 20 % of answers double-clicked, media of the first 2 trial pages fet
   workers and threads as on this machine by default), ``DEID_DEBUG=0``; once with a new
   database connection per request (``DEID_DB_CONN_MAX_AGE=0``, the default) and once
   with connections kept for 60 s.
-- runserver: ``manage.py runserver --noreload`` (threaded), ``DEID_DEBUG=0``.
+- runserver: the threaded ``WSGIServer`` ``manage.py runserver`` serves with, started by
+  :mod:`benchmarks.timed_devserver` to log each request's time, ``DEID_DEBUG=0``.
 
 ``client`` times run from sending a request to its last byte on loopback, so they
-include waiting for a free server thread (100 raters, far fewer threads); ``server``
-times are gunicorn's own (``%(D)s`` in its access log: request read to response sent);
-runserver logs none. The GET /session/ rows include each rater's consent and
+include waiting for a free server thread (100 raters without pauses, far fewer threads:
+the server is saturated, and by Little's law the mean is raters / throughput); ``server``
+times are the server's own (gunicorn's ``%(D)s`` access-log field: request read to
+response sent; the same span for runserver's server). The GET /session/ rows include each rater's consent and
 instructions pages (2 of about 20 page loads). ``conn_errors`` counts resets, refused
 connections and timeouts: raters who hit one stop, so such a server also serves fewer
 requests; ``keepalive_retries`` counts requests resent (as browsers do) after the server
@@ -100,20 +102,20 @@ def _gunicorn_postgres(tmp: Path, conn_max_age: int) -> tuple[dict, dict]:
 
 
 def _runserver_sqlite(tmp: Path) -> tuple[dict, dict]:
-    from tests.ops.servers import ROOT, Server, base_env, free_port, wait_for_port
+    from tests.ops.servers import Server, base_env, free_port, wait_for_port
 
     env = {"DEID_VAR_DIR": str(tmp / "var-sqlite"), "DEID_DEBUG": "0", "DEID_DATA_DIR": str(settings.DATA_DIR)}
     setup = _setup(env)
     port = free_port()
-    server = Server([sys.executable, str(ROOT / "manage.py"), "runserver", "--noreload", f"127.0.0.1:{port}"],
-                    base_env(**env), tmp / "runserver.log")
+    server = Server([sys.executable, "-m", "benchmarks.timed_devserver", str(port)], base_env(**env),
+                    tmp / "runserver.log")
     try:
         wait_for_port(port, server)
         summary = _rate(f"http://127.0.0.1:{port}", setup["campaign"], env)
     finally:
         server.stop()
-    summary["server_ms"] = {"page": (None, None), "answer": (None, None)}
-    summary["server_label"] = "runserver (threaded) + SQLite file"
+    summary["server_ms"] = _server_ms(server.output())
+    summary["server_label"] = "runserver's server (threaded) + SQLite file"
     return summary, setup
 
 
@@ -135,9 +137,9 @@ def _rows(summary: dict) -> list[dict]:
     ):
         server_p50, server_p95 = summary["server_ms"][kind]
         rows.append({
-            "request": label, "n": n, "client_p50_ms": p50, "client_p95_ms": p95,
-            "server_p50_ms": "n/a" if server_p50 is None else server_p50,
-            "server_p95_ms": "n/a" if server_p95 is None else server_p95, **common,
+            "request": label, "n": n, "server_p50_ms": server_p50, "server_p95_ms": server_p95,
+            "client_p50_ms": p50, "client_p95_ms": p95, "client_mean_ms": summary[f"{kind}_ms_mean"],
+            **common,
         })
     return rows
 

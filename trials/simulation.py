@@ -615,6 +615,8 @@ def summarize(campaign, logs: list[RaterLog], elapsed_s: float) -> dict:
         "connection_errors": [e for log in logs for e in log.connection_errors][:10],
         "n_connection_errors": sum(len(log.connection_errors) for log in logs),
         "elapsed_s": elapsed_s,
+        "page_ms_mean": 1000 * sum(page_s) / len(page_s) if page_s else None,
+        "answer_ms_mean": 1000 * sum(respond_s) / len(respond_s) if respond_s else None,
         "page_ms_median": ms(page_s, 0.5),
         "page_ms_p95": ms(page_s, 0.95),
         "respond_ms_median": ms(respond_s, 0.5),
