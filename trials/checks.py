@@ -43,11 +43,7 @@ def campaign_warnings(campaign: Campaign) -> list[str]:
             f"only {len(pool)} identities have a gallery face; an identity trial shows {needed}"
         )
     for shortage in foil_shortages(campaign):
-        warnings.append(
-            shortage.message(codes.get(shortage.identity))
-            + "; its lineups use every matched identity, then fill up with the identities "
-            + f"sharing the most leading attributes of {campaign.demographic_attributes}"
-        )
+        warnings.append(shortage.message(codes.get(shortage.identity), n_foils=campaign.foils_per_trial))
     evaluated = SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=True)
     for video in evaluated.exclude(identity_id__in=list(pool)):
         warnings.append(f"video {video.name}: identity {video.identity.code} has no gallery face")

@@ -7,9 +7,17 @@ person is not among them; the faces are "matched demographically to the person i
 video so that gender, race, and age cannot provide cues to the identity".
 
 Identities are passed as a mapping ``{identity_key: {attribute: value, ...}}``; a foil
-matches the target when it has the same value for *every* listed attribute (a missing
-attribute never matches, so incomplete demographic records are not silently treated as
-matching).
+matches the target when it has the same value for *every* listed attribute. A missing,
+empty or ``"unknown"`` value (:data:`MISSING_VALUES`; the importer stores empty cells as
+"unknown") never matches, so incomplete demographic records are not silently treated as
+matching.
+
+Lineup make-up never depends on the answer (:func:`trial_lineup`): a target-present
+lineup (target + foils) and a target-absent lineup (foils only) are both drawn entirely
+from the target's stratum (same value on every matching attribute), so the counts per
+attribute value are the same whether or not the target is present. A target whose stratum
+is too small for a target-absent lineup gets target-present trials only (the organizer is
+told, :meth:`FoilShortage.message`): a mixed target-absent lineup would give the answer away.
 """
 from __future__ import annotations
 
@@ -46,17 +54,50 @@ class FoilShortage:
     matching: int
     needed: int
 
-    def message(self, label: str | None = None) -> str:
-        profile = ", ".join(f"{k}={v}" for k, v in self.profile.items()) or "no attributes"
-        return (
-            f"identity {label or self.identity} ({profile}): only {self.matching} matching "
-            f"identities for the {self.needed} demographically matched faces a trial needs"
+    def message(self, label: str | None = None, *, n_foils: int | None = None) -> str:
+        """What is missing and what the lineups of this identity do about it.
+
+        With ``n_foils`` (foils of a target-present lineup) the message says whether the
+        identity still gets fully matched target-present trials, and that it gets no
+        target-absent trials (they would need ``n_foils + 1`` matched identities).
+        """
+        profile = ", ".join(
+            f"{k}={v if v is not None else 'unknown (matches nobody)'}" for k, v in self.profile.items()
+        ) or "no attributes"
+        text = (
+            f"identity {label or self.identity} ({profile}): only {self.matching} other "
+            f"identities share these values, a lineup needs {self.needed}"
         )
+        if n_foils is None or self.needed <= n_foils:
+            return text
+        missing_absent = n_foils + 1 - self.matching
+        text += (
+            f"; it gets no target-absent trials ({missing_absent} more matched "
+            f"identit{'y' if missing_absent == 1 else 'ies'} needed), since a target-absent "
+            "lineup of other groups would show raters the answer"
+        )
+        if self.matching < n_foils:
+            text += (
+                f", and its target-present lineups are {n_foils - self.matching} face(s) short of "
+                "its group and filled with the closest-matched identities"
+            )
+        return text
+
+
+#: Attribute values that mean "not recorded" (compared after strip + casefold).
+MISSING_VALUES = frozenset({"", "unknown", "none", "n/a", "na", "?"})
+
+
+def known_value(value):
+    """``value``, or None when it is missing (None or one of :data:`MISSING_VALUES`)."""
+    if value is None or str(value).strip().casefold() in MISSING_VALUES:
+        return None
+    return value
 
 
 def profile_of(attributes: Mapping, matching_attributes: Sequence[str]) -> tuple:
-    """The values of ``matching_attributes`` (``None`` where missing), as a hashable tuple."""
-    return tuple(attributes.get(name) for name in matching_attributes)
+    """The values of ``matching_attributes`` (``None`` where missing or unknown), as a hashable tuple."""
+    return tuple(known_value(attributes.get(name)) for name in matching_attributes)
 
 
 def matched_identities(
@@ -227,6 +268,62 @@ def _shared_prefix(wanted: tuple, profile: tuple) -> int:
             break
         count += 1
     return count
+
+
+def supports_target_absent(
+    target, identities: Mapping[Hashable, Mapping], matching_attributes: Sequence[str], *, n_foils: int
+) -> bool:
+    """Whether ``target``'s stratum holds ``n_foils + 1`` other identities (a target-absent lineup)."""
+    return len(matched_identities(target, identities, matching_attributes)) >= n_foils + 1
+
+
+def trial_lineup(
+    target,
+    identities: Mapping[Hashable, Mapping],
+    matching_attributes: Sequence[str],
+    *,
+    n_foils: int,
+    target_absent_share: float,
+    rng: random.Random,
+) -> tuple[list, bool]:
+    """The lineup of one identity trial and whether the target is in it.
+
+    The make-up is independent of the answer (seeds/002, section 4.2: demographics "cannot
+    provide cues to the identity"): when the target's stratum (identities with the same
+    known value on every matching attribute) holds ``n_foils + 1`` others, the target is
+    absent with probability ``target_absent_share`` and both kinds of lineup consist of
+    stratum members only, so the counts per attribute value are identical. Otherwise the
+    target is always present (no target-absent trial can match a target-present one) and
+    a stratum short of ``n_foils`` is filled by :func:`build_lineup_relaxed`.
+
+    Parameters
+    ----------
+    target, identities, matching_attributes, n_foils
+        As in :func:`build_lineup`.
+    target_absent_share : float in [0, 1]
+    rng : random.Random
+
+    Returns
+    -------
+    lineup : list of keys, length ``n_foils + 1``, display order
+    target_present : bool
+
+    Raises
+    ------
+    ValueError
+        On ``n_foils < 1`` or a share outside [0, 1].
+    FoilShortageError
+        If the pool has fewer than ``n_foils`` other identities.
+    """
+    present = True
+    if supports_target_absent(target, identities, matching_attributes, n_foils=n_foils):
+        present = draw_target_present(target_absent_share, rng)
+    elif not 0.0 <= target_absent_share <= 1.0:
+        raise ValueError(f"target_absent_share must be in [0, 1], got {target_absent_share}")
+    lineup, _ = build_lineup_relaxed(
+        target, identities, matching_attributes, n_foils=n_foils, target_present=present, rng=rng
+    )
+    return lineup, present
 
 
 def correct_choice(target, lineup: Sequence) -> str:

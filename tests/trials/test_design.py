@@ -34,7 +34,7 @@ def test_foil_shortages_report_each_target_with_counts():
     assert [(s.identity, s.matching, s.needed) for s in shortages] == [("e", 0, 3)]
     with_absent = design.foil_shortages(PEOPLE, ATTRS, n_foils=3, targets=["a"], target_absent=True)
     assert [(s.identity, s.matching, s.needed) for s in with_absent] == [("a", 3, 4)]
-    assert "only 3 matching identities" in with_absent[0].message("ID-A")
+    assert "only 3 other identities share these values" in with_absent[0].message("ID-A")
     assert "race=white" in with_absent[0].message()
 
 
