@@ -356,10 +356,10 @@ def _build_trial(session, kind, task, video, rng, *, item=None, now=None) -> Tri
         trial.correct_choice = video.action
     else:
         trial.target_identity_id = video.identity_id
-        trial.target_present = design.draw_target_present(campaign.target_absent_share, rng)
-        lineup, _ = design.build_lineup_relaxed(
+        # Make-up independent of the answer; no target-absent trials for a thin stratum.
+        lineup, trial.target_present = design.trial_lineup(
             video.identity_id, identity_pool(campaign), campaign.demographic_attributes,
-            n_foils=campaign.foils_per_trial, target_present=trial.target_present, rng=rng,
+            n_foils=campaign.foils_per_trial, target_absent_share=campaign.target_absent_share, rng=rng,
         )
         trial.correct_choice = design.correct_choice(video.identity_id, lineup)
     trial.save()
