@@ -24,7 +24,9 @@ response sent; the same span for runserver's server). The GET /session/ rows inc
 instructions pages (2 of about 20 page loads). ``conn_errors`` counts resets, refused
 connections and timeouts: raters who hit one stop, so such a server also serves fewer
 requests; ``keepalive_retries`` counts requests resent (as browsers do) after the server
-closed an idle keep-alive connection just as it was reused.
+closed an idle keep-alive connection just as it was reused. ``at_target`` stays a few
+items short of ``items``: abandoned claims hold their items for ``TRIALS_CLAIM_TIMEOUT_S``
+(30 min) and no later wave runs here (the tests run them).
 """
 
 import json
