@@ -26,6 +26,7 @@ import logging
 import os
 import re
 import tempfile
+import time
 from pathlib import Path
 
 import cv2
@@ -162,6 +163,27 @@ def store_atomically(field_file, filename: str, produce) -> str:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
     return name
+
+
+def remove_stale_partials(root, older_than_s: float) -> int:
+    """Delete temporary files (:func:`store_atomically`) left by a writer that was killed.
+
+    Only files older than ``older_than_s`` go: a younger one may still be written by a
+    live worker, here or on another machine sharing the media storage.
+
+    Returns
+    -------
+    int
+        Files deleted.
+    """
+    cutoff = time.time() - older_than_s
+    removed = 0
+    for path in Path(root).rglob(".partial-*"):
+        with contextlib.suppress(FileNotFoundError):
+            if path.is_file() and path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed += 1
+    return removed
 
 
 def ensure_gallery_crop(gallery_image) -> GalleryCrop:

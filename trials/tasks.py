@@ -7,6 +7,7 @@ video's browser copy, the media view answers 503 with ``Retry-After``.
 import logging
 
 from celery import shared_task
+from django.conf import settings
 
 from automated.video import VideoError
 from evalsite.models import GalleryImage, MaskedVideo, SourceVideo
@@ -24,7 +25,7 @@ def prepare_campaign_media(campaign_id: int) -> dict:
     subset. Already prepared files are kept (``web_file`` / :class:`trials.models.GalleryCrop`),
     so reopening rating costs nothing; running twice at once stores each file once
     (:mod:`trials.media`). A file that cannot be prepared is logged and listed, and the
-    others are still prepared.
+    others are still prepared; temporary files of a killed earlier run are removed.
 
     Returns
     -------
@@ -32,6 +33,8 @@ def prepare_campaign_media(campaign_id: int) -> dict:
         ``{"faces": n, "videos": n, "transcoded": n, "failed": [names]}``: media now
         ready, how many copies this run made, and what could not be prepared.
     """
+    # A worker killed mid-transcode leaves its temporary file: gone once surely dead.
+    media.remove_stale_partials(settings.MEDIA_ROOT, older_than_s=2 * settings.DEID_TRANSCODE_TIMEOUT_S)
     faces = videos = transcoded = 0
     failed = []
     for image in GalleryImage.objects.filter(identity__campaign_id=campaign_id):

@@ -136,3 +136,18 @@ def test_a_video_not_prepared_is_a_503_to_retry_and_is_never_transcoded_in_the_r
     copies = {video.web_file.name for video in videos if media.web_file_ready(video)}
     assert len(videos) == len(copies) == 20
     assert len(list(media_root.rglob("*.mp4"))) == 20  # nothing made twice, nothing left over
+
+
+def test_preparation_removes_files_a_killed_writer_left_and_keeps_a_live_ones(grid_campaign, media_root, settings):
+    import os
+    import time
+
+    web = media_root / "web"
+    web.mkdir(parents=True, exist_ok=True)
+    dead, live = web / ".partial-dead.mp4", web / ".partial-live.mp4"
+    dead.write_bytes(b"half a video")
+    live.write_bytes(b"being written")
+    hour_ago = time.time() - 2 * settings.DEID_TRANSCODE_TIMEOUT_S - 60
+    os.utime(dead, (hour_ago, hour_ago))
+    prepare_campaign_media(grid_campaign.pk)
+    assert not dead.exists() and live.exists()
