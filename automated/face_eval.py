@@ -12,9 +12,13 @@ Protocol of ``evaluate_video`` (frames are streamed in lockstep, never loaded wh
 
 1. Every ``stride``-th frame is *tested*. SSIM and PSNR compare every tested masked frame
    with its clear frame.
-2. The largest face found in the clear frame is the evaluated person. Tested frames
-   with a clear face are *reference frames*; detection and recognition scores are over
-   reference frames only.
+2. Every face detected in a tested clear frame is a person to protect. The clear faces
+   are followed across tested frames as *face tracks* (``face_tracks.track_faces``: box
+   overlap with the previous tested frame, embedding re-identification after cuts). The
+   evaluated person is the track matching the true identity's gallery
+   (``face_tracks.target_track``), not the largest face; tested frames where that track
+   has a face are the *reference frames*, and detection and recognition scores of the
+   person are over reference frames only.
 3. Detection: IoU of the clear box with the best-overlapping masked box (0 if none);
    failure = no face found in the masked frame.
 4. Recognition (the attacker): the probe is the masked face at the masked box that
@@ -25,9 +29,19 @@ Protocol of ``evaluate_video`` (frames are streamed in lockstep, never loaded wh
    and its closed-set rank among all gallery identities.
 5. The same recognition on the clear frames gives the clear (unmasked) reference, so
    masking success = clear rate - masked rate (seeds/002, section 4.3).
-6. A clear video with no face in any tested frame has no reference frame: detection and
+6. Every face of every track (bystanders too): *detected* in the masked frame when a
+   masked box overlaps it with IoU >= ``DETECTED_IOU``; *recognisable* when its probe
+   (step 4) lies within ``threshold`` of its track's mean clear embedding (an attacker
+   holding a clear picture of that person). A track is *leaked* when it is detected, or
+   recognisable, in at least ``LEAK_SHARE`` of its tested frames: ``faces_leaked`` of
+   ``n_face_tracks``.
+7. A clear video with no face in any tested frame has no reference frame: detection and
    recognition scores are undefined. ``evaluate_video`` raises ``NoFaceError`` unless
    the caller asks for NaN scores (``no_face="nan"``, as the evaluation runs do).
+
+The clear side (boxes and embeddings of every tested clear frame) is computed once per
+clear video and settings and reused (``clear_side.ClearSideStore``, in memory and on
+disk); masked frames are detected and embedded in batches of ``BATCH_FRAMES`` frames.
 """
 from __future__ import annotations
 
@@ -42,7 +56,9 @@ from typing import Literal
 
 import numpy as np
 
-from .detection import FaceDetections, box_iou, detector_key, largest_face, make_face_detector
+from .clear_side import ClearSide, ClearSideStore, Stopwatch, clear_side_key
+from .detection import FaceDetections, box_iou, largest_face, make_face_detector
+from .face_tracks import target_track, track_centroids, track_faces
 from .face_crop import NoFaceFoundError
 from .detection_metrics import detection_failure_rate, iou_summary, masked_frame_iou
 from .image_metrics import psnr, ssim, summarize_psnr
@@ -102,6 +118,21 @@ class VideoEvaluation:
     threshold : float
     embedder : str
         Registry name of the embedder (``recognition.EMBEDDERS``) or its class name.
+    n_face_tracks : int
+        Face tracks (people) in the tested clear frames (protocol step 2).
+    faces_leaked : int
+        Of those, tracks left detected or recognisable in the masked video (step 6).
+    faces_detected, faces_recognisable : int
+        Tracks detected, and tracks recognisable, in >= ``LEAK_SHARE`` of their frames.
+    all_faces : int
+        Clear faces over all tested frames and tracks.
+    all_faces_mean_iou : float
+        Mean IoU of every clear face with its best-overlapping masked box (0 if none).
+    all_faces_detection_failure_rate : float
+        Share of all clear faces with no masked box of IoU >= ``DETECTED_IOU``.
+
+    The last seven are NaN when not measured (evaluations stored before face tracking);
+    the rates are NaN when ``all_faces == 0``.
     """
 
     frames_tested: int
@@ -125,6 +156,13 @@ class VideoEvaluation:
     detector: str
     threshold: float
     embedder: str = DEFAULT_EMBEDDER
+    n_face_tracks: int | float = math.nan
+    faces_leaked: int | float = math.nan
+    faces_detected: int | float = math.nan
+    faces_recognisable: int | float = math.nan
+    all_faces: int | float = math.nan
+    all_faces_mean_iou: float = math.nan
+    all_faces_detection_failure_rate: float = math.nan
 
     def as_dict(self) -> dict:
         """Plain dict of all fields."""
@@ -134,23 +172,16 @@ class VideoEvaluation:
 #: Settings recorded with every evaluation (not metrics).
 SETTING_FIELDS = ("stride", "detector", "threshold", "embedder")
 METRIC_FIELDS = tuple(f.name for f in fields(VideoEvaluation) if f.name not in SETTING_FIELDS)
-
-
-class _Stopwatch:
-    """Accumulates CPU seconds per stage into a caller's dict (for the benchmark).
-
-    ``time.process_time`` (CPU time of this process) rather than wall time, so that other
-    processes on a shared machine do not inflate the figures.
-    """
-
-    def __init__(self, into: dict | None):
-        self.into = into
-
-    def add(self, stage: str, since: float) -> float:
-        now = time.process_time()
-        if self.into is not None:
-            self.into[stage] = self.into.get(stage, 0.0) + now - since
-        return now
+#: Metrics that are counts (summed over the videos of a submission by ``summarize``).
+COUNT_FIELDS = ("frames_tested", "clear_faces", "masked_faces", "psnr_identical_frames", "n_face_tracks",
+                "faces_leaked", "faces_detected", "faces_recognisable", "all_faces")
+#: A clear face is detected in the masked frame when a masked box overlaps it by at least
+#: this IoU (the PASCAL VOC criterion, Everingham et al. 2010, IJCV 88(2), section 4.4).
+DETECTED_IOU = 0.5
+#: A track is leaked when detected or recognisable in at least this share of its frames.
+LEAK_SHARE = 0.5
+#: Tested frame pairs detected and embedded per batch (memory stays flat in video length).
+BATCH_FRAMES = 8
 
 
 def _genuine_distance(embedding, gallery_embeddings, gallery_identities, true_identity) -> float:
@@ -175,12 +206,11 @@ def _probe_box(clear_box: np.ndarray, masked: FaceDetections) -> np.ndarray:
     return best
 
 
-def _clear_cache_key(clear_path, stride: int, detector, embedder) -> tuple:
-    """File identity (path, size, mtime), stride, detector and embedder settings."""
-    path = Path(clear_path).resolve()
-    stat = path.stat()
-    embedder_key = embedder.cache_key() if hasattr(embedder, "cache_key") else type(embedder).__qualname__
-    return (str(path), stat.st_size, stat.st_mtime_ns, stride, detector_key(detector), embedder_key)
+def _detect_frames(detector, frames, indices) -> list:
+    """Detections of several frames: one ``detect_batch`` call where the detector has it."""
+    if hasattr(detector, "detect_batch"):
+        return detector.detect_batch(frames, indices)
+    return [detector.detect(frame, index) for frame, index in zip(frames, indices)]
 
 
 def check_video_pair(clear_path, masked_path) -> VideoInfo:
@@ -221,6 +251,7 @@ def evaluate_video(
     threshold: float | None = None,
     timings: dict | None = None,
     clear_cache: dict | None = None,
+    clear_cache_dir=None,
     no_face: Literal["raise", "nan"] = "raise",
 ) -> VideoEvaluation:
     """Score one masked video against its clear video and the gallery (module protocol).
@@ -252,12 +283,15 @@ def evaluate_video(
         If given, CPU seconds (``time.process_time``) spent per stage are added to it
         under "decode", "detect", "embed" and "metrics" (benchmarks/bench_face_eval.py).
     clear_cache : dict, optional
-        Keeps the clear-frame analysis (face box and embedding per tested frame) between
-        calls, keyed by the clear file (path, size, modification time), stride and
-        detector settings, so several submissions of one campaign detect and embed each
-        clear frame once. The caller owns (and bounds) the dict.
+        In-process store of clear-side analyses (``clear_side.ClearSide``: every face's
+        box and embedding per tested frame), keyed by the clear file's content hash,
+        stride, detector and embedder settings, so several submissions of one campaign
+        detect and embed each clear frame once. The caller owns (and bounds) the dict.
+    clear_cache_dir : path-like, optional
+        Folder keeping the same analyses on disk (``clear_side.ClearSideStore``, atomic
+        writes), shared by workers and later runs.
     no_face : {"raise", "nan"}, default="raise"
-        What to do when no tested clear frame has a face (module protocol, step 6):
+        What to do when no tested clear frame has a face (module protocol, step 7):
         raise ``NoFaceError``, or return NaN detection and recognition scores (SSIM and
         PSNR are still computed) with ``clear_faces == 0``.
 
@@ -310,16 +344,54 @@ def evaluate_video(
     own_detector = isinstance(detector, str)
     detector_name = detector if own_detector else type(detector).__name__
     face_detector = make_face_detector(detector) if own_detector else detector
-    watch = _Stopwatch(timings)
-    clear_frames: dict = {}
-    if clear_cache is not None:
-        clear_frames = clear_cache.setdefault(_clear_cache_key(clear_path, stride, face_detector, embedder), {})
+    watch = Stopwatch(timings)
+    store = ClearSideStore(clear_cache, clear_cache_dir)
+    key = None
+    if clear_cache is not None or clear_cache_dir is not None:
+        key = clear_side_key(clear_path, stride=stride, detector=face_detector, embedder=embedder)
+    side = store.get(key) if key is not None else None
+    cached_rows = {int(index): t for t, index in enumerate(side.frame_indices)} if side is not None else None
 
-    frame_ious, clear_found, masked_found = [], [], []
-    masked_distances, masked_ranks, clear_distances, clear_ranks = [], [], [], []
+    frame_indices, clear_boxes, clear_embeddings = [], [], []   # the clear side, if computed here
+    masked_found_per_frame, face_ious, probe_embeddings = [], [], []
     ssims, psnrs = [], []
+
+    def analyse(chunk) -> None:
+        """Detect and embed a batch of tested frame pairs (clear side only when not cached)."""
+        started = time.process_time()
+        indices = [index for index, _, _ in chunk]
+        if side is None:
+            boxes = [d.boxes_xyxy for d in _detect_frames(face_detector, [c for _, c, _ in chunk], indices)]
+        else:
+            missing = [index for index in indices if index not in cached_rows]
+            if missing:
+                raise ValueError(f"the stored clear side of {Path(clear_path).name} lacks frames {missing}")
+            boxes = [side.boxes[cached_rows[index]] for index in indices]
+        masked_detections = _detect_frames(face_detector, [m for _, _, m in chunk], indices)
+        started = watch.add("detect", started)
+        faces = [(masked, _probe_box(box, found)) for (_, _, masked), frame_boxes, found
+                 in zip(chunk, boxes, masked_detections) for box in frame_boxes]
+        n_probes = len(faces)
+        if side is None:
+            faces += [(clear, box) for (_, clear, _), frame_boxes in zip(chunk, boxes) for box in frame_boxes]
+        embeddings = _embed_faces(embedder, faces) if faces else np.zeros((0, embedder.dim), np.float32)
+        probe_embeddings.append(embeddings[:n_probes])
+        if side is None:
+            splits = np.cumsum([len(b) for b in boxes])[:-1]
+            frame_indices.extend(indices)
+            clear_boxes.extend(np.asarray(b, np.float32).reshape(-1, 4) for b in boxes)
+            clear_embeddings.extend(np.split(np.asarray(embeddings[n_probes:], np.float32), splits))
+        started = watch.add("embed", started)
+        for (_, clear, masked), frame_boxes, found in zip(chunk, boxes, masked_detections):
+            ssims.append(ssim(clear, masked))
+            psnrs.append(psnr(clear, masked))
+            masked_found_per_frame.append(len(found) > 0)
+            face_ious.extend(masked_frame_iou(box, found) for box in frame_boxes)
+        watch.add("metrics", started)
+
     try:
         pairs = zip_longest(iter_frames(clear_path, stride=stride), iter_frames(masked_path, stride=stride))
+        chunk: list = []
         started = time.process_time()
         for clear_pair, masked_pair in pairs:
             started = watch.add("decode", started)
@@ -328,72 +400,37 @@ def evaluate_video(
             (frame_index, clear_rgb), (_, masked_rgb) = clear_pair, masked_pair
             if clear_rgb.shape != masked_rgb.shape:  # a size change mid-stream
                 raise VideoPairError(f"frame {frame_index}: clear {clear_rgb.shape}, masked {masked_rgb.shape}")
-            cached = clear_frames.get(frame_index)
-            if cached is None:
-                clear_box = largest_face(face_detector.detect(clear_rgb, frame_index))
-            else:
-                clear_box, clear_embedding = cached
-            masked_detections = face_detector.detect(masked_rgb, frame_index)
-            started = watch.add("detect", started)
-            if clear_box is not None:
-                faces = [(masked_rgb, _probe_box(clear_box, masked_detections))]
-                if cached is None:
-                    faces.append((clear_rgb, clear_box))
-                embeddings = _embed_faces(embedder, faces)  # one batch for both faces
-                masked_embedding = embeddings[0]
-                if cached is None:
-                    clear_embedding = embeddings[1]
-            clear_frames[frame_index] = (clear_box, clear_embedding if clear_box is not None else None)
-            started = watch.add("embed", started)
-            ssims.append(ssim(clear_rgb, masked_rgb))
-            psnrs.append(psnr(clear_rgb, masked_rgb))
-            if clear_box is not None:
-                frame_ious.append(masked_frame_iou(clear_box, masked_detections))
-                clear_found.append(True)
-                masked_found.append(len(masked_detections) > 0)
-                for embedding, distances, ranks in zip(
-                    (masked_embedding, clear_embedding), (masked_distances, clear_distances), (masked_ranks, clear_ranks),
-                ):
-                    distances.append(_genuine_distance(embedding, gallery, labels, true_identity))
-                    ranks.append(closed_set_rank(embedding, gallery, labels, true_identity))
-            started = watch.add("metrics", started)
+            chunk.append((frame_index, clear_rgb, masked_rgb))
+            if len(chunk) == BATCH_FRAMES:
+                analyse(chunk)
+                chunk = []
+            started = time.process_time()
+        if chunk:
+            analyse(chunk)
     finally:
         if own_detector:
             face_detector.close()
+    if side is None:
+        side = ClearSide(np.asarray(frame_indices, np.int64), tuple(clear_boxes), tuple(clear_embeddings))
+        if key is not None:
+            store.put(key, side)
 
-    n_reference = len(frame_ious)
-    if n_reference == 0 and no_face == "raise":
+    started = time.process_time()
+    track_ids = track_faces(side.boxes, side.embeddings, threshold=threshold)
+    target = target_track(track_ids, side.embeddings, gallery, labels, true_identity, threshold=threshold)
+    if target is None and no_face == "raise":
         raise NoFaceError(
             f"{Path(clear_path).name}: no face detected in the {len(ssims)} tested clear frames (stride {stride}); "
             f"pass no_face='nan' to score it as undefined"
         )
-    nan = math.nan
-    if n_reference:
-        mean_iou, cumulative_iou = iou_summary(frame_ious)
-        failure = detection_failure_rate(clear_found, masked_found)
-        masked_rank_array, clear_rank_array = np.asarray(masked_ranks), np.asarray(clear_ranks)
-        recognition = dict(
-            match_rate=match_rate(masked_distances, threshold=threshold),
-            rank1_rate=float(np.mean(masked_rank_array == 1)),
-            mean_rank=float(masked_rank_array.mean()),
-            mean_genuine_distance=float(np.mean(masked_distances)),
-            clear_match_rate=match_rate(clear_distances, threshold=threshold),
-            clear_rank1_rate=float(np.mean(clear_rank_array == 1)),
-        )
-    else:
-        mean_iou = cumulative_iou = failure = nan
-        recognition = dict.fromkeys(
-            ("match_rate", "rank1_rate", "mean_rank", "mean_genuine_distance", "clear_match_rate", "clear_rank1_rate"),
-            nan,
-        )
     psnr_db, identical = summarize_psnr(psnrs)
+    scores = _person_scores(
+        track_ids, target, side.embeddings, face_ious, probe_embeddings, masked_found_per_frame,
+        gallery=gallery, labels=labels, true_identity=true_identity, threshold=threshold,
+    )
+    watch.add("metrics", started)
     return VideoEvaluation(
         frames_tested=len(ssims),
-        clear_faces=n_reference,
-        masked_faces=int(np.count_nonzero(masked_found)),
-        mean_iou=mean_iou,
-        cumulative_iou=cumulative_iou,
-        detection_failure_rate=failure,
         chance_level=chance_level(labels),
         n_identities=len(np.unique(labels)),
         ssim=float(np.mean(ssims)),
@@ -403,8 +440,60 @@ def evaluate_video(
         detector=detector_name,
         threshold=float(threshold),
         embedder=embedder_name,
-        **recognition,
+        **scores,
     )
+
+
+def _person_scores(track_ids, target, clear_embeddings, face_ious, probe_embeddings, masked_found_per_frame, *,
+                   gallery, labels, true_identity, threshold) -> dict:
+    """Detection and recognition scores of the target track and of every track (protocol 2-6)."""
+    nan = math.nan
+    ids = np.concatenate(track_ids) if track_ids else np.zeros(0, np.int64)
+    frame_of_face = np.repeat(np.arange(len(track_ids)), [len(i) for i in track_ids])
+    ious = np.asarray(face_ious, np.float64)
+    probes = np.concatenate(probe_embeddings) if probe_embeddings else np.zeros((0, gallery.shape[1]), np.float32)
+    clear = np.concatenate(clear_embeddings) if len(ids) else probes[:0]
+    masked_found = np.asarray(masked_found_per_frame, bool)
+    scores: dict = {}
+    rows = np.flatnonzero(ids == target) if target is not None else np.zeros(0, np.int64)
+    scores["clear_faces"] = len(rows)
+    scores["masked_faces"] = int(np.count_nonzero(masked_found[frame_of_face[rows]]))
+    if len(rows):
+        scores["mean_iou"], scores["cumulative_iou"] = iou_summary(ious[rows])
+        scores["detection_failure_rate"] = detection_failure_rate(np.ones(len(rows), bool),
+                                                                   masked_found[frame_of_face[rows]])
+        for prefix, embeddings in (("", probes[rows]), ("clear_", clear[rows])):
+            distances = [_genuine_distance(e, gallery, labels, true_identity) for e in embeddings]
+            ranks = np.asarray([closed_set_rank(e, gallery, labels, true_identity) for e in embeddings])
+            scores[f"{prefix}match_rate"] = match_rate(distances, threshold=threshold)
+            scores[f"{prefix}rank1_rate"] = float(np.mean(ranks == 1))
+            if not prefix:
+                scores["mean_rank"] = float(ranks.mean())
+                scores["mean_genuine_distance"] = float(np.mean(distances))
+    else:
+        scores.update(dict.fromkeys(("mean_iou", "cumulative_iou", "detection_failure_rate", "match_rate",
+                                     "rank1_rate", "mean_rank", "mean_genuine_distance", "clear_match_rate",
+                                     "clear_rank1_rate"), nan))
+    scores["all_faces"] = len(ids)
+    if len(ids) == 0:
+        return {**scores, "n_face_tracks": 0, "faces_leaked": 0, "faces_detected": 0, "faces_recognisable": 0,
+                "all_faces_mean_iou": nan, "all_faces_detection_failure_rate": nan}
+    centroids = track_centroids(track_ids, clear_embeddings)
+    detected = ious >= DETECTED_IOU
+    recognisable = np.linalg.norm(probes.astype(np.float64) - centroids[ids], axis=1) <= threshold
+    n_tracks = len(centroids)
+    frames_per_track = np.bincount(ids, minlength=n_tracks)
+    track_detected = np.bincount(ids, weights=detected, minlength=n_tracks) >= LEAK_SHARE * frames_per_track
+    track_recognisable = np.bincount(ids, weights=recognisable, minlength=n_tracks) >= LEAK_SHARE * frames_per_track
+    return {
+        **scores,
+        "n_face_tracks": n_tracks,
+        "faces_leaked": int(np.count_nonzero(track_detected | track_recognisable)),
+        "faces_detected": int(np.count_nonzero(track_detected)),
+        "faces_recognisable": int(np.count_nonzero(track_recognisable)),
+        "all_faces_mean_iou": float(ious.mean()),
+        "all_faces_detection_failure_rate": float(np.mean(~detected)),
+    }
 
 
 def embed_gallery_image(
@@ -461,8 +550,8 @@ def summarize(evaluations: Iterable[VideoEvaluation]) -> dict:
 
     Rates, IoU, ranks, distances and SSIM are means over videos (each video weighs the
     same), leaving out videos where the metric is NaN (no reference frame). Counts
-    (``frames_tested``, ``clear_faces``, ``masked_faces``, ``psnr_identical_frames``)
-    and ``cumulative_iou`` are sums, so ``cumulative_iou`` stays MediaEval's
+    (``COUNT_FIELDS``: frames, faces, face tracks and ``faces_leaked``) and
+    ``cumulative_iou`` are sums, so ``cumulative_iou`` stays MediaEval's
     "cumulative score for IoU across tested frames" (seeds/002) over the whole
     submission. ``psnr_db`` is the mean of the videos' finite PSNR in dB (+inf if every
     video is identical to its source); ``n_identities`` and ``chance_level`` are the
@@ -500,8 +589,9 @@ def summarize(evaluations: Iterable[VideoEvaluation]) -> dict:
             summary[name] = float(finite.mean()) if len(finite) else math.inf
         elif name == "n_identities":
             summary[name] = gallery_sizes[0]
-        elif name in ("frames_tested", "clear_faces", "masked_faces", "psnr_identical_frames"):
-            summary[name] = int(values.sum())
+        elif name in COUNT_FIELDS:  # NaN only in evaluations stored before a count existed
+            kept = values[~np.isnan(values)]
+            summary[name] = int(kept.sum()) if len(kept) else math.nan
         else:
             kept = values[~np.isnan(values)]
             reduce = np.sum if name == "cumulative_iou" else np.mean

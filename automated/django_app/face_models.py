@@ -66,6 +66,14 @@ class VideoScore(models.Model):
     ssim = _metric_field("SSIM")
     psnr_db = _metric_field("PSNR (dB)")
     psnr_identical_frames = _metric_field("frames identical to clear", integer=True)
+    # Every face in the clear video (face_eval protocol, steps 2 and 6); NULL in runs before tracking.
+    n_face_tracks = _metric_field("face tracks (people) in the clear video", integer=True)
+    faces_leaked = _metric_field("faces leaked (tracks detected or recognisable)", integer=True)
+    faces_detected = _metric_field("tracks detected in the masked video", integer=True)
+    faces_recognisable = _metric_field("tracks recognisable in the masked video", integer=True)
+    all_faces = _metric_field("clear faces, all tracks", integer=True)
+    all_faces_mean_iou = _metric_field("mean detection IoU, all faces")
+    all_faces_detection_failure_rate = _metric_field("face detection failure rate, all faces")
 
     class Meta:
         verbose_name = "video face score"

@@ -34,8 +34,9 @@ logger = logging.getLogger(__name__)
 
 # Runs configured before the embedder registry (no "embedder" key) used dlib's own code.
 LEGACY_EMBEDDER = "dlib_resnet_native"
-# Clear-frame face boxes and embeddings shared by the runs of this process (see
-# face_eval.evaluate_video): every submission of a campaign has the same clear videos.
+# Clear-frame face boxes and embeddings shared by the runs of this process, and on disk
+# under CACHE_DIR/clear_side by every worker and later run (face_eval.evaluate_video,
+# clear_side.ClearSideStore): every submission of a campaign has the same clear videos.
 _CLEAR_CACHE: dict = {}
 _CLEAR_CACHE_MAX_VIDEOS = 2000
 # Gallery embeddings per campaign and settings (``_cached_gallery``).
@@ -325,7 +326,8 @@ class FaceRunKind(lifecycle.RunKind):
                     evaluation = evaluate_video(
                         clear_path, masked_path, embeddings, codes, source.identity.code,
                         stride=stride, detector=detector, embedder=embedder, threshold=threshold,
-                        clear_cache=_CLEAR_CACHE, no_face="nan",
+                        clear_cache=_CLEAR_CACHE, clear_cache_dir=Path(settings.CACHE_DIR) / "clear_side",
+                        no_face="nan",
                     )
                 except ValueError as error:  # stored files have opaque names: say which video
                     raise type(error)(f"source video {source.name!r}: {error}") from error

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from django.conf import settings
 from django.core.files import File
 from django.core.files.base import ContentFile
 from django.core.management import call_command
@@ -91,6 +92,10 @@ def test_evaluation_stores_scores_that_order_identity_above_blur(campaign):
     assert all(s.match_rate == 1.0 and s.rank1_rate == 1.0 and s.frames_tested == 3 for s in scores)
     assert all(s.psnr_db is None and s.psnr_identical_frames == 3 for s in scores)  # identical: +inf stored as NULL
     assert all(s.chance_level == pytest.approx(0.25) for s in scores)
+    # One person per clip, left detectable and recognisable by the identity baseline.
+    assert all((s.n_face_tracks, s.faces_leaked, s.all_faces) == (1, 1, 3) for s in scores)
+    # The clear side is on disk (CACHE_DIR/clear_side): one entry per source video, shared by both runs.
+    assert len(list((Path(settings.CACHE_DIR) / "clear_side").glob("clear_side_*.npz"))) == 3
     blurred = VideoScore.objects.filter(run=blurred_run)
     assert all(s.match_rate == 0.0 and s.ssim < 0.95 for s in blurred)
 
