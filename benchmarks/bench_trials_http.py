@@ -90,7 +90,7 @@ def _gunicorn_postgres(tmp: Path, conn_max_age: int) -> tuple[dict, dict]:
     from tests.ops.servers import gunicorn, postgres_database
 
     with postgres_database() as url:
-        env = {"DATABASE_URL": url, "DEID_VAR_DIR": str(tmp / f"var-pg-{conn_max_age}"), "DEID_DEBUG": "0",
+        env = {"DATABASE_URL": url, "DEID_VAR_DIR": str(tmp / f"var-pg-{conn_max_age}"), "DEID_DEBUG": "0", "TRIALS_PLAUSIBILITY_CHECKS": "0",
                "DEID_DATA_DIR": str(settings.DATA_DIR), "DEID_DB_CONN_MAX_AGE": str(conn_max_age)}
         setup = _setup(env)
         options = ("-c", "python:evalsite.gunicorn_conf", "--access-logformat", ACCESS_FORMAT)
@@ -106,7 +106,7 @@ def _gunicorn_postgres(tmp: Path, conn_max_age: int) -> tuple[dict, dict]:
 def _runserver_sqlite(tmp: Path) -> tuple[dict, dict]:
     from tests.ops.servers import Server, base_env, free_port, wait_for_port
 
-    env = {"DEID_VAR_DIR": str(tmp / "var-sqlite"), "DEID_DEBUG": "0", "DEID_DATA_DIR": str(settings.DATA_DIR)}
+    env = {"DEID_VAR_DIR": str(tmp / "var-sqlite"), "DEID_DEBUG": "0", "TRIALS_PLAUSIBILITY_CHECKS": "0", "DEID_DATA_DIR": str(settings.DATA_DIR)}
     setup = _setup(env)
     port = free_port()
     server = Server([sys.executable, "-m", "benchmarks.timed_devserver", str(port)], base_env(**env),

@@ -187,6 +187,11 @@ TRIALS_PER_SESSION = env.integer("TRIALS_PER_SESSION", 20, minimum=1)
 TRIALS_PRACTICE = env.integer("TRIALS_PRACTICE", 2, minimum=0)
 TRIALS_FACE_SIZE_PX = env.integer("TRIALS_FACE_SIZE_PX", 160, minimum=32)
 TRIALS_CLAIM_TIMEOUT_S = env.integer("TRIALS_CLAIM_TIMEOUT_S", 30 * 60, minimum=1)
+# Plausibility checks of answers (trials/plausibility.py); off only for scripted load tests.
+TRIALS_PLAUSIBILITY_CHECKS = env.boolean("TRIALS_PLAUSIBILITY_CHECKS", True)
+TRIALS_MIN_VIEW_MS = env.integer("TRIALS_MIN_VIEW_MS", 1000, minimum=0)
+TRIALS_MIN_VIDEO_PERCENT = env.integer("TRIALS_MIN_VIDEO_PERCENT", 50, minimum=0)
+TRIALS_MAX_ATTENTION_FAILURES = env.integer("TRIALS_MAX_ATTENTION_FAILURES", 2, minimum=1)
 
 # Fairness reports (fairness/django_app/report.py): score columns (None: its
 # DEFAULT_SCORE_COLUMNS), bootstrap intervals, face quality measured when missing.

@@ -44,7 +44,7 @@ from django.utils import timezone
 
 from evalsite.models import Campaign, GalleryImage, SourceVideo
 
-from . import design
+from . import design, plausibility
 from .models import (
     Item,
     RatingSession,
@@ -264,6 +264,8 @@ def _new_trial(session: RatingSession, now) -> Trial | None:
     kind = session.plan[session.position]
     seen = set(session.trials.exclude(source_video=None).values_list("source_video_id", flat=True))
     if kind == design.ITEM:
+        if Rater.objects.filter(pk=session.rater_id, excluded=True).exists():
+            return None  # an excluded rater's answers would not count: no item is spent on them
         return _item_trial(session, seen, rng, now)
     if kind == design.PRACTICE:
         n_before = sum(1 for k in session.plan[: session.position] if k == design.PRACTICE)
@@ -465,17 +467,29 @@ def _store_response(trial: Trial, answer: Mapping) -> Response:
     """
     if answer["choice"] not in valid_choices(trial):
         raise ValueError(f"choice must be one of {valid_choices(trial)}, got {answer['choice']!r}")
+    now = timezone.now()
+    shown = trial.shown_at or trial.claimed_at
     response = Response.objects.create(
         trial=trial, choice=answer["choice"], correct=answer["choice"] == trial.correct_choice,
         response_time_ms=answer["response_time_ms"], replays=answer.get("replays", 0),
         watch_time_ms=answer.get("watch_time_ms", 0),
+        server_time_ms=max(0, int((now - shown).total_seconds() * 1000)),
     )
     trial.completed = True
     trial.save(update_fields=["completed"])
-    if trial.kind == TrialKind.CATCH and not response.correct:
-        # The first failure flags and excludes; the organizer may include the rater again,
-        # and a later failure does not overrule that decision.
-        Rater.objects.filter(pk=trial.session.rater_id, flagged=False).update(flagged=True, excluded=True)
+    reason = plausibility.implausible_answer(trial, now)
+    if not reason and trial.kind == TrialKind.CATCH and not response.correct:
+        failed = Response.objects.filter(
+            trial__session=trial.session, trial__kind=TrialKind.CATCH, correct=False
+        ).count()
+        if failed >= plausibility.max_attention_failures():
+            reason = f"failed {failed} attention checks"
+    if reason:
+        # The first reason flags and excludes; the organizer may include the rater again,
+        # and a later reason does not overrule that decision.
+        Rater.objects.filter(pk=trial.session.rater_id, flagged=False).update(
+            flagged=True, excluded=True, flag_reason=reason
+        )
     session = trial.session  # locked by the caller
     if session.position == trial.position:
         session.position += 1

@@ -58,5 +58,11 @@ def video_columns(submission) -> pd.DataFrame:
 
 
 def summary(submission) -> dict:
-    """The ``human`` summary section for ``evalsite.reports``."""
-    return scoring.summary_scores(responses_frame(submission))
+    """The ``human`` summary section for ``evalsite.reports``: scores of usable responses,
+    plus ``n_excluded_responses`` / ``n_excluded_raters`` (left out, not counted)."""
+    usable = responses_frame(submission)
+    every = responses_frame(submission, include_excluded=True)
+    out = scoring.summary_scores(usable)
+    out["n_excluded_responses"] = len(every) - len(usable)
+    out["n_excluded_raters"] = len(set(every["rater"]) - set(usable["rater"]))
+    return out

@@ -377,3 +377,75 @@ def _private(response: HttpResponse) -> HttpResponse:
     response["Cache-Control"] = "private, no-store"
     response["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+#: Catch-trial probe video: frames, frame rate, and the frame size it is centred in.
+CATCH_FRAMES, CATCH_FPS, CATCH_FRAME_SIZE = 50, 25, (360, 288)
+
+
+def catch_video_frames(crop_rgb: np.ndarray) -> list[np.ndarray]:
+    """Frames of the catch-trial probe: the face crop, slowly zooming, on a grey frame.
+
+    Parameters
+    ----------
+    crop_rgb : ndarray of shape (size, size, 3), dtype uint8
+        The rater crop of the gallery face (the same face the lineup shows).
+
+    Returns
+    -------
+    list of ndarray of shape (288, 360, 3), dtype uint8
+        :data:`CATCH_FRAMES` RGB frames: a video like every other trial's, easy for an
+        attentive rater and not the bytes of any face shown.
+    """
+    width, height = CATCH_FRAME_SIZE
+    frames = []
+    for i in range(CATCH_FRAMES):
+        side = int(round(height * (0.8 + 0.15 * i / (CATCH_FRAMES - 1)))) // 2 * 2
+        face = cv2.resize(crop_rgb, (side, side), interpolation=cv2.INTER_CUBIC)
+        frame = np.full((height, width, 3), OVAL_GREY, np.uint8)
+        top, left = (height - side) // 2, (width - side) // 2
+        frame[top: top + side, left: left + side] = face
+        frames.append(frame)
+    return frames
+
+
+def ensure_catch_video(crop: GalleryCrop) -> bool:
+    """Make the catch-trial probe video of a face crop once (``crop.catch_video``).
+
+    Safe to run twice at once (compare-and-set like :func:`ensure_web_file`).
+
+    Returns
+    -------
+    bool
+        True if this call stored the video.
+
+    Raises
+    ------
+    automated.video.VideoError
+        If ffmpeg cannot encode it.
+    """
+    if crop.catch_video and crop.catch_video.storage.exists(crop.catch_video.name):
+        return False
+    crop_rgb = read_image_rgb(crop.file.path)
+
+    def produce(path: Path) -> None:
+        raw = path.with_suffix(".avi")
+        writer = cv2.VideoWriter(str(raw), cv2.VideoWriter_fourcc(*"MJPG"), CATCH_FPS, CATCH_FRAME_SIZE)
+        try:
+            for frame in catch_video_frames(crop_rgb):
+                writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
+        finally:
+            writer.release()
+        try:
+            transcode_for_web(raw, path)
+        finally:
+            raw.unlink(missing_ok=True)
+
+    old_name = crop.catch_video.name or ""
+    name = store_atomically(crop.catch_video, "catch.mp4", produce)
+    if not GalleryCrop.objects.filter(pk=crop.pk, catch_video=old_name).update(catch_video=name):
+        crop.catch_video.storage.delete(name)
+        crop.refresh_from_db(fields=["catch_video"])
+        return False
+    crop.catch_video.name = name
+    return True

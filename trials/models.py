@@ -42,6 +42,10 @@ def crop_upload_to(instance, filename: str) -> str:
     return f"crops/{opaque_token()}.png"
 
 
+def catch_video_upload_to(instance, filename: str) -> str:
+    return f"crops/{opaque_token()}.mp4"
+
+
 class Task(models.TextChoices):
     IDENTITY = "identity", "identity matching"
     ACTION = "action", "action labelling"
@@ -59,8 +63,18 @@ class Rater(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
         related_name="rater_profiles",
     )
-    flagged = models.BooleanField("flagged", default=False, help_text="Failed an attention check.")
-    excluded = models.BooleanField("excluded from scoring", default=False)
+    flagged = models.BooleanField(
+        "flagged", default=False, help_text="Failed attention checks or answered implausibly."
+    )
+    flag_reason = models.TextField("why flagged", blank=True)
+    excluded = models.BooleanField(
+        "excluded from scoring", default=False,
+        help_text="Responses do not count toward targets or scores; items reopen for others.",
+    )
+    platform_params = models.JSONField(
+        "crowd-platform parameters", default=dict, blank=True,
+        help_text="PROLIFIC_PID, STUDY_ID, SESSION_ID ... from the join link, as received.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -111,6 +125,10 @@ class RatingSession(models.Model):
     position = models.PositiveIntegerField(default=0)
     seed = models.BigIntegerField(default=0)
     completion_code = models.CharField(max_length=16, default=completion_code)
+    browser_key_hash = models.CharField(
+        max_length=64, blank=True,
+        help_text="SHA-256 of the secret cookie of the browser that joined; other browsers are refused.",
+    )
     started_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
 
@@ -141,12 +159,17 @@ class ItemQuerySet(models.QuerySet):
         )
 
     def with_counts(self, now=None):
-        """Annotate ``n_completed`` and ``n_live`` (completed + live unexpired claims)."""
+        """Annotate ``n_completed`` (usable responses), ``n_live`` (those + live unexpired
+        claims) and ``n_excluded`` (responses of excluded raters, which count for nothing)."""
         cutoff = (now or timezone.now()) - claim_timeout()
-        live = Q(trials__completed=True) | Q(trials__released=False, trials__claimed_at__gte=cutoff)
+        usable = Q(trials__session__rater__excluded=False)  # excluded raters never fill targets
+        live = usable & (Q(trials__completed=True) | Q(trials__released=False, trials__claimed_at__gte=cutoff))
         return self.annotate(
-            n_completed=Count("trials", filter=Q(trials__completed=True), distinct=True),
+            n_completed=Count("trials", filter=usable & Q(trials__completed=True), distinct=True),
             n_live=Count("trials", filter=live, distinct=True),
+            n_excluded=Count(
+                "trials", filter=Q(trials__completed=True, trials__session__rater__excluded=True), distinct=True
+            ),
         )
 
     def least_completed_first(self, campaign, *, exclude_video_ids=(), now=None):
@@ -215,9 +238,13 @@ class TrialQuerySet(models.QuerySet):
         return self.filter(released=False)
 
     def live(self, now=None):
-        """Completed trials plus unexpired claims (what counts against an item's target)."""
+        """Completed trials plus unexpired claims of raters not excluded (what counts
+        against an item's target: an excluded rater's responses stop counting and the
+        item reopens)."""
         cutoff = (now or timezone.now()) - claim_timeout()
-        return self.filter(Q(completed=True) | Q(released=False, claimed_at__gte=cutoff))
+        return self.filter(session__rater__excluded=False).filter(
+            Q(completed=True) | Q(released=False, claimed_at__gte=cutoff)
+        )
 
 
 class Trial(models.Model):
@@ -248,6 +275,10 @@ class Trial(models.Model):
     token = models.CharField(max_length=40, unique=True, default=opaque_token)
     media_token = models.CharField(max_length=40, unique=True, default=opaque_token)
     claimed_at = models.DateTimeField(default=timezone.now)
+    shown_at = models.DateTimeField(null=True, blank=True, help_text="First time the trial page was served.")
+    media_fetched_at = models.DateTimeField(null=True, blank=True, help_text="First request of the video.")
+    video_bytes_served = models.BigIntegerField(default=0, help_text="Video bytes sent (all Range requests).")
+    video_size = models.BigIntegerField(default=0, help_text="Bytes of the video variant served.")
     completed = models.BooleanField(default=False)
     released = models.BooleanField(default=False, help_text="Claim expired and the item went to someone else.")
 
@@ -277,6 +308,7 @@ class TrialFace(models.Model):
     position = models.PositiveSmallIntegerField()
     gallery_image = models.ForeignKey(GalleryImage, on_delete=models.PROTECT, related_name="+")
     token = models.CharField(max_length=40, unique=True, default=opaque_token)
+    fetched_at = models.DateTimeField(null=True, blank=True, help_text="First request of the face.")
 
     class Meta:
         ordering = ["trial", "position"]
@@ -294,6 +326,10 @@ class Response(models.Model):
     response_time_ms = models.PositiveIntegerField("response time (ms)")
     replays = models.PositiveIntegerField(default=0)
     watch_time_ms = models.PositiveIntegerField("watch time (ms)", default=0)
+    server_time_ms = models.PositiveIntegerField(
+        "server-side response time (ms)", null=True, blank=True,
+        help_text="From the trial page being served to the answer arriving.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -319,5 +355,9 @@ class GalleryCrop(models.Model):
     file = models.ImageField(upload_to=crop_upload_to)
     size_px = models.PositiveSmallIntegerField()
     version = models.PositiveSmallIntegerField(default=CURRENT_VERSION, help_text="Crop style (see CURRENT_VERSION).")
+    catch_video = models.FileField(
+        upload_to=catch_video_upload_to, blank=True,
+        help_text="A short MP4 of this face, the probe of attention-check trials.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 

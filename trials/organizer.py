@@ -56,7 +56,9 @@ def campaign_progress(request, pk: int):
         "n_raters": raters.count(),
         "n_complete": raters.filter(session__state=SessionState.COMPLETE).count(),
         "n_flagged": raters.filter(flagged=True).count(),
+        "n_excluded": raters.filter(excluded=True).count(),
         "responses_done": sum(min(item.n_completed, item.target_count) for item in evaluated),
+        "responses_excluded": sum(item.n_excluded for item in evaluated),
         "responses_wanted": sum(item.target_count for item in evaluated),
         "warnings": campaign_warnings(campaign),
     }

@@ -6,6 +6,7 @@ only their own trials. URLs carry opaque random tokens only (DESIGN.md, security
 """
 from __future__ import annotations
 
+from django.db.models import F
 from django.http import Http404, HttpResponseForbidden, HttpResponseNotAllowed, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -18,7 +19,8 @@ from evalsite.models import Campaign
 
 from . import assignment
 from .forms import JoinForm, ResponseForm
-from .media import ensure_gallery_crop, prepared_file_response
+from .media import ensure_catch_video, ensure_gallery_crop
+from .variants import mp4_variant_response, png_variant_response
 from .models import RatingSession, SessionState, Task, Trial, TrialFace, TrialKind
 
 SESSION_KEY = "trials_rating_session"
@@ -82,6 +84,8 @@ def _instructions_context(session):
 
 def _trial_context(session, trial: Trial) -> dict:
     session.refresh_from_db(fields=["position"])
+    # Server-side start of the response time: the first time this trial page was served.
+    Trial.objects.filter(pk=trial.pk, shown_at=None).update(shown_at=timezone.now())
     faces = list(trial.faces.order_by("position")) if trial.task == Task.IDENTITY else []
     actions = list(session.campaign.action_vocabulary) if trial.task == Task.ACTION else []
     config = {
@@ -96,7 +100,7 @@ def _trial_context(session, trial: Trial) -> dict:
         "trial": trial,
         "faces": faces,
         "actions": actions,
-        "still": trial.probe_image_id is not None,
+        "still": False,  # catch probes are videos too
         "media_url": reverse("trials:media", args=[trial.media_token]),
         "position": session.position + 1,
         "total": len(session.plan),
@@ -157,10 +161,13 @@ def respond(request, token: str):
 
 
 def media(request, token: str):
-    """A trial's video, probe still or gallery face, only for the rater who owns the trial.
+    """A trial's video (or catch-probe video) or gallery face, only for the rater who owns it.
 
-    Gallery crops are made on first use if rating opened without them (cheap, and safe
-    under concurrent first requests); a video without its browser copy is a 503.
+    Every file is the trial's own byte variant (:mod:`trials.variants`), so no size or
+    hash recurs across trials. Each fetch is recorded for the plausibility checks
+    (:mod:`trials.plausibility`): first request of a face and of the video, video bytes
+    sent. Gallery crops and catch videos are made on first use if rating opened without
+    them (safe under concurrent first requests); a video without its browser copy is a 503.
     """
     session = _rating_session(request)
     if session is None:
@@ -168,16 +175,31 @@ def media(request, token: str):
     face = TrialFace.objects.select_related("gallery_image").filter(
         token=token, trial__session=session
     ).first()
+    now = timezone.now()
     if face is not None:
-        return prepared_file_response(request, ensure_gallery_crop(face.gallery_image).file, "image/png")
+        TrialFace.objects.filter(pk=face.pk, fetched_at=None).update(fetched_at=now)
+        return png_variant_response(request, ensure_gallery_crop(face.gallery_image).file, face.token)
     trial = Trial.objects.select_related(
         "probe_image", "item__masked_video", "source_video"
     ).filter(media_token=token, session=session).first()
     if trial is None:
         raise Http404
     if trial.probe_image_id is not None:
-        return prepared_file_response(request, ensure_gallery_crop(trial.probe_image).file, "image/png")
-    video = trial.item.video_for_raters() if trial.item_id else trial.source_video
-    # Web copies are made when rating opens (trials.tasks), never in a rater's request:
-    # one not ready yet is a 503 with Retry-After, which the trial page retries.
-    return prepared_file_response(request, video.web_file, "video/mp4")
+        crop = ensure_gallery_crop(trial.probe_image)
+        ensure_catch_video(crop)
+        field = crop.catch_video
+    else:
+        video = trial.item.video_for_raters() if trial.item_id else trial.source_video
+        # Web copies are made when rating opens (trials.tasks), never in a rater's request:
+        # one not ready yet is a 503 with Retry-After, which the trial page retries.
+        field = video.web_file
+    trials = Trial.objects.filter(pk=trial.pk)
+
+    def on_size(size: int) -> None:
+        trials.filter(media_fetched_at=None).update(media_fetched_at=now)
+        trials.update(video_size=size)
+
+    def on_sent(n: int) -> None:
+        trials.update(video_bytes_served=F("video_bytes_served") + n)
+
+    return mp4_variant_response(request, field, trial.media_token, on_sent=on_sent, on_size=on_size)

@@ -9,6 +9,13 @@ from trials import assignment
 from trials.models import Item, RatingSession, Rater, Response, SessionState, Trial, TrialKind
 
 
+@pytest.fixture(autouse=True)
+def no_plausibility_checks(settings):
+    """These tests drive assignment directly, with no media fetched over HTTP (the checks
+    are tested through the views in test_cheating.py)."""
+    settings.TRIALS_PLAUSIBILITY_CHECKS = False
+
+
 def running_session(campaign, code):
     session = assignment.join(campaign, participant_code=code)
     RatingSession.objects.filter(pk=session.pk).update(state=SessionState.RUNNING)
@@ -114,18 +121,29 @@ def test_a_resent_answer_is_stored_once_and_keeps_the_first_choice(grid_campaign
     assert session.position == 1
 
 
-def test_failed_attention_check_flags_the_rater(grid_campaign):
+def test_one_failed_attention_check_does_not_exclude_by_default(grid_campaign):
+    session = running_session(grid_campaign, "P-1")
+    catch = skip_to_kind(session, TrialKind.CATCH)
+    answer(catch, next(c for c in assignment.valid_choices(catch) if c != catch.correct_choice))
+    rater = Rater.objects.get()
+    assert not rater.flagged and not rater.excluded  # TRIALS_MAX_ATTENTION_FAILURES = 2
+
+
+def test_failed_attention_check_flags_the_rater(grid_campaign, settings):
+    settings.TRIALS_MAX_ATTENTION_FAILURES = 1
     session = running_session(grid_campaign, "P-1")
     catch = skip_to_kind(session, TrialKind.CATCH)
     assert catch.probe_image_id == catch.faces.get(position=int(catch.correct_choice)).gallery_image_id
     wrong = next(c for c in assignment.valid_choices(catch) if c != catch.correct_choice)
     answer(catch, wrong)
-    assert Rater.objects.get().flagged
+    rater = Rater.objects.get()
+    assert rater.flagged and rater.flag_reason == "failed 1 attention checks"
 
 
-def test_a_flagged_rater_is_excluded_until_the_organizer_includes_them_again(grid_campaign):
+def test_a_flagged_rater_is_excluded_until_the_organizer_includes_them_again(grid_campaign, settings):
     from trials.human_report import responses_frame
 
+    settings.TRIALS_MAX_ATTENTION_FAILURES = 1
     session = running_session(grid_campaign, "P-1")
     catch = skip_to_kind(session, TrialKind.CATCH)
     answer(catch, next(c for c in assignment.valid_choices(catch) if c != catch.correct_choice))

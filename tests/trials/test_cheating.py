@@ -77,3 +77,198 @@ def test_thin_stratum_is_always_target_present_whatever_the_share(share):
         assert all(k.startswith("m") for k in lineup)
         if share in (0.0, 1.0):
             assert present == (share == 0.0)
+
+
+# --- through the rater pages (Django test client, the real GRID campaign) -------------
+
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+import time  # noqa: E402
+
+from django.test import Client  # noqa: E402
+
+from trials import assignment  # noqa: E402
+from trials.human_report import responses_frame  # noqa: E402
+from trials.models import Item, Rater, RatingSession, SessionState, Trial, TrialFace  # noqa: E402
+
+RESPOND = re.compile(r'"respond_url": "(/t/[^"]+/respond/)"')
+CHOICE = re.compile(r'data-choice="([^"]+)"')
+MEDIA = re.compile(r'src="(/m/[^"]+)"')
+
+
+def _start(campaign, code) -> Client:
+    client = Client()
+    assert client.post(f"/join/{campaign.join_code}/", {"participant_code": code}).status_code == 302
+    client.post("/session/consent/", {"agree": "yes"})
+    client.post("/session/start/")
+    return client
+
+
+def _fetch(client, url) -> bytes:
+    reply = client.get(url)
+    assert reply.status_code == 200, url
+    return b"".join(reply.streaming_content)
+
+
+def _play_session(client, *, fetch=True, wait_s=0.0):
+    """Answer every trial; yields (trial, {media url: bytes}) per trial."""
+    for _ in range(40):
+        html = client.get("/session/").content.decode()
+        match = RESPOND.search(html)
+        if match is None:
+            return
+        trial = Trial.objects.get(token=match.group(1).split("/")[2])
+        files = {url: _fetch(client, url) for url in MEDIA.findall(html)} if fetch else {}
+        time.sleep(wait_s)
+        yield trial, files
+        body = {"choice": CHOICE.findall(html)[0], "response_time_ms": 1500}
+        client.post(match.group(1), json.dumps(body), content_type="application/json")
+
+
+def _keys(trial, files):
+    """(kind, key, answer) the byte-key attack learns: per face its identity, per video its video."""
+    faces = {f"/m/{face.token}": face.gallery_image.identity_id for face in trial.faces.all()}
+    for url, data in files.items():
+        answer = faces.get(url, ("video", trial.source_video_id, trial.probe_image_id))
+        yield len(data), hashlib.sha256(data).hexdigest(), answer, url in faces
+
+
+def test_byte_size_or_hash_of_faces_and_videos_is_no_answer_key(grid_campaign, settings):
+    settings.TRIALS_MIN_VIEW_MS = 0
+    learned_size, learned_hash = {}, set()
+    for trial, files in _play_session(_start(grid_campaign, "harvester")):
+        for size, digest, answer, _ in _keys(trial, files):
+            learned_size.setdefault(size, set()).add(answer)
+            learned_hash.add(digest)
+    lookups = size_right = hash_hits = faces = videos = 0
+    for trial, files in _play_session(_start(grid_campaign, "cheater")):
+        for size, digest, answer, is_face in _keys(trial, files):
+            faces += is_face
+            videos += not is_face
+            lookups += 1
+            size_right += answer in learned_size.get(size, ())
+            hash_hits += digest in learned_hash
+    assert faces >= 25 and videos >= 9
+    assert hash_hits == 0
+    # Old code: every lookup named the right face or video. A chance size collision may
+    # happen (padding spreads sizes over ~4 kB); naming the right answer stays rare.
+    assert size_right <= 0.05 * lookups, (size_right, lookups)
+
+
+def test_same_trial_reloaded_gets_the_same_bytes_and_the_video_still_decodes(grid_campaign, settings, tmp_path):
+    import cv2
+
+    settings.TRIALS_MIN_VIEW_MS = 0
+    client = _start(grid_campaign, "reloader")
+    html = client.get("/session/").content.decode()
+    urls = MEDIA.findall(html)
+    video_url = urls[-1]
+    first, again = _fetch(client, video_url), _fetch(client, video_url)
+    assert first == again and first[4:8] == b"ftyp" and b"free" in first[:64]
+    trial = Trial.objects.get(media_token=video_url.split("/")[-1])
+    original = open(trial.source_video.web_file.path, "rb").read()
+    assert len(first) > len(original)
+    decoded = []
+    for data in (first, original):
+        path = tmp_path / f"v{len(decoded)}.mp4"
+        path.write_bytes(data)
+        capture = cv2.VideoCapture(str(path))
+        frames = []
+        while True:
+            ok, frame = capture.read()
+            if not ok:
+                break
+            frames.append(frame)
+        decoded.append(frames)
+    assert len(decoded[0]) == len(decoded[1]) > 10
+    assert all((a == b).all() for a, b in zip(*decoded))  # same pictures, other bytes
+
+
+def test_catch_probe_matched_by_bytes_finds_no_face(grid_campaign, settings):
+    settings.TRIALS_MIN_VIEW_MS = 0
+    checked = 0
+    for code in ("c1", "c2", "c3"):
+        for trial, files in _play_session(_start(grid_campaign, code)):
+            if trial.kind != "catch":
+                continue
+            probe = files[f"/m/{trial.media_token}"]
+            faces = [data for url, data in files.items() if url != f"/m/{trial.media_token}"]
+            assert probe[4:8] == b"ftyp"  # a video like every other trial
+            assert len(faces) == 5 and all(probe != face and probe[:4096] not in face for face in faces)
+            assert len({len(face) for face in faces} & {len(probe)}) == 0
+            checked += 1
+    assert checked >= 3
+
+
+def test_timing_bot_is_flagged_excluded_and_not_counted(grid_campaign):
+    bot = _start(grid_campaign, "bot-no-media")
+    trials = [trial for trial, _ in _play_session(bot, fetch=False)]
+    rater = Rater.objects.get(participant_code="bot-no-media")
+    assert rater.flagged and rater.excluded
+    assert "answered without loading every face" in rater.flag_reason or "without fetching" in rater.flag_reason
+    # Once excluded, no item is spent on the bot; nothing it answered counts.
+    assert sum(t.kind == "item" for t in trials) <= 1
+    assert responses_frame(grid_campaign.submissions.get()).empty
+    counts = Item.objects.filter(campaign=grid_campaign).with_counts()
+    assert sum(i.n_completed for i in counts) == 0
+    # A bot that fetches everything but answers at once is caught by the clock.
+    fast = _start(grid_campaign, "bot-fast")
+    next(iter(_play_session(fast)), None)
+    list(_play_session(fast))
+    fast_rater = Rater.objects.get(participant_code="bot-fast")
+    assert fast_rater.excluded and "ms after the video was first requested" in fast_rater.flag_reason
+
+
+def test_rater_who_looks_is_not_flagged(grid_campaign, settings):
+    settings.TRIALS_MIN_VIEW_MS = 30
+    trials = [trial for trial, _ in _play_session(_start(grid_campaign, "honest"), wait_s=0.04)]
+    rater = Rater.objects.get(participant_code="honest")
+    assert not rater.flagged and not rater.excluded and rater.flag_reason == ""
+    assert sum(t.kind == "item" for t in trials) == 8
+    trial = Trial.objects.filter(session__rater=rater, kind="item").first()
+    assert trial.media_fetched_at and trial.video_bytes_served >= trial.video_size > 0
+    assert trial.response.server_time_ms >= 30
+    assert not TrialFace.objects.filter(trial__session__rater=rater, fetched_at=None).exists()
+
+
+def test_excluded_raters_never_fill_targets(grid_campaign, settings):
+    """Simulation: every third rater is excluded mid-session; every item still ends with
+    exactly its target of usable responses."""
+    settings.TRIALS_PLAUSIBILITY_CHECKS = False  # assignment driven directly, no media
+    rng = random.Random(4)
+    for i in range(60):
+        session = assignment.join(grid_campaign, participant_code=f"sim-{i}")
+        RatingSession.objects.filter(pk=session.pk).update(state=SessionState.RUNNING)
+        session.refresh_from_db()
+        answered = 0
+        while (trial := assignment.current_trial(session)) is not None:
+            choice = rng.choice(assignment.valid_choices(trial))
+            assignment.record_response(trial, {"choice": choice, "response_time_ms": 2000})
+            answered += trial.kind == "item"
+            if i % 3 == 0 and answered == 3:
+                Rater.objects.filter(pk=session.rater_id).update(excluded=True)  # the organizer's "Exclude"
+        if not Item.objects.least_completed_first(grid_campaign).exists():
+            break
+    items = list(Item.objects.evaluated(grid_campaign).with_counts())
+    assert len(items) == 40
+    assert [i.n_completed for i in items] == [i.target_count for i in items] == [3] * 40
+    assert sum(i.n_excluded for i in items) > 0
+    assert Rater.objects.filter(excluded=True).count() >= 3
+    frame = responses_frame(grid_campaign.submissions.get())
+    assert len(frame) == 40 * 3  # clear and masked items: usable responses only
+
+
+def test_organizer_and_report_show_usable_and_excluded_responses(grid_campaign, admin_user):
+    from evalsite.reports import submission_summary
+
+    bot = _start(grid_campaign, "bot-report")
+    list(_play_session(bot, fetch=False))
+    summary = submission_summary(grid_campaign.submissions.get())["human"]
+    assert summary["n_responses"] == 0
+    assert summary["n_excluded_raters"] == int(summary["n_excluded_responses"] > 0)
+    staff = Client()
+    staff.force_login(admin_user)
+    page = staff.get(f"/organizer/{grid_campaign.pk}/").content.decode()
+    assert "0 of 120 usable responses" in page
+    assert "without" in page and "1 excluded" in page

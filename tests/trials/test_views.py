@@ -19,7 +19,21 @@ def start_session(client: Client, campaign, code="P-0001"):
     assert client.post("/session/start/").status_code == 302
 
 
+@pytest.fixture(autouse=True)
+def instant_viewing(settings):
+    """These tests answer at once: allow it, but they still fetch every medium (checked)."""
+    settings.TRIALS_MIN_VIEW_MS = 0
+
+
+def fetch_media(client, html):
+    for url in MEDIA.findall(html):
+        reply = client.get(url)
+        if reply.status_code == 200:
+            b"".join(reply.streaming_content)  # the bytes sent are counted as the body is read
+
+
 def answer(client, html, choice=None, **extra):
+    fetch_media(client, html)
     url = RESPOND.search(html).group(1)
     body = {"choice": choice or CHOICE.findall(html)[0], "response_time_ms": 1500, "replays": 1,
             "watch_time_ms": 3000, **extra}
@@ -149,7 +163,7 @@ def test_organizer_sees_progress_and_foil_warnings_of_own_campaigns(grid_campaig
         assert client.get(f"/organizer/{grid_campaign.pk}/").status_code == 404
         grid_campaign.organizers.add(staff)
     page = client.get(f"/organizer/{grid_campaign.pk}/").content.decode()
-    assert "0 of 120 responses" in page  # 40 items x 3 raters
+    assert "0 of 120 usable responses" in page  # 40 items x 3 raters
     # 4 female speakers: 3 matched foils, 5 needed with target-absent trials.
     assert page.count("only 3 other identities share these values") == 4
     client.post(f"/organizer/{grid_campaign.pk}/rating/", {"open": "0"})
@@ -204,9 +218,10 @@ def test_organizer_is_warned_of_an_empty_consent_text_and_gets_a_full_rater_link
     assert page.count("consent text is empty") == 1
 
 
-def test_organizer_progress_separates_answered_from_open_claims(grid_campaign):
+def test_organizer_progress_separates_answered_from_open_claims(grid_campaign, settings):
     from trials import assignment
 
+    settings.TRIALS_PLAUSIBILITY_CHECKS = False  # answered directly, no media fetched
     session = assignment.join(grid_campaign, participant_code="P-progress")
     RatingSession.objects.filter(pk=session.pk).update(state=SessionState.RUNNING, plan=["item", "item"])
     trial = assignment.current_trial(session)
@@ -216,6 +231,6 @@ def test_organizer_progress_separates_answered_from_open_claims(grid_campaign):
     client = Client()
     client.force_login(staff)
     page = client.get(f"/organizer/{grid_campaign.pk}/").content.decode()
-    cells = re.findall(r"<td>(\d+)</td><td>(\d+)</td><td>3</td>", page)  # completed, claimed, target
+    cells = re.findall(r"<td>(\d+)</td><td>0</td><td>(\d+)</td><td>3</td>", page)  # usable, excluded, claimed, target
     assert sorted(cells, reverse=True)[:2] == [("1", "0"), ("0", "1")]
     assert sum(int(done) for done, _ in cells) == 1 and sum(int(open_) for _, open_ in cells) == 1
