@@ -93,9 +93,12 @@ def _rate_one_trial(campaign: Campaign, **who) -> RatingSession:
     session.refresh_from_db()
     trial = assignment.current_trial(session)
     choice = assignment.valid_choices(trial)[0]
-    assignment.record_response(
-        trial, {"choice": choice, "response_time_ms": 1200, "replays": 1, "watch_time_ms": 3000}
-    )
+    from django.test import override_settings
+
+    with override_settings(TRIALS_PLAUSIBILITY_CHECKS=False):  # answered with no media fetched
+        assignment.record_response(
+            trial, {"choice": choice, "response_time_ms": 1200, "replays": 1, "watch_time_ms": 3000}
+        )
     assignment.current_trial(session)  # the next trial is claimed, unanswered
     return session
 
