@@ -15,6 +15,7 @@ entry is recomputed, not trusted.
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 import zipfile
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ import numpy as np
 from .cache_files import save_npz, settings_token
 from .detection import detector_key
 
+logger = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 _HASHES: dict = {}   # (path, size, mtime_ns) -> SHA-256 hex of the file's bytes
 
@@ -141,7 +143,7 @@ class ClearSideStore:
         """The entry ``key``, or None (a damaged file counts as missing and is recomputed)."""
         if self.memory is not None and key in self.memory:
             if self.folder is not None and not self._path(key).exists():  # e.g. the folder was emptied
-                self.memory[key].save(self._path(key))
+                self.put(key, self.memory[key])
             return self.memory[key]
         if self.folder is None or not self._path(key).exists():
             return None
@@ -158,4 +160,7 @@ class ClearSideStore:
         if self.memory is not None:
             self.memory[key] = side
         if self.folder is not None:
-            side.save(self._path(key))
+            try:
+                side.save(self._path(key))
+            except OSError as error:  # a full or read-only cache folder costs time, not the result
+                logger.warning("clear side not cached in %s: %s", self.folder, error)

@@ -416,7 +416,8 @@ def evaluate_video(
             store.put(key, side)
 
     started = time.process_time()
-    track_ids = track_faces(side.boxes, side.embeddings, threshold=threshold)
+    # Tracks follow the embedder's documented threshold, not a scoring threshold of the caller's.
+    track_ids = track_faces(side.boxes, side.embeddings, threshold=getattr(embedder, "threshold", threshold))
     target = target_track(track_ids, side.embeddings, gallery, labels, true_identity, threshold=threshold)
     if target is None and no_face == "raise":
         raise NoFaceError(

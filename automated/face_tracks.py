@@ -77,10 +77,10 @@ def track_faces(
                 iou = box_iou(box, last_box)
                 if iou >= iou_min and _distance(embedding, last_embedding) <= threshold:
                     candidates.append((0, -iou, face, track))
-            for track, (total, count) in enumerate(zip(sums, counts)):
-                distance = _distance(embedding, total / count)
-                if distance <= threshold:
-                    candidates.append((1, distance, face, track))
+            if sums:  # all centroids at once: crowds have many tracks
+                distances = np.linalg.norm(np.asarray(sums) / np.asarray(counts)[:, None] - embedding, axis=1)
+                candidates += [(1, float(distances[track]), face, int(track))
+                               for track in np.flatnonzero(distances <= threshold)]
         ids = np.full(len(boxes), -1, np.int64)
         used_tracks: set = set()
         for _, _, face, track in sorted(candidates):

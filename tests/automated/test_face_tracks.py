@@ -166,3 +166,19 @@ def test_clear_side_key_follows_file_content_and_settings(two_people, tmp_path):
             "dlib_resnet_native")) != key
         copy.write_bytes(Path(two_people["cut"]).read_bytes())    # replaced content under the same name
         assert clear_side_key(copy, stride=5, detector=short_range, embedder=embedder) != key
+
+
+def test_an_unwritable_cache_folder_costs_time_not_the_result(data_dir, two_people, tmp_path, caplog):
+    embeddings, identities = gallery(data_dir)
+    blocked = tmp_path / "a_file"
+    blocked.write_text("not a folder")           # the cache folder cannot be created
+    result = evaluate_video(two_people["clear"], two_people["target_hidden"], embeddings, identities, "s1",
+                            stride=STRIDE, clear_cache_dir=blocked / "clear_side")
+    assert result.faces_leaked == 1 and "clear side not cached" in caplog.text
+
+
+def test_tracks_do_not_follow_a_strict_scoring_threshold(data_dir, two_people):
+    embeddings, identities = gallery(data_dir)
+    result = evaluate_video(two_people["clear"], two_people["clear"], embeddings, identities, "s1", stride=STRIDE,
+                            threshold=0.0)
+    assert result.n_face_tracks == 2 and result.match_rate == 0.0      # tracked at the embedder's 0.6
