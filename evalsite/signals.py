@@ -3,6 +3,7 @@
 Receivers are connected in the receiving app's ``AppConfig.ready()`` (e.g.
 ``trials.apps.TrialsConfig``: new rating items for a replaced masked video).
 """
+
 from django.dispatch import Signal
 
 #: Sent (``sender=MaskedVideo``, ``old=``, ``new=``) inside the transaction that replaces a

@@ -12,6 +12,7 @@ any run model:
 - human ratings of a clear video are stale when responses to it predate its replacement
   (responses to a replaced masked video are not counted for the submission at all).
 """
+
 from __future__ import annotations
 
 from django.apps import apps
@@ -31,9 +32,11 @@ def videos_changed_since(submission, since) -> list[str]:
     replaced_masked = MaskedVideo.all_versions.filter(
         submission=submission, current=False, superseded_at__gt=since
     ).values("source_video")
-    names = SourceVideo.objects.filter(campaign=submission.campaign_id).filter(
-        pk__in=replaced_masked
-    ).values_list("name", flat=True)
+    names = (
+        SourceVideo.objects.filter(campaign=submission.campaign_id)
+        .filter(pk__in=replaced_masked)
+        .values_list("name", flat=True)
+    )
     replaced_clear = SourceVideo.objects.filter(campaign=submission.campaign_id, file_replaced_at__gt=since)
     return sorted(set(names) | set(replaced_clear.values_list("name", flat=True)))
 
@@ -54,7 +57,8 @@ def human_clear_stale_videos(submission) -> list[str]:
     if not apps.is_installed("trials"):
         return []
     videos = SourceVideo.objects.filter(
-        campaign=submission.campaign_id, file_replaced_at__isnull=False,
+        campaign=submission.campaign_id,
+        file_replaced_at__isnull=False,
         rating_items__masked_video__isnull=True,
         rating_items__trials__response__created_at__lt=F("file_replaced_at"),
     )

@@ -5,6 +5,7 @@ report at once) and on Celery workers when a broker is configured. Acknowledged 
 rejected when the worker is lost, so an upload whose worker died is redelivered and
 resumed (``validation.run_upload`` stores no member twice).
 """
+
 from celery import shared_task
 
 from .validation import run_upload

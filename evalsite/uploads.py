@@ -5,6 +5,7 @@ validation (``evalsite.tasks.validate_upload_task``). Without a broker the task 
 once in this process, so the caller gets the finished report; with one, the record is
 ``queued`` until a worker takes it, and callers show or poll its status.
 """
+
 from __future__ import annotations
 
 import time
@@ -20,8 +21,15 @@ from .validation import create_upload
 FINISHED = (UploadStatus.DONE, UploadStatus.FAILED)
 
 
-def receive_upload(submission, zip_file, *, original_name: str = "", replace: bool = False, uploaded_by=None,
-                   web_copies: bool = True) -> SubmissionUpload:
+def receive_upload(
+    submission,
+    zip_file,
+    *,
+    original_name: str = "",
+    replace: bool = False,
+    uploaded_by=None,
+    web_copies: bool = True,
+) -> SubmissionUpload:
     """Record and store ``zip_file`` for ``submission`` and queue its validation.
 
     Parameters as :func:`evalsite.validation.create_upload`; ``web_copies`` also stores a
@@ -33,8 +41,9 @@ def receive_upload(submission, zip_file, *, original_name: str = "", replace: bo
         Re-read after queueing: ``done`` or ``failed`` in the embedded setup (tasks run
         in-process), usually ``queued`` with a broker.
     """
-    upload = create_upload(submission, zip_file, original_name=original_name, replace=replace,
-                           uploaded_by=uploaded_by)
+    upload = create_upload(
+        submission, zip_file, original_name=original_name, replace=replace, uploaded_by=uploaded_by
+    )
     if upload.status == UploadStatus.QUEUED:
         queue = partial(validate_upload_task.delay, upload.pk, web_copies)
         if settings.CELERY_TASK_ALWAYS_EAGER:

@@ -41,6 +41,7 @@ when others are rejected. Zip members are never extracted to the path they name 
 member is streamed to a private temporary file), and members with absolute or ``..``
 paths are rejected (zip-slip).
 """
+
 from __future__ import annotations
 
 import csv
@@ -141,11 +142,27 @@ def _decode_errors(path: Path, timeout_s: float) -> str:
     """
     try:
         result = subprocess.run(
-            [ffmpeg_executable(), "-nostdin", "-v", "error", "-i", str(path), "-map", "0:v:0", "-f", "null", "-"],
-            capture_output=True, text=True, timeout=timeout_s,
+            [
+                ffmpeg_executable(),
+                "-nostdin",
+                "-v",
+                "error",
+                "-i",
+                str(path),
+                "-map",
+                "0:v:0",
+                "-f",
+                "null",
+                "-",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
         )
     except subprocess.TimeoutExpired:
-        raise VideoTimeout(f"decoding took longer than {timeout_s:g} s", stage="probe", timeout_s=timeout_s) from None
+        raise VideoTimeout(
+            f"decoding took longer than {timeout_s:g} s", stage="probe", timeout_s=timeout_s
+        ) from None
     # Drop ffmpeg's "[h264 @ 0x55...]" prefixes: the rest is the readable reason.
     lines = [re.sub(r"^(\[[^]]*\]\s*)+", "", line).strip() for line in result.stderr.splitlines()]
     lines = [line for line in lines if line]
@@ -225,8 +242,9 @@ def check_masked_video(
     return info
 
 
-def compare_with_source(frame_count: int, resolution_wh, fps: float, duration_s: float, source: SourceSpec,
-                        *, shown: str) -> None:
+def compare_with_source(
+    frame_count: int, resolution_wh, fps: float, duration_s: float, source: SourceSpec, *, shown: str
+) -> None:
     """Check a masked video's probed properties against its source video's.
 
     Also used to re-check stored masked videos when their clear video is replaced.
@@ -306,8 +324,12 @@ class ValidationReport:
         """The report stored in ``upload`` (as far as validation got)."""
         data = upload.report or {}
         return cls(
-            upload.submission_id, [FileResult(**row) for row in data.get("files", [])],
-            list(data.get("missing_videos", [])), bool(data.get("complete", False)), upload.pk, upload.status,
+            upload.submission_id,
+            [FileResult(**row) for row in data.get("files", [])],
+            list(data.get("missing_videos", [])),
+            bool(data.get("complete", False)),
+            upload.pk,
+            upload.status,
         )
 
 
@@ -320,8 +342,15 @@ def report_rows_as_csv(report: dict) -> str:
     for row in report.get("files", []):
         writer.writerow({k: row.get(k, "") for k in writer.fieldnames})
     for name in report.get("missing_videos", []):
-        writer.writerow({"file": "", "video": name, "status": "missing", "code": "missing_video",
-                         "message": f"no valid masked video for source video '{name}' yet"})
+        writer.writerow(
+            {
+                "file": "",
+                "video": name,
+                "status": "missing",
+                "code": "missing_video",
+                "message": f"no valid masked video for source video '{name}' yet",
+            }
+        )
     return buffer.getvalue()
 
 
@@ -336,7 +365,9 @@ def source_spec(source) -> SourceSpec:
         source.frame_count, source.fps, source.duration_s = info.frame_count, info.fps, info.duration_s
         source.width, source.height = info.resolution_wh
         source.save(update_fields=["frame_count", "fps", "duration_s", "width", "height"])
-    return SourceSpec(source.name, source.frame_count, (source.width, source.height), source.fps, source.duration_s)
+    return SourceSpec(
+        source.name, source.frame_count, (source.width, source.height), source.fps, source.duration_s
+    )
 
 
 def _screen_member(member: zipfile.ZipInfo, path: PurePosixPath, sources: dict) -> FileResult | None:
@@ -345,26 +376,39 @@ def _screen_member(member: zipfile.ZipInfo, path: PurePosixPath, sources: dict) 
     if member.is_dir() or _is_system_member(path):
         return FileResult(name, "ignored", "ignored", f"{name}: folder or system file, ignored")
     if path.is_absolute() or ".." in path.parts or (path.parts and ":" in path.parts[0]):
-        return FileResult(name, "rejected", "unsafe_path", f"{name}: absolute paths and '..' are not allowed in a zip")
+        return FileResult(
+            name, "rejected", "unsafe_path", f"{name}: absolute paths and '..' are not allowed in a zip"
+        )
     if path.suffix.lower() not in VIDEO_SUFFIXES:
-        return FileResult(name, "rejected", "not_a_video_file",
-                          f"{name}: '{path.suffix or 'no extension'}' is not a video extension "
-                          f"({', '.join(sorted(VIDEO_SUFFIXES))})")
+        return FileResult(
+            name,
+            "rejected",
+            "not_a_video_file",
+            f"{name}: '{path.suffix or 'no extension'}' is not a video extension "
+            f"({', '.join(sorted(VIDEO_SUFFIXES))})",
+        )
     if member.file_size > MAX_MEMBER_BYTES:
-        return FileResult(name, "rejected", "file_too_large",
-                          f"{name}: {member.file_size} bytes is more than the limit of {MAX_MEMBER_BYTES}")
+        return FileResult(
+            name,
+            "rejected",
+            "file_too_large",
+            f"{name}: {member.file_size} bytes is more than the limit of {MAX_MEMBER_BYTES}",
+        )
     if path.stem.lower() not in sources:
         close = difflib.get_close_matches(path.stem.lower(), list(sources), n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(repr(sources[c].name) for c in close)}?" if close else ""
-        return FileResult(name, "rejected", "unknown_name",
-                          f"{name}: no source video is named '{path.stem}'{hint}")
+        return FileResult(
+            name, "rejected", "unknown_name", f"{name}: no source video is named '{path.stem}'{hint}"
+        )
     return None
 
 
 # --- the upload lifecycle ----------------------------------------------------------------
 
-def create_upload(submission, zip_file, *, original_name: str = "", replace: bool = False,
-                  uploaded_by=None) -> SubmissionUpload:
+
+def create_upload(
+    submission, zip_file, *, original_name: str = "", replace: bool = False, uploaded_by=None
+) -> SubmissionUpload:
     """Create the upload's record, then store the zip in it (status ``queued``).
 
     Parameters
@@ -387,7 +431,10 @@ def create_upload(submission, zip_file, *, original_name: str = "", replace: boo
     if isinstance(zip_file, (str, Path)):
         original_name = original_name or Path(zip_file).name
     upload = SubmissionUpload.objects.create(
-        submission=submission, uploaded_by=uploaded_by, original_name=original_name[:255], replace=replace,
+        submission=submission,
+        uploaded_by=uploaded_by,
+        original_name=original_name[:255],
+        replace=replace,
         status=UploadStatus.QUEUED,
     )
     try:
@@ -401,9 +448,13 @@ def create_upload(submission, zip_file, *, original_name: str = "", replace: boo
         logger.exception("upload %s: storing the zip failed", upload.pk)
         _delete_folder(f"uploads/u{upload.pk}")
         upload.file = ""
-        _fail(upload, ValidationReport(submission.pk, upload_id=upload.pk), "upload_incomplete",
-              f"{upload.original_name or 'the zip'}: could not be stored ({type(error).__name__}: {error}); "
-              "upload it again")
+        _fail(
+            upload,
+            ValidationReport(submission.pk, upload_id=upload.pk),
+            "upload_incomplete",
+            f"{upload.original_name or 'the zip'}: could not be stored ({type(error).__name__}: {error}); "
+            "upload it again",
+        )
     return upload
 
 
@@ -427,7 +478,11 @@ def run_upload(upload_id: int, *, web_copies: bool = True) -> SubmissionUpload |
             return upload
         resumed = upload.status == UploadStatus.PROCESSING
         upload.status, upload.started_at, upload.error, upload.error_code = (
-            UploadStatus.PROCESSING, timezone.now(), "", "")
+            UploadStatus.PROCESSING,
+            timezone.now(),
+            "",
+            "",
+        )
         upload.save(update_fields=["status", "started_at", "error", "error_code"])
     report = ValidationReport(upload.submission_id, upload_id=upload.pk, status=UploadStatus.PROCESSING)
     try:
@@ -436,15 +491,24 @@ def run_upload(upload_id: int, *, web_copies: bool = True) -> SubmissionUpload |
         _process(upload, report, web_copies=web_copies)
     except Exception as error:
         logger.exception("upload %s: validation stopped", upload.pk)
-        _fail(upload, report, "internal_error",
-              f"validation stopped on an unexpected error ({type(error).__name__}: {error}); "
-              f"the {len(report.accepted)} file(s) accepted before it are kept")
+        _fail(
+            upload,
+            report,
+            "internal_error",
+            f"validation stopped on an unexpected error ({type(error).__name__}: {error}); "
+            f"the {len(report.accepted)} file(s) accepted before it are kept",
+        )
     upload.refresh_from_db()
     return upload
 
 
 def ingest_submission_zip(
-    submission, zip_path, *, replace: bool = False, uploaded_by=None, original_name: str = "",
+    submission,
+    zip_path,
+    *,
+    replace: bool = False,
+    uploaded_by=None,
+    original_name: str = "",
     web_copies: bool = True,
 ) -> ValidationReport:
     """Record, validate and store a zip of masked videos now, in this process.
@@ -484,8 +548,9 @@ def ingest_submission_zip(
     zip_path = Path(zip_path)
     if not zip_path.is_file():
         raise FileNotFoundError(f"no such file: {zip_path}")
-    upload = create_upload(submission, zip_path, original_name=original_name, replace=replace,
-                           uploaded_by=uploaded_by)
+    upload = create_upload(
+        submission, zip_path, original_name=original_name, replace=replace, uploaded_by=uploaded_by
+    )
     upload = run_upload(upload.pk, web_copies=web_copies)
     raise_if_failed(upload)
     return ValidationReport.from_upload(upload)
@@ -502,8 +567,12 @@ def raise_if_failed(upload: SubmissionUpload) -> None:
 def _process(upload: SubmissionUpload, report: ValidationReport, *, web_copies: bool) -> None:
     name = upload.original_name or "the zip"
     if not upload.file:
-        _fail(upload, report, "upload_incomplete",
-              f"{name}: the zip was not stored completely (the upload was interrupted); upload it again")
+        _fail(
+            upload,
+            report,
+            "upload_incomplete",
+            f"{name}: the zip was not stored completely (the upload was interrupted); upload it again",
+        )
         return
     with upload.file.open("rb") as handle:
         try:
@@ -526,12 +595,17 @@ def _open_zip(handle, name: str) -> zipfile.ZipFile:
         if head.startswith(b"PK"):  # a zip's signature, but its directory is unreadable
             raise UploadError(
                 f"{name}: the zip is damaged: its central directory is cut short or unreadable ({error}). "
-                "Was the transfer interrupted? Make the zip again and upload it.", "damaged_zip",
+                "Was the transfer interrupted? Make the zip again and upload it.",
+                "damaged_zip",
             ) from error
-        raise UploadError(f"{name} is not a zip file (upload one zip of masked videos)", "not_a_zip") from error
+        raise UploadError(
+            f"{name} is not a zip file (upload one zip of masked videos)", "not_a_zip"
+        ) from error
 
 
-def _ingest_members(upload, archive: zipfile.ZipFile, tmp: Path, report: ValidationReport, web_copies: bool) -> None:
+def _ingest_members(
+    upload, archive: zipfile.ZipFile, tmp: Path, report: ValidationReport, web_copies: bool
+) -> None:
     submission = upload.submission
     sources = {s.name.lower(): s for s in submission.campaign.source_videos.all()}
     infolist = archive.infolist()
@@ -548,25 +622,37 @@ def _ingest_members(upload, archive: zipfile.ZipFile, tmp: Path, report: Validat
     for index, (member, path) in enumerate(candidates):
         source = sources[path.stem.lower()]
         if stems.count(path.stem.lower()) > 1:
-            others = [m.filename for m, p in candidates if p.stem.lower() == path.stem.lower() and m is not member]
+            others = [
+                m.filename for m, p in candidates if p.stem.lower() == path.stem.lower() and m is not member
+            ]
             row = FileResult(
-                member.filename, "rejected", "duplicate_in_zip",
+                member.filename,
+                "rejected",
+                "duplicate_in_zip",
                 f"{member.filename}: the zip holds other files for video '{source.name}' "
-                f"({', '.join(others)}); keep only one", source.name)
+                f"({', '.join(others)}); keep only one",
+                source.name,
+            )
         else:
-            row = _ingest_member(upload, archive, member, path, source, tmp / f"member{index}{path.suffix.lower()}",
-                                 web_copies)
+            row = _ingest_member(
+                upload, archive, member, path, source, tmp / f"member{index}{path.suffix.lower()}", web_copies
+            )
         report.files.append(row)
         report.files.sort(key=lambda f: order.get(f.file, 0))
         _save_progress(upload, report)
 
 
-def _ingest_member(upload, archive, member, path: PurePosixPath, source, local: Path, web_copies: bool) -> FileResult:
+def _ingest_member(
+    upload, archive, member, path: PurePosixPath, source, local: Path, web_copies: bool
+) -> FileResult:
     name = member.filename
     mine = MaskedVideo.all_versions.filter(upload=upload, source_video=source).first()
     if mine is not None:  # stored by this upload before it was interrupted
         return _accepted(name, mine, resumed=True)
-    if not upload.replace and MaskedVideo.objects.filter(submission=upload.submission, source_video=source).exists():
+    if (
+        not upload.replace
+        and MaskedVideo.objects.filter(submission=upload.submission, source_video=source).exists()
+    ):
         return _already_uploaded(name, source)
     try:
         _extract(archive, member, local)
@@ -586,14 +672,20 @@ def _accepted(name: str, masked: MaskedVideo, *, resumed: bool = False) -> FileR
         message += "; now the current masked video, the earlier one is kept as superseded"
     if resumed:
         message += " (stored before the upload was interrupted)"
-    return FileResult(name, "accepted", "replaced" if replaced else "accepted", message, masked.source_video.name)
+    return FileResult(
+        name, "accepted", "replaced" if replaced else "accepted", message, masked.source_video.name
+    )
 
 
 def _already_uploaded(name: str, source) -> FileResult:
     return FileResult(
-        name, "rejected", "already_uploaded",
+        name,
+        "rejected",
+        "already_uploaded",
         f"{name}: video '{source.name}' already has a masked video in this submission; it was kept. "
-        "Upload again with 'replace' to replace it.", source.name)
+        "Upload again with 'replace' to replace it.",
+        source.name,
+    )
 
 
 def _extract(archive: zipfile.ZipFile, member: zipfile.ZipInfo, local: Path) -> None:
@@ -603,8 +695,9 @@ def _extract(archive: zipfile.ZipFile, member: zipfile.ZipInfo, local: Path) -> 
         for chunk in _member_chunks(archive, member):
             copied += len(chunk)
             if copied > MAX_MEMBER_BYTES:  # the header's size can lie
-                raise MaskedVideoError("file_too_large",
-                                       f"{member.filename}: more than the limit of {MAX_MEMBER_BYTES} bytes")
+                raise MaskedVideoError(
+                    "file_too_large", f"{member.filename}: more than the limit of {MAX_MEMBER_BYTES} bytes"
+                )
             writer.write(chunk)
 
 
@@ -618,13 +711,19 @@ def _member_chunks(archive: zipfile.ZipFile, member: zipfile.ZipInfo):
     except zipfile.BadZipFile as error:
         if "CRC" in str(error):  # zipfile checks the CRC-32 once the member is read to its end
             raise MaskedVideoError(
-                "bad_crc", f"{name}: its data do not match the zip's CRC-32 checksum: the zip is damaged "
-                "(changed or cut in transit?); make the zip again and upload this file") from error
-        raise MaskedVideoError("extract_failed", f"{name}: cannot be extracted from the zip ({error})") from error
+                "bad_crc",
+                f"{name}: its data do not match the zip's CRC-32 checksum: the zip is damaged "
+                "(changed or cut in transit?); make the zip again and upload this file",
+            ) from error
+        raise MaskedVideoError(
+            "extract_failed", f"{name}: cannot be extracted from the zip ({error})"
+        ) from error
     except (zlib.error, lzma.LZMAError, OSError, EOFError, NotImplementedError, RuntimeError) as error:
         # corrupt compressed data (bz2 raises OSError), a cut member, an unsupported
         # compression method, a password-protected member
-        raise MaskedVideoError("extract_failed", f"{name}: cannot be extracted from the zip ({error})") from error
+        raise MaskedVideoError(
+            "extract_failed", f"{name}: cannot be extracted from the zip ({error})"
+        ) from error
 
 
 def _store(upload, source, local: Path, upload_name: str, info: VideoInfo, web_copies: bool) -> MaskedVideo:
@@ -647,8 +746,10 @@ def _store(upload, source, local: Path, upload_name: str, info: VideoInfo, web_c
         stored = masked.store_video(local, info, name=upload_name, web_copy=web_copies)
     except VideoTimeout as error:
         raise MaskedVideoError(
-            "transcode_timeout", f"{upload_name}: making the browser copy took longer than {error.timeout_s:g} s "
-            "(DEID_TRANSCODE_TIMEOUT_S)") from error
+            "transcode_timeout",
+            f"{upload_name}: making the browser copy took longer than {error.timeout_s:g} s "
+            "(DEID_TRANSCODE_TIMEOUT_S)",
+        ) from error
     except VideoError as error:
         raise MaskedVideoError("transcode_failed", f"{upload_name}: {error}") from error
     try:
@@ -658,8 +759,11 @@ def _store(upload, source, local: Path, upload_name: str, info: VideoInfo, web_c
             if earlier is not None:  # a duplicated run of this upload got here first
                 delete_stored(stored)
                 return earlier
-            old = MaskedVideo.objects.select_for_update().filter(
-                submission=upload.submission, source_video=source).first()
+            old = (
+                MaskedVideo.objects.select_for_update()
+                .filter(submission=upload.submission, source_video=source)
+                .first()
+            )
             if old is not None and not upload.replace:
                 raise MaskedVideoError("already_uploaded", _already_uploaded(upload_name, source).message)
             if old is not None:
@@ -678,17 +782,24 @@ def _store(upload, source, local: Path, upload_name: str, info: VideoInfo, web_c
 def _save_progress(upload: SubmissionUpload, report: ValidationReport) -> None:
     report.status = UploadStatus.PROCESSING
     SubmissionUpload.objects.filter(pk=upload.pk).update(
-        report=report.to_dict(), accepted_count=len(report.accepted), rejected_count=len(report.rejected))
+        report=report.to_dict(), accepted_count=len(report.accepted), rejected_count=len(report.rejected)
+    )
 
 
 def _finish(upload: SubmissionUpload, report: ValidationReport) -> None:
     submission = upload.submission
-    report.missing_videos = list(submission.missing_source_videos().order_by("name").values_list("name", flat=True))
+    report.missing_videos = list(
+        submission.missing_source_videos().order_by("name").values_list("name", flat=True)
+    )
     report.complete = not report.missing_videos
     report.status = UploadStatus.DONE
     SubmissionUpload.objects.filter(pk=upload.pk).update(
-        status=UploadStatus.DONE, finished_at=timezone.now(), report=report.to_dict(),
-        accepted_count=len(report.accepted), rejected_count=len(report.rejected))
+        status=UploadStatus.DONE,
+        finished_at=timezone.now(),
+        report=report.to_dict(),
+        accepted_count=len(report.accepted),
+        rejected_count=len(report.rejected),
+    )
 
 
 def _fail(upload: SubmissionUpload, report: ValidationReport, code: str, message: str) -> None:
@@ -696,13 +807,20 @@ def _fail(upload: SubmissionUpload, report: ValidationReport, code: str, message
     assert code in UPLOAD_CODES, code
     report.files.append(FileResult(upload.original_name or "upload", "rejected", code, message))
     report.missing_videos = list(
-        upload.submission.missing_source_videos().order_by("name").values_list("name", flat=True))
+        upload.submission.missing_source_videos().order_by("name").values_list("name", flat=True)
+    )
     report.complete = not report.missing_videos
     report.status = UploadStatus.FAILED
     SubmissionUpload.objects.filter(pk=upload.pk).update(
-        status=UploadStatus.FAILED, error_code=code, error=message, finished_at=timezone.now(),
-        file=upload.file.name or "", report=report.to_dict(),
-        accepted_count=len(report.accepted), rejected_count=len(report.rejected))
+        status=UploadStatus.FAILED,
+        error_code=code,
+        error=message,
+        finished_at=timezone.now(),
+        file=upload.file.name or "",
+        report=report.to_dict(),
+        accepted_count=len(report.accepted),
+        rejected_count=len(report.rejected),
+    )
 
 
 def _remove_unreferenced(upload: SubmissionUpload) -> None:

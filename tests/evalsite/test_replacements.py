@@ -6,6 +6,7 @@
   reported stale, naming the videos.
 - A replaced clear video gets a new browser copy, and its masked videos are re-checked.
 """
+
 import io
 import math
 
@@ -28,9 +29,18 @@ from .test_uploads import assert_every_stored_file_has_a_row
 @pytest.fixture
 def complete(submission, masked_files, data_dir, tmp_path):
     """The submission with a valid masked video for each of the 3 source videos."""
-    ingest_submission_zip(submission, make_zip(tmp_path / "all.zip", {
-        "bbaf2n.mp4": masked_files["good_bbaf2n"], "brbk7n.mp4": masked_files["good_brbk7n"],
-        "id2_vcd_swwp2s.mpg": data_dir / GRID / "id2_vcd_swwp2s.mpg"}), web_copies=False)
+    ingest_submission_zip(
+        submission,
+        make_zip(
+            tmp_path / "all.zip",
+            {
+                "bbaf2n.mp4": masked_files["good_bbaf2n"],
+                "brbk7n.mp4": masked_files["good_brbk7n"],
+                "id2_vcd_swwp2s.mpg": data_dir / GRID / "id2_vcd_swwp2s.mpg",
+            },
+        ),
+        web_copies=False,
+    )
     return submission
 
 
@@ -68,8 +78,15 @@ def _rated_trial(item, participant, *, answered: bool):
     session.state = SessionState.RUNNING
     session.save()
     trial = Trial.objects.create(
-        session=session, position=0, kind="item", task=item.task, item=item, source_video=item.source_video,
-        target_identity=item.source_video.identity, correct_choice="1", completed=answered,
+        session=session,
+        position=0,
+        kind="item",
+        task=item.task,
+        item=item,
+        source_video=item.source_video,
+        target_identity=item.source_video.identity,
+        correct_choice="1",
+        completed=answered,
     )
     if answered:
         Response.objects.create(trial=trial, choice="1", correct=True, response_time_ms=1500)
@@ -91,7 +108,9 @@ def test_replace_after_rating_opened_keeps_the_responses_on_the_old_file_and_sta
     claimed = _rated_trial(old_items[1], "P2", answered=False)
     assert len(responses_frame(complete).query("condition == 'masked'")) == 1
 
-    out = _replace_bbaf2n(complete, plain_bbaf2n, tmp_path)  # raised ProtectedError (Item.masked_video) before
+    out = _replace_bbaf2n(
+        complete, plain_bbaf2n, tmp_path
+    )  # raised ProtectedError (Item.masked_video) before
 
     assert "accepted  replaced" in out and "the earlier one is kept as superseded" in out
     new = MaskedVideo.objects.get(source_video__name="bbaf2n")
@@ -126,8 +145,9 @@ def test_replace_of_a_video_no_one_rated_works_before_and_after_rating_opened(
     _open_rating(complete.campaign)
     current = MaskedVideo.objects.get(source_video__name="bbaf2n")
     assert Item.objects.filter(masked_video__source_video__name="bbaf2n").count() == 2
-    assert set(Item.objects.filter(masked_video__source_video__name="bbaf2n").values_list("masked_video", flat=True)) \
-        == {current.pk}
+    assert set(
+        Item.objects.filter(masked_video__source_video__name="bbaf2n").values_list("masked_video", flat=True)
+    ) == {current.pk}
     # Items but no responses: refused before as "already used in 2 human rating rows".
     out = _replace_bbaf2n(complete, plain_bbaf2n, tmp_path)
     assert "accepted  replaced" in out
@@ -147,7 +167,11 @@ def test_summary_after_a_replacement_counts_current_videos_and_names_the_stale_o
 ):
     run = _face_run(complete)
     before = reports.submission_summary(complete)
-    assert (before["complete"], before["masked_videos"], before["face_evaluation"]["n_videos"]) == (True, 3, 3)
+    assert (before["complete"], before["masked_videos"], before["face_evaluation"]["n_videos"]) == (
+        True,
+        3,
+        3,
+    )
     assert (before["stale"], before["stale_videos"]) == (False, [])
 
     _replace_bbaf2n(complete, plain_bbaf2n, tmp_path)
@@ -160,22 +184,34 @@ def test_summary_after_a_replacement_counts_current_videos_and_names_the_stale_o
     rows = reports.per_video_report(complete).set_index("video")
     assert rows["stale"].to_dict() == {"bbaf2n": True, "brbk7n": False, "id2_vcd_swwp2s": False}
     assert rows.loc["bbaf2n", "stale_results"] == "face_evaluation"
-    assert math.isnan(rows.loc["bbaf2n", "face_match_rate"]) and not math.isnan(rows.loc["brbk7n", "face_match_rate"])
+    assert math.isnan(rows.loc["bbaf2n", "face_match_rate"]) and not math.isnan(
+        rows.loc["brbk7n", "face_match_rate"]
+    )
     table = reports.summary_table_as_csv(complete.campaign).splitlines()
-    assert table[0].startswith("submission_id,team,method,baseline_method,complete,masked_videos,source_videos,"
-                               "stale,stale_videos")
+    assert table[0].startswith(
+        "submission_id,team,method,baseline_method,complete,masked_videos,source_videos,stale,stale_videos"
+    )
     assert table[1].startswith(f"{complete.pk},Team A,method-1,,True,3,3,True,bbaf2n")
 
     rerun = _face_run(complete)  # a new run uses the current files: nothing is stale any more
     fresh = reports.submission_summary(complete)
     assert (fresh["stale"], fresh["face_evaluation"]["run_id"], fresh["face_evaluation"]["n_videos"]) == (
-        False, rerun.pk, 3)
+        False,
+        rerun.pk,
+        3,
+    )
 
 
 def _admin_change(client, video, upload):
-    data = {"campaign": video.campaign_id, "identity": video.identity_id, "name": video.name,
-            "action": video.action, "resolution_tier": video.resolution_tier,
-            "in_evaluated_subset": "on" if video.in_evaluated_subset else "", "file": upload}
+    data = {
+        "campaign": video.campaign_id,
+        "identity": video.identity_id,
+        "name": video.name,
+        "action": video.action,
+        "resolution_tier": video.resolution_tier,
+        "in_evaluated_subset": "on" if video.in_evaluated_subset else "",
+        "file": upload,
+    }
     return client.post(reverse("admin:evalsite_sourcevideo_change", args=[video.pk]), data, follow=True)
 
 
@@ -196,19 +232,27 @@ def test_replacing_a_clear_video_in_the_admin_renews_the_browser_copy_and_flags_
 
     assert response.status_code == 200
     html = response.content.decode()
-    assert "Masked video flagged (frame_count_mismatch): masked video of &#x27;bbaf2n&#x27; in Team A / method-1: " \
-           "75 frames, but source video &#x27;bbaf2n&#x27; has 70" in html
+    assert (
+        "Masked video flagged (frame_count_mismatch): masked video of &#x27;bbaf2n&#x27; in Team A / method-1: "
+        "75 frames, but source video &#x27;bbaf2n&#x27; has 70" in html
+    )
     video.refresh_from_db()
     assert video.frame_count == 70 and video.file_replaced_at is not None
     assert video.web_file.name != old_web and video.web_file.read() != old_web_bytes
     assert not video.file.storage.exists(old_file) and not video.file.storage.exists(old_web)
     masked = MaskedVideo.objects.get(source_video=video)
     assert masked.check_code == "frame_count_mismatch"
-    assert masked.check_message == ("masked video of 'bbaf2n' in Team A / method-1: 75 frames, but source video "
-                                    "'bbaf2n' has 70; masked videos must keep every frame (after the clear video "
-                                    "was replaced)")
+    assert masked.check_message == (
+        "masked video of 'bbaf2n' in Team A / method-1: 75 frames, but source video "
+        "'bbaf2n' has 70; masked videos must keep every frame (after the clear video "
+        "was replaced)"
+    )
     summary = reports.submission_summary(complete)
-    assert (summary["complete"], summary["masked_videos"], summary["flagged_videos"]) == (False, 2, ["bbaf2n"])
+    assert (summary["complete"], summary["masked_videos"], summary["flagged_videos"]) == (
+        False,
+        2,
+        ["bbaf2n"],
+    )
     assert summary["stale_results"] == {"face_evaluation": {"run_id": run.pk, "videos": ["bbaf2n"]}}
     assert list(complete.missing_source_videos().values_list("name", flat=True)) == ["bbaf2n"]
 
@@ -224,7 +268,7 @@ def test_a_file_that_is_not_a_video_is_refused_by_the_admin_form_and_changes_not
     before = video.file.name
     client.force_login(User.objects.create_superuser("boss", "boss@example.org", "pw"))
     response = _admin_change(client, video, SimpleUploadedFile("clip.mp4", b"plain text"))
-    assert '<li>clip.mp4: not a readable video container</li>' in response.content.decode()
+    assert "<li>clip.mp4: not a readable video container</li>" in response.content.decode()
     video.refresh_from_db()
     assert video.file.name == before and video.file_replaced_at is None
 
@@ -236,9 +280,12 @@ def test_api_replace_of_a_clear_video_answers_the_flagged_masked_videos(complete
     url = f"/api/source-videos/{video.pk}/replace/"
     bad = client.post(url, {"file": SimpleUploadedFile("x.mp4", b"text")}, format="multipart")
     assert bad.status_code == 400
-    assert bad.json()["file"] == [{"message": "x.mp4: not a readable video container", "code": "unreadable_video"}]
-    response = client.post(url, {"file": SimpleUploadedFile("small.mp4", masked_files["small"].read_bytes())},
-                           format="multipart")
+    assert bad.json()["file"] == [
+        {"message": "x.mp4: not a readable video container", "code": "unreadable_video"}
+    ]
+    response = client.post(
+        url, {"file": SimpleUploadedFile("small.mp4", masked_files["small"].read_bytes())}, format="multipart"
+    )
     assert response.status_code == 200
     body = response.json()
     assert (body["width"], body["height"]) == (180, 144)

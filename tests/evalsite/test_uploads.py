@@ -3,6 +3,7 @@
 Real GRID clips and real zips; damage is made by editing the zip's bytes (a flipped data
 byte, a cut file, a broken directory, an unknown compression method).
 """
+
 import io
 import os
 import struct
@@ -20,21 +21,28 @@ from .conftest import GRID, make_zip
 
 def _member_data_offset(data: bytes, name: str) -> int:
     info = zipfile.ZipFile(io.BytesIO(data)).getinfo(name)
-    name_len, extra_len = struct.unpack("<HH", data[info.header_offset + 26:info.header_offset + 30])
+    name_len, extra_len = struct.unpack("<HH", data[info.header_offset + 26 : info.header_offset + 30])
     return info.header_offset + 30 + name_len + extra_len
 
 
 def _three_member_zip(tmp_path, masked_files, data_dir) -> Path:
-    return make_zip(tmp_path / "team.zip", {
-        "bbaf2n.mp4": masked_files["good_bbaf2n"],
-        "brbk7n.mp4": masked_files["good_brbk7n"],
-        "id2_vcd_swwp2s.mpg": data_dir / GRID / "id2_vcd_swwp2s.mpg",  # the clear clip itself passes
-    })
+    return make_zip(
+        tmp_path / "team.zip",
+        {
+            "bbaf2n.mp4": masked_files["good_bbaf2n"],
+            "brbk7n.mp4": masked_files["good_brbk7n"],
+            "id2_vcd_swwp2s.mpg": data_dir / GRID / "id2_vcd_swwp2s.mpg",  # the clear clip itself passes
+        },
+    )
 
 
 def _stored_files(media_root: Path) -> set[str]:
-    return {str(p.relative_to(media_root)) for folder in ("uploads", "masked") for p in (media_root / folder).rglob("*")
-            if p.is_file()}
+    return {
+        str(p.relative_to(media_root))
+        for folder in ("uploads", "masked")
+        for p in (media_root / folder).rglob("*")
+        if p.is_file()
+    }
 
 
 def assert_every_stored_file_has_a_row(media_root: Path) -> None:
@@ -46,8 +54,9 @@ def assert_every_stored_file_has_a_row(media_root: Path) -> None:
     assert all((media_root / name).is_file() for name in referenced)
 
 
-def test_bad_crc_in_the_second_member_rejects_only_that_member(submission, masked_files, data_dir, tmp_path,
-                                                               media_root):
+def test_bad_crc_in_the_second_member_rejects_only_that_member(
+    submission, masked_files, data_dir, tmp_path, media_root
+):
     archive = _three_member_zip(tmp_path, masked_files, data_dir)
     data = bytearray(archive.read_bytes())
     data[_member_data_offset(bytes(data), "brbk7n.mp4") + 5000] ^= 0xFF  # one flipped byte of its video data
@@ -58,12 +67,16 @@ def test_bad_crc_in_the_second_member_rejects_only_that_member(submission, maske
     assert rows["brbk7n.mp4"].code == "bad_crc"
     assert rows["brbk7n.mp4"].message == (
         "brbk7n.mp4: its data do not match the zip's CRC-32 checksum: the zip is damaged (changed or cut in "
-        "transit?); make the zip again and upload this file")
+        "transit?); make the zip again and upload this file"
+    )
     assert rows["id2_vcd_swwp2s.mpg"].code == "accepted"  # members after the damaged one are still checked
     upload = SubmissionUpload.objects.get()
     assert (upload.status, upload.accepted_count, upload.rejected_count) == ("done", 2, 1)
     assert report.missing_videos == ["brbk7n"]
-    assert sorted(MaskedVideo.objects.values_list("source_video__name", flat=True)) == ["bbaf2n", "id2_vcd_swwp2s"]
+    assert sorted(MaskedVideo.objects.values_list("source_video__name", flat=True)) == [
+        "bbaf2n",
+        "id2_vcd_swwp2s",
+    ]
     assert set(MaskedVideo.objects.values_list("upload", flat=True)) == {upload.pk}
     assert_every_stored_file_has_a_row(media_root)
 
@@ -74,20 +87,27 @@ def _cut(data: bytes) -> bytes:
 
 def _broken_directory(data: bytes) -> bytes:
     position = data.find(b"PK\x01\x02")  # the first central-directory entry
-    return data[:position] + b"XX" + data[position + 2:]
+    return data[:position] + b"XX" + data[position + 2 :]
 
 
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
-        (_cut, "team.zip: the zip is damaged: its central directory is cut short or unreadable "
-               "(File is not a zip file). Was the transfer interrupted?"),
-        (_broken_directory, "team.zip: the zip is damaged: its central directory is cut short or unreadable "
-                            "(Bad magic number for central directory)."),
+        (
+            _cut,
+            "team.zip: the zip is damaged: its central directory is cut short or unreadable "
+            "(File is not a zip file). Was the transfer interrupted?",
+        ),
+        (
+            _broken_directory,
+            "team.zip: the zip is damaged: its central directory is cut short or unreadable "
+            "(Bad magic number for central directory).",
+        ),
     ],
 )
-def test_a_truncated_or_damaged_zip_fails_as_a_whole_with_damaged_zip(submission, masked_files, data_dir, tmp_path,
-                                                                      media_root, damage, message):
+def test_a_truncated_or_damaged_zip_fails_as_a_whole_with_damaged_zip(
+    submission, masked_files, data_dir, tmp_path, media_root, damage, message
+):
     archive = _three_member_zip(tmp_path, masked_files, data_dir)
     archive.write_bytes(damage(archive.read_bytes()))
     with pytest.raises(UploadError) as caught:
@@ -109,32 +129,40 @@ def test_a_member_with_an_unsupported_compression_gets_extract_failed(submission
     data = bytearray(archive.read_bytes())
     data[8:10] = struct.pack("<H", 99)  # compression method of the local header: 99 (AES), unknown here
     central = bytes(data).find(b"PK\x01\x02")
-    data[central + 10:central + 12] = struct.pack("<H", 99)
+    data[central + 10 : central + 12] = struct.pack("<H", 99)
     archive.write_bytes(bytes(data))
     row = ingest_submission_zip(submission, archive, web_copies=False).files[0]
     assert (row.code, row.message) == (
-        "extract_failed", "bbaf2n.mp4: cannot be extracted from the zip (That compression method is not supported)")
+        "extract_failed",
+        "bbaf2n.mp4: cannot be extracted from the zip (That compression method is not supported)",
+    )
 
 
-def test_probe_and_transcode_timeouts_get_their_codes_and_store_nothing(submission, masked_files, tmp_path,
-                                                                        settings, media_root):
+def test_probe_and_transcode_timeouts_get_their_codes_and_store_nothing(
+    submission, masked_files, tmp_path, settings, media_root
+):
     archive = make_zip(tmp_path / "a.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"]})
     settings.DEID_FFMPEG_TIMEOUT_S = 0.001
     row = ingest_submission_zip(submission, archive).files[0]
     assert row.code == "probe_timeout"
-    assert row.message.startswith("bbaf2n.mp4: checking the video took longer than 0.001 s (DEID_FFMPEG_TIMEOUT_S)")
+    assert row.message.startswith(
+        "bbaf2n.mp4: checking the video took longer than 0.001 s (DEID_FFMPEG_TIMEOUT_S)"
+    )
     settings.DEID_FFMPEG_TIMEOUT_S = 300
     settings.DEID_TRANSCODE_TIMEOUT_S = 0.001
     row = ingest_submission_zip(submission, archive).files[0]
     assert (row.code, row.message) == (
-        "transcode_timeout", "bbaf2n.mp4: making the browser copy took longer than 0.001 s (DEID_TRANSCODE_TIMEOUT_S)")
+        "transcode_timeout",
+        "bbaf2n.mp4: making the browser copy took longer than 0.001 s (DEID_TRANSCODE_TIMEOUT_S)",
+    )
     assert not MaskedVideo.all_versions.exists()
     assert_every_stored_file_has_a_row(media_root)
     assert not list((media_root / "masked").rglob("*.mp4"))
 
 
-def test_a_crash_mid_upload_leaves_a_record_and_keeps_what_was_stored(submission, masked_files, data_dir, tmp_path,
-                                                                      media_root, monkeypatch):
+def test_a_crash_mid_upload_leaves_a_record_and_keeps_what_was_stored(
+    submission, masked_files, data_dir, tmp_path, media_root, monkeypatch
+):
     from evalsite import validation
 
     real_check = validation.check_masked_video
@@ -146,13 +174,19 @@ def test_a_crash_mid_upload_leaves_a_record_and_keeps_what_was_stored(submission
 
     monkeypatch.setattr(validation, "check_masked_video", crash_on_the_second)
     with pytest.raises(UploadError) as caught:
-        ingest_submission_zip(submission, _three_member_zip(tmp_path, masked_files, data_dir), web_copies=False)
+        ingest_submission_zip(
+            submission, _three_member_zip(tmp_path, masked_files, data_dir), web_copies=False
+        )
     upload = SubmissionUpload.objects.get(pk=caught.value.upload_id)
     assert (upload.status, upload.error_code) == ("failed", "internal_error")
-    assert upload.error == ("validation stopped on an unexpected error (MemoryError: simulated crash); "
-                            "the 1 file(s) accepted before it are kept")
+    assert upload.error == (
+        "validation stopped on an unexpected error (MemoryError: simulated crash); "
+        "the 1 file(s) accepted before it are kept"
+    )
     assert [(r["file"], r["code"]) for r in upload.report["files"]] == [
-        ("bbaf2n.mp4", "accepted"), ("team.zip", "internal_error")]
+        ("bbaf2n.mp4", "accepted"),
+        ("team.zip", "internal_error"),
+    ]
     assert MaskedVideo.objects.get().upload_id == upload.pk
     assert_every_stored_file_has_a_row(media_root)
 
@@ -160,7 +194,9 @@ def test_a_crash_mid_upload_leaves_a_record_and_keeps_what_was_stored(submission
 def test_an_upload_left_processing_by_a_dead_worker_resumes_without_storing_twice(
     submission, masked_files, data_dir, tmp_path, media_root
 ):
-    report = ingest_submission_zip(submission, _three_member_zip(tmp_path, masked_files, data_dir), web_copies=False)
+    report = ingest_submission_zip(
+        submission, _three_member_zip(tmp_path, masked_files, data_dir), web_copies=False
+    )
     upload = SubmissionUpload.objects.get(pk=report.upload_id)
     first = MaskedVideo.objects.get(source_video__name="bbaf2n")
     # What a worker killed mid-upload leaves: the record "processing", one member's row
@@ -195,7 +231,9 @@ def test_the_cli_prints_the_record_of_a_failed_upload(submission, tmp_path):
 
 
 def test_file_names_in_storage_stay_opaque(submission, masked_files, data_dir, tmp_path, media_root):
-    ingest_submission_zip(submission, _three_member_zip(tmp_path, masked_files, data_dir), original_name="ID01.zip")
+    ingest_submission_zip(
+        submission, _three_member_zip(tmp_path, masked_files, data_dir), original_name="ID01.zip"
+    )
     for name in _stored_files(media_root):
         assert not any(word in name.lower() for word in ("bbaf2n", "brbk7n", "swwp2s", "id01", "team")), name
     assert os.path.basename(SubmissionUpload.objects.get().file.name).endswith(".zip")

@@ -5,6 +5,7 @@ The zip is stored with its upload record first, then validated by the background
 returns at once). ``--resume UPLOAD_ID`` queues an upload again that a stopped worker
 left ``processing``.
 """
+
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -20,14 +21,26 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("submission_id", type=int, nargs="?")
         parser.add_argument("zip", nargs="?", help="zip of masked videos named after the source videos")
-        parser.add_argument("--replace", action="store_true",
-                            help="replace masked videos already stored for the same source videos "
-                                 "(the old ones are kept as superseded, with their ratings and scores)")
-        parser.add_argument("--resume", type=int, metavar="UPLOAD_ID",
-                            help="queue again an upload left 'processing' (its worker stopped)")
+        parser.add_argument(
+            "--replace",
+            action="store_true",
+            help="replace masked videos already stored for the same source videos "
+            "(the old ones are kept as superseded, with their ratings and scores)",
+        )
+        parser.add_argument(
+            "--resume",
+            type=int,
+            metavar="UPLOAD_ID",
+            help="queue again an upload left 'processing' (its worker stopped)",
+        )
         parser.add_argument("--no-wait", action="store_true", help="with a broker: return once queued")
-        parser.add_argument("--wait-timeout", type=float, default=3600, metavar="SECONDS",
-                            help="with a broker: how long to wait for a worker (default 3600)")
+        parser.add_argument(
+            "--wait-timeout",
+            type=float,
+            default=3600,
+            metavar="SECONDS",
+            help="with a broker: how long to wait for a worker (default 3600)",
+        )
 
     def handle(self, *args, submission_id, zip, replace, resume, no_wait, wait_timeout, **options):
         if resume is not None:
@@ -60,8 +73,10 @@ class Command(BaseCommand):
         if upload.status == UploadStatus.FAILED:
             raise CommandError(f"upload {upload.pk} failed ({upload.error_code}): {upload.error}")
         if upload.status != UploadStatus.DONE:
-            self.stdout.write(f"upload {upload.pk} {upload.status}: its report appears on its admin page once "
-                              "a worker has validated it")
+            self.stdout.write(
+                f"upload {upload.pk} {upload.status}: its report appears on its admin page once "
+                "a worker has validated it"
+            )
             return
         self.stdout.write(
             f"upload {upload.pk}: {len(report.accepted)} accepted, {len(report.rejected)} rejected; "
