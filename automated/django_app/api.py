@@ -61,7 +61,7 @@ class AttackRunOptions(_Options):
                                       allow_empty=False, default=[ALL])
     stride = serializers.IntegerField(min_value=1, default=5, help_text="frames")
     gap = serializers.IntegerField(min_value=0, default=10, help_text="frames")
-    seed = serializers.IntegerField(default=0)
+    seed = serializers.IntegerField(min_value=0, max_value=2**32 - 1, default=0)
     detector = serializers.ChoiceField(DETECTOR_NAMES, default="mediapipe")
     allow_incomplete = serializers.BooleanField(default=False)
 

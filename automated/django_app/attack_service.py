@@ -42,8 +42,8 @@ def attack_config(*, attackers=DEFAULT_ATTACKERS, recognizers=DEFAULT_RECOGNIZER
     Raises
     ------
     ValueError
-        On an unknown attacker, recognizer, selection or detector, ``stride`` < 1 or
-        ``gap`` < 0 (in frames).
+        On an unknown attacker, recognizer, selection or detector, ``stride`` < 1,
+        ``gap`` < 0 (in frames) or a ``seed`` outside [0, 2**32).
     """
     attacker_names = [a.name for a in get_attackers(list(attackers))]
     if all(ATTACKERS[name].is_baseline for name in attacker_names):
@@ -58,6 +58,8 @@ def attack_config(*, attackers=DEFAULT_ATTACKERS, recognizers=DEFAULT_RECOGNIZER
         raise ValueError(f"stride must be >= 1 frame, got {stride}")
     if gap < 0:
         raise ValueError(f"gap must be >= 0 frames, got {gap}")
+    if not 0 <= seed < 2**32:  # numpy's seeds; a bad one would only fail later, on a worker
+        raise ValueError(f"seed must be a whole number in [0, 2**32), got {seed}")
     return {
         "attackers": attacker_names, "recognizers": list(recognizers), "selection": list(selection),
         "stride": int(stride), "gap": int(gap), "seed": int(seed), "detector": detector,

@@ -105,6 +105,7 @@ def test_attack_command_runs_through_the_task(submission):
     (dict(recognizers=["arcface"]), "unknown recognizer"),
     (dict(selection=["best"]), "unknown selection"),
     (dict(stride=0), "stride must be >= 1"),
+    (dict(seed=-1), r"seed must be a whole number in \[0, 2\*\*32\), got -1"),
 ])
 def test_bad_options_create_no_run(submission, options, message):
     with pytest.raises(ValueError, match=message):

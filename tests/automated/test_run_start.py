@@ -78,6 +78,7 @@ def test_an_attack_run_started_through_the_api_lists_beside_face_runs(organizer,
     ({"kind": "face", "detector": "yolo"}, "detector", '"yolo" is not a valid choice'),
     ({"kind": "attack", "recognizers": ["arcface"]}, "recognizers", '"arcface" is not a valid choice'),
     ({"kind": "attack", "attackers": ["clear"]}, "detail", "no attack on the masking"),
+    ({"kind": "attack", "seed": -1}, "seed", "greater than or equal to 0"),
 ])
 def test_bad_run_requests_get_a_specific_400_and_create_nothing(organizer, submission, body, field, message):
     response = _client(organizer).post(f"/api/submissions/{submission.pk}/runs/", body, format="json")
