@@ -16,6 +16,8 @@ classifier ``fit(X, y) / predict(X)`` over face crops ``X`` of shape (n, H, W, 3
   from the attacker's training data, so a fixed pixel permutation is no obstacle.
 - **small CNN trained from scratch** (``cnn``): PyTorch on CPU, 32x32 grey input; learns the
   structure of anonymized data (the "retrained" systems of section 5.5).
+- **fine-tuned deep network** (``dlib_finetuned``): dlib's pretrained face ResNet retrained
+  end to end on the attacker's crops (``finetune.py``), the paper's "Retrained ArcFace".
 """
 from __future__ import annotations
 
@@ -387,6 +389,13 @@ def cnn():
     return SmallCNNClassifier()
 
 
+def dlib_finetuned():
+    """``finetune.FineTunedFaceResNet`` with its defaults (all layers, seed 0)."""
+    from .finetune import FineTunedFaceResNet
+
+    return FineTunedFaceResNet()
+
+
 #: Face recognizers by name: zero-argument factories of fresh (unfitted) estimators.
 FACE_RECOGNIZERS = {
     "dlib_svm": dlib_svm,
@@ -394,6 +403,7 @@ FACE_RECOGNIZERS = {
     "lbph": lbph,
     "eigenfaces": eigenfaces,
     "cnn": cnn,
+    "dlib_finetuned": dlib_finetuned,
 }
 
 
