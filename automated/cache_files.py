@@ -7,6 +7,7 @@ under a temporary name in the same folder and then renamed over its target:
 reader never opens a partly written file, and two writers of the same entry leave one
 whole copy.
 """
+
 from __future__ import annotations
 
 import contextlib

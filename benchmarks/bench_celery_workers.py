@@ -23,6 +23,7 @@ the videos were shared; ``load_1min`` is the load average when the run was queue
 ``DEID_BENCH_REPEATS`` (default 1) repeats each configuration, alternating; the rows are
 the medians.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -38,7 +39,12 @@ from django.conf import settings
 WORKER_COUNTS = (1, 2)
 STRIDES = (1, 5)
 METHOD = "blur_face"
-ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "DEID_TORCH_THREADS": "1"}
+ONE_THREAD = {
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "DEID_TORCH_THREADS": "1",
+}
 
 
 def _query(url: str, sql: str, *params):
@@ -67,8 +73,10 @@ def _measure(env: dict, tmp: Path, submission_id: int, n_workers: int, stride: i
 
     url = env["DATABASE_URL"]
     with contextlib.ExitStack() as stack:
-        workers = [stack.enter_context(celery_worker(env, tmp, name=f"{label}-w{i}", concurrency=1))
-                   for i in range(n_workers)]
+        workers = [
+            stack.enter_context(celery_worker(env, tmp, name=f"{label}-w{i}", concurrency=1))
+            for i in range(n_workers)
+        ]
         groups = {w.pid for w in workers}  # each worker leads its own process group
         load, cpu_before = os.getloadavg()[0], _group_cpu_s(groups)
         out = manage("evaluate", str(submission_id), "--stride", str(stride), "--no-wait", env=env).stdout
@@ -76,19 +84,32 @@ def _measure(env: dict, tmp: Path, submission_id: int, n_workers: int, stride: i
         deadline = time.monotonic() + 3600
         while True:
             ((status, error, seconds, total),) = _query(
-                url, "SELECT status, error, EXTRACT(EPOCH FROM finished_at - created_at), videos_total "
-                     "FROM automated_automatedrun WHERE id = %s", run_id)
+                url,
+                "SELECT status, error, EXTRACT(EPOCH FROM finished_at - created_at), videos_total "
+                "FROM automated_automatedrun WHERE id = %s",
+                run_id,
+            )
             if status in ("completed", "failed") or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
         cpu_s = _group_cpu_s(groups) - cpu_before
-        task_s = [[float(t) for t in re.findall(r"automated\.face_video\[[-\w]+\] succeeded in ([\d.]+)s", w.output())]
-                  for w in workers]
+        task_s = [
+            [
+                float(t)
+                for t in re.findall(r"automated\.face_video\[[-\w]+\] succeeded in ([\d.]+)s", w.output())
+            ]
+            for w in workers
+        ]
     if status != "completed":
         raise RuntimeError(f"run {run_id} on {n_workers} worker(s) ended {status}: {error}")
-    return {"wall_s": float(seconds), "videos": total, "cpu_s": cpu_s, "load_1min": load,
-            "first_task_s": max(ts[0] for ts in task_s if ts),
-            "tasks_per_worker": "/".join(str(len(ts)) for ts in task_s)}
+    return {
+        "wall_s": float(seconds),
+        "videos": total,
+        "cpu_s": cpu_s,
+        "load_1min": load,
+        "first_task_s": max(ts[0] for ts in task_s if ts),
+        "tasks_per_worker": "/".join(str(len(ts)) for ts in task_s),
+    }
 
 
 def _rows(measured: dict) -> list[dict]:
@@ -99,13 +120,21 @@ def _rows(measured: dict) -> list[dict]:
             runs = measured[stride, n]
             wall = statistics.median(m["wall_s"] for m in runs)
             cpu = statistics.median(m["cpu_s"] for m in runs)
-            rows.append({
-                "stride": stride, "workers": n, "videos": runs[0]["videos"], "wall_s": wall,
-                "speedup": base / wall, "cpu_s": cpu, "cores_used": cpu / wall,
-                "first_task_s": statistics.median(m["first_task_s"] for m in runs),
-                "tasks_per_worker": runs[-1]["tasks_per_worker"],
-                "load_1min": statistics.median(m["load_1min"] for m in runs), "cores": os.cpu_count(),
-            })
+            rows.append(
+                {
+                    "stride": stride,
+                    "workers": n,
+                    "videos": runs[0]["videos"],
+                    "wall_s": wall,
+                    "speedup": base / wall,
+                    "cpu_s": cpu,
+                    "cores_used": cpu / wall,
+                    "first_task_s": statistics.median(m["first_task_s"] for m in runs),
+                    "tasks_per_worker": runs[-1]["tasks_per_worker"],
+                    "load_1min": statistics.median(m["load_1min"] for m in runs),
+                    "cores": os.cpu_count(),
+                }
+            )
     return rows
 
 
@@ -123,20 +152,34 @@ def run() -> list[dict]:
         tmp = Path(tmp_name)
         try:
             with postgres_database() as db_url, redis_broker() as broker:
-                env = {"DATABASE_URL": db_url, "CELERY_BROKER_URL": broker, "DEID_VAR_DIR": str(tmp / "var"),
-                       "DEID_DATA_DIR": str(settings.DATA_DIR), **ONE_THREAD}
+                env = {
+                    "DATABASE_URL": db_url,
+                    "CELERY_BROKER_URL": broker,
+                    "DEID_VAR_DIR": str(tmp / "var"),
+                    "DEID_DATA_DIR": str(settings.DATA_DIR),
+                    **ONE_THREAD,
+                }
                 dataset = build_demo_dataset(settings.DATA_DIR, tmp / "dataset")
-                manage("import_dataset", str(dataset), "--campaign", "Bench", "--no-web-copies", env=env,
-                       timeout=1200)
-                out = manage("make_baseline", "bench", "--method", METHOD, "--no-web-copies", env=env,
-                             timeout=1200).stdout
+                manage(
+                    "import_dataset",
+                    str(dataset),
+                    "--campaign",
+                    "Bench",
+                    "--no-web-copies",
+                    env=env,
+                    timeout=1200,
+                )
+                out = manage(
+                    "make_baseline", "bench", "--method", METHOD, "--no-web-copies", env=env, timeout=1200
+                ).stdout
                 submission_id = int(re.search(r"submission (\d+) ", out).group(1))
                 measured = {(s, n): [] for s in STRIDES for n in WORKER_COUNTS}
                 for repeat in range(repeats):
                     for stride in STRIDES:
                         for n in WORKER_COUNTS:
                             measured[stride, n].append(
-                                _measure(env, tmp, submission_id, n, stride, f"r{repeat}s{stride}n{n}"))
+                                _measure(env, tmp, submission_id, n, stride, f"r{repeat}s{stride}n{n}")
+                            )
         except pytest.skip.Exception as skipped:  # no PostgreSQL or Redis here: say so
             return [{"workers": "skipped", "reason": str(skipped)}]
     return _rows(measured)

@@ -5,6 +5,7 @@ run is created, then its per-video tasks are queued once the row is committed. T
 querysets handed to actions are those of the page, already scoped to the user's
 campaigns; starting a run needs the model's add permission.
 """
+
 from __future__ import annotations
 
 from django.contrib import admin, messages
@@ -30,8 +31,16 @@ def _start_runs(request, submissions, kind: str) -> None:
         url = reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist")
         ids = ",".join(str(run.pk) for run in started)
         states = ", ".join(f"run {run.pk} {run.status} ({run.progress})" for run in started)
-        messages.success(request, format_html('{}: {}. <a href="{}?id__in={}">Follow their progress</a>.',
-                                              opts.verbose_name_plural.capitalize(), states, url, ids))
+        messages.success(
+            request,
+            format_html(
+                '{}: {}. <a href="{}?id__in={}">Follow their progress</a>.',
+                opts.verbose_name_plural.capitalize(),
+                states,
+                url,
+                ids,
+            ),
+        )
 
 
 @admin.action(description="Run face evaluation (stride 5, MediaPipe) on the selected submissions")

@@ -11,6 +11,7 @@ looked up among the user's campaigns, so another campaign's submission is a 404)
   when it already finished in-process (no broker), 400 naming a bad option, 403 without
   the add permission of the run model, 503 if the broker cannot be reached.
 """
+
 from __future__ import annotations
 
 from kombu.exceptions import OperationalError as BrokerError
@@ -43,22 +44,29 @@ class FaceRunOptions(_Options):
 
     stride = serializers.IntegerField(min_value=1, default=5, help_text="test every N-th frame")
     detector = serializers.ChoiceField(DETECTOR_NAMES, default="mediapipe")
-    embedder = serializers.ChoiceField(EMBEDDER_NAMES, default=DEFAULT_EMBEDDER,
-                                       help_text="face embedder (automated.recognition.EMBEDDERS)")
-    threshold = serializers.FloatField(min_value=0, default=MATCH_THRESHOLD,
-                                       help_text="verification threshold on the L2 embedding distance")
+    embedder = serializers.ChoiceField(
+        EMBEDDER_NAMES, default=DEFAULT_EMBEDDER, help_text="face embedder (automated.recognition.EMBEDDERS)"
+    )
+    threshold = serializers.FloatField(
+        min_value=0, default=MATCH_THRESHOLD, help_text="verification threshold on the L2 embedding distance"
+    )
     allow_incomplete = serializers.BooleanField(default=False)
 
 
 class AttackRunOptions(_Options):
     """Options of an attack run (``attack_service.attack_config``)."""
 
-    attackers = serializers.ListField(child=serializers.ChoiceField(list(ATTACKERS)), allow_empty=False,
-                                      default=list(DEFAULT_ATTACKERS))
-    recognizers = serializers.ListField(child=serializers.ChoiceField(list(FACE_RECOGNIZERS)), allow_empty=False,
-                                        default=list(DEFAULT_RECOGNIZERS))
-    selection = serializers.ListField(child=serializers.ChoiceField([ALL, *SELECTION_STRATEGIES]),
-                                      allow_empty=False, default=[ALL])
+    attackers = serializers.ListField(
+        child=serializers.ChoiceField(list(ATTACKERS)), allow_empty=False, default=list(DEFAULT_ATTACKERS)
+    )
+    recognizers = serializers.ListField(
+        child=serializers.ChoiceField(list(FACE_RECOGNIZERS)),
+        allow_empty=False,
+        default=list(DEFAULT_RECOGNIZERS),
+    )
+    selection = serializers.ListField(
+        child=serializers.ChoiceField([ALL, *SELECTION_STRATEGIES]), allow_empty=False, default=[ALL]
+    )
     stride = serializers.IntegerField(min_value=1, default=5, help_text="frames")
     gap = serializers.IntegerField(min_value=0, default=10, help_text="frames")
     seed = serializers.IntegerField(min_value=0, max_value=2**32 - 1, default=0)
@@ -72,10 +80,17 @@ OPTIONS = {"face": FaceRunOptions, "attack": AttackRunOptions}
 def run_payload(run) -> dict:
     """The JSON of one run: kind, status, progress (videos done / total), configuration, error, times."""
     return {
-        "id": run.pk, "kind": dispatch.kind_name(run), "status": run.status,
-        "videos_done": run.videos_done, "videos_total": run.videos_total, "progress": run.progress,
-        "config": run.config, "error": run.error,
-        "created_at": run.created_at, "started_at": run.started_at, "finished_at": run.finished_at,
+        "id": run.pk,
+        "kind": dispatch.kind_name(run),
+        "status": run.status,
+        "videos_done": run.videos_done,
+        "videos_total": run.videos_total,
+        "progress": run.progress,
+        "config": run.config,
+        "error": run.error,
+        "created_at": run.created_at,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
     }
 
 
@@ -87,16 +102,22 @@ def submission_runs(request, submission) -> Response:
         return Response([run_payload(run) for run in runs])
     data = request.data
     if not isinstance(data, dict):
-        return Response({"detail": "send a JSON object with 'kind' and the run's options"},
-                        status=status.HTTP_400_BAD_REQUEST)
+        return Response(
+            {"detail": "send a JSON object with 'kind' and the run's options"},
+            status=status.HTTP_400_BAD_REQUEST,
+        )
     options = dict(data)
     kind = options.pop("kind", None)
     if kind not in OPTIONS:
-        return Response({"kind": [f"choose one of {', '.join(OPTIONS)}; got {kind!r}"]},
-                        status=status.HTTP_400_BAD_REQUEST)
+        return Response(
+            {"kind": [f"choose one of {', '.join(OPTIONS)}; got {kind!r}"]},
+            status=status.HTTP_400_BAD_REQUEST,
+        )
     opts = dispatch.RUN_KINDS[kind].kind.model._meta
     if not request.user.has_perm(f"{opts.app_label}.add_{opts.model_name}"):
-        return Response({"detail": f"you may not start {opts.verbose_name_plural}"}, status=status.HTTP_403_FORBIDDEN)
+        return Response(
+            {"detail": f"you may not start {opts.verbose_name_plural}"}, status=status.HTTP_403_FORBIDDEN
+        )
     checked = OPTIONS[kind](data=options)
     if not checked.is_valid():
         return Response(checked.errors, status=status.HTTP_400_BAD_REQUEST)

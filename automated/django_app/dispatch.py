@@ -8,6 +8,7 @@ committed (``transaction.on_commit``), so a worker never looks for a run that do
 exist yet. Without a broker they run eagerly in this process, as before, right away (in the
 caller's transaction, if any).
 """
+
 from __future__ import annotations
 
 import time
@@ -145,16 +146,25 @@ def describe(run: RunBase) -> str:
     """One line of status and progress, e.g. ``"running: 2/3 videos"``."""
     run.refresh_from_db()
     text = f"{run.status}: {run.progress}"
-    if run.status == RunStatus.RUNNING and RUN_KINDS[kind_name(run)].final_task is not None \
-            and run.videos_done >= run.videos_total:
+    if (
+        run.status == RunStatus.RUNNING
+        and RUN_KINDS[kind_name(run)].final_task is not None
+        and run.videos_done >= run.videos_total
+    ):
         text += " extracted, suite running"
     if run.status == RunStatus.FAILED:
         text += f" ({run.error})"
     return text
 
 
-def wait(run: RunBase, write: Callable[[str], None], *, poll_s: float = 1.0, timeout_s: float | None = None,
-         hint_after_s: float = 30.0) -> RunBase:
+def wait(
+    run: RunBase,
+    write: Callable[[str], None],
+    *,
+    poll_s: float = 1.0,
+    timeout_s: float | None = None,
+    hint_after_s: float = 30.0,
+) -> RunBase:
     """Poll ``run`` until it completes or fails, calling ``write`` with each new progress line.
 
     Prints a hint once if the run is still pending after ``hint_after_s`` seconds (no

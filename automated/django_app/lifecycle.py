@@ -24,6 +24,7 @@ Celery delivers units at least once (``acks_late``, ``reject_on_worker_lost``); 
 rules above make at-least-once delivery store results exactly once. Tasks: ``tasks.py``;
 queueing: ``dispatch.py``. This module imports neither.
 """
+
 from __future__ import annotations
 
 import logging
@@ -97,13 +98,20 @@ def fail(model: type[RunBase], run_id: int, error: BaseException | str) -> bool:
         True if this call failed the run.
     """
     message = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-    return model.objects.filter(pk=run_id, status__in=ACTIVE).update(
-        status=RunStatus.FAILED, finished_at=timezone.now(), error=message
-    ) == 1
+    return (
+        model.objects.filter(pk=run_id, status__in=ACTIVE).update(
+            status=RunStatus.FAILED, finished_at=timezone.now(), error=message
+        )
+        == 1
+    )
 
 
 def _running(model, run_id):
-    return model.objects.filter(pk=run_id, status=RunStatus.RUNNING).select_related("submission__campaign").first()
+    return (
+        model.objects.filter(pk=run_id, status=RunStatus.RUNNING)
+        .select_related("submission__campaign")
+        .first()
+    )
 
 
 @dataclass(frozen=True)
@@ -148,14 +156,22 @@ def process_video(kind: RunKind, run_id: int, masked_video_id: int) -> VideoOutc
     if run is None:
         return VideoOutcome(False, False)  # completed, failed or deleted: nothing to do
     if masked_video_id not in run.planned_videos:
-        logger.warning("%s run %s: masked video %s is not in its plan; ignored", kind.name, run_id, masked_video_id)
+        logger.warning(
+            "%s run %s: masked video %s is not in its plan; ignored", kind.name, run_id, masked_video_id
+        )
         return VideoOutcome(False, False)
     results = kind.result_model.objects.filter(run_id=run_id)
     if not results.filter(masked_video_id=masked_video_id).exists():
         try:
-            masked = MaskedVideo.objects.select_related("source_video__identity").filter(pk=masked_video_id).first()
+            masked = (
+                MaskedVideo.objects.select_related("source_video__identity")
+                .filter(pk=masked_video_id)
+                .first()
+            )
             if masked is None:
-                raise LookupError(f"masked video {masked_video_id} was deleted or replaced after the run was queued")
+                raise LookupError(
+                    f"masked video {masked_video_id} was deleted or replaced after the run was queued"
+                )
             values = kind.compute_video(run, masked)
         except Exception as error:  # not SystemExit: a stopping worker's task is redelivered
             fail(kind.model, run_id, error)
@@ -164,8 +180,9 @@ def process_video(kind: RunKind, run_id: int, masked_video_id: int) -> VideoOutc
     else:
         stored = False
     run.refresh_from_db(fields=["status", "videos_done", "videos_total"])
-    final_due = (kind.has_final_step and run.status == RunStatus.RUNNING
-                 and run.videos_done >= run.videos_total)
+    final_due = (
+        kind.has_final_step and run.status == RunStatus.RUNNING and run.videos_done >= run.videos_total
+    )
     return VideoOutcome(stored, final_due)
 
 
@@ -205,7 +222,9 @@ def run_final_step(kind: RunKind, run_id: int, owner: str) -> bool:
     """
     claimed = kind.model.objects.filter(
         Q(final_task="") | Q(final_task=owner),
-        pk=run_id, status=RunStatus.RUNNING, videos_done__gte=F("videos_total"),
+        pk=run_id,
+        status=RunStatus.RUNNING,
+        videos_done__gte=F("videos_total"),
     ).update(final_task=owner)
     if not claimed:
         return False
@@ -215,9 +234,11 @@ def run_final_step(kind: RunKind, run_id: int, owner: str) -> bool:
     try:
         result = kind.compute_final(run)
         with transaction.atomic():
-            locked = kind.model.objects.select_for_update().filter(
-                pk=run_id, status=RunStatus.RUNNING, final_task=owner
-            ).first()
+            locked = (
+                kind.model.objects.select_for_update()
+                .filter(pk=run_id, status=RunStatus.RUNNING, final_task=owner)
+                .first()
+            )
             if locked is None:
                 return False  # completed by a duplicate of this task meanwhile
             kind.write_final(locked, result)

@@ -7,6 +7,7 @@ once per owner, failure never overwriting a completed run) is checked in millise
 The real computations run in tests/automated/test_face_services.py,
 test_attack_service.py and, on real Celery workers, tests/ops/test_celery_runs.py.
 """
+
 import pytest
 
 from automated.django_app import dispatch, lifecycle
@@ -46,9 +47,21 @@ class CountingAttackKind(AttackRunKind):
 
     def compute_final(self, run):
         self.final_calls += 1
-        row = dict(recognizer="lbph", attacker="parrot", selection="all", subset_size=2, repeat=0,
-                   n_identities=2, n_train=4, n_test=2, accuracy=1.0, chance_level=0.5, chance_normalised=1.0,
-                   fit_s=0.0, predict_s=0.0)
+        row = dict(
+            recognizer="lbph",
+            attacker="parrot",
+            selection="all",
+            subset_size=2,
+            repeat=0,
+            n_identities=2,
+            n_train=4,
+            n_test=2,
+            accuracy=1.0,
+            chance_level=0.5,
+            chance_normalised=1.0,
+            fit_s=0.0,
+            predict_s=0.0,
+        )
         return {"table": [row], "per_video": [], "n_samples": 6, "training_s": 0.5}
 
 
@@ -58,15 +71,18 @@ def submission(db):
     submission = Submission.objects.create(campaign=campaign, team=Team.objects.create(name="T"), name="m")
     for i, code in enumerate(["ID01", "ID02", "ID03"]):
         identity = Identity.objects.create(campaign=campaign, code=code)
-        source = SourceVideo.objects.create(campaign=campaign, identity=identity, name=f"clip{i}",
-                                            file=f"clear/{i}.mpg")
+        source = SourceVideo.objects.create(
+            campaign=campaign, identity=identity, name=f"clip{i}", file=f"clear/{i}.mpg"
+        )
         MaskedVideo.objects.create(submission=submission, source_video=source, file=f"masked/{i}.mkv")
     return submission
 
 
 def _face_run(submission):
     planned = list(submission.masked_videos.order_by("source_video__name").values_list("pk", flat=True))
-    return AutomatedRun.objects.create(submission=submission, planned_videos=planned, videos_total=len(planned))
+    return AutomatedRun.objects.create(
+        submission=submission, planned_videos=planned, videos_total=len(planned)
+    )
 
 
 def test_claim_moves_pending_to_running_once(submission):
@@ -88,7 +104,8 @@ def test_run_completes_with_its_last_video_and_counts_progress(submission):
     run.refresh_from_db()
     assert (run.status, run.videos_done, run.videos_total) == (Status.COMPLETED, 3, 3)
     assert sorted(VideoScore.objects.filter(run=run).values_list("frames_tested", flat=True)) == sorted(
-        run.planned_videos)
+        run.planned_videos
+    )
 
 
 def test_redelivered_video_task_of_a_completed_run_is_a_no_op(submission):
@@ -110,7 +127,9 @@ def test_duplicate_delivery_of_one_video_stores_one_row(submission):
     kind, run = CountingFaceKind(), _face_run(submission)
     video = run.planned_videos[0]
     assert lifecycle.process_video(kind, run.pk, video).stored
-    assert not lifecycle.process_video(kind, run.pk, video).stored  # sequential duplicate: not even recomputed
+    assert not lifecycle.process_video(
+        kind, run.pk, video
+    ).stored  # sequential duplicate: not even recomputed
     assert kind.calls == [video]
     # Two deliveries computing at once (visibility timeout while the first still ran):
     # both reach the store; the second finds the row and counts nothing.
@@ -128,7 +147,9 @@ def test_a_failing_video_fails_the_run_and_the_others_store_nothing(submission):
     with pytest.raises(ValueError, match="source video 'clip1': cannot decode frame 7"):
         lifecycle.process_video(kind, run.pk, run.planned_videos[1])
     run.refresh_from_db()
-    assert run.status == Status.FAILED and run.error == "ValueError: source video 'clip1': cannot decode frame 7"
+    assert (
+        run.status == Status.FAILED and run.error == "ValueError: source video 'clip1': cannot decode frame 7"
+    )
     assert not lifecycle.process_video(kind, run.pk, run.planned_videos[2]).stored
     assert kind.calls == run.planned_videos[:2]  # the third was never computed
     run.refresh_from_db()
@@ -152,8 +173,9 @@ def test_a_video_outside_the_plan_is_ignored(submission):
 
 def _attack_run(submission):
     planned = list(submission.masked_videos.order_by("source_video__name").values_list("pk", flat=True))
-    return AttackRun.objects.create(submission=submission, planned_videos=planned, videos_total=len(planned),
-                                    config={"stride": 5})
+    return AttackRun.objects.create(
+        submission=submission, planned_videos=planned, videos_total=len(planned), config={"stride": 5}
+    )
 
 
 def test_attack_final_step_runs_once_after_every_video(submission):
@@ -168,7 +190,10 @@ def test_attack_final_step_runs_once_after_every_video(submission):
     assert lifecycle.run_final_step(kind, run.pk, owner="task-b") is False
     assert not any(lifecycle.process_video(kind, run.pk, pk).final_due for pk in run.planned_videos)
     assert kind.final_calls == 1 and len(kind.video_calls) == 3
-    assert AttackResult.objects.filter(run=run).count() == 1 and AttackExtraction.objects.filter(run=run).count() == 3
+    assert (
+        AttackResult.objects.filter(run=run).count() == 1
+        and AttackExtraction.objects.filter(run=run).count() == 3
+    )
 
 
 def test_attack_final_step_owned_by_one_task_until_its_redelivery(submission):

@@ -3,6 +3,7 @@
 Without a broker (the test settings) the queued tasks run in-process, so a started run is
 complete when the request returns; on real workers: tests/ops/test_celery_runs.py.
 """
+
 import pytest
 from django.contrib.auth.models import Permission, User
 from rest_framework.test import APIClient
@@ -25,8 +26,9 @@ def submission(campaign):  # noqa: F811
 def _staff(name, for_campaign, *perms):
     user = User.objects.create_user(name, password="pw", is_staff=True)
     for_campaign.organizers.add(user)
-    user.user_permissions.add(*Permission.objects.filter(content_type__app_label__in=["automated", "evalsite"],
-                                                         codename__in=perms))
+    user.user_permissions.add(
+        *Permission.objects.filter(content_type__app_label__in=["automated", "evalsite"], codename__in=perms)
+    )
     return User.objects.get(pk=user.pk)  # fresh permission cache
 
 
@@ -38,17 +40,36 @@ def _client(user):
 
 @pytest.fixture
 def organizer(campaign):  # noqa: F811
-    return _staff("org", campaign, "add_automatedrun", "view_automatedrun", "add_attackrun", "view_attackrun",
-                  "view_submission")
+    return _staff(
+        "org",
+        campaign,
+        "add_automatedrun",
+        "view_automatedrun",
+        "add_attackrun",
+        "view_attackrun",
+        "view_submission",
+    )
 
 
 def test_organizer_starts_a_face_run_through_the_api_and_follows_it(organizer, submission):
     client = _client(organizer)
-    response = client.post(f"/api/submissions/{submission.pk}/runs/", {"kind": "face", "stride": 40}, format="json")
+    response = client.post(
+        f"/api/submissions/{submission.pk}/runs/", {"kind": "face", "stride": 40}, format="json"
+    )
     assert response.status_code == 201, response.json()  # in-process: already finished
     run = response.json()
-    assert (run["kind"], run["status"], run["videos_done"], run["videos_total"]) == ("face", "completed", 3, 3)
-    assert run["config"] == {"stride": 40, "detector": "mediapipe", "embedder": "dlib_resnet", "threshold": 0.6}
+    assert (run["kind"], run["status"], run["videos_done"], run["videos_total"]) == (
+        "face",
+        "completed",
+        3,
+        3,
+    )
+    assert run["config"] == {
+        "stride": 40,
+        "detector": "mediapipe",
+        "embedder": "dlib_resnet",
+        "threshold": 0.6,
+    }
     assert run["error"] == ""
     assert AutomatedRun.objects.get(pk=run["id"]).video_scores.count() == 3
     listed = client.get(f"/api/submissions/{submission.pk}/runs/").json()
@@ -57,10 +78,14 @@ def test_organizer_starts_a_face_run_through_the_api_and_follows_it(organizer, s
 
 def test_an_attack_run_started_through_the_api_lists_beside_face_runs(organizer, submission):
     client = _client(organizer)
-    face = client.post(f"/api/submissions/{submission.pk}/runs/", {"kind": "face", "stride": 40}, format="json")
-    attack = client.post(f"/api/submissions/{submission.pk}/runs/",
-                         {"kind": "attack", "attackers": ["clear", "naive"], "recognizers": ["eigenfaces"],
-                          "stride": 25}, format="json")
+    face = client.post(
+        f"/api/submissions/{submission.pk}/runs/", {"kind": "face", "stride": 40}, format="json"
+    )
+    attack = client.post(
+        f"/api/submissions/{submission.pk}/runs/",
+        {"kind": "attack", "attackers": ["clear", "naive"], "recognizers": ["eigenfaces"], "stride": 25},
+        format="json",
+    )
     assert attack.status_code == 201, attack.json()
     assert (attack.json()["status"], attack.json()["progress"]) == ("completed", "3/3 videos")
     run = AttackRun.objects.get(pk=attack.json()["id"])
@@ -69,17 +94,20 @@ def test_an_attack_run_started_through_the_api_lists_beside_face_runs(organizer,
     assert [(r["kind"], r["id"]) for r in listed] == [("attack", run.pk), ("face", face.json()["id"])]
 
 
-@pytest.mark.parametrize("body, field, message", [
-    ({}, "kind", "choose one of face, attack; got None"),
-    ({"kind": "gait"}, "kind", "choose one of face, attack; got 'gait'"),
-    ({"kind": "face", "stride": 0}, "stride", "greater than or equal to 1"),
-    ({"kind": "face", "stride": "five"}, "stride", "valid integer"),
-    ({"kind": "face", "strides": 5}, "strides", "unknown option; known: stride, detector"),
-    ({"kind": "face", "detector": "yolo"}, "detector", '"yolo" is not a valid choice'),
-    ({"kind": "attack", "recognizers": ["arcface"]}, "recognizers", '"arcface" is not a valid choice'),
-    ({"kind": "attack", "attackers": ["clear"]}, "detail", "no attack on the masking"),
-    ({"kind": "attack", "seed": -1}, "seed", "greater than or equal to 0"),
-])
+@pytest.mark.parametrize(
+    "body, field, message",
+    [
+        ({}, "kind", "choose one of face, attack; got None"),
+        ({"kind": "gait"}, "kind", "choose one of face, attack; got 'gait'"),
+        ({"kind": "face", "stride": 0}, "stride", "greater than or equal to 1"),
+        ({"kind": "face", "stride": "five"}, "stride", "valid integer"),
+        ({"kind": "face", "strides": 5}, "strides", "unknown option; known: stride, detector"),
+        ({"kind": "face", "detector": "yolo"}, "detector", '"yolo" is not a valid choice'),
+        ({"kind": "attack", "recognizers": ["arcface"]}, "recognizers", '"arcface" is not a valid choice'),
+        ({"kind": "attack", "attackers": ["clear"]}, "detail", "no attack on the masking"),
+        ({"kind": "attack", "seed": -1}, "seed", "greater than or equal to 0"),
+    ],
+)
 def test_bad_run_requests_get_a_specific_400_and_create_nothing(organizer, submission, body, field, message):
     response = _client(organizer).post(f"/api/submissions/{submission.pk}/runs/", body, format="json")
     assert response.status_code == 400
@@ -98,7 +126,10 @@ def test_a_run_request_body_must_be_a_json_object(organizer, submission):
 def test_organizer_of_another_campaign_can_neither_start_nor_list_runs(submission, tiny_other_campaign):
     stranger = _staff("stranger", tiny_other_campaign, "add_automatedrun", "view_automatedrun")
     client = _client(stranger)
-    assert client.post(f"/api/submissions/{submission.pk}/runs/", {"kind": "face"}, format="json").status_code == 404
+    assert (
+        client.post(f"/api/submissions/{submission.pk}/runs/", {"kind": "face"}, format="json").status_code
+        == 404
+    )
     assert client.get(f"/api/submissions/{submission.pk}/runs/").status_code == 404
     assert not AutomatedRun.objects.exists()
 
@@ -110,15 +141,18 @@ def tiny_other_campaign(db):
 
 def test_staff_without_the_add_permission_cannot_start_a_run(campaign, submission):  # noqa: F811
     viewer = _staff("viewer", campaign, "view_automatedrun", "view_submission")
-    response = _client(viewer).post(f"/api/submissions/{submission.pk}/runs/", {"kind": "face"}, format="json")
+    response = _client(viewer).post(
+        f"/api/submissions/{submission.pk}/runs/", {"kind": "face"}, format="json"
+    )
     assert response.status_code == 403 and "may not start" in response.json()["detail"]
     assert not AutomatedRun.objects.exists()
 
 
 def test_admin_action_starts_runs_and_the_run_list_shows_progress(admin_client, submission):
     changelist = "/admin/evalsite/submission/"
-    response = admin_client.post(changelist, {"action": "run_face_evaluation", "_selected_action": [submission.pk]},
-                                 follow=True)
+    response = admin_client.post(
+        changelist, {"action": "run_face_evaluation", "_selected_action": [submission.pk]}, follow=True
+    )
     run = AutomatedRun.objects.get(submission=submission)
     assert run.status == AutomatedRun.Status.COMPLETED and run.progress == "3/3 videos"
     assert f"run {run.pk} completed (3/3 videos)" in response.content.decode()
@@ -128,6 +162,7 @@ def test_admin_action_starts_runs_and_the_run_list_shows_progress(admin_client, 
     # An incomplete submission is refused with the reason; nothing is created for it.
     incomplete = create_baseline_submission(submission.campaign, "blur_frame", web_copies=False)
     incomplete.masked_videos.first().delete()
-    response = admin_client.post(changelist, {"action": "run_attack_suite", "_selected_action": [incomplete.pk]},
-                                 follow=True)
+    response = admin_client.post(
+        changelist, {"action": "run_attack_suite", "_selected_action": [incomplete.pk]}, follow=True
+    )
     assert "is incomplete" in response.content.decode() and not AttackRun.objects.exists()

@@ -13,6 +13,7 @@ queue one task per masked video on Redis and print progress while a worker runs 
   with one row per video / result cell and the same values as an undisturbed run.
 - Claiming a run is exactly-once among processes racing on PostgreSQL.
 """
+
 from __future__ import annotations
 
 import re
@@ -31,9 +32,11 @@ KILL_STRIDE = "2"  # 38 tested frames per clip: several seconds per video, time 
 ATTACK = ["--attackers", "clear", "naive", "parrot", "--recognizers", "lbph", "eigenfaces", "--stride", "10"]
 # The heavy suite to kill: the small CNN trains for each attacker.
 KILL_ATTACK = ["--attackers", "clear", "naive", "parrot", "--recognizers", "lbph", "cnn", "--stride", "5"]
-FACE_COLUMNS = ("frames_tested, clear_faces, masked_faces, mean_iou, cumulative_iou, detection_failure_rate, "
-                "match_rate, rank1_rate, mean_rank, mean_genuine_distance, clear_match_rate, clear_rank1_rate, "
-                "chance_level, n_identities, ssim, psnr_db, psnr_identical_frames")
+FACE_COLUMNS = (
+    "frames_tested, clear_faces, masked_faces, mean_iou, cumulative_iou, detection_failure_rate, "
+    "match_rate, rank1_rate, mean_rank, mean_genuine_distance, clear_match_rate, clear_rank1_rate, "
+    "chance_level, n_identities, ssim, psnr_db, psnr_identical_frames"
+)
 
 
 def _query(url: str, sql: str, *params):
@@ -49,7 +52,9 @@ def _wait(predicate, timeout_s: float, what: str, server=None):
         if predicate():
             return
         time.sleep(0.3)
-    raise AssertionError(f"{what} not within {timeout_s} s" + (f":\n{server.output()[-4000:]}" if server else ""))
+    raise AssertionError(
+        f"{what} not within {timeout_s} s" + (f":\n{server.output()[-4000:]}" if server else "")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -59,15 +64,26 @@ def deployment(tmp_path_factory):
     dataset = write_tiny_dataset(tmp / "dataset", settings.DATA_DIR)
     with postgres_database() as db_url:
         env = {
-            "DATABASE_URL": db_url, "DEID_VAR_DIR": str(tmp / "var"), "DEID_DATA_DIR": str(settings.DATA_DIR),
+            "DATABASE_URL": db_url,
+            "DEID_VAR_DIR": str(tmp / "var"),
+            "DEID_DATA_DIR": str(settings.DATA_DIR),
             # A dead worker's task comes back within seconds instead of the production hour
             # (above the longest task here, so a live worker's task is not redelivered).
             "DEID_BROKER_VISIBILITY_TIMEOUT_S": "25",
-            "OMP_NUM_THREADS": "1", "DEID_TORCH_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+            "DEID_TORCH_THREADS": "1",
         }
         manage("import_dataset", str(dataset), "--campaign", "Workers", "--no-web-copies", env=env)
-        out = manage("make_baseline", "workers", "--method", "identity", "--method", "block_permute_fixed",
-                     "--no-web-copies", env=env).stdout
+        out = manage(
+            "make_baseline",
+            "workers",
+            "--method",
+            "identity",
+            "--method",
+            "block_permute_fixed",
+            "--no-web-copies",
+            env=env,
+        ).stdout
         ids = {name: int(pk) for pk, name in re.findall(r"submission (\d+) Baselines / (\w+)", out)}
         assert set(ids) == {"identity", "block_permute_fixed"}, out
         yield env, ids
@@ -80,13 +96,19 @@ def _in_process(env: dict, code: str) -> str:
 
 
 def _face_rows(url: str, run_id: int) -> dict:
-    rows = _query(url, f"SELECT masked_video_id, {FACE_COLUMNS} FROM automated_videoscore WHERE run_id = %s", run_id)
+    rows = _query(
+        url, f"SELECT masked_video_id, {FACE_COLUMNS} FROM automated_videoscore WHERE run_id = %s", run_id
+    )
     return {row[0]: row[1:] for row in rows}
 
 
 def _attack_rows(url: str, run_id: int) -> dict:
-    rows = _query(url, "SELECT recognizer, attacker, selection, subset_size, repeat, accuracy, n_train, n_test "
-                       "FROM automated_attackresult WHERE run_id = %s", run_id)
+    rows = _query(
+        url,
+        "SELECT recognizer, attacker, selection, subset_size, repeat, accuracy, n_train, n_test "
+        "FROM automated_attackresult WHERE run_id = %s",
+        run_id,
+    )
     return {row[:5]: row[5:] for row in rows}
 
 
@@ -98,26 +120,33 @@ def _assert_same(reference: dict, rows: dict) -> None:
 
 
 def _run(url: str, table: str, run_id: int) -> tuple:
-    (row,) = _query(url, f"SELECT status, videos_done, videos_total, error FROM automated_{table} WHERE id = %s",
-                    run_id)
+    (row,) = _query(
+        url, f"SELECT status, videos_done, videos_total, error FROM automated_{table} WHERE id = %s", run_id
+    )
     return row
 
 
 def _reference_face_run(env, submission_id: int, stride: str) -> int:
-    out = _in_process(env, "from automated.django_app.services import run_face_evaluation as r; "
-                           "from evalsite.models import Submission as S; "
-                           f"print('RUN', r(S.objects.get(pk={submission_id}), stride={stride}).pk)")
+    out = _in_process(
+        env,
+        "from automated.django_app.services import run_face_evaluation as r; "
+        "from evalsite.models import Submission as S; "
+        f"print('RUN', r(S.objects.get(pk={submission_id}), stride={stride}).pk)",
+    )
     return int(re.search(r"RUN (\d+)", out).group(1))
 
 
 def _reference_attack_run(env, submission_id: int, options: list[str]) -> int:
-    attackers = options[options.index("--attackers") + 1:options.index("--recognizers")]
-    recognizers = options[options.index("--recognizers") + 1:options.index("--stride")]
+    attackers = options[options.index("--attackers") + 1 : options.index("--recognizers")]
+    recognizers = options[options.index("--recognizers") + 1 : options.index("--stride")]
     stride = options[options.index("--stride") + 1]
-    out = _in_process(env, "from automated.django_app.attack_service import run_attack as r; "
-                           "from evalsite.models import Submission as S; "
-                           f"print('RUN', r(S.objects.get(pk={submission_id}), attackers={attackers!r}, "
-                           f"recognizers={recognizers!r}, stride={stride}).pk)")
+    out = _in_process(
+        env,
+        "from automated.django_app.attack_service import run_attack as r; "
+        "from evalsite.models import Submission as S; "
+        f"print('RUN', r(S.objects.get(pk={submission_id}), attackers={attackers!r}, "
+        f"recognizers={recognizers!r}, stride={stride}).pk)",
+    )
     return int(re.search(r"RUN (\d+)", out).group(1))
 
 
@@ -130,11 +159,17 @@ def test_a_worker_evaluates_two_submissions_with_face_and_attack_runs(deployment
             runs = {}
             for name, submission_id in ids.items():
                 out = manage("evaluate", str(submission_id), "--stride", FACE_STRIDE, env=env).stdout
-                face = int(re.search(r"^run (\d+) of .*: (pending|running) \(\d/3 videos\)$", out, re.M).group(1))
+                face = int(
+                    re.search(r"^run (\d+) of .*: (pending|running) \(\d/3 videos\)$", out, re.M).group(1)
+                )
                 # The command printed progress while the worker ran it, and the summary.
                 assert "  completed: 3/3 videos" in out and "rank1_rate" in out, out
                 out = manage("attack", str(submission_id), *ATTACK, env=env).stdout
-                attack = int(re.search(r"^attack run (\d+) of .*: (pending|running) \(\d/3 videos\)$", out, re.M).group(1))
+                attack = int(
+                    re.search(
+                        r"^attack run (\d+) of .*: (pending|running) \(\d/3 videos\)$", out, re.M
+                    ).group(1)
+                )
                 assert "  completed: 3/3 videos" in out and "worst case" in out, out
                 runs[name] = face, attack
             log = worker.output()
@@ -147,8 +182,11 @@ def test_a_worker_evaluates_two_submissions_with_face_and_attack_runs(deployment
         scores = _face_rows(url, face)
         assert len(scores) == 3
         results = _attack_rows(url, attack)
-        assert len(results) == 2 * 3 == _query(url, "SELECT count(*) FROM automated_attackresult WHERE run_id = %s",
-                                                attack)[0][0]
+        assert (
+            len(results)
+            == 2 * 3
+            == _query(url, "SELECT count(*) FROM automated_attackresult WHERE run_id = %s", attack)[0][0]
+        )
         # Same values as the same runs executed in-process (no broker, no worker).
         _assert_same(_face_rows(url, _reference_face_run(env, ids[name], FACE_STRIDE)), scores)
         assert _attack_rows(url, _reference_attack_run(env, ids[name], ATTACK)) == results
@@ -158,7 +196,9 @@ def test_a_worker_evaluates_two_submissions_with_face_and_attack_runs(deployment
     assert {row[7] for row in _face_rows(url, identity_face).values()} == {1.0}  # rank1_rate
     accuracy = {key[:2]: value[0] for key, value in _attack_rows(url, identity_attack).items()}
     for recognizer in ("lbph", "eigenfaces"):
-        assert accuracy[recognizer, "naive"] == accuracy[recognizer, "parrot"] == accuracy[recognizer, "clear"]
+        assert (
+            accuracy[recognizer, "naive"] == accuracy[recognizer, "parrot"] == accuracy[recognizer, "clear"]
+        )
 
 
 def _kill_mid_task(worker, task: str, timeout_s: float = 180) -> str:
@@ -170,7 +210,11 @@ def _kill_mid_task(worker, task: str, timeout_s: float = 180) -> str:
         for task_id in re.findall(rf"Task {re.escape(task)}\[([-\w]+)\] received", log):
             started.setdefault(task_id, time.monotonic())
             busy = time.monotonic() - started[task_id]
-            if f"{task}[{task_id}] succeeded" not in log and f"{task}[{task_id}] raised" not in log and busy > 1.0:
+            if (
+                f"{task}[{task_id}] succeeded" not in log
+                and f"{task}[{task_id}] raised" not in log
+                and busy > 1.0
+            ):
                 started["victim"] = task_id
                 return True
         return False
@@ -211,9 +255,15 @@ def test_a_worker_killed_mid_run_is_redelivered_and_the_run_completes_once(deplo
     assert _run(url, "automatedrun", face) == ("completed", 3, 3, "")
     assert _run(url, "attackrun", attack) == ("completed", 3, 3, "")
     scores, results = _face_rows(url, face), _attack_rows(url, attack)
-    counts = _query(url, "SELECT (SELECT count(*) FROM automated_videoscore WHERE run_id = %s), "
-                         "(SELECT count(*) FROM automated_attackresult WHERE run_id = %s), "
-                         "(SELECT count(*) FROM automated_attackextraction WHERE run_id = %s)", face, attack, attack)
+    counts = _query(
+        url,
+        "SELECT (SELECT count(*) FROM automated_videoscore WHERE run_id = %s), "
+        "(SELECT count(*) FROM automated_attackresult WHERE run_id = %s), "
+        "(SELECT count(*) FROM automated_attackextraction WHERE run_id = %s)",
+        face,
+        attack,
+        attack,
+    )
     assert counts == [(3, 2 * 3, 3)] and len(scores) == 3 and len(results) == 2 * 3
     # The same values as undisturbed runs.
     _assert_same(_face_rows(url, _reference_face_run(env, submission_id, KILL_STRIDE)), scores)
@@ -222,18 +272,32 @@ def test_a_worker_killed_mid_run_is_redelivered_and_the_run_completes_once(deplo
 
 def test_claiming_a_run_is_exactly_once_among_racing_processes(deployment):
     env, ids = deployment
-    out = _in_process(env, "from automated.django_app.face_models import AutomatedRun as R; "
-                           f"print('RUN', R.objects.create(submission_id={ids['identity']}).pk)")
+    out = _in_process(
+        env,
+        "from automated.django_app.face_models import AutomatedRun as R; "
+        f"print('RUN', R.objects.create(submission_id={ids['identity']}).pk)",
+    )
     run_id = int(re.search(r"RUN (\d+)", out).group(1))
     start_at = time.time() + 6  # after every process has started Django
-    code = ("import time; from automated.django_app import lifecycle; "
-            "from automated.django_app.face_models import AutomatedRun as R; R.objects.exists(); "
-            f"time.sleep(max(0, {start_at} - time.time())); "
-            f"print('CLAIMED' if lifecycle.claim(R, {run_id}) else 'LOST')")
-    racers = [subprocess.Popen([sys.executable, str(ROOT / "manage.py"), "shell", "-c", code], cwd=ROOT,
-                               env=base_env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-              for _ in range(4)]
+    code = (
+        "import time; from automated.django_app import lifecycle; "
+        "from automated.django_app.face_models import AutomatedRun as R; R.objects.exists(); "
+        f"time.sleep(max(0, {start_at} - time.time())); "
+        f"print('CLAIMED' if lifecycle.claim(R, {run_id}) else 'LOST')"
+    )
+    racers = [
+        subprocess.Popen(
+            [sys.executable, str(ROOT / "manage.py"), "shell", "-c", code],
+            cwd=ROOT,
+            env=base_env(**env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
     outputs = [racer.communicate(timeout=120)[0] for racer in racers]
     assert sorted(o.strip().splitlines()[-1] for o in outputs) == ["CLAIMED", "LOST", "LOST", "LOST"], outputs
     assert _query(env["DATABASE_URL"], "SELECT status FROM automated_automatedrun WHERE id = %s", run_id) == [
-        ("running",)]
+        ("running",)
+    ]
