@@ -290,3 +290,59 @@ def test_api_replace_of_a_clear_video_answers_the_flagged_masked_videos(complete
     body = response.json()
     assert (body["width"], body["height"]) == (180, 144)
     assert [(f["code"], f["submission"]) for f in body["flagged"]] == [("size_mismatch", complete.pk)]
+
+
+# GRID clips of 3 identities with 2-4 clips each: the attack trains and tests on different clips.
+ATTACK_CLIPS = {
+    "ID01": [
+        "grid_identity_clips/s1/bbal6n.mpg",
+        "grid_identity_clips/s1/brif5s.mpg",
+        "grid_identity_clips/s1/lgwazp.mpg",
+        "grid_identity_clips/s1/pbwx2p.mpg",
+    ],
+    "ID04": [
+        "grid_identity_clips/s4_probable/bbilzs.mpg",
+        "grid_identity_clips/s4_probable/sgbc3n.mpg",
+        "grid_talking_heads/lwbsza.mpg",
+    ],
+    "ID02": ["grid_talking_heads/id2_vcd_swwp2s.mpg", "grid_talking_heads/pwij3p.mpg"],
+}
+
+
+def test_an_attack_result_computed_on_a_replaced_masked_video_is_reported_stale(
+    db, data_dir, media_root, tmp_path
+):
+    from pathlib import Path
+
+    from django.core.files import File
+
+    from automated.django_app.attack_service import run_attack
+    from automated.django_app.services import create_baseline_submission
+    from evalsite.models import Campaign, Identity
+
+    campaign = Campaign.objects.create(name="GRID attack", slug="grid-attack")
+    for code, clips in ATTACK_CLIPS.items():
+        identity = Identity.objects.create(campaign=campaign, code=code)
+        for clip in clips:
+            video = SourceVideo(campaign=campaign, identity=identity, name=Path(clip).stem, action="talking")
+            with (data_dir / "videos" / clip).open("rb") as handle:
+                video.file.save(Path(clip).name, File(handle), save=True)
+    submission = create_baseline_submission(
+        campaign, "block_permute_fixed", key=bytes(range(32)), web_copies=False
+    )
+    run = run_attack(submission, attackers=["naive", "parrot"], recognizers=["lbph"], stride=25)
+    assert reports.submission_summary(submission)["stale"] is False
+
+    # The team uploads its masked pwij3p again (the same frames, re-encoded): a replacement.
+    masked = MaskedVideo.objects.get(submission=submission, source_video__name="pwij3p")
+    again = transcode_for_web(masked.file.path, tmp_path / "pwij3p.mp4")
+    ingest_submission_zip(
+        submission, make_zip(tmp_path / "re.zip", {"pwij3p.mp4": again}), replace=True, web_copies=False
+    )
+
+    summary = reports.submission_summary(submission)
+    assert summary["attack"]["run_id"] == run.pk  # still the strongest attack: shown, but said to be stale
+    assert summary["stale_results"] == {"attack": {"run_id": run.pk, "videos": ["pwij3p"]}}
+    assert (summary["complete"], summary["masked_videos"], summary["stale_videos"]) == (True, 9, ["pwij3p"])
+    rows = reports.per_video_report(submission).set_index("video")
+    assert rows.loc["pwij3p", "stale_results"] == "attack" and rows["stale"].sum() == 1
