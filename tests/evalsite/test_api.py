@@ -124,3 +124,24 @@ def test_report_and_summaries_in_json_and_csv(organizer, submission, campaign):
     table = client.get(f"/api/campaigns/{campaign.pk}/summary/?format=csv").content.decode().splitlines()
     assert table[0].startswith("submission_id,team,method,baseline_method,complete,masked_videos,source_videos")
     assert table[1].startswith(f"{submission.pk},Team A,method-1,,False,0,3")
+
+
+def test_with_a_broker_the_upload_answers_202_and_its_record_until_a_worker_has_validated_it(
+    organizer, submission, masked_files, tmp_path, settings
+):
+    from evalsite.validation import run_upload
+
+    settings.CELERY_TASK_ALWAYS_EAGER = False  # the task is queued on commit, for a worker
+    client = _client(organizer)
+    archive = make_zip(tmp_path / "a.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"]})
+    response = client.post(f"/api/submissions/{submission.pk}/upload/",
+                           {"file": SimpleUploadedFile("a.zip", archive.read_bytes())}, format="multipart")
+    assert response.status_code == 202
+    body = response.json()
+    assert body["status"] == "queued" and body["url"].endswith(f"/api/submissions/{submission.pk}/uploads/"
+                                                               f"{body['upload_id']}/")
+    assert client.get(body["url"]).json()["status"] == "queued" and not MaskedVideo.objects.exists()
+    run_upload(body["upload_id"], web_copies=False)  # what the worker runs
+    record = client.get(body["url"]).json()
+    assert (record["status"], record["accepted_count"]) == ("done", 1)
+    assert record["report"]["files"][0]["code"] == "accepted"
