@@ -567,6 +567,7 @@ def raise_if_failed(upload: SubmissionUpload) -> None:
 def _process(upload: SubmissionUpload, report: ValidationReport, *, web_copies: bool) -> None:
     name = upload.original_name or "the zip"
     if not upload.file:
+        _delete_folder(f"uploads/u{upload.pk}")  # a partial zip written before the process died
         _fail(
             upload,
             report,

@@ -247,3 +247,23 @@ def test_deleting_a_submission_deletes_its_stored_zips_and_masked_files(
     with django_capture_on_commit_callbacks(execute=True):
         submission.delete()
     assert _stored_files(media_root) == set()
+
+
+def test_a_zip_never_stored_completely_fails_as_upload_incomplete_and_its_part_is_removed(
+    submission, media_root
+):
+    from evalsite.models import UploadStatus
+
+    # What a process killed while receiving the zip leaves: the record, and part of the file.
+    upload = SubmissionUpload.objects.create(submission=submission, original_name="big.zip")
+    partial = media_root / f"uploads/u{upload.pk}/abc.zip"
+    partial.parent.mkdir(parents=True)
+    partial.write_bytes(b"PK\x03\x04 half")
+    upload = run_upload(upload.pk)
+    assert (upload.status, upload.error_code) == (UploadStatus.FAILED, "upload_incomplete")
+    assert (
+        upload.error
+        == "big.zip: the zip was not stored completely (the upload was interrupted); upload it again"
+    )
+    assert not partial.exists()
+    assert_every_stored_file_has_a_row(media_root)
