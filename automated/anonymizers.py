@@ -729,7 +729,7 @@ def k_same_pixel(frame_rgb: np.ndarray, region_xyxy, *, background=None, k: int 
     return out
 
 
-def _frame_rng(context: "FrameContext") -> np.random.Generator:
+def _frame_rng(context: FrameContext) -> np.random.Generator:
     return frame_rng(context.key, context.video_nonce, context.frame_index)
 
 

@@ -7,7 +7,6 @@ Images are scaled to 96 x 112 pixels first (multiples of the 16-pixel block, so 
 pixel is permuted; ORL's 92-pixel width would leave a 12-pixel strip in place).
 """
 import cv2
-import numpy as np
 import pytest
 
 from automated import anonymizers
