@@ -111,6 +111,8 @@ def _with_pu_score(report: pd.DataFrame) -> pd.DataFrame:
         report["pu_score"] = [
             _pu_or_nan(*row) for row in report[list(PU_INPUTS)].itertuples(index=False)
         ]
+        if "pu_score_automated" in report.columns:  # the automated stand-in only where humans did not rate
+            report.loc[report["pu_score"].notna(), "pu_score_automated"] = np.nan
     return report
 
 

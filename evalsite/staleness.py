@@ -24,6 +24,7 @@ from .models import MaskedVideo, SourceVideo
 RUN_SECTIONS = {
     "face_evaluation": ("automated", "AutomatedRun"),
     "attack": ("automated", "AttackRun"),
+    "behaviour": ("automated", "AutomatedRun"),
 }
 
 

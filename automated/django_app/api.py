@@ -51,6 +51,9 @@ class FaceRunOptions(_Options):
         min_value=0, default=MATCH_THRESHOLD, help_text="verification threshold on the L2 embedding distance"
     )
     allow_incomplete = serializers.BooleanField(default=False)
+    behaviour = serializers.BooleanField(
+        default=True, help_text="also measure behaviour preservation (automated.behaviour)"
+    )
 
 
 class AttackRunOptions(_Options):

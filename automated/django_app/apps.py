@@ -8,7 +8,8 @@ class AutomatedConfig(AppConfig):
 
     def ready(self):
         # Report columns/sections of the face evaluation and the attack suite.
-        from . import attack_report, face_report
+        from . import attack_report, behaviour_report, face_report
 
         face_report.register()
+        behaviour_report.register()
         attack_report.register()

@@ -74,6 +74,13 @@ class VideoScore(models.Model):
     all_faces = _metric_field("clear faces, all tracks", integer=True)
     all_faces_mean_iou = _metric_field("mean detection IoU, all faces")
     all_faces_detection_failure_rate = _metric_field("face detection failure rate, all faces")
+    # Behaviour preservation (automated.behaviour, issue 12); NULL when the run had
+    # ``behaviour: false`` or predates it. The metrics dict: compare + behaviour_score.
+    behaviour_score = _metric_field("behaviour-preservation score")
+    behaviour_metrics = models.JSONField(
+        "behaviour metrics", null=True, blank=True,
+        help_text="automated.behaviour.compare metrics and score components; NaN stored as null.",
+    )
 
     class Meta:
         verbose_name = "video face score"
@@ -93,3 +100,11 @@ class VideoScore(models.Model):
             value = getattr(evaluation, name)
             values[name] = None if isinstance(value, float) and not math.isfinite(value) else value
         return values
+
+    @staticmethod
+    def behaviour_values(metrics: dict) -> dict:
+        """Field values from ``evaluate_behaviour(...).metrics``: NaN and infinities become None."""
+        plain = {key: value.item() if hasattr(value, "item") else value for key, value in metrics.items()}
+        clean = {key: None if isinstance(value, float) and not math.isfinite(value) else value
+                 for key, value in plain.items()}
+        return {"behaviour_score": clean.get("behaviour_score"), "behaviour_metrics": clean}

@@ -22,6 +22,7 @@ from django.conf import settings
 from evalsite.models import Campaign, GalleryImage, MaskedVideo, Submission, Team, delete_stored
 
 from automated.anonymizers import BASELINE_METHODS, anonymize_video
+from automated.behaviour import evaluate_behaviour
 from automated.detection import detector_key, make_face_detector
 from automated.face_eval import METRIC_FIELDS, VideoEvaluation, embed_gallery_image, evaluate_video, summarize
 from . import lifecycle
@@ -172,25 +173,30 @@ def gallery_embeddings(campaign: Campaign, *, embedder=None, detector=None) -> t
     return np.asarray(embeddings, np.float32).reshape(-1, embedder.dim), np.asarray(codes, dtype=str)
 
 
-def _run_config(stride: int, detector: str, threshold: float | None, embedder: str = DEFAULT_EMBEDDER) -> dict:
+def _run_config(stride: int, detector: str, threshold: float | None, embedder: str = DEFAULT_EMBEDDER,
+                behaviour: bool = True) -> dict:
     """Checked configuration of a run (one place for direct and queued runs).
 
-    Records the detector, the embedder (``recognition.EMBEDDERS``) and the threshold
-    (default: the embedder's documented one).
+    Records the detector, the embedder (``recognition.EMBEDDERS``), the threshold
+    (default: the embedder's documented one) and ``behaviour`` (measure behaviour
+    preservation, ``automated.behaviour``; a run config without the key measures it).
 
     Raises
     ------
     ValueError
-        Naming a bad ``stride`` (not a whole number >= 1), ``detector``, ``embedder`` or
-        ``threshold``.
+        Naming a bad ``stride`` (not a whole number >= 1), ``detector``, ``embedder``,
+        ``threshold`` or ``behaviour`` (not a bool).
     """
+    if not isinstance(behaviour, bool):
+        raise ValueError(f"behaviour must be true or false, got {behaviour!r}")
     if isinstance(stride, bool) or not isinstance(stride, int) or stride < 1:
         raise ValueError(f"stride must be a whole number >= 1, got {stride!r}")
     threshold = embedder_spec(embedder).threshold if threshold is None else threshold
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < math.inf:
         raise ValueError(f"threshold must be a finite L2 distance >= 0, got {threshold!r}")
     make_face_detector(detector).close()  # validates the name before a run row exists
-    return {"stride": stride, "detector": detector, "embedder": embedder, "threshold": float(threshold)}
+    return {"stride": stride, "detector": detector, "embedder": embedder, "threshold": float(threshold),
+            "behaviour": behaviour}
 
 
 def _check_evaluable(submission: Submission, *, allow_incomplete: bool) -> None:
@@ -213,14 +219,14 @@ def _check_evaluable(submission: Submission, *, allow_incomplete: bool) -> None:
 
 def create_face_run(
     submission: Submission, *, stride: int = 5, detector: str = "mediapipe", threshold: float | None = None,
-    embedder: str = DEFAULT_EMBEDDER, allow_incomplete: bool = False,
+    embedder: str = DEFAULT_EMBEDDER, allow_incomplete: bool = False, behaviour: bool = True,
 ) -> AutomatedRun:
     """Check the options and the submission, then create a PENDING run planning every masked video.
 
     Options and errors as ``run_face_evaluation``; nothing is created when they raise.
     ``dispatch.start_run`` queues its tasks; ``run_face_evaluation`` executes it here.
     """
-    config = _run_config(stride, detector, threshold, embedder)
+    config = _run_config(stride, detector, threshold, embedder, behaviour)
     _check_evaluable(submission, allow_incomplete=allow_incomplete)
     planned = list(submission.masked_videos.order_by("source_video__name").values_list("pk", flat=True))
     return AutomatedRun.objects.create(
@@ -230,7 +236,7 @@ def create_face_run(
 
 def run_face_evaluation(
     submission: Submission, *, stride: int = 5, detector: str = "mediapipe", threshold: float | None = None,
-    embedder: str = DEFAULT_EMBEDDER, allow_incomplete: bool = False,
+    embedder: str = DEFAULT_EMBEDDER, allow_incomplete: bool = False, behaviour: bool = True,
 ) -> AutomatedRun:
     """Create and execute, in this process, an automated face evaluation run of ``submission``.
 
@@ -255,6 +261,9 @@ def run_face_evaluation(
         A ``recognition.EMBEDDER_NAMES`` name.
     allow_incomplete : bool, default=False
         Evaluate a submission that lacks masked videos for some source videos.
+    behaviour : bool, default=True
+        Also measure behaviour preservation (``automated.behaviour.evaluate_behaviour``:
+        head pose, gaze, eyes, mouth, expression, body) into ``VideoScore.behaviour_*``.
 
     Returns
     -------
@@ -270,7 +279,7 @@ def run_face_evaluation(
         naming the source video, in ``error``; then the error is re-raised).
     """
     run = create_face_run(submission, stride=stride, detector=detector, threshold=threshold, embedder=embedder,
-                          allow_incomplete=allow_incomplete)
+                          allow_incomplete=allow_incomplete, behaviour=behaviour)
     return lifecycle.execute_inline(FACE_RUN, run)
 
 
@@ -331,7 +340,24 @@ class FaceRunKind(lifecycle.RunKind):
                     )
                 except ValueError as error:  # stored files have opaque names: say which video
                     raise type(error)(f"source video {source.name!r}: {error}") from error
-        return VideoScore.metric_values(evaluation)
+                values = VideoScore.metric_values(evaluation)
+                if config.get("behaviour", True):
+                    values.update(self._behaviour(clear_path, masked_path, stride, source.name))
+        return values
+
+    @staticmethod
+    def _behaviour(clear_path, masked_path, stride: int, source_name: str) -> dict:
+        """``VideoScore.behaviour_*`` values of one video pair (``automated.behaviour.evaluate_behaviour``).
+
+        A second decoding pass after the face evaluation's (not yet the same pass); the
+        clear side is cached on disk under ``CACHE_DIR/behaviour`` for every later run.
+        """
+        try:
+            result = evaluate_behaviour(clear_path, masked_path, stride=stride,
+                                        cache_dir=Path(settings.CACHE_DIR) / "behaviour")
+        except ValueError as error:
+            raise type(error)(f"source video {source_name!r}, behaviour: {error}") from error
+        return VideoScore.behaviour_values(result.metrics)
 
 
 #: The face evaluation's run kind (``dispatch.RUN_KINDS["face"]``).

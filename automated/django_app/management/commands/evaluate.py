@@ -1,4 +1,4 @@
-"""``python manage.py evaluate <submission_id> [--stride N] [--detector NAME] [--embedder NAME] [--allow-incomplete] [--no-wait]``.
+"""``python manage.py evaluate <submission_id> [--stride N] [--detector NAME] [--embedder NAME] [--allow-incomplete] [--no-behaviour] [--no-wait]``.
 
 Starts the run through ``dispatch.start_run`` (one Celery task per masked video, shared by
 the workers when a broker is configured; in this process otherwise) and, with a broker,
@@ -26,17 +26,19 @@ class Command(BaseCommand):
                             help=f"face embedder (default {DEFAULT_EMBEDDER}: dlib's ResNet in PyTorch)")
         parser.add_argument("--allow-incomplete", action="store_true",
                             help="evaluate although some source videos have no masked video")
+        parser.add_argument("--no-behaviour", dest="behaviour", action="store_false",
+                            help="skip the behaviour-preservation measures (head pose, gaze, eyes, mouth, body)")
         parser.add_argument("--no-wait", action="store_true",
                             help="with a broker: queue the run and return (progress: admin, API)")
 
-    def handle(self, *args, submission_id, stride, detector, embedder, allow_incomplete, no_wait, **options):
+    def handle(self, *args, submission_id, stride, detector, embedder, allow_incomplete, behaviour, no_wait, **options):
         try:
             submission = Submission.objects.get(pk=submission_id)
         except Submission.DoesNotExist:
             raise CommandError(f"no submission with id {submission_id}") from None
         try:
             run = dispatch.start_run("face", submission, stride=stride, detector=detector, embedder=embedder,
-                                     allow_incomplete=allow_incomplete)
+                                     allow_incomplete=allow_incomplete, behaviour=behaviour)
         except ValueError as error:
             raise CommandError(str(error)) from error
         self.stdout.write(f"run {run.pk} of {submission}: {run.status} ({run.progress})")

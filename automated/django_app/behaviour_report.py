@@ -1,0 +1,89 @@
+"""Report providers of behaviour preservation (see evalsite/reports.py; issue 12).
+
+Both read the submission's latest completed face run that measured behaviour (a run
+started with ``behaviour: false`` is passed over, so it never hides an earlier
+measurement): per-video columns ``behaviour_<metric>`` (``automated.behaviour.compare``
+metrics and ``score.behaviour_score`` components; the score itself is
+``behaviour_score``) with ``pu_score_automated``, and the ``behaviour`` summary section
+(``score.summarize_behaviour``).
+
+``pu_score_automated`` (``score.automated_pu_score``) is the PU score with the
+automated behaviour score as the utility kept instead of human action ratings; it is
+labelled automated, and ``evalsite.reports`` blanks it where the human ``pu_score``
+exists (human ratings take precedence).
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from automated.behaviour.score import automated_pu_score, summarize_behaviour
+from evalsite import reports
+
+from .face_models import AutomatedRun, VideoScore
+
+PU_AUTOMATED = "pu_score_automated"
+PU_AUTOMATED_LABEL = "automated: behaviour-preservation score as the utility kept, x (1 - SSIM)"
+
+
+def behaviour_run(submission) -> AutomatedRun | None:
+    """The latest completed face run of ``submission`` that measured behaviour, or None."""
+    runs = AutomatedRun.objects.completed().filter(submission=submission).exclude(config__behaviour=False)
+    return runs.order_by("-finished_at", "-id").first()
+
+
+def _scores(run):
+    # Scores of a replaced (superseded) masked video describe a file no longer current.
+    return (VideoScore.objects.filter(run=run, masked_video__current=True, behaviour_metrics__isnull=False)
+            .select_related("masked_video__source_video"))
+
+
+def _nan(value) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _pu(behaviour, ssim) -> float:
+    return automated_pu_score(_nan(behaviour), _nan(ssim))
+
+
+def behaviour_video_columns(submission) -> pd.DataFrame:
+    """Index: source-video name; ``behaviour_score``, ``behaviour_<metric>`` and ``pu_score_automated``.
+
+    Units as ``automated.behaviour.compare``: angles in degrees, rates, correlations,
+    F1 and PCK as fractions, counts of tested frames; empty (NaN) where undefined.
+    """
+    run = behaviour_run(submission)
+    rows = []
+    for score in _scores(run) if run is not None else []:
+        metrics = score.behaviour_metrics
+        row = {"video": score.masked_video.source_video.name, "behaviour_score": _nan(score.behaviour_score)}
+        row.update({f"behaviour_{key}": _nan(value) for key, value in metrics.items() if key != "behaviour_score"})
+        row[PU_AUTOMATED] = _pu(score.behaviour_score, score.ssim)
+        rows.append(row)
+    if not rows:
+        return pd.DataFrame(columns=["behaviour_score", PU_AUTOMATED])
+    return pd.DataFrame(rows).set_index("video")
+
+
+def behaviour_summary(submission) -> dict | None:
+    """``summarize_behaviour`` over the current videos of the behaviour run, or None.
+
+    Adds ``run_id``, the submission-level ``pu_score_automated`` (from the mean
+    behaviour score and the mean SSIM over the same videos) and its label.
+    """
+    run = behaviour_run(submission)
+    scores = list(_scores(run)) if run is not None else []
+    if not scores:
+        return None
+    summary = summarize_behaviour({k: _nan(v) for k, v in s.behaviour_metrics.items()} for s in scores)
+    ssim = [s.ssim for s in scores if s.ssim is not None and s.behaviour_score is not None]
+    pu = _pu(summary.get("behaviour_score"), sum(ssim) / len(ssim) if ssim else None)
+    summary = {"run_id": run.pk, **summary, PU_AUTOMATED: pu, "pu_score_automated_kind": PU_AUTOMATED_LABEL}
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in summary.items()}
+
+
+def register() -> None:
+    """Register this module's video columns and summary section."""
+    reports.register_video_columns("behaviour", behaviour_video_columns)
+    reports.register_summary_section("behaviour", behaviour_summary)

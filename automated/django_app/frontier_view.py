@@ -1,0 +1,69 @@
+"""The privacy-utility frontier of a campaign, served to its organizers as PNG and SVG (issue 12).
+
+One point per submission (baselines drawn as baselines): x = worst-case chance-normalised
+re-identification of the submission's latest completed attack run (the highest
+``AttackResult.chance_normalised`` over recognizer x attacker pairs on all identities,
+the clear-on-clear bound left out), y = its behaviour-preservation score
+(``behaviour_report.behaviour_summary``). The figure is ``automated.behaviour.frontier``.
+
+Staff only, and only campaigns the user organizes (``evalsite.scoping``): another
+campaign's organizer gets 404, as for every organizer page.
+"""
+from __future__ import annotations
+
+import math
+
+from django.contrib.admin.views.decorators import staff_member_required
+from django.db.models import Max
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404
+
+from automated.attack.suite import ALL
+from automated.behaviour.frontier import FrontierPoint, frontier_figure
+from evalsite.models import Campaign
+from evalsite.scoping import scope
+
+from .attack_models import AttackResult, AttackRun
+from .behaviour_report import behaviour_summary
+
+CONTENT_TYPES = {"png": "image/png", "svg": "image/svg+xml"}
+
+
+def worst_case_reidentification(submission) -> float:
+    """Highest chance-normalised accuracy of the latest completed attack run (all identities); NaN if none."""
+    run = AttackRun.objects.latest_completed_for(submission)
+    if run is None:
+        return math.nan
+    best = (AttackResult.objects.filter(run=run, selection=ALL).exclude(attacker="clear")
+            .aggregate(best=Max("chance_normalised"))["best"])
+    return math.nan if best is None else min(1.0, max(-1.0, float(best)))
+
+
+def frontier_points(campaign: Campaign) -> list[FrontierPoint]:
+    """One ``FrontierPoint`` per submission of ``campaign`` (NaN coordinates where not measured)."""
+    points = []
+    for submission in campaign.submissions.select_related("team").order_by("name", "pk"):
+        summary = behaviour_summary(submission) or {}
+        behaviour = summary.get("behaviour_score")
+        points.append(FrontierPoint(
+            label=submission.name if submission.baseline_method else f"{submission.team.name}: {submission.name}",
+            reidentification=worst_case_reidentification(submission),
+            behaviour=math.nan if behaviour is None else float(behaviour),
+            kind="baseline" if submission.baseline_method else "submission",
+        ))
+    return points
+
+
+@staff_member_required
+def campaign_frontier(request, campaign_id: int, fmt: str):
+    """The campaign's frontier figure as ``fmt`` ("png" or "svg"); 404 without submissions."""
+    campaign = get_object_or_404(scope(Campaign.objects.all(), request.user), pk=campaign_id)
+    points = frontier_points(campaign)
+    if not points:
+        raise Http404("the campaign has no submissions yet")
+    image = frontier_figure(points, title=f"Privacy-utility frontier: {campaign.name}")[fmt]
+    response = HttpResponse(image, content_type=CONTENT_TYPES[fmt])
+    response["Cache-Control"] = "private, no-store"
+    if fmt == "svg":  # opened directly, an SVG is a document: no scripts, no same-origin access
+        response["Content-Security-Policy"] = "sandbox"
+    return response

@@ -1,0 +1,107 @@
+"""Behaviour preservation in face runs, reports and the organizer's frontier (issue 12), on 3 real GRID clips."""
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from automated.behaviour.score import automated_pu_score
+from automated.django_app.attack_models import AttackResult, AttackRun
+from automated.django_app.face_models import VideoScore
+from automated.django_app.frontier_view import frontier_points
+from automated.django_app.services import create_baseline_submission, run_face_evaluation
+from evalsite import reports
+from evalsite.models import Campaign
+
+from .test_face_services import campaign  # noqa: F401 (fixture: the tiny GRID campaign)
+
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
+STRIDE = 40  # 2 tested frames per clip
+
+
+@pytest.fixture
+def evaluated(campaign):  # noqa: F811
+    identity = create_baseline_submission(campaign, "identity", web_copies=False)
+    blurred = create_baseline_submission(campaign, "blur_frame", web_copies=False)
+    runs = {s.name: run_face_evaluation(s, stride=STRIDE) for s in (identity, blurred)}
+    return identity, blurred, runs
+
+
+def test_face_run_stores_behaviour_and_the_reports_show_it(evaluated):
+    identity, blurred, runs = evaluated
+    scores = list(VideoScore.objects.filter(run=runs["identity"]))
+    assert len(scores) == 3 and runs["identity"].config["behaviour"] is True
+    for score in scores:  # the identity baseline keeps every behaviour exactly
+        assert score.behaviour_score == 1.0
+        assert score.behaviour_metrics["head_pose_error_deg"] == 0.0
+        assert score.behaviour_metrics["gaze_error_deg"] == 0.0
+        assert score.behaviour_metrics["face_lost_rate"] == 0.0
+        assert score.behaviour_metrics["frames_tested"] == 2
+    blurred_scores = VideoScore.objects.filter(run=runs["blur_frame"])
+    assert all(s.behaviour_score is not None and s.behaviour_score < 1.0 for s in blurred_scores)
+
+    report = reports.per_video_report(identity).set_index("video")
+    assert {"behaviour_score", "behaviour_head_pose_error_deg", "behaviour_face_lost_rate",
+            "pu_score_automated"} <= set(report.columns)
+    assert (report["behaviour_score"] == 1.0).all()
+    assert (report["pu_score_automated"] == 0.0).all()  # 1 x (1 - SSIM 1): unmasked frames hide nothing
+    blurred_report = reports.per_video_report(blurred).set_index("video")
+    for score in blurred_scores:
+        row = blurred_report.loc[score.masked_video.source_video.name]
+        assert row["behaviour_score"] == score.behaviour_score
+        assert row["pu_score_automated"] == pytest.approx(score.behaviour_score * (1 - score.ssim))
+
+    section = reports.submission_summary(identity)["behaviour"]
+    assert section["run_id"] == runs["identity"].pk and section["n_videos"] == 3
+    assert section["behaviour_score"] == 1.0 and section["frames_tested"] == 6
+    assert section["pu_score_automated"] == 0.0 and section["pu_score_automated_kind"].startswith("automated")
+    blurred_section = reports.submission_summary(blurred)["behaviour"]
+    mean = sum(s.behaviour_score for s in blurred_scores) / 3
+    assert blurred_section["behaviour_score"] == pytest.approx(mean)
+    assert blurred_section["pu_score_automated"] == pytest.approx(
+        automated_pu_score(mean, sum(s.ssim for s in blurred_scores) / 3))
+
+    # --no-behaviour: no behaviour stored, and the report keeps the run that measured it
+    lighter = run_face_evaluation(identity, stride=STRIDE, behaviour=False)
+    assert lighter.config["behaviour"] is False
+    assert not VideoScore.objects.filter(run=lighter, behaviour_score__isnull=False).exists()
+    assert reports.submission_summary(identity)["behaviour"]["run_id"] == runs["identity"].pk
+
+
+def _attack_run(submission, chance_normalised: dict):
+    run = AttackRun.objects.create(submission=submission, status=AttackRun.Status.COMPLETED,
+                                   finished_at=timezone.now())
+    for attacker, value in chance_normalised.items():
+        AttackResult.objects.create(run=run, recognizer="lbph", attacker=attacker, subset_size=4, n_identities=4,
+                                    n_train=10, n_test=10, accuracy=0.25 + 0.75 * value, chance_level=0.25,
+                                    chance_normalised=value)
+
+
+def test_frontier_points_and_the_organizer_view(evaluated, campaign):  # noqa: F811
+    identity, blurred, _ = evaluated
+    _attack_run(identity, {"clear": 1.0, "naive": 0.9, "parrot": 0.95})
+    _attack_run(blurred, {"clear": 1.0, "naive": 0.1, "parrot": 0.4})
+    points = {p.label: p for p in frontier_points(campaign)}
+    assert points["identity"].reidentification == 0.95 and points["identity"].behaviour == 1.0
+    assert points["blur_frame"].reidentification == 0.4  # the worst case, the clear-on-clear bound left out
+    assert points["blur_frame"].kind == "baseline" and 0 <= points["blur_frame"].behaviour < 1
+
+    organizer = User.objects.create_user("org", password="pw", is_staff=True)
+    campaign.organizers.add(organizer)
+    other = User.objects.create_user("other", password="pw", is_staff=True)
+    Campaign.objects.create(name="Other", slug="other").organizers.add(other)
+    client = Client()
+    client.force_login(organizer)
+    png = client.get(reverse("automated:frontier_png", args=[campaign.pk]))
+    assert png.status_code == 200 and png["Content-Type"] == "image/png" and png.content.startswith(b"\x89PNG")
+    svg = client.get(reverse("automated:frontier_svg", args=[campaign.pk]))
+    assert svg["Content-Type"] == "image/svg+xml" and b"<svg" in svg.content
+    assert svg["Content-Security-Policy"] == "sandbox"
+    page = client.get(reverse("trials:organizer_campaign", args=[campaign.pk]))
+    assert reverse("automated:frontier_png", args=[campaign.pk]) in page.content.decode()
+    client.force_login(other)
+    for name in ("automated:frontier_png", "automated:frontier_svg"):
+        assert client.get(reverse(name, args=[campaign.pk])).status_code == 404
+    client.logout()
+    assert client.get(reverse("automated:frontier_png", args=[campaign.pk])).status_code == 302  # to login
