@@ -109,6 +109,16 @@ class Campaign(models.Model):
         help_text="Opaque code in the campaign's rater link.",
     )
     rating_open = models.BooleanField("rating open", default=False)
+    completion_url = models.URLField(
+        "completion redirect URL", max_length=500, blank=True,
+        help_text="Where a rater goes after the last trial, e.g. the crowd platform's completion "
+        "link; {completion_code} in it is replaced by the rater's code. Empty: the code is shown only.",
+    )
+    organizer_contact = models.CharField(
+        "organizer contact", max_length=200, blank=True,
+        help_text="How raters reach the organizer (e-mail address or platform message), shown on "
+        "error pages such as a session opened in another browser.",
+    )
     organizers = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="campaigns")
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -44,7 +44,7 @@ from django.utils import timezone
 
 from evalsite.models import Campaign, GalleryImage, SourceVideo
 
-from . import design, plausibility
+from . import browser, design, plausibility
 from .models import (
     Item,
     RatingSession,
@@ -121,30 +121,61 @@ def sync_items(campaign: Campaign) -> int:
 
 # --- joining ---------------------------------------------------------------------------
 
-def join(campaign: Campaign, *, participant_code: str = "", user=None) -> RatingSession:
+class OtherBrowser(Exception):
+    """The session of this participant code is bound to another browser (:mod:`trials.browser`)."""
+
+
+def join(
+    campaign: Campaign, *, participant_code: str = "", user=None, browser_hash: str = "",
+    platform_params: Mapping | None = None,
+) -> RatingSession:
     """Get or create the rater and their session (a second join resumes the same session).
+
+    Parameters
+    ----------
+    participant_code : str
+        Normalised by :func:`trials.browser.normalise_participant_code`.
+    browser_hash : str
+        SHA-256 hex of the joining browser's secret key; empty (commands, simulations)
+        joins without binding. A new session is bound to it, as is an unbound one.
+    platform_params : mapping, optional
+        Crowd-platform parameters of the join link, recorded on the rater's first join.
 
     Raises
     ------
     ValueError
         If neither a participant code nor a user is given.
+    trials.browser.BadParticipantCode
+        If the code has characters outside the documented set.
+    OtherBrowser
+        If the participant code's session is bound to another browser (a rater account
+        moves its session to the new browser instead: its password is the secret).
     """
-    participant_code = participant_code.strip()
+    participant_code = browser.normalise_participant_code(participant_code)
     if not participant_code and user is None:
         raise ValueError("a participant code or a rater account is needed to join")
     lookup = {"user": user} if user is not None else {"participant_code": participant_code}
     with transaction.atomic():
         try:
             with transaction.atomic():
-                rater, _ = Rater.objects.get_or_create(campaign=campaign, **lookup)
+                rater, made = Rater.objects.get_or_create(
+                    campaign=campaign, **lookup, defaults={"platform_params": dict(platform_params or {})}
+                )
         except IntegrityError:  # the same participant joined twice at once
-            rater = Rater.objects.get(campaign=campaign, **lookup)
-        session = RatingSession.objects.filter(rater=rater).first()
+            rater, made = Rater.objects.get(campaign=campaign, **lookup), False
+        session = RatingSession.objects.select_for_update().filter(rater=rater).first()
         if session is None:
-            session = RatingSession.objects.create(
+            return RatingSession.objects.create(
                 rater=rater, campaign=campaign, seed=random.SystemRandom().getrandbits(48),
-                plan=_plan_for(campaign),
+                plan=_plan_for(campaign), browser_key_hash=browser_hash,
             )
+        if browser_hash and session.browser_key_hash != browser_hash:
+            if session.browser_key_hash and user is None:
+                raise OtherBrowser(f"session {session.pk} is open in another browser")
+            session.browser_key_hash = browser_hash
+            session.save(update_fields=["browser_key_hash"])
+        if not made and platform_params and not rater.platform_params:
+            Rater.objects.filter(pk=rater.pk).update(platform_params=dict(platform_params))
     return session
 
 

@@ -1,20 +1,20 @@
 """Validation of what raters send: join codes and trial answers."""
 from django import forms
 
+from .browser import BadParticipantCode, normalise_participant_code
+
 
 class JoinForm(forms.Form):
     participant_code = forms.CharField(
-        label="Participant code", max_length=64, required=False,
-        help_text="The ID your crowd-sourcing platform shows you.",
+        label="Participant code", max_length=200, required=False,
+        help_text="The ID your crowd-sourcing platform shows you (letters, digits, '-', '_', '.').",
     )
 
     def clean_participant_code(self):
-        code = self.cleaned_data["participant_code"].strip()
-        if code and not code.replace("-", "").replace("_", "").isalnum():
-            raise forms.ValidationError(
-                "Use letters, digits, '-' and '_' only.", code="invalid_participant_code"
-            )
-        return code
+        try:
+            return normalise_participant_code(self.cleaned_data["participant_code"])
+        except BadParticipantCode as error:
+            raise forms.ValidationError(str(error), code="invalid_participant_code") from None
 
 
 class ResponseForm(forms.Form):

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 from evalsite.bodies import BadBody, json_object_body
 from evalsite.models import Campaign
 
-from . import assignment
+from . import assignment, browser
 from .forms import JoinForm, ResponseForm
 from .media import ensure_catch_video, ensure_gallery_crop
 from .variants import mp4_variant_response, png_variant_response
@@ -26,28 +26,53 @@ from .models import RatingSession, SessionState, Task, Trial, TrialFace, TrialKi
 SESSION_KEY = "trials_rating_session"
 
 
-def _rating_session(request) -> RatingSession | None:
+def _bound_session(request) -> RatingSession | None:
+    """The rating session this Django session points to, whichever browser it is bound to."""
     pk = request.session.get(SESSION_KEY)
     if pk is None:
         return None
     return RatingSession.objects.select_related("campaign", "rater").filter(pk=pk).first()
 
 
+def _rating_session(request) -> RatingSession | None:
+    """The rater's session, only in the browser it is bound to (:mod:`trials.browser`)."""
+    session = _bound_session(request)
+    return session if session is not None and browser.same_browser(request, session) else None
+
+
+def _other_browser(request, campaign):
+    return render(request, "trials/other_browser.html", {"campaign": campaign}, status=403)
+
+
 def join(request, join_code: str):
-    """Join a campaign by its link, with a participant code or the logged-in rater account."""
+    """Join a campaign by its link, with a participant code or the logged-in rater account.
+
+    The join link's crowd-platform parameters (``PROLIFIC_PID``, ``STUDY_ID`` ...) are
+    recorded; the session is bound to this browser by a secret cookie, and a second
+    browser with the same code gets a page saying the session is open elsewhere.
+    """
     campaign = get_object_or_404(Campaign, join_code=join_code)
     if not campaign.rating_open:
         return render(request, "trials/closed.html", status=403)
-    initial = {"participant_code": request.GET.get("participant") or request.GET.get("PROLIFIC_PID", "")}
-    form = JoinForm(request.POST or None, initial=initial)
+    suggested = request.GET.get("participant") or request.GET.get("PROLIFIC_PID") or request.GET.get("workerId", "")
+    form = JoinForm(request.POST or None, initial={"participant_code": suggested[:200]})
     if request.method == "POST" and form.is_valid():
         code = form.cleaned_data["participant_code"]
         user = request.user if request.user.is_authenticated and not code else None
         if code or user:
-            session = assignment.join(campaign, participant_code=code, user=user)
+            key = browser.browser_key(request)
+            try:
+                session = assignment.join(
+                    campaign, participant_code=code, user=user, browser_hash=browser.key_hash(key),
+                    platform_params=browser.platform_params(request.GET),
+                )
+            except assignment.OtherBrowser:
+                return _other_browser(request, campaign)
             request.session.cycle_key()
             request.session[SESSION_KEY] = session.pk
-            return redirect("trials:session")
+            response = redirect("trials:session")
+            browser.set_cookie(response, key)
+            return response
         form.add_error("participant_code", "Enter your participant code or log in with a rater account.")
     return render(request, "trials/join.html", {"form": form, "campaign": campaign})
 
@@ -55,9 +80,11 @@ def join(request, join_code: str):
 @ensure_csrf_cookie  # the trial page's JavaScript sends answers with the CSRF header
 def session_page(request):
     """Where the rater is now: consent, instructions, the current trial, or completion."""
-    session = _rating_session(request)
+    session = _bound_session(request)
     if session is None:
         return render(request, "trials/no_session.html", status=403)
+    if not browser.same_browser(request, session):
+        return _other_browser(request, session.campaign)
     if session.state == SessionState.CONSENT:
         return render(request, "trials/consent.html", {"session": session, "campaign": session.campaign})
     if session.state == SessionState.INSTRUCTIONS:
@@ -69,7 +96,12 @@ def session_page(request):
         if trial is not None:
             return render(request, "trials/trial.html", _trial_context(session, trial))
         session.refresh_from_db()
-    return render(request, "trials/complete.html", {"session": session})
+    return render(request, "trials/complete.html", _complete_context(session))
+
+
+def _complete_context(session) -> dict:
+    url = session.campaign.completion_url
+    return {"session": session, "completion_url": url.replace("{completion_code}", session.completion_code)}
 
 
 def _instructions_context(session):

@@ -188,15 +188,15 @@ def world(db, media_root, tiny_dataset, tmp_path, masked_files):
         open_rating(campaign, prepare_media=False)
     rater_account = User.objects.create_user("rater-alpha-account", password="pw-rater-123")
     sessions = [
-        _rate_one_trial(a, participant_code="PCODE-ALPHA-7781"),
+        _rate_one_trial(a, participant_code="pcode-alpha-7781"),
         _rate_one_trial(a, user=rater_account),
     ]
-    _rate_one_trial(b, participant_code="PCODE-BETA-1")
+    _rate_one_trial(b, participant_code="pcode-beta-1")
 
     secrets = {
         a.name,
         a.slug,
-        "PCODE-ALPHA-7781",
+        "pcode-alpha-7781",
         "rater-alpha-account",
         "Team Alpha Secret",
         "method-alpha-secret",
@@ -502,7 +502,7 @@ def test_the_check_fails_for_an_unscoped_admin(world, settings):
     site._registry[Rater] = admin.ModelAdmin(Rater, site)
     settings.ROOT_URLCONF = _urlconf_with(site)
     findings = check_admin_registry(site, world)
-    assert any("trials/rater/" in f and "PCODE-ALPHA-7781" in f for f in findings)
+    assert any("trials/rater/" in f and "pcode-alpha-7781" in f for f in findings)
     assert any("organizer B reaches A's object" in f and "/trials/rater/" in f for f in findings)
 
 
@@ -517,7 +517,7 @@ def test_the_check_fails_for_an_unscoped_url(world, settings):
     leaky = path("organizer/<int:campaign_id>/codes/", rater_codes, name="leaky_codes")
     settings.ROOT_URLCONF = _urlconf_with(admin.site, [leaky])
     findings, _ = check_url_patterns(get_resolver(), world, admin.site, only={"leaky_codes"})
-    assert findings and all("PCODE-ALPHA-7781" in f for f in findings)
+    assert findings and all("pcode-alpha-7781" in f for f in findings)
     assert f"/organizer/{world.a.pk}/codes/" in "".join(findings)
 
 
@@ -567,7 +567,7 @@ def test_scoping_paths_are_derived_from_the_foreign_keys():
 
 
 def test_the_rater_list_edit_cannot_reach_another_campaigns_rater(world):
-    rater = Rater.objects.get(campaign=world.a, participant_code="PCODE-ALPHA-7781")
+    rater = Rater.objects.get(campaign=world.a, participant_code="pcode-alpha-7781")
     form = {
         "form-TOTAL_FORMS": "1",
         "form-INITIAL_FORMS": "1",

@@ -1,0 +1,113 @@
+"""Binding a rating session to the browser that joined, and what a join link carries.
+
+A participant code is self-asserted (anyone who knows or guesses it can type it), so it
+cannot be the only key to a session: whoever joins first gets a random secret cookie
+(:data:`COOKIE_NAME`), and the session stores only its SHA-256 (``browser_key_hash``).
+Another browser or device with the same code is refused: it neither answers trials nor
+sees the completion code. Rater accounts are authenticated by their password, so a
+logged-in rater may move the session to a new browser.
+
+Participant codes are normalised (Unicode NFKC, then case-folded) and must then consist of
+:data:`CODE_CHARACTERS` only, so "ABC", "abc" and full-width "ＡＢＣ" are one participant
+and look-alike letters of other scripts (Cyrillic "а" for Latin "a") are refused.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import unicodedata
+
+from django.conf import settings
+
+COOKIE_NAME = "deid_rater_key"
+COOKIE_MAX_AGE_S = 90 * 24 * 3600  # a study stays open for weeks at most
+
+#: Characters a participant code may have after normalisation (documented in README.md).
+CODE_CHARACTERS = "a-z, 0-9, '-', '_' and '.'"
+CODE_MAX_LENGTH = 64
+_CODE = re.compile(r"^[a-z0-9_.-]+$")
+
+#: Query parameters of crowd platforms recorded from the join link (Prolific, MTurk,
+#: CloudResearch, generic). Anything else in the query is ignored.
+PLATFORM_PARAMS = (
+    "PROLIFIC_PID", "STUDY_ID", "SESSION_ID",
+    "workerId", "assignmentId", "hitId", "turkSubmitTo",
+    "participantId", "aid", "projectId",
+    "participant", "source",
+)
+PLATFORM_VALUE_MAX = 200
+
+
+class BadParticipantCode(ValueError):
+    """The code has characters outside :data:`CODE_CHARACTERS` or is too long."""
+
+
+def normalise_participant_code(raw: str) -> str:
+    """The canonical form of a participant code: NFKC, case-folded, surrounding spaces removed.
+
+    Returns
+    -------
+    str
+        ``""`` for an empty code (the caller decides whether an account may join instead).
+
+    Raises
+    ------
+    BadParticipantCode
+        With a message for the rater, if the normalised code has a character outside
+        :data:`CODE_CHARACTERS` or more than :data:`CODE_MAX_LENGTH` characters.
+    """
+    code = unicodedata.normalize("NFKC", raw or "").strip().casefold()
+    if not code:
+        return ""
+    if len(code) > CODE_MAX_LENGTH:
+        raise BadParticipantCode(f"A participant code has at most {CODE_MAX_LENGTH} characters.")
+    if not _CODE.match(code):
+        bad = sorted({ch for ch in code if not _CODE.match(ch)})
+        shown = ", ".join(repr(ch) if ch.isprintable() else f"U+{ord(ch):04X}" for ch in bad)
+        raise BadParticipantCode(
+            f"A participant code may contain only {CODE_CHARACTERS} (letters of the Latin "
+            f"alphabet, any case); this one has {shown}. Copy it exactly from your platform."
+        )
+    return code
+
+
+def platform_params(query) -> dict[str, str]:
+    """The crowd-platform parameters of a join link's query (``request.GET``), as received.
+
+    Only the names in :data:`PLATFORM_PARAMS` are kept, each value cut to
+    :data:`PLATFORM_VALUE_MAX` characters; empty values are dropped.
+    """
+    found = {}
+    for name in PLATFORM_PARAMS:
+        value = (query.get(name) or "").strip()
+        if value:
+            found[name] = value[:PLATFORM_VALUE_MAX]
+    return found
+
+
+def key_hash(key: str) -> str:
+    """Hex SHA-256 of a browser key (what ``RatingSession.browser_key_hash`` stores)."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def browser_key(request) -> str:
+    """This browser's key from its cookie, or a new random one (256 bits) when it has none."""
+    key = request.COOKIES.get(COOKIE_NAME, "")
+    return key if 32 <= len(key) <= 128 else secrets.token_urlsafe(32)
+
+
+def set_cookie(response, key: str) -> None:
+    """Send the browser key: HttpOnly, SameSite=Lax, Secure when ``SESSION_COOKIE_SECURE``."""
+    response.set_cookie(
+        COOKIE_NAME, key, max_age=COOKIE_MAX_AGE_S, httponly=True, samesite="Lax",
+        secure=settings.SESSION_COOKIE_SECURE,
+    )
+
+
+def same_browser(request, session) -> bool:
+    """True if ``request`` comes from the browser ``session`` is bound to (or it is unbound)."""
+    if not session.browser_key_hash:
+        return True
+    key = request.COOKIES.get(COOKIE_NAME, "")
+    return bool(key) and secrets.compare_digest(key_hash(key), session.browser_key_hash)
