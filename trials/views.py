@@ -132,7 +132,6 @@ def _trial_context(session, trial: Trial) -> dict:
         "trial": trial,
         "faces": faces,
         "actions": actions,
-        "still": False,  # catch probes are videos too
         "media_url": reverse("trials:media", args=[trial.media_token]),
         "position": session.position + 1,
         "total": len(session.plan),
