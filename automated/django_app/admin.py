@@ -20,7 +20,8 @@ class ReadOnlyAdmin(CampaignScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdm
 
 class VideoScoreInline(CampaignScopedAdminMixin, admin.TabularInline):
     model = VideoScore
-    fields = ["masked_video", "match_rate", "rank1_rate", "detection_failure_rate", "mean_iou", "ssim", "psnr_db"]
+    fields = ["masked_video", "match_rate", "rank1_rate", "detection_failure_rate", "mean_iou", "ssim", "psnr_db",
+              "behaviour_score"]
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -44,10 +45,10 @@ class AutomatedRunAdmin(ReadOnlyAdmin):
 @admin.register(VideoScore)
 class VideoScoreAdmin(ReadOnlyAdmin):
     list_display = ["masked_video", "run", "match_rate", "rank1_rate", "detection_failure_rate", "mean_iou",
-                    "ssim", "psnr_db"]
+                    "ssim", "psnr_db", "behaviour_score"]
     list_filter = ["run__submission__campaign", "run__status"]
     search_fields = ["masked_video__source_video__name", "run__submission__name"]
-    readonly_fields = ["run", "masked_video", *METRIC_FIELDS]
+    readonly_fields = ["run", "masked_video", *METRIC_FIELDS, "behaviour_score", "behaviour_metrics"]
 
 
 class AttackResultInline(CampaignScopedAdminMixin, admin.TabularInline):

@@ -1,14 +1,17 @@
 """Behaviour preservation in face runs, reports and the organizer's frontier (issue 12), on 3 real GRID clips."""
 
+import io
+
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from automated.behaviour.score import automated_pu_score
 from automated.django_app.attack_models import AttackResult, AttackRun
-from automated.django_app.face_models import VideoScore
+from automated.django_app.face_models import AutomatedRun, VideoScore
 from automated.django_app.frontier_view import frontier_points
 from automated.django_app.services import create_baseline_submission, run_face_evaluation
 from evalsite import reports
@@ -63,7 +66,8 @@ def test_face_run_stores_behaviour_and_the_reports_show_it(evaluated):
         automated_pu_score(mean, sum(s.ssim for s in blurred_scores) / 3))
 
     # --no-behaviour: no behaviour stored, and the report keeps the run that measured it
-    lighter = run_face_evaluation(identity, stride=STRIDE, behaviour=False)
+    call_command("evaluate", identity.pk, "--stride", str(STRIDE), "--no-behaviour", stdout=io.StringIO())
+    lighter = AutomatedRun.objects.filter(submission=identity).latest("id")
     assert lighter.config["behaviour"] is False
     assert not VideoScore.objects.filter(run=lighter, behaviour_score__isnull=False).exists()
     assert reports.submission_summary(identity)["behaviour"]["run_id"] == runs["identity"].pk
