@@ -180,10 +180,13 @@ def test_summary_after_a_replacement_counts_current_videos_and_names_the_stale_o
     assert (after["complete"], after["masked_videos"], after["source_videos"]) == (True, 3, 3)
     assert after["face_evaluation"]["n_videos"] == 2  # the score of the replaced file is not counted
     assert (after["stale"], after["stale_videos"]) == (True, ["bbaf2n"])
-    assert after["stale_results"] == {"face_evaluation": {"run_id": run.pk, "videos": ["bbaf2n"]}}
+    assert after["stale_results"] == {  # the run's behaviour section too (the same run)
+        "face_evaluation": {"run_id": run.pk, "videos": ["bbaf2n"]},
+        "behaviour": {"run_id": run.pk, "videos": ["bbaf2n"]},
+    }
     rows = reports.per_video_report(complete).set_index("video")
     assert rows["stale"].to_dict() == {"bbaf2n": True, "brbk7n": False, "id2_vcd_swwp2s": False}
-    assert rows.loc["bbaf2n", "stale_results"] == "face_evaluation"
+    assert rows.loc["bbaf2n", "stale_results"] == "face_evaluation behaviour"
     assert math.isnan(rows.loc["bbaf2n", "face_match_rate"]) and not math.isnan(
         rows.loc["brbk7n", "face_match_rate"]
     )
@@ -253,7 +256,10 @@ def test_replacing_a_clear_video_in_the_admin_renews_the_browser_copy_and_flags_
         2,
         ["bbaf2n"],
     )
-    assert summary["stale_results"] == {"face_evaluation": {"run_id": run.pk, "videos": ["bbaf2n"]}}
+    assert summary["stale_results"] == {
+        "face_evaluation": {"run_id": run.pk, "videos": ["bbaf2n"]},
+        "behaviour": {"run_id": run.pk, "videos": ["bbaf2n"]},
+    }
     assert list(complete.missing_source_videos().values_list("name", flat=True)) == ["bbaf2n"]
 
     # Putting the original clip back clears the flag (the masked video matches again).
