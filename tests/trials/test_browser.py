@@ -5,6 +5,8 @@ clips (transcoded H.264) with ORL-free, frame-extracted gallery faces, a replay,
 (HTTP Range), a reload that resumes the same trial, a double click and a resent answer
 that store one response each, and the completion code.
 """
+import threading
+
 import pytest
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException
@@ -50,6 +52,30 @@ def live_campaign(transactional_db, media_root, data_dir, grid_cache):
     return campaign
 
 
+@pytest.fixture
+def one_request_at_a_time(server):
+    """Serve the live server's requests one at a time (bodies read under the lock too).
+
+    Its request threads share one in-memory SQLite connection, where a write (a face's
+    fetch time) during another thread's read fails with "database table is locked"; real
+    servers have a connection per thread. Test harness only.
+    """
+    httpd = server.thread.httpd
+    app, lock = httpd.get_app(), threading.Lock()
+
+    def serial(environ, start_response):
+        with lock:
+            body = app(environ, start_response)
+            try:
+                return [b"".join(body)]
+            finally:
+                getattr(body, "close", lambda: None)()
+
+    httpd.set_app(serial)
+    yield server
+    httpd.set_app(app)
+
+
 def trial_token(driver) -> str | None:
     url = driver.execute_script(
         "var e = document.getElementById('trial-config');"
@@ -72,7 +98,7 @@ def wait_for_video_playing(driver):
         "var v = document.getElementById('video'); return v && v.readyState >= 2 && v.currentTime > 0.2;"))
 
 
-def test_rater_session_in_chromium(browser, server, live_campaign, settings):
+def test_rater_session_in_chromium(browser, server, one_request_at_a_time, live_campaign, settings):
     # This script answers at once (double clicks, resent fetches before the video loads):
     # plausibility checks are tested in test_cheating.py.
     settings.TRIALS_PLAUSIBILITY_CHECKS = False

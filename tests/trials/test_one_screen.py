@@ -5,41 +5,17 @@ the video plays only while on screen. The rater here really watches (each video 
 through before the answer) with the plausibility checks on, as in production, and must
 not be flagged. Screenshots go to ``tmp_path``.
 """
-import threading
-
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from trials.models import Rater, RatingSession, SessionState, Trial
 
-from .test_browser import browser, live_campaign, server, trial_token, wait_for_element, wait_for_new_page  # noqa: F401
+from .test_browser import (  # noqa: F401
+    browser, live_campaign, one_request_at_a_time, server, trial_token, wait_for_element, wait_for_new_page,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-@pytest.fixture
-def one_request_at_a_time(server):  # noqa: F811
-    """Serve the live server's requests one at a time (bodies read under the lock too).
-
-    Its request threads share one in-memory SQLite connection, where a write (a face's
-    fetch time) during another thread's read fails with "database table is locked"; real
-    servers have a connection per thread. Test harness only.
-    """
-    httpd = server.thread.httpd
-    app, lock = httpd.get_app(), threading.Lock()
-
-    def serial(environ, start_response):
-        with lock:
-            body = app(environ, start_response)
-            try:
-                return [b"".join(body)]
-            finally:
-                getattr(body, "close", lambda: None)()
-
-    httpd.set_app(serial)
-    yield server
-    httpd.set_app(app)
-
 
 VIEWPORTS = {"laptop": (1366, 768, False), "phone": (390, 844, True)}
 
