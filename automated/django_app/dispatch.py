@@ -83,7 +83,8 @@ def enqueue(run: RunBase) -> int:
 
     Idempotent, so it also re-queues a run whose tasks were lost (e.g. a broker restarted
     without persistence): units already done are not queued, duplicates store nothing
-    twice. When every video is done but the final step is not, the final step is queued.
+    twice. When every video is done but the final step is not, the final step is queued
+    (as the task that claimed it, if one did, so it takes over from a lost one).
     A finished run queues nothing. With no broker the tasks run here, now.
     """
     spec = RUN_KINDS[kind_name(run)]
@@ -94,7 +95,9 @@ def enqueue(run: RunBase) -> int:
     for masked_video_id in pending:
         spec.video_task.delay(run.pk, masked_video_id)
     if not pending and spec.final_task is not None and run.status == RunStatus.RUNNING:
-        spec.final_task.delay(run.pk)
+        # Under the id of the task that claimed the step, if one did: that claim admits only
+        # its own redelivery, so a new id would be a no-op and a lost suite task never rerun.
+        spec.final_task.apply_async((run.pk,), task_id=run.final_task or None)
     return len(pending)
 
 
