@@ -71,11 +71,25 @@ def create_run(kind: str, submission, **options) -> RunBase:
     Raises
     ------
     ValueError
-        An unknown kind, bad options or a submission that cannot be evaluated (see
-        ``services.run_face_evaluation`` and ``attack_service.run_attack``): no run is
+        An unknown kind, bad options, a submission that cannot be evaluated (see
+        ``services.run_face_evaluation`` and ``attack_service.run_attack``), or a run of
+        this kind with the same configuration already pending or running for the
+        submission (a double click on the admin action or a resent API call): no run is
         created.
     """
-    return run_type(kind).create(submission, **options)
+    spec = run_type(kind)
+    with transaction.atomic():
+        # The submission's row lock serialises two starts at once, so only one can pass.
+        type(submission).objects.select_for_update().filter(pk=submission.pk).first()
+        run = spec.create(submission, **options)
+        active = spec.kind.model.objects.filter(submission=submission, status__in=lifecycle.ACTIVE)
+        twin = next((r for r in active.exclude(pk=run.pk).order_by("pk") if r.config == run.config), None)
+        if twin is not None:  # raising rolls the new run back
+            raise ValueError(
+                f"{kind} run {twin.pk} of this submission with the same options is already "
+                f"{twin.status} ({twin.progress}); follow it, or re-queue it if its worker was lost"
+            )
+    return run
 
 
 def enqueue(run: RunBase) -> int:

@@ -1,5 +1,7 @@
 """Re-queueing a run whose claimed final step (attack suite) was lost completes it (review of issue 8)."""
 
+import pytest
+
 from automated.django_app import dispatch, lifecycle
 from automated.django_app.attack_models import AttackResult, AttackRun
 from automated.django_app.run_models import RunStatus
@@ -40,3 +42,20 @@ def test_requeue_of_an_unclaimed_final_step_gets_a_fresh_task_id(submission, mon
         lambda args, task_id=None: queued.append((args, task_id)),
     )
     assert dispatch.enqueue(run) == 0 and queued == [((run.pk,), None)]
+
+
+def test_a_second_start_with_the_same_options_while_the_first_is_active_is_refused(submission):  # noqa: F811
+    first = dispatch.create_run("attack", submission)
+    with pytest.raises(
+        ValueError,
+        match=rf"attack run {first.pk} of this submission with the same options is already pending \(0/3 videos\)",
+    ):
+        dispatch.create_run("attack", submission)
+    assert AttackRun.objects.filter(submission=submission).count() == 1
+    other = dispatch.create_run("attack", submission, seed=7)  # other options: a run of its own
+    AttackRun.objects.filter(pk=first.pk).update(status=RunStatus.COMPLETED)
+    again = dispatch.create_run("attack", submission)  # the first one finished: a new run may start
+    assert AttackRun.objects.filter(submission=submission).count() == 3 and again.pk not in (
+        first.pk,
+        other.pk,
+    )
