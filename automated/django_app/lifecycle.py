@@ -145,8 +145,8 @@ def process_video(kind: RunKind, run_id: int, masked_video_id: int) -> VideoOutc
     ------
     Exception
         Whatever ``compute_video`` raised, after the run was marked FAILED with it; a
-        masked video deleted (e.g. replaced) since the run was queued fails the run with
-        ``LookupError``.
+        masked video deleted since the run was queued fails the run with ``LookupError``
+        (one replaced meanwhile is still scored, and reported stale).
     """
     from evalsite.models import MaskedVideo
 
@@ -164,13 +164,15 @@ def process_video(kind: RunKind, run_id: int, masked_video_id: int) -> VideoOutc
     if not results.filter(masked_video_id=masked_video_id).exists():
         try:
             masked = (
-                MaskedVideo.objects.select_related("source_video__identity")
+                # The planned version, even if replaced since: its result is then reported
+                # stale (evalsite.staleness), and the other videos' work is kept.
+                MaskedVideo.all_versions.select_related("source_video__identity")
                 .filter(pk=masked_video_id)
                 .first()
             )
             if masked is None:
                 raise LookupError(
-                    f"masked video {masked_video_id} was deleted or replaced after the run was queued"
+                    f"masked video {masked_video_id} was deleted after the run was queued"
                 )
             values = kind.compute_video(run, masked)
         except Exception as error:  # not SystemExit: a stopping worker's task is redelivered

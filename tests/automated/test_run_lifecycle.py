@@ -156,10 +156,22 @@ def test_a_failing_video_fails_the_run_and_the_others_store_nothing(submission):
     assert run.status == Status.FAILED and run.videos_done == 1
 
 
-def test_a_masked_video_replaced_after_queueing_fails_the_run_by_name(submission):
+def test_a_masked_video_replaced_after_queueing_is_still_scored_and_the_run_completes(submission):
+    # Replacing one video mid-run must not throw away every other video's work: the
+    # planned version is scored (and reported stale by evalsite.staleness).
     kind, run = CountingFaceKind(), _face_run(submission)
     MaskedVideo.objects.filter(pk=run.planned_videos[0]).update(current=False)
-    with pytest.raises(LookupError, match=f"masked video {run.planned_videos[0]} was deleted or replaced"):
+    for pk in run.planned_videos:
+        assert lifecycle.process_video(kind, run.pk, pk).stored
+    run.refresh_from_db()
+    assert run.status == Status.COMPLETED and run.videos_done == 3
+    assert kind.calls == run.planned_videos
+
+
+def test_a_masked_video_deleted_after_queueing_fails_the_run_by_name(submission):
+    kind, run = CountingFaceKind(), _face_run(submission)
+    MaskedVideo.all_versions.filter(pk=run.planned_videos[0]).delete()
+    with pytest.raises(LookupError, match=f"masked video {run.planned_videos[0]} was deleted"):
         lifecycle.process_video(kind, run.pk, run.planned_videos[0])
     assert AutomatedRun.objects.get(pk=run.pk).status == Status.FAILED
 
