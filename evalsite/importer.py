@@ -15,8 +15,11 @@ Folder layout (also in README.md, "Your own data")::
                                clip01.mp4), ``identity``, ``action``; optional
                                ``resolution_tier`` (high/low; empty: high when the frame
                                height is >= 480 pixels) and ``in_evaluated_subset``
-                               (true/false/1/0/yes/no; empty: true). Other columns are
-                               ignored (e.g. provenance notes).
+                               (true/false/1/0/yes/no; empty: true), ``role``
+                               (evaluated/practice; empty: evaluated) or ``practice``
+                               (true/false): practice videos are shown only in practice
+                               trials, with feedback, and never evaluated. Other columns
+                               are ignored (e.g. provenance notes).
       videos/*                 the clear source videos (any container ffmpeg/OpenCV reads)
 
 The *video name* that masked videos must be named after is the file stem (``clip01``).
@@ -90,6 +93,7 @@ class _VideoRow:
     resolution_tier: str
     in_evaluated_subset: bool
     info: VideoInfo
+    practice: bool = False
 
 
 def _read_csv(path: Path, required: list[str], problems: list[str]) -> list[dict]:
@@ -180,6 +184,17 @@ def _parse_subset(value: str, where: str, problems: list[str]) -> bool:
     return True
 
 
+def _parse_role(row: dict, where: str, problems: list[str]) -> bool:
+    """True for a practice video: column ``role`` = practice, or ``practice`` = true."""
+    role = (row.get("role") or "").strip().lower()
+    if role not in {"", "evaluated", "practice"}:
+        problems.append(f"{where}: role must be 'evaluated' or 'practice', got {row.get('role')!r}")
+    flag = (row.get("practice") or "").strip().lower()
+    if flag and flag not in _TRUE | _FALSE:
+        problems.append(f"{where}: practice must be true/false/1/0/yes/no, got {row.get('practice')!r}")
+    return role == "practice" or (bool(flag) and flag in _TRUE)
+
+
 def _check_videos(
     folder: Path, rows: list[dict], identities: dict, vocabulary: list[str] | None,
     problems: list[str],
@@ -212,6 +227,10 @@ def _check_videos(
         if tier and tier not in tiers:
             problems.append(f"{where}: resolution_tier must be one of {sorted(tiers)}, got {tier!r}")
         subset = _parse_subset(row.get("in_evaluated_subset", ""), where, problems)
+        practice = _parse_role(row, where, problems)
+        if practice and row.get("in_evaluated_subset", "").strip().lower() in _TRUE - {""}:
+            problems.append(f"{where}: a practice video cannot be in the evaluated subset")
+        subset = subset and not practice
         if not path.is_file():
             problems.append(f"{where}: file videos/{file_name} is missing")
             continue
@@ -222,7 +241,7 @@ def _check_videos(
             continue
         if not tier:
             tier = ResolutionTier.HIGH if info.resolution_wh[1] >= HIGH_TIER_MIN_HEIGHT else ResolutionTier.LOW
-        videos.append(_VideoRow(name, path, code, action, tier, subset, info))
+        videos.append(_VideoRow(name, path, code, action, tier, subset, info, practice))
     listed = {Path(r["video"]).name for r in rows}
     if (folder / "videos").is_dir():
         for path in sorted((folder / "videos").iterdir()):
@@ -338,7 +357,7 @@ def import_dataset(
                 video = SourceVideo(
                     campaign=campaign, identity=identity_objects[row.identity], name=row.name,
                     action=row.action, resolution_tier=row.resolution_tier,
-                    in_evaluated_subset=row.in_evaluated_subset,
+                    in_evaluated_subset=row.in_evaluated_subset, practice=row.practice,
                 )
                 stored_files += video.store_video(row.path, row.info, name=row.path.name, web_copy=web_copies)
                 video.save()

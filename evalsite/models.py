@@ -264,6 +264,10 @@ class SourceVideo(VideoMetadataMixin):
         "in evaluated subset", default=True,
         help_text="Videos rated by humans; the same subset for every team (seeds/002, 4.2).",
     )
+    practice = models.BooleanField(
+        "practice material", default=False,
+        help_text="Shown only in practice trials (with feedback); never in the evaluated subset.",
+    )
     token = models.CharField(max_length=40, unique=True, default=opaque_token, editable=False)
     file_replaced_at = models.DateTimeField(
         "clear file replaced at", null=True, blank=True, editable=False,

@@ -100,7 +100,7 @@ def sync_items(campaign: Campaign) -> int:
     """
     pool = identity_pool(campaign)
     created = 0
-    videos = SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=True).prefetch_related(
+    videos = SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=True, practice=False).prefetch_related(
         "masked_videos"
     )
     with transaction.atomic():
@@ -367,6 +367,8 @@ def _practice_trial(session, seen, rng, n_before) -> Trial:
     tasks = campaign_tasks(campaign)
     task = tasks[n_before % len(tasks)]
     videos = SourceVideo.objects.filter(campaign=campaign).exclude(pk__in=seen)
+    if videos.filter(practice=True).exists():
+        videos = videos.filter(practice=True)  # imported practice material only
     if task == Task.ACTION:
         videos = videos.filter(action__in=campaign.action_vocabulary)
     else:
@@ -440,6 +442,15 @@ def _add_faces(trial: Trial, lineup, rng) -> None:
 
 
 # --- responses -------------------------------------------------------------------------
+
+def gives_feedback(trial: Trial) -> bool:
+    """Practice shows the correct answer only on material outside the evaluated subset
+    (imported practice videos, other unevaluated videos, still-probe practice): feedback
+    on an evaluated video would hand its answer to whoever practises (throw-away sessions)."""
+    if trial.kind != TrialKind.PRACTICE:
+        return False
+    return trial.source_video_id is None or not trial.source_video.in_evaluated_subset
+
 
 def valid_choices(trial: Trial) -> list[str]:
     """``"0"``-``"5"`` for identity trials, the campaign's actions for action trials."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from evalsite.models import Campaign, Identity, SourceVideo
 
 from . import design
-from .assignment import campaign_tasks, identity_pool
+from .assignment import campaign_tasks, identity_pool, practice_trials
 from .models import Task
 
 
@@ -58,6 +58,12 @@ def campaign_warnings(campaign: Campaign) -> list[str]:
             warnings.append(f"submission {submission}: {missing} evaluated videos have no masked video")
     if not evaluated.exists():
         warnings.append("no video is in the evaluated subset")
+    if practice_trials() and not SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=False).exists():
+        warnings.append(
+            "no practice material: every video is evaluated, so practice trials show evaluated "
+            "videos and give no correctness feedback (feedback would reveal their answers); "
+            "import practice videos (videos.csv column role=practice) for practice with feedback"
+        )
     if not campaign.consent_text.strip():
         warnings.append(
             "the consent text is empty: raters would be asked to agree to a text they cannot see"

@@ -154,7 +154,7 @@ class ItemQuerySet(models.QuerySet):
         Items of a replaced (superseded) masked video, or of one flagged as no longer
         matching its clear video, are left out: they take no new trials.
         """
-        return self.filter(campaign=campaign, source_video__in_evaluated_subset=True).filter(
+        return self.filter(campaign=campaign, source_video__in_evaluated_subset=True, source_video__practice=False).filter(
             Q(masked_video__isnull=True) | Q(masked_video__current=True, masked_video__check_code="")
         )
 

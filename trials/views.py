@@ -186,7 +186,7 @@ def respond(request, token: str):
     except ValueError as error:
         return JsonResponse({"error": str(error)}, status=400)
     body = {"stored": True, "duplicate": not created, "next": reverse("trials:session")}
-    if trial.kind == TrialKind.PRACTICE:
+    if assignment.gives_feedback(trial):
         body["feedback"] = {"correct": response.correct, "correct_choice": trial.correct_choice}
     return JsonResponse(body)
 

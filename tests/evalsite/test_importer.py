@@ -135,3 +135,23 @@ def test_campaign_json_supplies_name_and_settings(media_root, folder):
 def test_unknown_demographic_attribute_is_refused(media_root, folder):
     (folder / "campaign.json").write_text(json.dumps({"demographic_attributes": ["race"]}))
     assert "demographic attribute(s) ['race'] are not columns of identities.csv" in _problems(folder)
+
+
+@pytest.mark.django_db
+def test_role_column_marks_practice_videos_outside_the_evaluated_subset(media_root, folder):
+    _rewrite_csv(folder / "videos.csv", lambda rows: [rows[0] + ["role"], rows[1] + ["practice"],
+                                                       *[r + ["evaluated"] for r in rows[2:]]])
+    campaign = import_dataset(folder, "With practice", web_copies=False).campaign
+    practice = SourceVideo.objects.get(campaign=campaign, practice=True)
+    assert not practice.in_evaluated_subset
+    assert SourceVideo.objects.filter(campaign=campaign, practice=False, in_evaluated_subset=True).count() == 2
+
+
+@pytest.mark.django_db
+def test_bad_role_and_practice_in_the_evaluated_subset_are_refused(media_root, folder):
+    _rewrite_csv(folder / "videos.csv", lambda rows: [
+        rows[0] + ["role", "practice", "in_evaluated_subset"],
+        rows[1] + ["training", "", ""], rows[2] + ["", "yes", "true"], *[r + ["", "", ""] for r in rows[3:]]])
+    problems = _problems(folder)
+    assert "videos.csv line 2: role must be 'evaluated' or 'practice', got 'training'" in problems
+    assert "videos.csv line 3: a practice video cannot be in the evaluated subset" in problems

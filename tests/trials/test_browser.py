@@ -15,6 +15,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
+from evalsite.models import SourceVideo
 from trials.models import RatingSession, Response, SessionState, Trial, TrialKind
 from trials.services import open_rating
 from trials.simulation import build_grid_campaign
@@ -46,6 +47,9 @@ def server(live_server):
 @pytest.fixture
 def live_campaign(transactional_db, media_root, data_dir, grid_cache):
     campaign = build_grid_campaign(data_dir, grid_cache, raters_per_video=2)
+    # Two clips imported as practice material: practice shows its answers only on those.
+    first_two = SourceVideo.objects.filter(campaign=campaign).order_by("name")[:2]
+    SourceVideo.objects.filter(pk__in=[v.pk for v in first_two]).update(practice=True, in_evaluated_subset=False)
     # Media prepared when rating opens, as in production: the live server's request threads
     # share one in-memory SQLite connection, so they must not create crops at the same time.
     open_rating(campaign)
