@@ -11,7 +11,7 @@ DEMO_ADDRESS ?= 127.0.0.1:8000
 ENV_FILE ?= .env
 HONCHO := PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/honcho -e $(ENV_FILE)
 
-.PHONY: demo serve worker test bench install clean secret-key
+.PHONY: demo serve worker lint test bench install clean secret-key
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (set PYTHON=...)"; exit 1; }
@@ -53,7 +53,14 @@ serve: $(STAMP)
 worker: $(STAMP)
 	$(HONCHO) start worker
 
-test: $(STAMP)
+# Lint and format check (ruff) and the import contract (the science cores import no
+# Django, Celery, DRF, evalsite or trials), then the whole test suite.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+
+test: lint
 	$(PY) -m pytest
 
 bench: secret-key
