@@ -5,6 +5,7 @@ A fresh PostgreSQL database holds the tiny real campaign (3 GRID clips, 3 identi
 (masked = clear) and ``block_permute_fixed``. Everything is set up and started the way an
 organizer does it: ``import_dataset``, ``make_baseline``, ``evaluate`` / ``attack`` (which
 queue one task per masked video on Redis and print progress while a worker runs them).
+Face runs here skip the behaviour metrics (``--no-behaviour``): the face scores are compared.
 
 - A worker evaluates both submissions (face evaluation and attack suite); the stored rows
   equal those of the same runs executed in-process (no broker).
@@ -132,7 +133,7 @@ def _reference_face_run(env, submission_id: int, stride: str, embedder: str = "d
         env,
         "from automated.django_app.services import run_face_evaluation as r; "
         "from evalsite.models import Submission as S; "
-        f"print('RUN', r(S.objects.get(pk={submission_id}), stride={stride}, embedder={embedder!r}).pk)",
+        f"print('RUN', r(S.objects.get(pk={submission_id}), stride={stride}, embedder={embedder!r}, behaviour=False).pk)",
     )
     return int(re.search(r"RUN (\d+)", out).group(1))
 
@@ -159,7 +160,9 @@ def test_a_worker_evaluates_two_submissions_with_face_and_attack_runs(deployment
         with celery_worker(env, tmp_path, name="solo") as worker:
             runs = {}
             for name, submission_id in ids.items():
-                out = manage("evaluate", str(submission_id), "--stride", FACE_STRIDE, env=env).stdout
+                out = manage(
+                    "evaluate", str(submission_id), "--stride", FACE_STRIDE, "--no-behaviour", env=env
+                ).stdout
                 face = int(
                     re.search(r"^run (\d+) of .*: (pending|running) \(\d/3 videos\)$", out, re.M).group(1)
                 )
@@ -235,6 +238,7 @@ def test_a_worker_killed_mid_run_is_redelivered_and_the_run_completes_once(deplo
         out = manage(
             "evaluate",
             str(submission_id),
+            "--no-behaviour",
             "--stride",
             KILL_STRIDE,
             "--embedder",
