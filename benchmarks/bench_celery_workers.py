@@ -6,9 +6,10 @@ imported with ``import_dataset``, and its ``blur_face`` baseline made with
 ``make_baseline``. Each measurement starts fresh workers (``celery -A evalsite worker
 --concurrency 1 --pool prefork``, OpenMP/BLAS/PyTorch limited to one thread, so a worker
 uses one core), waits until they are ready, queues the run with ``evaluate --no-wait``
-(one task per masked video) and takes the wall time from the run row's ``created_at`` to
-its ``finished_at`` (queueing included, worker start-up not). Fresh workers each time, so
-no worker starts with the clear-frame or gallery cache of an earlier run: each worker
+(one task per masked video; the default run, face and behaviour metrics) and takes the
+wall time from the run row's ``created_at`` to its ``finished_at`` (queueing included,
+worker start-up not). Fresh workers and a fresh ``DEID_CACHE_DIR`` each time, so no
+measurement finds the clear-side frames, crops or gallery of an earlier one: each worker
 process loads its models and embeds the gallery (11 stills) on its first video.
 
 Two strides: every frame (``stride 1``, about 1 400 frame pairs) and the default 5.
@@ -72,6 +73,7 @@ def _measure(env: dict, tmp: Path, submission_id: int, n_workers: int, stride: i
     from tests.ops.servers import celery_worker, manage
 
     url = env["DATABASE_URL"]
+    env = {**env, "DEID_CACHE_DIR": str(tmp / f"cache-{label}")}  # cold: no clear side from an earlier run
     with contextlib.ExitStack() as stack:
         workers = [
             stack.enter_context(celery_worker(env, tmp, name=f"{label}-w{i}", concurrency=1))
