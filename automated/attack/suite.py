@@ -98,13 +98,14 @@ def classification_ranking(data: AttackData, split: Split, recognizer: Callable,
     Returns
     -------
     dict label -> float in [0, 1]
-        ``selection.per_identity_accuracy`` on the inner validation samples.
+        ``selection.per_identity_accuracy`` on the inner validation samples; an identity
+        with no validation sample (only the attacker's own videos) ranks last with 0.
     """
     inner = selection_split(split, data.identities, groups=data.groups, time_index=data.time_index,
                             test_fraction=test_fraction, gap=gap, seed=seed, train_only=data.train_only)
     _, y_val, y_pred, _, _ = fit_predict(data, inner, recognizer, get_attackers(["clear"])[0],
                                           data.identity_labels, seed)
-    return per_identity_accuracy(y_val, y_pred)
+    return {label: 0.0 for label in data.identity_labels} | per_identity_accuracy(y_val, y_pred)
 
 
 def _subsets(data: AttackData, split: Split, strategies, sizes, *, recognizers, n_random_repeats,

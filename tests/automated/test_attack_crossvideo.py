@@ -160,3 +160,17 @@ def test_run_attack_suite_with_roles_never_tests_the_attackers_videos():
     assert accuracy_table(table).loc["nn", "naive"] == 1.0
     split = split_train_test(IDENTITIES, groups=GROUPS, train_only=data.train_only)
     assert not np.isin(GROUPS[split.test_idx], [6, 8]).any()
+
+
+def test_classification_ranking_ranks_an_identity_without_evaluated_videos_last():
+    from automated.attack.suite import classification_ranking
+
+    # A: videos 0 and 1 (4 frames each, near 0); B: video 2 (8 frames, near 10);
+    # E: only the attacker's video 3 (4 frames, near 20): nothing to validate E on.
+    groups = np.repeat([0, 1, 2, 3], [4, 4, 8, 4])
+    identities = np.array(["A", "A", "B", "E"])[groups]
+    roles = np.where(groups == 3, "attacker_train", "evaluated")
+    values = (np.array([0.0, 0.0, 10.0, 20.0])[groups] + np.arange(20) * 0.01)[:, None]
+    data = AttackData(values, values, identities, groups=groups, roles=roles)
+    split = split_train_test(identities, groups=groups, train_only=data.train_only)
+    assert classification_ranking(data, split, nearest_neighbour) == {"A": 1.0, "B": 1.0, "E": 0.0}
