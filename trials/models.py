@@ -102,6 +102,7 @@ class SessionState(models.TextChoices):
     INSTRUCTIONS = "instructions", "instructions"
     RUNNING = "running", "running"
     COMPLETE = "complete", "complete"
+    DECLINED = "declined", "declined consent"
 
 
 class RatingSessionQuerySet(models.QuerySet):

@@ -21,7 +21,7 @@ from . import assignment, browser
 from .forms import JoinForm, ResponseForm
 from .media import ensure_catch_video, ensure_gallery_crop
 from .variants import mp4_variant_response, png_variant_response
-from .models import RatingSession, SessionState, Task, Trial, TrialFace, TrialKind
+from .models import Item, Rater, RatingSession, SessionState, Task, Trial, TrialFace, TrialKind
 
 SESSION_KEY = "trials_rating_session"
 
@@ -38,6 +38,15 @@ def _rating_session(request) -> RatingSession | None:
     """The rater's session, only in the browser it is bound to (:mod:`trials.browser`)."""
     session = _bound_session(request)
     return session if session is not None and browser.same_browser(request, session) else None
+
+
+def _campaign_full(campaign, code, user) -> bool:
+    """True when every evaluated item has its target and this would be a new participant
+    (late raters would get only practice and checks); a returning one resumes."""
+    lookup = {"user": user} if user is not None else {"participant_code": code}
+    if Rater.objects.filter(campaign=campaign, **lookup).exists():
+        return False
+    return not Item.objects.least_completed_first(campaign).exists()
 
 
 def _other_browser(request, campaign):
@@ -60,6 +69,8 @@ def join(request, join_code: str):
         code = form.cleaned_data["participant_code"]
         user = request.user if request.user.is_authenticated and not code else None
         if code or user:
+            if _campaign_full(campaign, code, user):
+                return render(request, "trials/full.html", {"campaign": campaign}, status=403)
             key = browser.browser_key(request)
             try:
                 session = assignment.join(
@@ -85,6 +96,8 @@ def session_page(request):
         return render(request, "trials/no_session.html", status=403)
     if not browser.same_browser(request, session):
         return _other_browser(request, session.campaign)
+    if session.state == SessionState.DECLINED:
+        return render(request, "trials/declined.html", {"campaign": session.campaign})
     if session.state == SessionState.CONSENT:
         return render(request, "trials/consent.html", {"session": session, "campaign": session.campaign})
     if session.state == SessionState.INSTRUCTIONS:
@@ -144,6 +157,13 @@ def consent(request):
     session = _rating_session(request)
     if session is None:
         return HttpResponseForbidden()
+    if session.state == SessionState.CONSENT and request.POST.get("decline") == "yes":
+        # Nothing is kept beyond the decline itself: no plan, no platform parameters.
+        RatingSession.objects.filter(pk=session.pk, state=SessionState.CONSENT).update(
+            state=SessionState.DECLINED, plan=[]
+        )
+        Rater.objects.filter(pk=session.rater_id).update(platform_params={})
+        return redirect("trials:session")
     if session.state == SessionState.CONSENT and request.POST.get("agree") == "yes":
         RatingSession.objects.filter(pk=session.pk, state=SessionState.CONSENT).update(
             state=SessionState.INSTRUCTIONS, consented_at=timezone.now()
@@ -182,7 +202,12 @@ def respond(request, token: str):
     try:
         response, created = assignment.record_response(trial, form.cleaned_data)
     except assignment.TrialExpired:
-        return JsonResponse({"error": "trial expired", "next": reverse("trials:session")}, status=409)
+        return JsonResponse({
+            "error": "trial expired",
+            "message": "This trial was open too long and went to another rater; your answer was not "
+            "stored. The next trial is loading.",
+            "next": reverse("trials:session"),
+        }, status=409)
     except ValueError as error:
         return JsonResponse({"error": str(error)}, status=400)
     body = {"stored": True, "duplicate": not created, "next": reverse("trials:session")}
