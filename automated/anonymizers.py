@@ -44,6 +44,7 @@ Settings and sources:
 Face region: the face detector's box enlarged by ``FACE_MARGIN`` of its size on each side
 (detector boxes cut the forehead and chin), clipped to the frame.
 """
+
 from __future__ import annotations
 
 import functools
@@ -74,15 +75,21 @@ class NoFaceInVideoError(ValueError):
 
 
 def _check_frame(frame_rgb: np.ndarray) -> None:
-    if not isinstance(frame_rgb, np.ndarray) or frame_rgb.ndim != 3 or frame_rgb.shape[2] != 3 \
-            or frame_rgb.dtype != np.uint8:
+    if (
+        not isinstance(frame_rgb, np.ndarray)
+        or frame_rgb.ndim != 3
+        or frame_rgb.shape[2] != 3
+        or frame_rgb.dtype != np.uint8
+    ):
         raise ValueError(
             f"frame_rgb must be uint8 of shape (height, width, 3), got "
             f"{getattr(frame_rgb, 'dtype', type(frame_rgb).__name__)} {getattr(frame_rgb, 'shape', '')}"
         )
 
 
-def face_region(box_xyxy, resolution_wh: tuple[int, int], *, margin: float = FACE_MARGIN) -> tuple[int, int, int, int]:
+def face_region(
+    box_xyxy, resolution_wh: tuple[int, int], *, margin: float = FACE_MARGIN
+) -> tuple[int, int, int, int]:
     """Integer region ``(x1, y1, x2, y2)`` around a face box, enlarged and clipped.
 
     Parameters
@@ -102,8 +109,12 @@ def face_region(box_xyxy, resolution_wh: tuple[int, int], *, margin: float = FAC
     x1, y1, x2, y2 = (float(v) for v in np.asarray(box_xyxy, dtype=np.float64).reshape(4))
     width, height = resolution_wh
     dx, dy = margin * (x2 - x1), margin * (y2 - y1)
-    region = (max(0, int(np.floor(x1 - dx))), max(0, int(np.floor(y1 - dy))),
-              min(width, int(np.ceil(x2 + dx))), min(height, int(np.ceil(y2 + dy))))
+    region = (
+        max(0, int(np.floor(x1 - dx))),
+        max(0, int(np.floor(y1 - dy))),
+        min(width, int(np.ceil(x2 + dx))),
+        min(height, int(np.ceil(y2 + dy))),
+    )
     if region[2] <= region[0] or region[3] <= region[1]:
         raise ValueError(f"face box {[x1, y1, x2, y2]} gives an empty region in a {width}x{height} frame")
     return region
@@ -155,7 +166,9 @@ def pixelate_face(frame_rgb: np.ndarray, region_xyxy, *, cell_px: int = PIXELATE
     return out
 
 
-def eye_mask(frame_rgb: np.ndarray, box_xyxy, eyes_xy=None, *, strip_fraction: float = EYE_STRIP_FRACTION) -> np.ndarray:
+def eye_mask(
+    frame_rgb: np.ndarray, box_xyxy, eyes_xy=None, *, strip_fraction: float = EYE_STRIP_FRACTION
+) -> np.ndarray:
     """Black strip over the eyes (Eye Masking, seeds/000, section 5.6.1).
 
     The strip runs along the line through both eyes, as long as the face box is wide
@@ -186,8 +199,12 @@ def eye_mask(frame_rgb: np.ndarray, box_xyxy, eyes_xy=None, *, strip_fraction: f
     across = np.array([-along[1], along[0]])
     half_length = (1 + 2 * FACE_MARGIN) * (x2 - x1) / 2
     half_height = strip_fraction * (y2 - y1) / 2
-    corners = np.array([centre + sa * half_length * along + sc * half_height * across
-                        for sa, sc in ((-1, -1), (1, -1), (1, 1), (-1, 1))])
+    corners = np.array(
+        [
+            centre + sa * half_length * along + sc * half_height * across
+            for sa, sc in ((-1, -1), (1, -1), (1, 1), (-1, 1))
+        ]
+    )
     out = frame_rgb.copy()
     cv2.fillPoly(out, [np.round(corners).astype(np.int32)], (0, 0, 0))
     return out
@@ -268,8 +285,9 @@ def frame_nonce(frame_index: int, video_nonce: bytes = bytes(8)) -> bytes:
     return bytes(video_nonce) + int(frame_index).to_bytes(4, "big") + bytes(4)
 
 
-def block_permute(frame_rgb: np.ndarray, region_xyxy, *, key: bytes, nonce: bytes,
-                  block_px: int = BLOCK_PX) -> np.ndarray:
+def block_permute(
+    frame_rgb: np.ndarray, region_xyxy, *, key: bytes, nonce: bytes, block_px: int = BLOCK_PX
+) -> np.ndarray:
     """Shuffle the ``block_px`` x ``block_px`` blocks of a region (PrivHAR-Bench tier 3).
 
     The region is extended right and down to whole blocks; where that would leave the
@@ -302,17 +320,24 @@ def block_permute(frame_rgb: np.ndarray, region_xyxy, *, key: bytes, nonce: byte
     out = frame_rgb.copy()
     if rows * cols < 2:
         return out
-    region = frame_rgb[y1:y1 + rows * block_px, x1:x1 + cols * block_px]
-    blocks = region.reshape(rows, block_px, cols, block_px, 3).swapaxes(1, 2).reshape(rows * cols, block_px, block_px, 3)
+    region = frame_rgb[y1 : y1 + rows * block_px, x1 : x1 + cols * block_px]
+    blocks = (
+        region.reshape(rows, block_px, cols, block_px, 3)
+        .swapaxes(1, 2)
+        .reshape(rows * cols, block_px, block_px, 3)
+    )
     shuffled = blocks[keystream_permutation(rows * cols, key, nonce)]
-    out[y1:y1 + rows * block_px, x1:x1 + cols * block_px] = (
-        shuffled.reshape(rows, cols, block_px, block_px, 3).swapaxes(1, 2).reshape(rows * block_px, cols * block_px, 3)
+    out[y1 : y1 + rows * block_px, x1 : x1 + cols * block_px] = (
+        shuffled.reshape(rows, cols, block_px, block_px, 3)
+        .swapaxes(1, 2)
+        .reshape(rows * block_px, cols * block_px, 3)
     )
     return out
 
 
-def grid_permute(frame_rgb: np.ndarray, region_xyxy, *, key: bytes, nonce: bytes = bytes(16),
-                 grid_cells: int = GRID_CELLS) -> np.ndarray:
+def grid_permute(
+    frame_rgb: np.ndarray, region_xyxy, *, key: bytes, nonce: bytes = bytes(16), grid_cells: int = GRID_CELLS
+) -> np.ndarray:
     """Shuffle a fixed ``grid_cells`` x ``grid_cells`` grid of cells covering a region.
 
     Unlike :func:`block_permute` (fixed block size, so the number of blocks and hence
@@ -353,17 +378,23 @@ def grid_permute(frame_rgb: np.ndarray, region_xyxy, *, key: bytes, nonce: bytes
     cell_w = max(1, -(-(x2 - x1) // grid_cells))
     cell_h = max(1, -(-(y2 - y1) // grid_cells))
     if cell_w * grid_cells > width or cell_h * grid_cells > height:
-        raise ValueError(f"a {grid_cells}x{grid_cells} grid of {cell_w}x{cell_h}-pixel cells "
-                         f"does not fit a {width}x{height} frame")
+        raise ValueError(
+            f"a {grid_cells}x{grid_cells} grid of {cell_w}x{cell_h}-pixel cells "
+            f"does not fit a {width}x{height} frame"
+        )
     x1 = min(max(0, x1), width - cell_w * grid_cells)
     y1 = min(max(0, y1), height - cell_h * grid_cells)
     rows = cols = grid_cells
-    region = frame_rgb[y1:y1 + rows * cell_h, x1:x1 + cols * cell_w]
-    cells = region.reshape(rows, cell_h, cols, cell_w, 3).swapaxes(1, 2).reshape(rows * cols, cell_h, cell_w, 3)
+    region = frame_rgb[y1 : y1 + rows * cell_h, x1 : x1 + cols * cell_w]
+    cells = (
+        region.reshape(rows, cell_h, cols, cell_w, 3).swapaxes(1, 2).reshape(rows * cols, cell_h, cell_w, 3)
+    )
     shuffled = cells[keystream_permutation(rows * cols, key, nonce)]
     out = frame_rgb.copy()
-    out[y1:y1 + rows * cell_h, x1:x1 + cols * cell_w] = (
-        shuffled.reshape(rows, cols, cell_h, cell_w, 3).swapaxes(1, 2).reshape(rows * cell_h, cols * cell_w, 3)
+    out[y1 : y1 + rows * cell_h, x1 : x1 + cols * cell_w] = (
+        shuffled.reshape(rows, cols, cell_h, cell_w, 3)
+        .swapaxes(1, 2)
+        .reshape(rows * cell_h, cols * cell_w, 3)
     )
     return out
 
@@ -381,8 +412,20 @@ K_RTIO_ALPHA, K_RTIO_BLOCK_PX, K_RTIO_K = 0.4, 18, 3
 #: k-Same-Pixel (Newton et al. 2005): faces averaged.
 K_SAME_K = 10
 #: Natural images shipped inside scikit-image, none of a face: the k-RTIO overlay set.
-K_RTIO_OVERLAYS = ("chelsea", "coffee", "rocket", "hubble_deep_field", "immunohistochemistry", "colorwheel",
-                   "brick", "grass", "gravel", "moon", "clock", "coins")
+K_RTIO_OVERLAYS = (
+    "chelsea",
+    "coffee",
+    "rocket",
+    "hubble_deep_field",
+    "immunohistochemistry",
+    "colorwheel",
+    "brick",
+    "grass",
+    "gravel",
+    "moon",
+    "clock",
+    "coins",
+)
 
 
 def _region_box(frame_rgb: np.ndarray, region_xyxy) -> tuple[int, int, int, int]:
@@ -404,8 +447,13 @@ def frame_rng(key: bytes, video_nonce: bytes, frame_index: int) -> np.random.Gen
     return np.random.default_rng(np.frombuffer(digest, dtype="<u4").tolist())
 
 
-def dp_pix_scale(*, epsilon: float = DP_PIX_EPSILON, cell_px: int = DP_PIX_CELL_PX, m: int = DP_PIX_M,
-                 n_pixels: int | None = None) -> float:
+def dp_pix_scale(
+    *,
+    epsilon: float = DP_PIX_EPSILON,
+    cell_px: int = DP_PIX_CELL_PX,
+    m: int = DP_PIX_M,
+    n_pixels: int | None = None,
+) -> float:
     """Laplace scale of DP-Pix: sensitivity / epsilon = 255 * m / (b**2 * epsilon).
 
     A cell mean over n = b**2 pixels moves by at most 255 * m / n when m pixels change
@@ -417,8 +465,15 @@ def dp_pix_scale(*, epsilon: float = DP_PIX_EPSILON, cell_px: int = DP_PIX_CELL_
     return 255.0 * min(m, n) / (n * epsilon)
 
 
-def dp_pix(frame_rgb: np.ndarray, region_xyxy, *, rng: np.random.Generator, epsilon: float = DP_PIX_EPSILON,
-           cell_px: int = DP_PIX_CELL_PX, m: int = DP_PIX_M) -> np.ndarray:
+def dp_pix(
+    frame_rgb: np.ndarray,
+    region_xyxy,
+    *,
+    rng: np.random.Generator,
+    epsilon: float = DP_PIX_EPSILON,
+    cell_px: int = DP_PIX_CELL_PX,
+    m: int = DP_PIX_M,
+) -> np.ndarray:
     """DP-Pix: pixelate the region into b x b cells, add Laplace noise to each cell mean.
 
     seeds/000 section 5.6.1 (epsilon = 2, b = 12, m = 16), after Fan 2018 as adapted to RGB
@@ -446,15 +501,25 @@ def dp_pix(frame_rgb: np.ndarray, region_xyxy, *, rng: np.random.Generator, epsi
     patch = frame_rgb[y1:y2, x1:x2].astype(np.float64)
     for top in range(0, y2 - y1, cell_px):
         for left in range(0, x2 - x1, cell_px):
-            cell = patch[top:top + cell_px, left:left + cell_px]
-            scale = dp_pix_scale(epsilon=epsilon, cell_px=cell_px, m=m, n_pixels=cell.shape[0] * cell.shape[1])
+            cell = patch[top : top + cell_px, left : left + cell_px]
+            scale = dp_pix_scale(
+                epsilon=epsilon, cell_px=cell_px, m=m, n_pixels=cell.shape[0] * cell.shape[1]
+            )
             value = cell.mean(axis=(0, 1)) + rng.laplace(0.0, scale, size=3)
-            out[y1 + top:y1 + top + cell.shape[0], x1 + left:x1 + left + cell.shape[1]] = np.clip(np.rint(value), 0, 255)
+            out[y1 + top : y1 + top + cell.shape[0], x1 + left : x1 + left + cell.shape[1]] = np.clip(
+                np.rint(value), 0, 255
+            )
     return out
 
 
-def dp_snow(frame_rgb: np.ndarray, region_xyxy, *, rng: np.random.Generator, delta: float = DP_SNOW_DELTA,
-            grey: int = SNOW_GREY) -> np.ndarray:
+def dp_snow(
+    frame_rgb: np.ndarray,
+    region_xyxy,
+    *,
+    rng: np.random.Generator,
+    delta: float = DP_SNOW_DELTA,
+    grey: int = SNOW_GREY,
+) -> np.ndarray:
     """DP-Snow: all but a share ``delta`` of the region's pixels become grey.
 
     seeds/000 section 5.6.1 (d = 0.01), after John et al. 2020 ("Let it snow", ETRA): a
@@ -512,8 +577,15 @@ def dp_samp_counts(frequencies, *, epsilon: float = DP_SAMP_EPSILON, m: int = DP
     return counts
 
 
-def dp_samp(frame_rgb: np.ndarray, region_xyxy, *, rng: np.random.Generator, epsilon: float = DP_SAMP_EPSILON,
-            k: int = DP_SAMP_K, m: int = DP_SAMP_M) -> np.ndarray:
+def dp_samp(
+    frame_rgb: np.ndarray,
+    region_xyxy,
+    *,
+    rng: np.random.Generator,
+    epsilon: float = DP_SAMP_EPSILON,
+    k: int = DP_SAMP_K,
+    m: int = DP_SAMP_M,
+) -> np.ndarray:
     """DP-Samp: cluster colours, sample few pixels per cluster, interpolate the rest.
 
     seeds/000 section 5.6.1 (epsilon = 5, k = 24, m = 12), after Reilly and Fan 2021 as
@@ -556,8 +628,14 @@ def _dp_samp(frame_rgb, region, *, rng, epsilon, k, m):
     return out
 
 
-def dp_samp_pixels(region_rgb: np.ndarray, *, rng: np.random.Generator, epsilon: float = DP_SAMP_EPSILON,
-                   k: int = DP_SAMP_K, m: int = DP_SAMP_M) -> tuple[np.ndarray, np.ndarray]:
+def dp_samp_pixels(
+    region_rgb: np.ndarray,
+    *,
+    rng: np.random.Generator,
+    epsilon: float = DP_SAMP_EPSILON,
+    k: int = DP_SAMP_K,
+    m: int = DP_SAMP_M,
+) -> tuple[np.ndarray, np.ndarray]:
     """The pixels DP-Samp releases: positions and cluster-centre colours (see ``dp_samp``).
 
     Parameters
@@ -580,7 +658,9 @@ def dp_samp_pixels(region_rgb: np.ndarray, *, rng: np.random.Generator, epsilon:
     kmeans = KMeans(n_clusters=n_clusters, n_init=1, random_state=int(rng.integers(2**31 - 1))).fit(fit_on)
     labels = kmeans.predict(pixels)
     counts = dp_samp_counts(np.bincount(labels, minlength=n_clusters), epsilon=epsilon, m=m)
-    chosen = [rng.choice(np.flatnonzero(labels == i), size=c, replace=False) for i, c in enumerate(counts) if c]
+    chosen = [
+        rng.choice(np.flatnonzero(labels == i), size=c, replace=False) for i, c in enumerate(counts) if c
+    ]
     chosen = np.concatenate(chosen) if chosen else np.zeros(0, np.int64)
     return np.stack(np.divmod(chosen, width), axis=1).reshape(-1, 2), kmeans.cluster_centers_[labels[chosen]]
 
@@ -590,7 +670,7 @@ def _interpolate(points, colours, shape_hw) -> np.ndarray:
     from scipy.interpolate import griddata
     from scipy.spatial import QhullError
 
-    grid = tuple(np.mgrid[0:shape_hw[0], 0:shape_hw[1]])
+    grid = tuple(np.mgrid[0 : shape_hw[0], 0 : shape_hw[1]])
     rebuilt = griddata(points, colours, grid, method="nearest")
     try:
         linear = griddata(points, colours, grid, method="linear")
@@ -608,7 +688,9 @@ def rtio_overlays() -> tuple[np.ndarray, ...]:
     images = []
     for name in K_RTIO_OVERLAYS:
         image = np.asarray(getattr(skimage.data, name)())
-        images.append(np.repeat(image[..., None], 3, axis=2) if image.ndim == 2 else image[..., :3].astype(np.uint8))
+        images.append(
+            np.repeat(image[..., None], 3, axis=2) if image.ndim == 2 else image[..., :3].astype(np.uint8)
+        )
     return tuple(images)
 
 
@@ -618,8 +700,17 @@ def _counter_nonce(nonce: bytes, block: int) -> bytes:
     return bytes(nonce[:12]) + (block << 28).to_bytes(4, "big")
 
 
-def k_rtio(frame_rgb: np.ndarray, region_xyxy, *, key: bytes, nonce: bytes, alpha: float = K_RTIO_ALPHA,
-           block_px: int = K_RTIO_BLOCK_PX, k: int = K_RTIO_K, overlays=None) -> np.ndarray:
+def k_rtio(
+    frame_rgb: np.ndarray,
+    region_xyxy,
+    *,
+    key: bytes,
+    nonce: bytes,
+    alpha: float = K_RTIO_ALPHA,
+    block_px: int = K_RTIO_BLOCK_PX,
+    k: int = K_RTIO_K,
+    overlays=None,
+) -> np.ndarray:
     """k-RTIO: blend the face with k block-permuted overlay images chosen by a keyed PRF.
 
     seeds/000 section 5.6.1 (alpha = 0.4, blocksize = 18, k = 3), after Rajabi et al. 2021
@@ -651,18 +742,30 @@ def k_rtio(frame_rgb: np.ndarray, region_xyxy, *, key: bytes, nonce: bytes, alph
     x1, y1, x2, y2 = _region_box(frame_rgb, region_xyxy)
     overlays = rtio_overlays() if overlays is None else tuple(overlays)
     if not 0.0 <= alpha <= 1.0 or block_px < 1 or not 1 <= k <= min(15, len(overlays)):
-        raise ValueError(f"k-RTIO needs alpha in [0, 1], block_px >= 1 and 1 <= k <= {min(15, len(overlays))}; "
-                         f"got {alpha}, {block_px}, {k}")
+        raise ValueError(
+            f"k-RTIO needs alpha in [0, 1], block_px >= 1 and 1 <= k <= {min(15, len(overlays))}; "
+            f"got {alpha}, {block_px}, {k}"
+        )
     height, width = y2 - y1, x2 - x1
     rows, cols = -(-height // block_px), -(-width // block_px)
     mixed = np.zeros((height, width, 3), np.float64)
     for j, index in enumerate(keystream_permutation(len(overlays), key, _counter_nonce(nonce, 0))[:k]):
-        overlay = cv2.resize(np.ascontiguousarray(overlays[index]), (cols * block_px, rows * block_px),
-                             interpolation=cv2.INTER_AREA)
-        blocks = overlay.reshape(rows, block_px, cols, block_px, 3).swapaxes(1, 2).reshape(-1, block_px, block_px, 3)
+        overlay = cv2.resize(
+            np.ascontiguousarray(overlays[index]),
+            (cols * block_px, rows * block_px),
+            interpolation=cv2.INTER_AREA,
+        )
+        blocks = (
+            overlay.reshape(rows, block_px, cols, block_px, 3)
+            .swapaxes(1, 2)
+            .reshape(-1, block_px, block_px, 3)
+        )
         blocks = blocks[keystream_permutation(rows * cols, key, _counter_nonce(nonce, j + 1))]
-        permuted = blocks.reshape(rows, cols, block_px, block_px, 3).swapaxes(1, 2).reshape(rows * block_px,
-                                                                                            cols * block_px, 3)
+        permuted = (
+            blocks.reshape(rows, cols, block_px, block_px, 3)
+            .swapaxes(1, 2)
+            .reshape(rows * block_px, cols * block_px, 3)
+        )
         mixed += permuted[:height, :width]
     out = frame_rgb.copy()
     blend = alpha * frame_rgb[y1:y2, x1:x2].astype(np.float64) + (1.0 - alpha) * mixed / k
@@ -710,17 +813,30 @@ def k_same_pixel(frame_rgb: np.ndarray, region_xyxy, *, background=None, k: int 
     """
     x1, y1, x2, y2 = _region_box(frame_rgb, region_xyxy)
     background = default_background_faces() if background is None else np.asarray(background)
-    if background.dtype != np.uint8 or background.ndim not in (3, 4) or (background.ndim == 4 and background.shape[3] != 3):
-        raise ValueError(f"background faces must be uint8 (n, h, w) or (n, h, w, 3), got {background.dtype} "
-                         f"{background.shape}")
+    if (
+        background.dtype != np.uint8
+        or background.ndim not in (3, 4)
+        or (background.ndim == 4 and background.shape[3] != 3)
+    ):
+        raise ValueError(
+            f"background faces must be uint8 (n, h, w) or (n, h, w, 3), got {background.dtype} "
+            f"{background.shape}"
+        )
     if not 1 <= k <= len(background) + 1:
-        raise ValueError(f"k must be in [1, {len(background) + 1}] for {len(background)} background faces, got {k}")
+        raise ValueError(
+            f"k must be in [1, {len(background) + 1}] for {len(background)} background faces, got {k}"
+        )
     rgb = background if background.ndim == 4 else np.repeat(background[..., None], 3, axis=3)
-    grey = np.stack([cv2.cvtColor(np.ascontiguousarray(face), cv2.COLOR_RGB2GRAY) for face in rgb]).astype(np.float64)
+    grey = np.stack([cv2.cvtColor(np.ascontiguousarray(face), cv2.COLOR_RGB2GRAY) for face in rgb]).astype(
+        np.float64
+    )
     patch = frame_rgb[y1:y2, x1:x2]
-    probe = cv2.cvtColor(cv2.resize(patch, (grey.shape[2], grey.shape[1]), interpolation=cv2.INTER_AREA),
-                         cv2.COLOR_RGB2GRAY).astype(np.float64)
-    nearest = np.argsort(np.linalg.norm((grey - probe).reshape(len(grey), -1), axis=1), kind="stable")[: k - 1]
+    probe = cv2.cvtColor(
+        cv2.resize(patch, (grey.shape[2], grey.shape[1]), interpolation=cv2.INTER_AREA), cv2.COLOR_RGB2GRAY
+    ).astype(np.float64)
+    nearest = np.argsort(np.linalg.norm((grey - probe).reshape(len(grey), -1), axis=1), kind="stable")[
+        : k - 1
+    ]
     total = patch.astype(np.float64)
     for i in nearest:
         total += cv2.resize(np.ascontiguousarray(rgb[i]), (x2 - x1, y2 - y1), interpolation=cv2.INTER_LINEAR)
@@ -775,32 +891,72 @@ BASELINE_METHODS: dict[str, BaselineMethod] = {
     method.name: method
     for method in (
         BaselineMethod("identity", "unmasked frames (worst case)", False, lambda f, c: identity(f)),
-        BaselineMethod("blur_face", "Gaussian blur sigma=15 px on the face region", True,
-                       lambda f, c: blur_face(f, _region(f, c))),
-        BaselineMethod("blur_frame", "Gaussian blur sigma=15 px on the whole frame", False,
-                       lambda f, c: blur_frame(f)),
-        BaselineMethod("pixelate_face", "16 px pixelation of the face region", True,
-                       lambda f, c: pixelate_face(f, _region(f, c))),
-        BaselineMethod("eye_mask", "black strip over the eyes (0.625 of face height)", True,
-                       lambda f, c: eye_mask(f, c.box_xyxy, c.eyes_xy)),
-        BaselineMethod("block_permute_fixed",
-                       "8x8-cell permutation of the face region, one key and permutation for all frames and videos",
-                       True, lambda f, c: grid_permute(f, _region(f, c), key=c.key)),
-        BaselineMethod("block_permute_keyed",
-                       "16 px AES-CTR block permutation of the face region, fresh nonce per frame", True,
-                       lambda f, c: block_permute(f, _region(f, c), key=c.key,
-                                                  nonce=frame_nonce(c.frame_index, c.video_nonce))),
+        BaselineMethod(
+            "blur_face",
+            "Gaussian blur sigma=15 px on the face region",
+            True,
+            lambda f, c: blur_face(f, _region(f, c)),
+        ),
+        BaselineMethod(
+            "blur_frame", "Gaussian blur sigma=15 px on the whole frame", False, lambda f, c: blur_frame(f)
+        ),
+        BaselineMethod(
+            "pixelate_face",
+            "16 px pixelation of the face region",
+            True,
+            lambda f, c: pixelate_face(f, _region(f, c)),
+        ),
+        BaselineMethod(
+            "eye_mask",
+            "black strip over the eyes (0.625 of face height)",
+            True,
+            lambda f, c: eye_mask(f, c.box_xyxy, c.eyes_xy),
+        ),
+        BaselineMethod(
+            "block_permute_fixed",
+            "8x8-cell permutation of the face region, one key and permutation for all frames and videos",
+            True,
+            lambda f, c: grid_permute(f, _region(f, c), key=c.key),
+        ),
+        BaselineMethod(
+            "block_permute_keyed",
+            "16 px AES-CTR block permutation of the face region, fresh nonce per frame",
+            True,
+            lambda f, c: block_permute(
+                f, _region(f, c), key=c.key, nonce=frame_nonce(c.frame_index, c.video_nonce)
+            ),
+        ),
         BaselineMethod("canny", "Canny edge map of the whole frame", False, lambda f, c: canny_edges(f)),
-        BaselineMethod("k_same_pixel", "k-Same-Pixel k=10: face averaged with its 9 nearest LFW background faces",
-                       True, lambda f, c: k_same_pixel(f, _region(f, c))),
-        BaselineMethod("dp_pix", "DP-Pix epsilon=2, 12 px cells, m=16: cell means + Laplace noise (b=14.2)", True,
-                       lambda f, c: dp_pix(f, _region(f, c), rng=_frame_rng(c))),
-        BaselineMethod("dp_snow", "DP-Snow d=0.01: 99% of the face pixels replaced by grey", True,
-                       lambda f, c: dp_snow(f, _region(f, c), rng=_frame_rng(c))),
-        BaselineMethod("dp_samp", "DP-Samp epsilon=5, k=24, m=12: DP pixel sampling per colour cluster, interpolated",
-                       True, lambda f, c: dp_samp(f, _region(f, c), rng=_frame_rng(c))),
-        BaselineMethod("k_rtio", "k-RTIO alpha=0.4, 18 px blocks, k=3: block-permuted overlays, fresh per frame", True,
-                       lambda f, c: k_rtio(f, _region(f, c), key=c.key, nonce=frame_nonce(c.frame_index, c.video_nonce))),
+        BaselineMethod(
+            "k_same_pixel",
+            "k-Same-Pixel k=10: face averaged with its 9 nearest LFW background faces",
+            True,
+            lambda f, c: k_same_pixel(f, _region(f, c)),
+        ),
+        BaselineMethod(
+            "dp_pix",
+            "DP-Pix epsilon=2, 12 px cells, m=16: cell means + Laplace noise (b=14.2)",
+            True,
+            lambda f, c: dp_pix(f, _region(f, c), rng=_frame_rng(c)),
+        ),
+        BaselineMethod(
+            "dp_snow",
+            "DP-Snow d=0.01: 99% of the face pixels replaced by grey",
+            True,
+            lambda f, c: dp_snow(f, _region(f, c), rng=_frame_rng(c)),
+        ),
+        BaselineMethod(
+            "dp_samp",
+            "DP-Samp epsilon=5, k=24, m=12: DP pixel sampling per colour cluster, interpolated",
+            True,
+            lambda f, c: dp_samp(f, _region(f, c), rng=_frame_rng(c)),
+        ),
+        BaselineMethod(
+            "k_rtio",
+            "k-RTIO alpha=0.4, 18 px blocks, k=3: block-permuted overlays, fresh per frame",
+            True,
+            lambda f, c: k_rtio(f, _region(f, c), key=c.key, nonce=frame_nonce(c.frame_index, c.video_nonce)),
+        ),
     )
 }
 
@@ -857,8 +1013,15 @@ def face_track(video_path, *, detector=None) -> tuple[np.ndarray, np.ndarray]:
     return boxes_xyxy[source], eyes_xy[source]
 
 
-def anonymize_video(src_path, dst_path, method: str, *, key: bytes | None = None, video_nonce: bytes | None = None,
-                    detector=None) -> VideoInfo:
+def anonymize_video(
+    src_path,
+    dst_path,
+    method: str,
+    *,
+    key: bytes | None = None,
+    video_nonce: bytes | None = None,
+    detector=None,
+) -> VideoInfo:
     """Apply a baseline method to every frame of a video; write lossless FFV1.
 
     Frames are streamed (one decoded frame in memory at a time); face-region methods
@@ -918,8 +1081,13 @@ def anonymize_video(src_path, dst_path, method: str, *, key: bytes | None = None
             context = FrameContext(frame_index, key=key, video_nonce=video_nonce)
             if boxes is not None:
                 eye_pair = eyes[frame_index]
-                context = FrameContext(frame_index, boxes[frame_index],
-                                       None if np.isnan(eye_pair).any() else eye_pair, key, video_nonce)
+                context = FrameContext(
+                    frame_index,
+                    boxes[frame_index],
+                    None if np.isnan(eye_pair).any() else eye_pair,
+                    key,
+                    video_nonce,
+                )
             writer.write(baseline.apply(frame_rgb, context))
     written = VideoInfo.from_video_path(dst_path)
     if written.frame_count != source.frame_count:

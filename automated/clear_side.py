@@ -12,6 +12,7 @@ format version. Files are written atomically (``cache_files.save_npz``: temporar
 ``os.replace``), so a worker killed mid-write leaves no half entry, and an unreadable
 entry is recomputed, not trusted.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,7 +29,7 @@ from .detection import detector_key
 
 logger = logging.getLogger(__name__)
 FORMAT_VERSION = 1
-_HASHES: dict = {}   # (path, size, mtime_ns) -> SHA-256 hex of the file's bytes
+_HASHES: dict = {}  # (path, size, mtime_ns) -> SHA-256 hex of the file's bytes
 
 
 class Stopwatch:
@@ -69,8 +70,14 @@ def embedder_key(embedder) -> str:
 
 def clear_side_key(clear_path, *, stride: int, detector, embedder) -> str:
     """Cache key (hex token) of a clear video's analysis: content hash and every setting."""
-    return settings_token("clear-side", FORMAT_VERSION, file_sha256(clear_path), stride, detector_key(detector),
-                          embedder_key(embedder))
+    return settings_token(
+        "clear-side",
+        FORMAT_VERSION,
+        file_sha256(clear_path),
+        stride,
+        detector_key(detector),
+        embedder_key(embedder),
+    )
 
 
 @dataclass(frozen=True)
@@ -94,10 +101,13 @@ class ClearSide:
     def save(self, path) -> None:
         """Write atomically to ``path`` (.npz): concatenated faces and per-frame counts."""
         dim = self.embeddings[0].shape[1] if self.embeddings else 0
-        save_npz(path, frame_indices=np.asarray(self.frame_indices, np.int64),
-                 counts=np.asarray([len(b) for b in self.boxes], np.int64),
-                 boxes=np.concatenate(self.boxes) if self.boxes else np.zeros((0, 4), np.float32),
-                 embeddings=np.concatenate(self.embeddings) if self.embeddings else np.zeros((0, dim), np.float32))
+        save_npz(
+            path,
+            frame_indices=np.asarray(self.frame_indices, np.int64),
+            counts=np.asarray([len(b) for b in self.boxes], np.int64),
+            boxes=np.concatenate(self.boxes) if self.boxes else np.zeros((0, 4), np.float32),
+            embeddings=np.concatenate(self.embeddings) if self.embeddings else np.zeros((0, dim), np.float32),
+        )
 
     @classmethod
     def load(cls, path) -> ClearSide:
@@ -117,8 +127,11 @@ class ClearSide:
         if len(indices) != len(counts) or counts.sum() != len(boxes) or len(boxes) != len(embeddings):
             raise ValueError(f"{path}: inconsistent clear-side cache file")
         splits = np.cumsum(counts)[:-1]
-        return cls(indices, tuple(np.split(boxes.astype(np.float32), splits)),
-                   tuple(np.split(embeddings.astype(np.float32), splits)))
+        return cls(
+            indices,
+            tuple(np.split(boxes.astype(np.float32), splits)),
+            tuple(np.split(embeddings.astype(np.float32), splits)),
+        )
 
 
 class ClearSideStore:

@@ -21,6 +21,7 @@ privacy task (seeds/002_68b18bfdbdb94491.txt, section "computational face recogn
 evaluation"): faces are detected in masked frames and compared with the clear-frame face
 by intersection over union (IoU).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -228,11 +229,18 @@ class MediaPipeFaceDetector(_Detector):
         boxes, scores, keypoints = [], [], []
         for detection in result.detections:
             rel = detection.location_data.relative_bounding_box
-            boxes.append([rel.xmin * width, rel.ymin * height,
-                          (rel.xmin + rel.width) * width, (rel.ymin + rel.height) * height])
+            boxes.append(
+                [
+                    rel.xmin * width,
+                    rel.ymin * height,
+                    (rel.xmin + rel.width) * width,
+                    (rel.ymin + rel.height) * height,
+                ]
+            )
             scores.append(detection.score[0])
-            keypoints.append([[kp.x * width, kp.y * height]
-                              for kp in detection.location_data.relative_keypoints])
+            keypoints.append(
+                [[kp.x * width, kp.y * height] for kp in detection.location_data.relative_keypoints]
+            )
         self.last_keypoints_xy = np.asarray(keypoints, np.float32).reshape(-1, 6, 2)
         return FaceDetections(
             frame_index, _clip_boxes(np.asarray(boxes), width, height), np.asarray(scores, np.float32)
@@ -248,8 +256,10 @@ class MediaPipeFaceDetector(_Detector):
         """Model, version and every parameter that changes the boxes (for cache keys)."""
         import mediapipe
 
-        return (f"mediapipe-{mediapipe.__version__}-blazeface-model{self.model_selection}"
-                f"-conf{self.min_confidence!r}")
+        return (
+            f"mediapipe-{mediapipe.__version__}-blazeface-model{self.model_selection}"
+            f"-conf{self.min_confidence!r}"
+        )
 
 
 class DlibHogFaceDetector(_Detector):
@@ -290,7 +300,9 @@ class DlibHogFaceDetector(_Detector):
         return f"dlib-{dlib.__version__}-hog-upsample{self.upsample}"
 
 
-def _mmod_detections(rects_lrtb: np.ndarray, scores, frame_index: int, width: int, height: int) -> FaceDetections:
+def _mmod_detections(
+    rects_lrtb: np.ndarray, scores, frame_index: int, width: int, height: int
+) -> FaceDetections:
     """dlib's inclusive ``[left, top, right, bottom]`` rectangles -> clipped ``FaceDetections``."""
     if len(rects_lrtb) == 0:
         return FaceDetections.empty(frame_index)
@@ -325,10 +337,15 @@ class MmodFaceDetector(_Detector):
 
         from .dlib_torch import load_mmod
 
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, (int, float))
+            or not math.isfinite(threshold)
+        ):
             raise ValueError(f"threshold must be a finite number, got {threshold!r}")
-        if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
-                                        or num_threads < 1):
+        if num_threads is not None and (
+            isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1
+        ):
             raise ValueError(f"num_threads must be a whole number >= 1, got {num_threads!r}")
         self.threshold = float(threshold)
         self.num_threads = num_threads
@@ -362,7 +379,9 @@ class MmodFaceDetector(_Detector):
         for frame in frames:
             _check_frame(frame)
         if len({f.shape for f in frames}) > 1:
-            raise ValueError(f"frames of one batch must have one size, got {sorted({f.shape for f in frames})}")
+            raise ValueError(
+                f"frames of one batch must have one size, got {sorted({f.shape for f in frames})}"
+            )
         indices = list(range(len(frames))) if frame_indices is None else list(frame_indices)
         if len(indices) != len(frames):
             raise ValueError(f"{len(frames)} frames but {len(indices)} frame indices")
@@ -370,8 +389,10 @@ class MmodFaceDetector(_Detector):
             return []
         height, width = frames[0].shape[:2]
         results = self._net.detect(np.stack(frames), threshold=self.threshold, num_threads=self.num_threads)
-        return [_mmod_detections(rects, scores, index, width, height)
-                for (rects, scores), index in zip(results, indices)]
+        return [
+            _mmod_detections(rects, scores, index, width, height)
+            for (rects, scores), index in zip(results, indices)
+        ]
 
     def close(self) -> None:
         """Nothing to release (the network is shared by the process)."""
@@ -415,8 +436,9 @@ class DlibMmodFaceDetector(_Detector):
             return FaceDetections.empty(frame_index)
         found = self._detector(np.ascontiguousarray(frame_rgb), self.upsample)
         rects = [[d.rect.left(), d.rect.top(), d.rect.right(), d.rect.bottom()] for d in found]
-        return _mmod_detections(np.asarray(rects).reshape(-1, 4), [d.confidence for d in found], frame_index,
-                                width, height)
+        return _mmod_detections(
+            np.asarray(rects).reshape(-1, 4), [d.confidence for d in found], frame_index, width, height
+        )
 
     def close(self) -> None:
         """Nothing to release (kept for a uniform interface)."""
@@ -437,8 +459,11 @@ def detector_key(detector) -> str:
     """
     if hasattr(detector, "cache_key"):
         return detector.cache_key()
-    settings = sorted((k, v) for k, v in vars(detector).items()
-                      if not k.startswith("_") and isinstance(v, (int, float, str, bool)))
+    settings = sorted(
+        (k, v)
+        for k, v in vars(detector).items()
+        if not k.startswith("_") and isinstance(v, (int, float, str, bool))
+    )
     return f"{type(detector).__module__}.{type(detector).__qualname__}{settings}"
 
 

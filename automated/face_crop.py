@@ -5,6 +5,7 @@ face, so that identification cannot be based on peripheral face cues such as hai
 (seeds/002_68b18bfdbdb94491.txt, section 4.2). The same crop is used for gallery stills
 of the automated evaluation so that people and models see the same thing.
 """
+
 from __future__ import annotations
 
 import cv2
@@ -44,7 +45,9 @@ def crop_internal_face(image_rgb: np.ndarray, box_xyxy, *, size_px: int = 160) -
         the image, or ``size_px < 1``.
     """
     if not isinstance(image_rgb, np.ndarray) or image_rgb.ndim != 3 or image_rgb.shape[2] != 3:
-        raise ValueError(f"image_rgb must be an (height, width, 3) array, got {getattr(image_rgb, 'shape', None)}")
+        raise ValueError(
+            f"image_rgb must be an (height, width, 3) array, got {getattr(image_rgb, 'shape', None)}"
+        )
     if image_rgb.dtype != np.uint8:
         raise ValueError(f"image_rgb must be uint8, got {image_rgb.dtype}")
     if size_px < 1:
@@ -63,7 +66,9 @@ def crop_internal_face(image_rgb: np.ndarray, box_xyxy, *, size_px: int = 160) -
     if src_x2 <= src_x1 or src_y2 <= src_y1:
         raise ValueError(f"face box {[x1, y1, x2, y2]} lies outside the {width}x{height} image")
     square = np.zeros((side, side, 3), np.uint8)
-    square[src_y1 - top:src_y2 - top, src_x1 - left:src_x2 - left] = image_rgb[src_y1:src_y2, src_x1:src_x2]
+    square[src_y1 - top : src_y2 - top, src_x1 - left : src_x2 - left] = image_rgb[
+        src_y1:src_y2, src_x1:src_x2
+    ]
     interpolation = cv2.INTER_AREA if side > size_px else cv2.INTER_CUBIC
     return cv2.resize(square, (size_px, size_px), interpolation=interpolation)
 

@@ -43,6 +43,7 @@ The clear side (boxes and embeddings of every tested clear frame) is computed on
 clear video and settings and reused (``clear_side.ClearSideStore``, in memory and on
 disk); masked frames are detected and embedded in batches of ``BATCH_FRAMES`` frames.
 """
+
 from __future__ import annotations
 
 import math
@@ -63,7 +64,12 @@ from .face_crop import NoFaceFoundError
 from .detection_metrics import detection_failure_rate, iou_summary, masked_frame_iou
 from .image_metrics import psnr, ssim, summarize_psnr
 from .recognition import (
-    DEFAULT_EMBEDDER, chance_level, closed_set_rank, identity_distances, make_face_embedder, match_rate,
+    DEFAULT_EMBEDDER,
+    chance_level,
+    closed_set_rank,
+    identity_distances,
+    make_face_embedder,
+    match_rate,
 )
 from .video import VideoInfo, iter_frames
 
@@ -173,8 +179,17 @@ class VideoEvaluation:
 SETTING_FIELDS = ("stride", "detector", "threshold", "embedder")
 METRIC_FIELDS = tuple(f.name for f in fields(VideoEvaluation) if f.name not in SETTING_FIELDS)
 #: Metrics that are counts (summed over the videos of a submission by ``summarize``).
-COUNT_FIELDS = ("frames_tested", "clear_faces", "masked_faces", "psnr_identical_frames", "n_face_tracks",
-                "faces_leaked", "faces_detected", "faces_recognisable", "all_faces")
+COUNT_FIELDS = (
+    "frames_tested",
+    "clear_faces",
+    "masked_faces",
+    "psnr_identical_frames",
+    "n_face_tracks",
+    "faces_leaked",
+    "faces_detected",
+    "faces_recognisable",
+    "all_faces",
+)
 #: A clear face is detected in the masked frame when a masked box overlaps it by at least
 #: this IoU (the PASCAL VOC criterion, Everingham et al. 2010, IJCV 88(2), section 4.4).
 DETECTED_IOU = 0.5
@@ -316,7 +331,9 @@ def evaluate_video(
         raise ValueError(f"stride must be a whole number >= 1, got {stride!r}")
     if no_face not in ("raise", "nan"):
         raise ValueError(f"no_face must be 'raise' or 'nan', got {no_face!r}")
-    embedder_name = embedder if isinstance(embedder, str) else getattr(embedder, "name", "") or type(embedder).__name__
+    embedder_name = (
+        embedder if isinstance(embedder, str) else getattr(embedder, "name", "") or type(embedder).__name__
+    )
     embedder = make_face_embedder(embedder) if isinstance(embedder, str) else embedder
     if threshold is None:
         if not hasattr(embedder, "threshold"):
@@ -352,7 +369,7 @@ def evaluate_video(
     side = store.get(key) if key is not None else None
     cached_rows = {int(index): t for t, index in enumerate(side.frame_indices)} if side is not None else None
 
-    frame_indices, clear_boxes, clear_embeddings = [], [], []   # the clear side, if computed here
+    frame_indices, clear_boxes, clear_embeddings = [], [], []  # the clear side, if computed here
     masked_found_per_frame, face_ious, probe_embeddings = [], [], []
     ssims, psnrs = [], []
 
@@ -369,8 +386,11 @@ def evaluate_video(
             boxes = [side.boxes[cached_rows[index]] for index in indices]
         masked_detections = _detect_frames(face_detector, [m for _, _, m in chunk], indices)
         started = watch.add("detect", started)
-        faces = [(masked, _probe_box(box, found)) for (_, _, masked), frame_boxes, found
-                 in zip(chunk, boxes, masked_detections) for box in frame_boxes]
+        faces = [
+            (masked, _probe_box(box, found))
+            for (_, _, masked), frame_boxes, found in zip(chunk, boxes, masked_detections)
+            for box in frame_boxes
+        ]
         n_probes = len(faces)
         if side is None:
             faces += [(clear, box) for (_, clear, _), frame_boxes in zip(chunk, boxes) for box in frame_boxes]
@@ -399,7 +419,9 @@ def evaluate_video(
                 raise VideoPairError(f"{masked_path} and {clear_path} decode to different frame counts")
             (frame_index, clear_rgb), (_, masked_rgb) = clear_pair, masked_pair
             if clear_rgb.shape != masked_rgb.shape:  # a size change mid-stream
-                raise VideoPairError(f"frame {frame_index}: clear {clear_rgb.shape}, masked {masked_rgb.shape}")
+                raise VideoPairError(
+                    f"frame {frame_index}: clear {clear_rgb.shape}, masked {masked_rgb.shape}"
+                )
             chunk.append((frame_index, clear_rgb, masked_rgb))
             if len(chunk) == BATCH_FRAMES:
                 analyse(chunk)
@@ -426,8 +448,16 @@ def evaluate_video(
         )
     psnr_db, identical = summarize_psnr(psnrs)
     scores = _person_scores(
-        track_ids, target, side.embeddings, face_ious, probe_embeddings, masked_found_per_frame,
-        gallery=gallery, labels=labels, true_identity=true_identity, threshold=threshold,
+        track_ids,
+        target,
+        side.embeddings,
+        face_ious,
+        probe_embeddings,
+        masked_found_per_frame,
+        gallery=gallery,
+        labels=labels,
+        true_identity=true_identity,
+        threshold=threshold,
     )
     watch.add("metrics", started)
     return VideoEvaluation(
@@ -445,14 +475,27 @@ def evaluate_video(
     )
 
 
-def _person_scores(track_ids, target, clear_embeddings, face_ious, probe_embeddings, masked_found_per_frame, *,
-                   gallery, labels, true_identity, threshold) -> dict:
+def _person_scores(
+    track_ids,
+    target,
+    clear_embeddings,
+    face_ious,
+    probe_embeddings,
+    masked_found_per_frame,
+    *,
+    gallery,
+    labels,
+    true_identity,
+    threshold,
+) -> dict:
     """Detection and recognition scores of the target track and of every track (protocol 2-6)."""
     nan = math.nan
     ids = np.concatenate(track_ids) if track_ids else np.zeros(0, np.int64)
     frame_of_face = np.repeat(np.arange(len(track_ids)), [len(i) for i in track_ids])
     ious = np.asarray(face_ious, np.float64)
-    probes = np.concatenate(probe_embeddings) if probe_embeddings else np.zeros((0, gallery.shape[1]), np.float32)
+    probes = (
+        np.concatenate(probe_embeddings) if probe_embeddings else np.zeros((0, gallery.shape[1]), np.float32)
+    )
     clear = np.concatenate(clear_embeddings) if len(ids) else probes[:0]
     masked_found = np.asarray(masked_found_per_frame, bool)
     scores: dict = {}
@@ -461,8 +504,9 @@ def _person_scores(track_ids, target, clear_embeddings, face_ious, probe_embeddi
     scores["masked_faces"] = int(np.count_nonzero(masked_found[frame_of_face[rows]]))
     if len(rows):
         scores["mean_iou"], scores["cumulative_iou"] = iou_summary(ious[rows])
-        scores["detection_failure_rate"] = detection_failure_rate(np.ones(len(rows), bool),
-                                                                   masked_found[frame_of_face[rows]])
+        scores["detection_failure_rate"] = detection_failure_rate(
+            np.ones(len(rows), bool), masked_found[frame_of_face[rows]]
+        )
         for prefix, embeddings in (("", probes[rows]), ("clear_", clear[rows])):
             distances = [_genuine_distance(e, gallery, labels, true_identity) for e in embeddings]
             ranks = np.asarray([closed_set_rank(e, gallery, labels, true_identity) for e in embeddings])
@@ -472,20 +516,42 @@ def _person_scores(track_ids, target, clear_embeddings, face_ious, probe_embeddi
                 scores["mean_rank"] = float(ranks.mean())
                 scores["mean_genuine_distance"] = float(np.mean(distances))
     else:
-        scores.update(dict.fromkeys(("mean_iou", "cumulative_iou", "detection_failure_rate", "match_rate",
-                                     "rank1_rate", "mean_rank", "mean_genuine_distance", "clear_match_rate",
-                                     "clear_rank1_rate"), nan))
+        scores.update(
+            dict.fromkeys(
+                (
+                    "mean_iou",
+                    "cumulative_iou",
+                    "detection_failure_rate",
+                    "match_rate",
+                    "rank1_rate",
+                    "mean_rank",
+                    "mean_genuine_distance",
+                    "clear_match_rate",
+                    "clear_rank1_rate",
+                ),
+                nan,
+            )
+        )
     scores["all_faces"] = len(ids)
     if len(ids) == 0:
-        return {**scores, "n_face_tracks": 0, "faces_leaked": 0, "faces_detected": 0, "faces_recognisable": 0,
-                "all_faces_mean_iou": nan, "all_faces_detection_failure_rate": nan}
+        return {
+            **scores,
+            "n_face_tracks": 0,
+            "faces_leaked": 0,
+            "faces_detected": 0,
+            "faces_recognisable": 0,
+            "all_faces_mean_iou": nan,
+            "all_faces_detection_failure_rate": nan,
+        }
     centroids = track_centroids(track_ids, clear_embeddings)
     detected = ious >= DETECTED_IOU
     recognisable = np.linalg.norm(probes.astype(np.float64) - centroids[ids], axis=1) <= threshold
     n_tracks = len(centroids)
     frames_per_track = np.bincount(ids, minlength=n_tracks)
     track_detected = np.bincount(ids, weights=detected, minlength=n_tracks) >= LEAK_SHARE * frames_per_track
-    track_recognisable = np.bincount(ids, weights=recognisable, minlength=n_tracks) >= LEAK_SHARE * frames_per_track
+    track_recognisable = (
+        np.bincount(ids, weights=recognisable, minlength=n_tracks) >= LEAK_SHARE * frames_per_track
+    )
     return {
         **scores,
         "n_face_tracks": n_tracks,
@@ -498,7 +564,11 @@ def _person_scores(track_ids, target, clear_embeddings, face_ious, probe_embeddi
 
 
 def embed_gallery_image(
-    image_rgb: np.ndarray, *, embedder=DEFAULT_EMBEDDER, detector=None, assume_cropped: bool = False,
+    image_rgb: np.ndarray,
+    *,
+    embedder=DEFAULT_EMBEDDER,
+    detector=None,
+    assume_cropped: bool = False,
 ) -> np.ndarray:
     """Embedding of the face in a gallery still.
 

@@ -17,6 +17,7 @@ arXiv:1703.07402), greedy instead of Hungarian:
 3. Otherwise it starts a new track. Candidate pairs are taken best first (spatial pairs by
    IoU, then appearance pairs by distance); each face and track is used once per frame.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -32,8 +33,11 @@ def _distance(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def track_faces(
-    boxes_per_frame: Sequence[np.ndarray], embeddings_per_frame: Sequence[np.ndarray], *,
-    threshold: float, iou_min: float = 0.3,
+    boxes_per_frame: Sequence[np.ndarray],
+    embeddings_per_frame: Sequence[np.ndarray],
+    *,
+    threshold: float,
+    iou_min: float = 0.3,
 ) -> list[np.ndarray]:
     """Track ids of the faces of consecutive tested frames (module protocol).
 
@@ -60,18 +64,21 @@ def track_faces(
         in number.
     """
     if len(boxes_per_frame) != len(embeddings_per_frame):
-        raise ValueError(f"{len(boxes_per_frame)} frames of boxes but {len(embeddings_per_frame)} of embeddings")
-    sums: list[np.ndarray] = []          # per track: sum of embeddings (centroid = sum / count)
+        raise ValueError(
+            f"{len(boxes_per_frame)} frames of boxes but {len(embeddings_per_frame)} of embeddings"
+        )
+    sums: list[np.ndarray] = []  # per track: sum of embeddings (centroid = sum / count)
     counts: list[int] = []
-    last: dict[int, tuple] = {}          # tracks of the previous tested frame: id -> (box, embedding)
+    last: dict[int, tuple] = {}  # tracks of the previous tested frame: id -> (box, embedding)
     result = []
     for t, (boxes, embeddings) in enumerate(zip(boxes_per_frame, embeddings_per_frame)):
         boxes = np.asarray(boxes, np.float64).reshape(-1, 4)
-        embeddings = np.asarray(embeddings, np.float64).reshape(len(boxes), -1) if len(boxes) else \
-            np.zeros((0, 0))
+        embeddings = (
+            np.asarray(embeddings, np.float64).reshape(len(boxes), -1) if len(boxes) else np.zeros((0, 0))
+        )
         if len(embeddings) != len(boxes):
             raise ValueError(f"tested frame {t}: {len(boxes)} boxes but {len(embeddings)} embeddings")
-        candidates = []                  # (priority, sort key, face, track)
+        candidates = []  # (priority, sort key, face, track)
         for face, (box, embedding) in enumerate(zip(boxes, embeddings)):
             for track, (last_box, last_embedding) in last.items():
                 iou = box_iou(box, last_box)
@@ -79,8 +86,10 @@ def track_faces(
                     candidates.append((0, -iou, face, track))
             if sums:  # all centroids at once: crowds have many tracks
                 distances = np.linalg.norm(np.asarray(sums) / np.asarray(counts)[:, None] - embedding, axis=1)
-                candidates += [(1, float(distances[track]), face, int(track))
-                               for track in np.flatnonzero(distances <= threshold)]
+                candidates += [
+                    (1, float(distances[track]), face, int(track))
+                    for track in np.flatnonzero(distances <= threshold)
+                ]
         ids = np.full(len(boxes), -1, np.int64)
         used_tracks: set = set()
         for _, _, face, track in sorted(candidates):
@@ -100,7 +109,9 @@ def track_faces(
     return result
 
 
-def track_centroids(track_ids: Sequence[np.ndarray], embeddings_per_frame: Sequence[np.ndarray]) -> np.ndarray:
+def track_centroids(
+    track_ids: Sequence[np.ndarray], embeddings_per_frame: Sequence[np.ndarray]
+) -> np.ndarray:
     """Mean clear embedding of each track, shape (n_tracks, dim) float64 (row = track id).
 
     Raises
@@ -111,8 +122,13 @@ def track_centroids(track_ids: Sequence[np.ndarray], embeddings_per_frame: Seque
     ids = np.concatenate([np.asarray(i, np.int64) for i in track_ids]) if track_ids else np.zeros(0, np.int64)
     if len(ids) == 0:
         raise ValueError("no face in any tested frame: no track")
-    embeddings = np.concatenate([np.asarray(e, np.float64).reshape(len(i), -1)
-                                 for i, e in zip(track_ids, embeddings_per_frame) if len(i)])
+    embeddings = np.concatenate(
+        [
+            np.asarray(e, np.float64).reshape(len(i), -1)
+            for i, e in zip(track_ids, embeddings_per_frame)
+            if len(i)
+        ]
+    )
     n_tracks = int(ids.max()) + 1
     sums = np.zeros((n_tracks, embeddings.shape[1]))
     np.add.at(sums, ids, embeddings)
@@ -120,8 +136,13 @@ def track_centroids(track_ids: Sequence[np.ndarray], embeddings_per_frame: Seque
 
 
 def target_track(
-    track_ids: Sequence[np.ndarray], embeddings_per_frame: Sequence[np.ndarray], gallery_embeddings: np.ndarray,
-    gallery_identities, true_identity, *, threshold: float,
+    track_ids: Sequence[np.ndarray],
+    embeddings_per_frame: Sequence[np.ndarray],
+    gallery_embeddings: np.ndarray,
+    gallery_identities,
+    true_identity,
+    *,
+    threshold: float,
 ) -> int | None:
     """The track of the gallery's person: most faces matching the true identity's gallery.
 

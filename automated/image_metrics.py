@@ -22,6 +22,7 @@ The composite privacy-utility (PU) score of PrivHAR-Bench combines SSIM with an 
 accuracy; the seed gives no formula. ``automated.privacy_utility.privacy_utility_score``
 implements our documented reading of it.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,7 +34,12 @@ BT601_LUMA = np.array([0.299, 0.587, 0.114])
 
 def _check_pair(clear_rgb: np.ndarray, masked_rgb: np.ndarray) -> None:
     for name, frame in (("clear_rgb", clear_rgb), ("masked_rgb", masked_rgb)):
-        if not isinstance(frame, np.ndarray) or frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != np.uint8:
+        if (
+            not isinstance(frame, np.ndarray)
+            or frame.ndim != 3
+            or frame.shape[2] != 3
+            or frame.dtype != np.uint8
+        ):
             raise ValueError(
                 f"{name} must be uint8 of shape (height, width, 3), got "
                 f"{getattr(frame, 'dtype', type(frame).__name__)} {getattr(frame, 'shape', '')}"
@@ -113,10 +119,16 @@ def ssim(clear_rgb: np.ndarray, masked_rgb: np.ndarray) -> float:
     _check_pair(clear_rgb, masked_rgb)
     if min(clear_rgb.shape[:2]) < 11:
         raise ValueError(f"frames must be at least 11x11 pixels for SSIM, got {clear_rgb.shape[:2]}")
-    return float(structural_similarity(
-        luma(clear_rgb), luma(masked_rgb),
-        gaussian_weights=True, sigma=1.5, use_sample_covariance=False, data_range=PEAK,
-    ))
+    return float(
+        structural_similarity(
+            luma(clear_rgb),
+            luma(masked_rgb),
+            gaussian_weights=True,
+            sigma=1.5,
+            use_sample_covariance=False,
+            data_range=PEAK,
+        )
+    )
 
 
 def summarize_psnr(psnr_values) -> tuple[float, int]:

@@ -22,6 +22,7 @@ reproduces both values and their order for plausible SSIMs; the exact formula of
 paper's ``eval.py`` may differ (e.g. a weighting, or face-detection failure as the
 privacy term).
 """
+
 from __future__ import annotations
 
 from numbers import Real
@@ -64,9 +65,11 @@ def privacy_utility_score(masked_accuracy: float, clear_accuracy: float, ssim: f
     >>> privacy_utility_score(0.888, 0.888, 1.0)               # unmasked: no privacy
     0.0
     """
-    for name, value, low, high in (("masked_accuracy", masked_accuracy, 0.0, 1.0),
-                                   ("clear_accuracy", clear_accuracy, 0.0, 1.0),
-                                   ("ssim", ssim, -1.0, 1.0)):
+    for name, value, low, high in (
+        ("masked_accuracy", masked_accuracy, 0.0, 1.0),
+        ("clear_accuracy", clear_accuracy, 0.0, 1.0),
+        ("ssim", ssim, -1.0, 1.0),
+    ):
         if isinstance(value, bool) or not isinstance(value, Real) or not low <= value <= high:
             raise ValueError(f"{name} must be a number in [{low:g}, {high:g}], got {value!r}")
     if clear_accuracy == 0:

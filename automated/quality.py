@@ -22,6 +22,7 @@ Where the square crop leaves the image, ``crop_internal_face`` fills it with bla
 pixels (and, for the Laplacian, their 1-pixel border) are left out of both components so
 a face at the frame edge does not gain sharpness from the artificial black edge.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -55,7 +56,11 @@ class FaceQuality:
     face_height_px: float
 
     def as_dict(self) -> dict[str, float]:
-        return {"sharpness": self.sharpness, "luminance": self.luminance, "face_height_px": self.face_height_px}
+        return {
+            "sharpness": self.sharpness,
+            "luminance": self.luminance,
+            "face_height_px": self.face_height_px,
+        }
 
 
 def _grey(image_rgb: np.ndarray) -> np.ndarray:
@@ -84,7 +89,9 @@ def laplacian_sharpness(face_grey: np.ndarray, mask: np.ndarray | None = None) -
         leaves no pixel.
     """
     if face_grey.ndim != 2 or face_grey.dtype != np.uint8 or min(face_grey.shape) < 3:
-        raise ValueError(f"face_grey must be a 2-D uint8 image of at least 3x3, got {face_grey.shape} {face_grey.dtype}")
+        raise ValueError(
+            f"face_grey must be a 2-D uint8 image of at least 3x3, got {face_grey.shape} {face_grey.dtype}"
+        )
     laplacian = cv2.Laplacian(face_grey.astype(np.float64), cv2.CV_64F, ksize=1)
     if mask is None:
         inner = np.zeros(face_grey.shape, bool)
@@ -119,7 +126,9 @@ def face_quality(image_rgb: np.ndarray, box_xyxy=None, *, size_px: int = 160) ->
         Bad image or box (see :func:`automated.face_crop.crop_internal_face`).
     """
     if not isinstance(image_rgb, np.ndarray) or image_rgb.ndim != 3 or image_rgb.dtype != np.uint8:
-        raise ValueError(f"image_rgb must be a uint8 (height, width, 3) array, got {getattr(image_rgb, 'shape', None)}")
+        raise ValueError(
+            f"image_rgb must be a uint8 (height, width, 3) array, got {getattr(image_rgb, 'shape', None)}"
+        )
     if box_xyxy is None:
         crop = cv2.resize(image_rgb, (size_px, size_px), interpolation=cv2.INTER_AREA)
         valid = np.ones((size_px, size_px), bool)

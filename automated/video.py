@@ -8,6 +8,7 @@ consumer stops early (STYLE.md, point 6).
 Probes and transcodes have timeouts (:func:`probe_timeout_s`, :func:`transcode_timeout_s`):
 a damaged or hostile file raises :class:`VideoTimeout` instead of decoding for hours.
 """
+
 from __future__ import annotations
 
 import os
@@ -46,13 +47,17 @@ TRANSCODE_TIMEOUT_ENV, DEFAULT_TRANSCODE_TIMEOUT_S = "DEID_TRANSCODE_TIMEOUT_S",
 
 def probe_timeout_s(timeout_s: float | None = None) -> float:
     """``timeout_s``, else ``$DEID_FFMPEG_TIMEOUT_S``, else 300: seconds one probe may take."""
-    return float(timeout_s if timeout_s is not None else os.environ.get(PROBE_TIMEOUT_ENV, DEFAULT_PROBE_TIMEOUT_S))
+    return float(
+        timeout_s if timeout_s is not None else os.environ.get(PROBE_TIMEOUT_ENV, DEFAULT_PROBE_TIMEOUT_S)
+    )
 
 
 def transcode_timeout_s(timeout_s: float | None = None) -> float:
     """``timeout_s``, else ``$DEID_TRANSCODE_TIMEOUT_S``, else 1800: seconds one transcode may take."""
     return float(
-        timeout_s if timeout_s is not None else os.environ.get(TRANSCODE_TIMEOUT_ENV, DEFAULT_TRANSCODE_TIMEOUT_S)
+        timeout_s
+        if timeout_s is not None
+        else os.environ.get(TRANSCODE_TIMEOUT_ENV, DEFAULT_TRANSCODE_TIMEOUT_S)
     )
 
 
@@ -118,7 +123,8 @@ class VideoInfo:
             if time.monotonic() > deadline:
                 raise VideoTimeout(
                     f"{path.name}: probing took longer than {limit:g} s ({frame_count} frames counted)",
-                    stage="probe", timeout_s=limit,
+                    stage="probe",
+                    timeout_s=limit,
                 )
         finally:
             capture.release()
@@ -236,17 +242,43 @@ class VideoWriter:
     def __enter__(self) -> VideoWriter:
         width, height = self.resolution_wh
         codec_args = {
-            "libx264": ["-c:v", "libx264", "-preset", "veryfast", "-crf", "18", "-pix_fmt", "yuv420p",
-                        "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-movflags", "+faststart"],
+            "libx264": [
+                "-c:v",
+                "libx264",
+                "-preset",
+                "veryfast",
+                "-crf",
+                "18",
+                "-pix_fmt",
+                "yuv420p",
+                "-vf",
+                "pad=ceil(iw/2)*2:ceil(ih/2)*2",
+                "-movflags",
+                "+faststart",
+            ],
             "ffv1": ["-c:v", "ffv1", "-level", "3", "-pix_fmt", "bgr0"],
         }.get(self.codec)
         if codec_args is None:
             raise ValueError(f"codec must be 'libx264' or 'ffv1', got {self.codec!r}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         command = [
-            ffmpeg_executable(), "-y", "-loglevel", "error",
-            "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{width}x{height}",
-            "-r", repr(self.fps), "-i", "-", "-an", *codec_args, str(self.path),
+            ffmpeg_executable(),
+            "-y",
+            "-loglevel",
+            "error",
+            "-f",
+            "rawvideo",
+            "-pix_fmt",
+            "rgb24",
+            "-s",
+            f"{width}x{height}",
+            "-r",
+            repr(self.fps),
+            "-i",
+            "-",
+            "-an",
+            *codec_args,
+            str(self.path),
         ]
         self._process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL
@@ -258,8 +290,7 @@ class VideoWriter:
         width, height = self.resolution_wh
         if frame_rgb.shape != (height, width, 3) or frame_rgb.dtype != np.uint8:
             raise ValueError(
-                f"frame must be uint8 of shape {(height, width, 3)}, "
-                f"got {frame_rgb.dtype} {frame_rgb.shape}"
+                f"frame must be uint8 of shape {(height, width, 3)}, got {frame_rgb.dtype} {frame_rgb.shape}"
             )
         assert self._process is not None and self._process.stdin is not None
         self._process.stdin.write(np.ascontiguousarray(frame_rgb).tobytes())
@@ -274,7 +305,8 @@ class VideoWriter:
             if exc_type is None:
                 raise VideoTimeout(
                     f"ffmpeg took longer than {transcode_timeout_s():g} s finishing {self.path.name}",
-                    stage="transcode", timeout_s=transcode_timeout_s(),
+                    stage="transcode",
+                    timeout_s=transcode_timeout_s(),
                 ) from None
             return
         stderr = stderr_bytes.decode(errors="replace")
@@ -305,10 +337,32 @@ def transcode_for_web(input_path, output_path, *, timeout_s: float | None = None
     output_path = Path(output_path)
     output_path.parent.mkdir(parents=True, exist_ok=True)
     command = [
-        ffmpeg_executable(), "-y", "-loglevel", "error", "-i", str(input_path),
-        "-map", "0:v:0", "-an", "-map_metadata", "-1", "-map_chapters", "-1",
-        "-c:v", "libx264", "-preset", "medium", "-crf", "23", "-pix_fmt", "yuv420p",
-        "-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2", "-movflags", "+faststart", str(output_path),
+        ffmpeg_executable(),
+        "-y",
+        "-loglevel",
+        "error",
+        "-i",
+        str(input_path),
+        "-map",
+        "0:v:0",
+        "-an",
+        "-map_metadata",
+        "-1",
+        "-map_chapters",
+        "-1",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "medium",
+        "-crf",
+        "23",
+        "-pix_fmt",
+        "yuv420p",
+        "-vf",
+        "scale=trunc(iw/2)*2:trunc(ih/2)*2",
+        "-movflags",
+        "+faststart",
+        str(output_path),
     ]
     limit = transcode_timeout_s(timeout_s)
     try:
@@ -316,7 +370,9 @@ def transcode_for_web(input_path, output_path, *, timeout_s: float | None = None
     except subprocess.TimeoutExpired:
         output_path.unlink(missing_ok=True)
         raise VideoTimeout(
-            f"transcoding {Path(input_path).name} took longer than {limit:g} s", stage="transcode", timeout_s=limit
+            f"transcoding {Path(input_path).name} took longer than {limit:g} s",
+            stage="transcode",
+            timeout_s=limit,
         ) from None
     if result.returncode != 0:
         raise VideoError(f"cannot transcode {Path(input_path).name}: {result.stderr.strip()[-500:]}")

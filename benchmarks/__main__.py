@@ -2,6 +2,7 @@
 
 Usage: ``python -m benchmarks`` (all) or ``python -m benchmarks face_eval trials``.
 """
+
 import importlib
 import os
 import pkgutil
@@ -34,7 +35,9 @@ def main(argv: list[str]) -> int:
     import benchmarks
 
     names = sorted(
-        m.name[len("bench_"):] for m in pkgutil.iter_modules(benchmarks.__path__) if m.name.startswith("bench_")
+        m.name[len("bench_") :]
+        for m in pkgutil.iter_modules(benchmarks.__path__)
+        if m.name.startswith("bench_")
     )
     wanted = argv or names
     unknown = set(wanted) - set(names)

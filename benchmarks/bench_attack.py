@@ -21,6 +21,7 @@ load, ``wall_s`` real time):
   (clear, naive, parrot_25/50/75, parrot); the dlib rows find every embedding cached;
 - ``suite total``.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -75,7 +76,9 @@ def run() -> list[dict]:
     data_dir = Path(settings.DATA_DIR)
     identity = _identity_of(data_dir)
     clips = sorted(
-        str(p.resolve()) for folder, pattern in VIDEO_FOLDERS.items() for p in (data_dir / "videos" / folder).glob(pattern)
+        str(p.resolve())
+        for folder, pattern in VIDEO_FOLDERS.items()
+        for p in (data_dir / "videos" / folder).glob(pattern)
     )
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -94,12 +97,17 @@ def run() -> list[dict]:
         cache = tmp / "cache"
         with MediaPipeFaceDetector() as detector:
             extract = lambda: face_attack_data_from_videos(  # noqa: E731
-                pairs, labels, stride=STRIDE, detector=detector, cache_dir=cache)
+                pairs, labels, stride=STRIDE, detector=detector, cache_dir=cache
+            )
             data = _timed(rows, "extract crops (cold)", extract)
             _timed(rows, "extract crops (warm)", extract)
-            hits = sum(video_face_crops(c, m, stride=STRIDE, detector=detector, cache_dir=cache).from_cache
-                       for c, m in pairs)
-        rows[-1]["note"] = f"{hits}/{len(pairs)} videos from cache; {len(list(cache.glob('*.npz')))} cache files"
+            hits = sum(
+                video_face_crops(c, m, stride=STRIDE, detector=detector, cache_dir=cache).from_cache
+                for c, m in pairs
+            )
+        rows[-1]["note"] = (
+            f"{hits}/{len(pairs)} videos from cache; {len(list(cache.glob('*.npz')))} cache files"
+        )
         rows[-2]["note"] = f"{len(pairs)} videos, {len(set(labels))} identities, {data.n_samples} crops"
         embed = DlibEmbedding()
         _timed(rows, "dlib embeddings", lambda: (embed.transform(data.clear), embed.transform(data.masked)))
@@ -107,20 +115,30 @@ def run() -> list[dict]:
         tables = []
         for name in RECOGNIZERS:
             misses = EMBEDDING_CACHE.misses
-            table = _timed(rows, f"train+test {name}", lambda: run_attack_suite(
-                data, recognizers=get_recognizers([name]), gap=10, seed=0))
-            rows[-1]["note"] = (f"6 attackers, {EMBEDDING_CACHE.misses - misses} new embeddings; parrot "
-                                f"{table.set_index('attacker').loc['parrot', 'accuracy']:.3f}, naive "
-                                f"{table.set_index('attacker').loc['naive', 'accuracy']:.3f}")
+            table = _timed(
+                rows,
+                f"train+test {name}",
+                lambda: run_attack_suite(data, recognizers=get_recognizers([name]), gap=10, seed=0),
+            )
+            rows[-1]["note"] = (
+                f"6 attackers, {EMBEDDING_CACHE.misses - misses} new embeddings; parrot "
+                f"{table.set_index('attacker').loc['parrot', 'accuracy']:.3f}, naive "
+                f"{table.set_index('attacker').loc['naive', 'accuracy']:.3f}"
+            )
             tables.append(table)
         import pandas as pd
 
         full = pd.concat(tables, ignore_index=True)
         worst = worst_case(full)
-        rows.append({
-            "stage": "suite total", "wall_s": sum(r["wall_s"] for r in rows if r["stage"].startswith("train")),
-            "cpu_s": sum(r["cpu_s"] for r in rows if r["stage"].startswith("train")),
-            "note": (f"worst case {worst['accuracy']:.3f} ({worst['recognizer']} x {worst['attacker']}), "
-                     f"chance {worst['chance_level']:.3f}, clear bound {worst['clear_accuracy']:.3f}"),
-        })
+        rows.append(
+            {
+                "stage": "suite total",
+                "wall_s": sum(r["wall_s"] for r in rows if r["stage"].startswith("train")),
+                "cpu_s": sum(r["cpu_s"] for r in rows if r["stage"].startswith("train")),
+                "note": (
+                    f"worst case {worst['accuracy']:.3f} ({worst['recognizer']} x {worst['attacker']}), "
+                    f"chance {worst['chance_level']:.3f}, clear bound {worst['clear_accuracy']:.3f}"
+                ),
+            }
+        )
     return rows

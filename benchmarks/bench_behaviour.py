@@ -19,6 +19,7 @@ per CPU second of the complete ``evaluate_behaviour`` call, including the frame-
 probe of both files and the comparison). Times are CPU seconds (``time.process_time``);
 model loading happens before timing.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-CLIPS = {"GRID bbaf2n": "videos/grid_talking_heads/bbaf2n.mpg", "CREMA-D ANG": "videos/cremad/1001_DFA_ANG_XX.flv"}
+CLIPS = {
+    "GRID bbaf2n": "videos/grid_talking_heads/bbaf2n.mpg",
+    "CREMA-D ANG": "videos/cremad/1001_DFA_ANG_XX.flv",
+}
 SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 STAGES = ("face_mesh", "expression", "attribute", "pose", "hands", "decode")
 
@@ -51,27 +55,52 @@ def _child(clear_path: str, masked_path: str, cache_dir: str) -> list[dict]:
     for name in ("cold", "warm"):
         timings: dict = {}
         started = time.process_time()
-        result = evaluate_behaviour(clear_path, masked_path, stride=1, cache_dir=cache_dir, attribute=True,
-                                    timings=timings)
+        result = evaluate_behaviour(
+            clear_path, masked_path, stride=1, cache_dir=cache_dir, attribute=True, timings=timings
+        )
         total = time.process_time() - started
         pairs = result.metrics["frames_tested"]
         sides = 1 if result.clear_from_cache else 2
         for stage in STAGES:
             # decode counts loop steps (a frame pair, or one masked frame on a cache hit)
             frames = timings.get(f"{stage}_frames", 0) * (sides if stage == "decode" else 1)
-            rows.append({"pass": name, "stage": stage, "frames": frames, "cpu_s": timings.get(stage, 0.0),
-                         "frames_per_cpu_s": frames / timings[stage] if timings.get(stage) else float("nan")})
-        rows.append({"pass": name, "stage": "whole pass", "frames": pairs, "cpu_s": total,
-                     "frames_per_cpu_s": pairs / total, "clear_from_cache": result.clear_from_cache,
-                     "behaviour_score": result.score})
+            rows.append(
+                {
+                    "pass": name,
+                    "stage": stage,
+                    "frames": frames,
+                    "cpu_s": timings.get(stage, 0.0),
+                    "frames_per_cpu_s": frames / timings[stage] if timings.get(stage) else float("nan"),
+                }
+            )
+        rows.append(
+            {
+                "pass": name,
+                "stage": "whole pass",
+                "frames": pairs,
+                "cpu_s": total,
+                "frames_per_cpu_s": pairs / total,
+                "clear_from_cache": result.clear_from_cache,
+                "behaviour_score": result.score,
+            }
+        )
     return rows
 
 
 def _measure(clear: Path, masked: Path, cache_dir: Path) -> list[dict]:
-    command = [sys.executable, "-m", "benchmarks.bench_behaviour", "--child", str(clear), str(masked), str(cache_dir)]
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks.bench_behaviour",
+        "--child",
+        str(clear),
+        str(masked),
+        str(cache_dir),
+    ]
     env = {**os.environ, **SINGLE_THREAD_ENV, "PYTHONWARNINGS": "ignore", "GLOG_minloglevel": "3"}
-    completed = subprocess.run(command, capture_output=True, text=True, env=env,
-                               cwd=Path(__file__).resolve().parent.parent)
+    completed = subprocess.run(
+        command, capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parent.parent
+    )
     if completed.returncode != 0:
         raise RuntimeError(f"benchmark child failed: {completed.stderr[-2000:]}")
     return json.loads(completed.stdout.strip().splitlines()[-1])

@@ -29,6 +29,7 @@ both videos, dlib HOG detection, 5-point landmarks and dlib's own ResNet
 ``traced_peak_mb`` the peak of Python/numpy allocations (tracemalloc): neither should grow
 with video length, because frames are streamed.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,13 @@ from pathlib import Path
 
 CLIP = "videos/grid_talking_heads/bbaf2n.mpg"
 REPEATS = 10
-SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-                     "TF_NUM_INTEROP_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "1"}
+SINGLE_THREAD_ENV = {
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "TF_NUM_INTEROP_THREADS": "1",
+    "TF_NUM_INTRAOP_THREADS": "1",
+}
 
 
 def _naive_loop(clear_path: str, masked_path: str, gallery) -> int:
@@ -100,12 +106,26 @@ def _child(clear_path: str, masked_path: str, stride: int, gallery_path: str, ca
     if stride == 0:
         _naive_loop(clear_path, masked_path, gallery)
         total, wall = time.process_time() - started, time.perf_counter() - wall_started
-        return {"frames_analysed": frames, "cpu_s": total, "wall_s": wall, "frames_per_s": frames / total,
-                "ms_per_video_frame": 1000 * total / (2 * frames),
-                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                "traced_peak_mb": tracemalloc.get_traced_memory()[1] / 2**20}
-    result = evaluate_video(clear_path, masked_path, gallery, ["P01", "other"], "P01", stride=stride,
-                            embedder=embedder, timings=timings, clear_cache_dir=None if cache_dir == "-" else cache_dir)
+        return {
+            "frames_analysed": frames,
+            "cpu_s": total,
+            "wall_s": wall,
+            "frames_per_s": frames / total,
+            "ms_per_video_frame": 1000 * total / (2 * frames),
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "traced_peak_mb": tracemalloc.get_traced_memory()[1] / 2**20,
+        }
+    result = evaluate_video(
+        clear_path,
+        masked_path,
+        gallery,
+        ["P01", "other"],
+        "P01",
+        stride=stride,
+        embedder=embedder,
+        timings=timings,
+        clear_cache_dir=None if cache_dir == "-" else cache_dir,
+    )
     total, wall = time.process_time() - started, time.perf_counter() - wall_started
     _, traced_peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
@@ -127,11 +147,21 @@ def _child(clear_path: str, masked_path: str, stride: int, gallery_path: str, ca
 
 
 def _measure(clear: Path, masked: Path, stride: int, gallery: Path, cache_dir: Path | None = None) -> dict:
-    command = [sys.executable, "-m", "benchmarks.bench_face_eval", "--child",
-               str(clear), str(masked), str(stride), str(gallery), str(cache_dir or "-")]
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks.bench_face_eval",
+        "--child",
+        str(clear),
+        str(masked),
+        str(stride),
+        str(gallery),
+        str(cache_dir or "-"),
+    ]
     env = {**os.environ, **SINGLE_THREAD_ENV, "PYTHONWARNINGS": "ignore", "GLOG_minloglevel": "3"}
-    completed = subprocess.run(command, capture_output=True, text=True, env=env,
-                               cwd=Path(__file__).resolve().parent.parent)
+    completed = subprocess.run(
+        command, capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parent.parent
+    )
     if completed.returncode != 0:
         raise RuntimeError(f"benchmark child failed: {completed.stderr[-2000:]}")
     return json.loads(completed.stdout.strip().splitlines()[-1])
@@ -156,8 +186,10 @@ def _prepare(data_dir: Path, folder: Path) -> dict[str, Path]:
             for _ in range(REPEATS):
                 for _, frame in iter_frames(source):
                     writer.write(frame)
-    stills = [next(iter_frames(data_dir / clip, start=37))[1] for clip in
-              ("videos/grid_identity_clips/s1/bbal6n.mpg", "videos/grid_talking_heads/sbia1a.mpg")]
+    stills = [
+        next(iter_frames(data_dir / clip, start=37))[1]
+        for clip in ("videos/grid_identity_clips/s1/bbal6n.mpg", "videos/grid_talking_heads/sbia1a.mpg")
+    ]
     paths["gallery"] = folder / "gallery.npy"
     np.save(paths["gallery"], np.stack([embed_gallery_image(still) for still in stills]))
     return paths
@@ -185,15 +217,24 @@ def run() -> list[dict]:
         cache_dir = Path(tmp) / "clear_side"
         naive = _measure(paths["short_clear"], paths["short_masked"], 0, paths["gallery"])
         for label, length, stride, cache in (
-            ("short, first submission", 75, 1, cache_dir), ("short, later submission", 75, 1, cache_dir),
-            ("short", 75, 5, None), ("long (10x)", 75 * REPEATS, 5, None),
+            ("short, first submission", 75, 1, cache_dir),
+            ("short, later submission", 75, 1, cache_dir),
+            ("short", 75, 5, None),
+            ("long (10x)", 75 * REPEATS, 5, None),
         ):
             key = "long" if label.startswith("long") else "short"
             row = _measure(paths[f"{key}_clear"], paths[f"{key}_masked"], stride, paths["gallery"], cache)
             row["vs_naive"] = row["ms_per_video_frame"] / naive["ms_per_video_frame"]
             rows.append({"video": label, "frames": length, "stride": stride, **row})
-        rows.append({"video": "short, naive loop (HOG + 5-point + dlib ResNet)", "frames": 75, "stride": 1,
-                     **naive, "vs_naive": 1.0})
+        rows.append(
+            {
+                "video": "short, naive loop (HOG + 5-point + dlib ResNet)",
+                "frames": 75,
+                "stride": 1,
+                **naive,
+                "vs_naive": 1.0,
+            }
+        )
     return rows
 
 

@@ -14,6 +14,7 @@ CPU seconds of that process (``time.process_time``), after one warm-up call.
 ``speedup`` is dlib's time over ours for the same work; ``max_abs_diff`` the largest
 difference of our embeddings (scores for MMOD) from dlib's over the measured items.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-CLIPS = ("videos/grid_talking_heads/bbaf2n.mpg", "videos/grid_talking_heads/lbax4n.mpg",
-         "videos/grid_talking_heads/sbia1a.mpg", "videos/grid_talking_heads/pwij3p.mpg")
+CLIPS = (
+    "videos/grid_talking_heads/bbaf2n.mpg",
+    "videos/grid_talking_heads/lbax4n.mpg",
+    "videos/grid_talking_heads/sbia1a.mpg",
+    "videos/grid_talking_heads/pwij3p.mpg",
+)
 N_FACES = 32
 N_FRAMES = 4
 SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -74,16 +79,35 @@ def _child(task: str, data_dir: str) -> list[dict]:
         chips = embedder.chips(faces)
         align = _cpu_seconds(lambda: embedder.chips(faces)) / len(faces)
         encoder, net = _native_encoder(), load_face_resnet()
-        reference = np.asarray([np.asarray(d) for d in encoder.compute_face_descriptor(list(chips))], np.float32)
+        reference = np.asarray(
+            [np.asarray(d) for d in encoder.compute_face_descriptor(list(chips))], np.float32
+        )
         dlib_s = _cpu_seconds(lambda: encoder.compute_face_descriptor(list(chips))) / len(chips)
-        rows = [{"model": "resnet", "implementation": "dlib (C++)", "batch": len(chips), "ms_per_item": 1000 * dlib_s,
-                 "speedup": 1.0, "align_ms": 1000 * align, "max_abs_diff": 0.0}]
+        rows = [
+            {
+                "model": "resnet",
+                "implementation": "dlib (C++)",
+                "batch": len(chips),
+                "ms_per_item": 1000 * dlib_s,
+                "speedup": 1.0,
+                "align_ms": 1000 * align,
+                "max_abs_diff": 0.0,
+            }
+        ]
         for batch in (1, 8, 32):
             ours = net.embed_chips(chips, batch_size=batch)
             seconds = _cpu_seconds(lambda b=batch: net.embed_chips(chips, batch_size=b)) / len(chips)
-            rows.append({"model": "resnet", "implementation": "ours (PyTorch)", "batch": batch,
-                         "ms_per_item": 1000 * seconds, "speedup": dlib_s / seconds, "align_ms": 1000 * align,
-                         "max_abs_diff": float(np.abs(ours - reference).max())})
+            rows.append(
+                {
+                    "model": "resnet",
+                    "implementation": "ours (PyTorch)",
+                    "batch": batch,
+                    "ms_per_item": 1000 * seconds,
+                    "speedup": dlib_s / seconds,
+                    "align_ms": 1000 * align,
+                    "max_abs_diff": float(np.abs(ours - reference).max()),
+                }
+            )
         return rows
     from automated.detection import make_face_detector
 
@@ -91,19 +115,39 @@ def _child(task: str, data_dir: str) -> list[dict]:
     native, ours = make_face_detector("mmod_native"), make_face_detector("mmod")
     reference = [native.detect(frame) for frame in frames]
     dlib_s = _cpu_seconds(lambda: [native.detect(frame) for frame in frames]) / len(frames)
-    rows = [{"model": "mmod", "implementation": "dlib (C++)", "batch": 1, "ms_per_item": 1000 * dlib_s, "speedup": 1.0,
-             "max_abs_diff": 0.0}]
+    rows = [
+        {
+            "model": "mmod",
+            "implementation": "dlib (C++)",
+            "batch": 1,
+            "ms_per_item": 1000 * dlib_s,
+            "speedup": 1.0,
+            "max_abs_diff": 0.0,
+        }
+    ]
     for batch in (1, N_FRAMES):
+
         def detect(b=batch):
-            return [d for i in range(0, len(frames), b) for d in ours.detect_batch(frames[i:i + b])]
+            return [d for i in range(0, len(frames), b) for d in ours.detect_batch(frames[i : i + b])]
 
         found = detect()
         if [len(d) for d in found] != [len(d) for d in reference]:
             raise RuntimeError("our MMOD found other faces than dlib's")
-        diff = max((float(np.abs(a.scores - b.scores).max()) for a, b in zip(found, reference) if len(a)), default=0.0)
+        diff = max(
+            (float(np.abs(a.scores - b.scores).max()) for a, b in zip(found, reference) if len(a)),
+            default=0.0,
+        )
         seconds = _cpu_seconds(detect) / len(frames)
-        rows.append({"model": "mmod", "implementation": "ours (PyTorch)", "batch": batch, "ms_per_item": 1000 * seconds,
-                     "speedup": dlib_s / seconds, "max_abs_diff": diff})
+        rows.append(
+            {
+                "model": "mmod",
+                "implementation": "ours (PyTorch)",
+                "batch": batch,
+                "ms_per_item": 1000 * seconds,
+                "speedup": dlib_s / seconds,
+                "max_abs_diff": diff,
+            }
+        )
     return rows
 
 
@@ -113,10 +157,23 @@ def run() -> list[dict]:
 
     rows = []
     for task in ("resnet", "mmod"):
-        command = [sys.executable, "-m", "benchmarks.bench_face_models", "--child", task, str(settings.DATA_DIR)]
+        command = [
+            sys.executable,
+            "-m",
+            "benchmarks.bench_face_models",
+            "--child",
+            task,
+            str(settings.DATA_DIR),
+        ]
         env = {**os.environ, **SINGLE_THREAD_ENV, "PYTHONWARNINGS": "ignore"}
-        completed = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800,
-                                   cwd=Path(__file__).resolve().parent.parent)
+        completed = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=1800,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
         if completed.returncode != 0:
             raise RuntimeError(f"benchmark child failed: {completed.stderr[-2000:]}")
         rows += json.loads(completed.stdout.strip().splitlines()[-1])

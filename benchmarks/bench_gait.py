@@ -8,6 +8,7 @@ pipelines) and the rest (scaling, training, prediction), with the worst-case pai
 clear / naive / parrot accuracy of SVM+flatten. Last row: MediaPipe pose extraction speed in
 frames per second on one core for a demo clip (GRID 360x288).
 """
+
 import os
 import tempfile
 import time
@@ -43,6 +44,7 @@ def _timed_recognizers() -> dict:
     """The six gait recognizers, with their feature step timed."""
     recognizers = {}
     for name, factory in features.make_gait_recognizers().items():
+
         def make(factory=factory):
             pipeline = factory()
             step = pipeline.named_steps["features"]
@@ -67,14 +69,21 @@ def _suite_rows() -> list[dict]:
         wall = time.perf_counter() - started
         svm = table[table.recognizer == "svm+flatten"].set_index("attacker")["accuracy"]
         worst = worst_case(table)
-        rows.append({
-            "case": name, "load_s": load_s, "suite_wall_s": wall, "features_s": _feature_seconds[0],
-            "train_predict_s": wall - _feature_seconds[0],
-            "svm+flatten clear": svm["clear"], "naive": svm["naive"], "parrot_50": svm["parrot_50"],
-            "parrot": svm["parrot"],
-            "worst_case": f"{worst['accuracy']:.3f} ({worst['recognizer']}, {worst['attacker']})",
-            "chance": worst["chance_level"],
-        })
+        rows.append(
+            {
+                "case": name,
+                "load_s": load_s,
+                "suite_wall_s": wall,
+                "features_s": _feature_seconds[0],
+                "train_predict_s": wall - _feature_seconds[0],
+                "svm+flatten clear": svm["clear"],
+                "naive": svm["naive"],
+                "parrot_50": svm["parrot_50"],
+                "parrot": svm["parrot"],
+                "worst_case": f"{worst['accuracy']:.3f} ({worst['recognizer']}, {worst['attacker']})",
+                "chance": worst["chance_level"],
+            }
+        )
     return rows
 
 
@@ -94,8 +103,11 @@ def _pose_row() -> dict:
         os.sched_setaffinity(0, affinity)
     return {
         "case": f"pose {clip.name} {poses.resolution_wh[0]}x{poses.resolution_wh[1]}",
-        "frames": len(poses.frame_indices), "pose_fps_1core": len(poses.frame_indices) / cold,
-        "pose_s": cold, "cached_s": warm, "detection_rate": poses.detection_rate,
+        "frames": len(poses.frame_indices),
+        "pose_fps_1core": len(poses.frame_indices) / cold,
+        "pose_s": cold,
+        "cached_s": warm,
+        "detection_rate": poses.detection_rate,
     }
 
 

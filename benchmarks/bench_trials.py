@@ -10,6 +10,7 @@ around Django's test client inside a worker, i.e. the whole server-side request
 (middleware, views, queries, template) including waits for the SQLite write lock, but
 not queueing for a free worker; no network.
 """
+
 import json
 import os
 import subprocess
@@ -28,25 +29,73 @@ def run() -> list[dict]:
     django.setup()
     with tempfile.TemporaryDirectory() as var_dir:
         # A fresh var folder holds no stored secret key: the child uses this process's.
-        env = {**os.environ, "DEID_VAR_DIR": var_dir, "DEID_DATA_DIR": str(settings.DATA_DIR),
-               "DEID_SECRET_KEY": settings.SECRET_KEY}
+        env = {
+            **os.environ,
+            "DEID_VAR_DIR": var_dir,
+            "DEID_DATA_DIR": str(settings.DATA_DIR),
+            "DEID_SECRET_KEY": settings.SECRET_KEY,
+        }
         result = subprocess.run(
-            [sys.executable, "-m", "trials.simulation", "--raters", str(RATERS), "--threads", str(RATERS),
-             "--copies", "3", "--raters-per-video", "10", "--abandon", "0.1", "--waves", "0",
-             "--claim-timeout", "600", "--cache-dir", str(Path(settings.CACHE_DIR) / "grid")],
-            capture_output=True, text=True, env=env, cwd=settings.BASE_DIR, check=False,
+            [
+                sys.executable,
+                "-m",
+                "trials.simulation",
+                "--raters",
+                str(RATERS),
+                "--threads",
+                str(RATERS),
+                "--copies",
+                "3",
+                "--raters-per-video",
+                "10",
+                "--abandon",
+                "0.1",
+                "--waves",
+                "0",
+                "--claim-timeout",
+                "600",
+                "--cache-dir",
+                str(Path(settings.CACHE_DIR) / "grid"),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=settings.BASE_DIR,
+            check=False,
         )
     if result.returncode != 0:
         raise RuntimeError(f"simulation failed: {result.stderr[-2000:]}")
     summary = json.loads(result.stdout.strip().splitlines()[-1])
-    common = {"raters": RATERS, "server_workers": 4, "database": "sqlite (file)", "items": summary["items"],
-              "over_target": summary["items_over_target"], "lost": summary["lost"],
-              "errors": summary["n_errors"]}
+    common = {
+        "raters": RATERS,
+        "server_workers": 4,
+        "database": "sqlite (file)",
+        "items": summary["items"],
+        "over_target": summary["items_over_target"],
+        "lost": summary["lost"],
+        "errors": summary["n_errors"],
+    }
     return [
-        {"request": "trial page (GET)", "n": summary["pages"], "median_ms": summary["page_ms_median"],
-         "p95_ms": summary["page_ms_p95"], **common},
-        {"request": "answer (POST JSON)", "n": summary["answers_sent"], "median_ms": summary["respond_ms_median"],
-         "p95_ms": summary["respond_ms_p95"], **common},
-        {"request": "whole run", "n": summary["pages"] + summary["answers_sent"], "median_ms": "",
-         "p95_ms": "", "elapsed_s": summary["elapsed_s"], **common},
+        {
+            "request": "trial page (GET)",
+            "n": summary["pages"],
+            "median_ms": summary["page_ms_median"],
+            "p95_ms": summary["page_ms_p95"],
+            **common,
+        },
+        {
+            "request": "answer (POST JSON)",
+            "n": summary["answers_sent"],
+            "median_ms": summary["respond_ms_median"],
+            "p95_ms": summary["respond_ms_p95"],
+            **common,
+        },
+        {
+            "request": "whole run",
+            "n": summary["pages"] + summary["answers_sent"],
+            "median_ms": "",
+            "p95_ms": "",
+            "elapsed_s": summary["elapsed_s"],
+            **common,
+        },
     ]

@@ -54,7 +54,11 @@ def _simulation(*args: str, env: dict) -> dict:
 
     proc = subprocess.run(
         [sys.executable, "-m", "trials.simulation", *args],
-        cwd=ROOT, env=base_env(**env), capture_output=True, text=True, timeout=3600,
+        cwd=ROOT,
+        env=base_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=3600,
     )
     if proc.returncode:
         raise RuntimeError(f"trials.simulation {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
@@ -63,13 +67,37 @@ def _simulation(*args: str, env: dict) -> dict:
 
 def _setup(env: dict) -> dict:
     cache = Path(settings.CACHE_DIR) / "trials-tests"  # the GRID files the tests make (reused)
-    return _simulation("--setup-only", "--copies", str(COPIES), "--raters-per-video", str(RATERS_PER_VIDEO),
-                       "--prepare-media", "--cache-dir", str(cache), env=env)
+    return _simulation(
+        "--setup-only",
+        "--copies",
+        str(COPIES),
+        "--raters-per-video",
+        str(RATERS_PER_VIDEO),
+        "--prepare-media",
+        "--cache-dir",
+        str(cache),
+        env=env,
+    )
 
 
 def _rate(base_url: str, campaign: int, env: dict) -> dict:
-    return _simulation("--base-url", base_url, "--campaign", str(campaign), "--raters", str(RATERS),
-                       "--abandon", "0.1", "--resend", "0.2", "--waves", "0", "--media-pages", "2", env=env)
+    return _simulation(
+        "--base-url",
+        base_url,
+        "--campaign",
+        str(campaign),
+        "--raters",
+        str(RATERS),
+        "--abandon",
+        "0.1",
+        "--resend",
+        "0.2",
+        "--waves",
+        "0",
+        "--media-pages",
+        "2",
+        env=env,
+    )
 
 
 def _server_ms(log: str) -> dict:
@@ -90,8 +118,14 @@ def _gunicorn_postgres(tmp: Path, conn_max_age: int) -> tuple[dict, dict]:
     from tests.ops.servers import gunicorn, postgres_database
 
     with postgres_database() as url:
-        env = {"DATABASE_URL": url, "DEID_VAR_DIR": str(tmp / f"var-pg-{conn_max_age}"), "DEID_DEBUG": "0", "TRIALS_PLAUSIBILITY_CHECKS": "0",
-               "DEID_DATA_DIR": str(settings.DATA_DIR), "DEID_DB_CONN_MAX_AGE": str(conn_max_age)}
+        env = {
+            "DATABASE_URL": url,
+            "DEID_VAR_DIR": str(tmp / f"var-pg-{conn_max_age}"),
+            "DEID_DEBUG": "0",
+            "TRIALS_PLAUSIBILITY_CHECKS": "0",
+            "DEID_DATA_DIR": str(settings.DATA_DIR),
+            "DEID_DB_CONN_MAX_AGE": str(conn_max_age),
+        }
         setup = _setup(env)
         options = ("-c", "python:evalsite.gunicorn_conf", "--access-logformat", ACCESS_FORMAT)
         workers, threads = gunicorn_conf.workers, gunicorn_conf.threads
@@ -106,11 +140,19 @@ def _gunicorn_postgres(tmp: Path, conn_max_age: int) -> tuple[dict, dict]:
 def _runserver_sqlite(tmp: Path) -> tuple[dict, dict]:
     from tests.ops.servers import Server, base_env, free_port, wait_for_port
 
-    env = {"DEID_VAR_DIR": str(tmp / "var-sqlite"), "DEID_DEBUG": "0", "TRIALS_PLAUSIBILITY_CHECKS": "0", "DEID_DATA_DIR": str(settings.DATA_DIR)}
+    env = {
+        "DEID_VAR_DIR": str(tmp / "var-sqlite"),
+        "DEID_DEBUG": "0",
+        "TRIALS_PLAUSIBILITY_CHECKS": "0",
+        "DEID_DATA_DIR": str(settings.DATA_DIR),
+    }
     setup = _setup(env)
     port = free_port()
-    server = Server([sys.executable, "-m", "benchmarks.timed_devserver", str(port)], base_env(**env),
-                    tmp / "runserver.log")
+    server = Server(
+        [sys.executable, "-m", "benchmarks.timed_devserver", str(port)],
+        base_env(**env),
+        tmp / "runserver.log",
+    )
     try:
         wait_for_port(port, server)
         summary = _rate(f"http://127.0.0.1:{port}", setup["campaign"], env)
@@ -123,26 +165,50 @@ def _runserver_sqlite(tmp: Path) -> tuple[dict, dict]:
 
 def _rows(summary: dict) -> list[dict]:
     common = {
-        "server": summary["server_label"], "raters": RATERS, "items": summary["items"],
-        "at_target": summary["items_at_target"], "over": summary["items_over_target"], "lost": summary["lost"],
-        "conn_errors": summary["n_connection_errors"], "errors": summary["n_errors"],
+        "server": summary["server_label"],
+        "raters": RATERS,
+        "items": summary["items"],
+        "at_target": summary["items_at_target"],
+        "over": summary["items_over_target"],
+        "lost": summary["lost"],
+        "conn_errors": summary["n_connection_errors"],
+        "errors": summary["n_errors"],
         "keepalive_retries": summary["keepalive_retries"],
         "first_problem": (summary["connection_errors"] + summary["errors"] + [""])[0][:80],
         "rating_s": summary["elapsed_s"],
-        "req_per_s": (summary["pages"] + summary["answers_sent"] + summary["media_fetched"]) / summary["elapsed_s"],
+        "req_per_s": (summary["pages"] + summary["answers_sent"] + summary["media_fetched"])
+        / summary["elapsed_s"],
     }
     rows = []
     for label, kind, n, p50, p95 in (
-        ("trial page (GET /session/)", "page", summary["pages"], summary["page_ms_median"], summary["page_ms_p95"]),
-        ("answer (POST JSON)", "answer", summary["answers_sent"], summary["respond_ms_median"],
-         summary["respond_ms_p95"]),
+        (
+            "trial page (GET /session/)",
+            "page",
+            summary["pages"],
+            summary["page_ms_median"],
+            summary["page_ms_p95"],
+        ),
+        (
+            "answer (POST JSON)",
+            "answer",
+            summary["answers_sent"],
+            summary["respond_ms_median"],
+            summary["respond_ms_p95"],
+        ),
     ):
         server_p50, server_p95 = summary["server_ms"][kind]
-        rows.append({
-            "request": label, "n": n, "server_p50_ms": server_p50, "server_p95_ms": server_p95,
-            "client_p50_ms": p50, "client_p95_ms": p95, "client_mean_ms": summary[f"{kind}_ms_mean"],
-            **common,
-        })
+        rows.append(
+            {
+                "request": label,
+                "n": n,
+                "server_p50_ms": server_p50,
+                "server_p95_ms": server_p95,
+                "client_p50_ms": p50,
+                "client_p95_ms": p95,
+                "client_mean_ms": summary[f"{kind}_ms_mean"],
+                **common,
+            }
+        )
     return rows
 
 
@@ -154,8 +220,11 @@ def run() -> list[dict]:
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for start in (partial(_gunicorn_postgres, conn_max_age=0), partial(_gunicorn_postgres, conn_max_age=60),
-                      _runserver_sqlite):
+        for start in (
+            partial(_gunicorn_postgres, conn_max_age=0),
+            partial(_gunicorn_postgres, conn_max_age=60),
+            _runserver_sqlite,
+        ):
             try:
                 summary, _ = start(Path(tmp))
             except pytest.skip.Exception as skipped:  # no PostgreSQL here: say so, measure the rest
@@ -163,4 +232,3 @@ def run() -> list[dict]:
                 continue
             rows += _rows(summary)
     return rows
-

@@ -37,8 +37,11 @@ class _Timed:
     def _log(environ, status, started):
         micros = int((time.perf_counter() - started) * 1e6)
         with _print_lock:
-            print(f"access {status[0] if status else '000'} {environ['REQUEST_METHOD']} "
-                  f"{environ.get('PATH_INFO', '')} {micros}", flush=True)
+            print(
+                f"access {status[0] if status else '000'} {environ['REQUEST_METHOD']} "
+                f"{environ.get('PATH_INFO', '')} {micros}",
+                flush=True,
+            )
 
 
 class _Closing:

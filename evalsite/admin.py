@@ -6,6 +6,7 @@ Extra pages on a submission (staff, change permission for uploads):
 from ``submissionupload/<id>/download/<csv|json>/``. Media is shown only through the
 permission-checked views of ``evalsite/views.py``.
 """
+
 from __future__ import annotations
 
 import copy
@@ -33,7 +34,14 @@ from trials.services import CannotOpenRating, close_rating, open_rating, rating_
 from . import services
 from .forms import SubmissionZipForm
 from .models import (
-    Campaign, GalleryImage, Identity, MaskedVideo, SourceVideo, Submission, SubmissionUpload, Team,
+    Campaign,
+    GalleryImage,
+    Identity,
+    MaskedVideo,
+    SourceVideo,
+    Submission,
+    SubmissionUpload,
+    Team,
 )
 from .reports import report_basename
 from .scoping import CampaignScopedAdminMixin, scope
@@ -52,7 +60,10 @@ def download_response(text: str, filename: str, fmt: str) -> HttpResponse:
 
 # MEDIA_URL is None on purpose: the default file widgets link to ``file.url``, which
 # does not exist. Files are shown through the permission-checked views instead.
-PRIVATE_FILES = {models.FileField: {"widget": forms.FileInput}, models.ImageField: {"widget": forms.FileInput}}
+PRIVATE_FILES = {
+    models.FileField: {"widget": forms.FileInput},
+    models.ImageField: {"widget": forms.FileInput},
+}
 
 
 class CampaignScopedAdmin(CampaignScopedAdminMixin, admin.ModelAdmin):
@@ -83,7 +94,15 @@ class CampaignAdminForm(forms.ModelForm):
 @admin.register(Campaign)
 class CampaignAdmin(CampaignScopedAdmin):
     form = CampaignAdminForm
-    list_display = ["name", "slug", "rating_open", "identity_count", "video_count", "submission_count", "created_at"]
+    list_display = [
+        "name",
+        "slug",
+        "rating_open",
+        "identity_count",
+        "video_count",
+        "submission_count",
+        "created_at",
+    ]
     list_filter = ["rating_open"]
     search_fields = ["name", "slug", "description"]
     prepopulated_fields = {"slug": ["name"]}
@@ -114,8 +133,11 @@ class CampaignAdmin(CampaignScopedAdmin):
             messages.error(request, f"Rating stays closed: {error}")
             return False
         n_warnings = len(result.warnings)
-        messages.success(request, f"{campaign}: rating open ({result.items_created} new items"
-                         + (f", {n_warnings} warning(s) on the organizer page)." if n_warnings else ")."))
+        messages.success(
+            request,
+            f"{campaign}: rating open ({result.items_created} new items"
+            + (f", {n_warnings} warning(s) on the organizer page)." if n_warnings else ")."),
+        )
         return True
 
     @admin.action(description="Open rating (checks the campaign first)", permissions=["change"])
@@ -214,18 +236,38 @@ class SourceVideoAdmin(CampaignScopedAdmin):
     copy, re-checks the masked videos of every submission and marks older results stale."""
 
     form = SourceVideoForm
-    list_display = ["name", "campaign", "identity", "action", "resolution_tier", "in_evaluated_subset",
-                    "frame_count", "width", "height", "duration_s"]
+    list_display = [
+        "name",
+        "campaign",
+        "identity",
+        "action",
+        "resolution_tier",
+        "in_evaluated_subset",
+        "frame_count",
+        "width",
+        "height",
+        "duration_s",
+    ]
     list_filter = ["campaign", "action", "resolution_tier", "in_evaluated_subset"]
     search_fields = ["name", "identity__code", "action"]
-    readonly_fields = ["token", "frame_count", "fps", "width", "height", "duration_s", "file_replaced_at",
-                       "download"]
+    readonly_fields = [
+        "token",
+        "frame_count",
+        "fps",
+        "width",
+        "height",
+        "duration_s",
+        "file_replaced_at",
+        "download",
+    ]
 
     @admin.display(description="file")
     def download(self, video):
         if not video.pk:
             return "-"
-        return format_html('<a href="{}">clear video</a>', reverse("evalsite_staff:source_video", args=[video.token]))
+        return format_html(
+            '<a href="{}">clear video</a>', reverse("evalsite_staff:source_video", args=[video.token])
+        )
 
     def save_model(self, request, obj, form, change):
         if change and "file" in form.changed_data:
@@ -249,8 +291,11 @@ class SourceVideoAdmin(CampaignScopedAdmin):
         except VideoError as error:
             messages.error(request, f"{video.name}: the clear file was kept: {error}")
             return
-        messages.info(request, f"{video.name}: new clear file and browser copy stored; results computed "
-                               "before are reported stale until re-run.")
+        messages.info(
+            request,
+            f"{video.name}: new clear file and browser copy stored; results computed "
+            "before are reported stale until re-run.",
+        )
         for masked in outcome.flagged:
             messages.warning(request, f"Masked video flagged ({masked.check_code}): {masked.check_message}")
 
@@ -305,8 +350,11 @@ class SubmissionUploadInline(CampaignScopedAdminMixin, admin.TabularInline):
 
     @admin.display(description="upload")
     def link(self, upload):
-        return format_html('<a href="{}">{}</a>', reverse("admin:evalsite_submissionupload_change", args=[upload.pk]),
-                           upload.original_name or upload.pk)
+        return format_html(
+            '<a href="{}">{}</a>',
+            reverse("admin:evalsite_submissionupload_change", args=[upload.pk]),
+            upload.original_name or upload.pk,
+        )
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -338,9 +386,13 @@ class SubmissionAdmin(CampaignScopedAdmin):
 
     @admin.display(description="replaced masked videos (kept with their ratings and scores)")
     def replaced(self, submission):
-        old = MaskedVideo.all_versions.filter(submission=submission, current=False).select_related("source_video")
-        rows = [(m.source_video.name, f"{m.uploaded_at:%Y-%m-%d %H:%M}", f"{m.superseded_at:%Y-%m-%d %H:%M}")
-                for m in old.order_by("source_video__name", "superseded_at")]
+        old = MaskedVideo.all_versions.filter(submission=submission, current=False).select_related(
+            "source_video"
+        )
+        rows = [
+            (m.source_video.name, f"{m.uploaded_at:%Y-%m-%d %H:%M}", f"{m.superseded_at:%Y-%m-%d %H:%M}")
+            for m in old.order_by("source_video__name", "superseded_at")
+        ]
         if not rows:
             return "none"
         return format_html_join(", ", "{} (uploaded {}, replaced {})", rows)
@@ -350,7 +402,10 @@ class SubmissionAdmin(CampaignScopedAdmin):
         if not submission.pk:
             return "save the submission first"
         links = [
-            (reverse("admin:evalsite_submission_upload", args=[submission.pk]), "Upload zip of masked videos"),
+            (
+                reverse("admin:evalsite_submission_upload", args=[submission.pk]),
+                "Upload zip of masked videos",
+            ),
             (reverse("admin:evalsite_submission_report", args=[submission.pk, "csv"]), "Report CSV"),
             (reverse("admin:evalsite_submission_report", args=[submission.pk, "json"]), "Report JSON"),
         ]
@@ -360,7 +415,11 @@ class SubmissionAdmin(CampaignScopedAdmin):
         view = self.admin_site.admin_view
         return [
             path("<path:object_id>/upload/", view(self.upload_view), name="evalsite_submission_upload"),
-            path("<path:object_id>/report/<str:fmt>/", view(self.report_view), name="evalsite_submission_report"),
+            path(
+                "<path:object_id>/report/<str:fmt>/",
+                view(self.report_view),
+                name="evalsite_submission_report",
+            ),
             *super().get_urls(),
         ]
 
@@ -378,17 +437,29 @@ class SubmissionAdmin(CampaignScopedAdmin):
         form = SubmissionZipForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
             zip_file = form.cleaned_data["file"]
-            upload = receive_upload(submission, zip_file, original_name=zip_file.name,
-                                    replace=form.cleaned_data["replace"], uploaded_by=request.user)
+            upload = receive_upload(
+                submission,
+                zip_file,
+                original_name=zip_file.name,
+                replace=form.cleaned_data["replace"],
+                uploaded_by=request.user,
+            )
             if upload.status == SubmissionUpload.Status.FAILED:
                 messages.error(request, f"{upload.error_code}: {upload.error}")
             elif upload.status == SubmissionUpload.Status.DONE:
                 level = messages.SUCCESS if not upload.rejected_count else messages.WARNING
-                messages.add_message(request, level, f"{upload.accepted_count} file(s) accepted, "
-                                     f"{upload.rejected_count} rejected; see the report below.")
+                messages.add_message(
+                    request,
+                    level,
+                    f"{upload.accepted_count} file(s) accepted, "
+                    f"{upload.rejected_count} rejected; see the report below.",
+                )
             else:
-                messages.info(request, f"Upload stored and {upload.status}: a worker validates it; "
-                                       "reload this page for the report.")
+                messages.info(
+                    request,
+                    f"Upload stored and {upload.status}: a worker validates it; "
+                    "reload this page for the report.",
+                )
             return HttpResponseRedirect(reverse("admin:evalsite_submissionupload_change", args=[upload.pk]))
         context = {
             **self.admin_site.each_context(request),
@@ -410,19 +481,54 @@ class SubmissionAdmin(CampaignScopedAdmin):
 
 @admin.register(MaskedVideo)
 class MaskedVideoAdmin(CampaignScopedAdmin):
-    list_display = ["source_video", "submission", "frame_count", "width", "height", "duration_s", "uploaded_at",
-                    "check_code"]
-    fields = ["submission", "source_video", "download", "token", "frame_count", "fps", "width", "height",
-              "duration_s", "uploaded_at", "upload", "check_code", "check_message"]
+    list_display = [
+        "source_video",
+        "submission",
+        "frame_count",
+        "width",
+        "height",
+        "duration_s",
+        "uploaded_at",
+        "check_code",
+    ]
+    fields = [
+        "submission",
+        "source_video",
+        "download",
+        "token",
+        "frame_count",
+        "fps",
+        "width",
+        "height",
+        "duration_s",
+        "uploaded_at",
+        "upload",
+        "check_code",
+        "check_message",
+    ]
     list_filter = ["submission__campaign", "submission"]
     search_fields = ["source_video__name", "submission__name", "submission__team__name"]
-    readonly_fields = ["submission", "source_video", "token", "frame_count", "fps",
-                       "width", "height", "duration_s", "uploaded_at", "download", "upload", "check_code",
-                       "check_message"]
+    readonly_fields = [
+        "submission",
+        "source_video",
+        "token",
+        "frame_count",
+        "fps",
+        "width",
+        "height",
+        "duration_s",
+        "uploaded_at",
+        "download",
+        "upload",
+        "check_code",
+        "check_message",
+    ]
 
     @admin.display(description="file")
     def download(self, video):
-        return format_html('<a href="{}">masked video</a>', reverse("evalsite_staff:masked_video", args=[video.token]))
+        return format_html(
+            '<a href="{}">masked video</a>', reverse("evalsite_staff:masked_video", args=[video.token])
+        )
 
     def has_add_permission(self, request):
         return False  # only through the validated upload
@@ -430,11 +536,30 @@ class MaskedVideoAdmin(CampaignScopedAdmin):
 
 @admin.register(SubmissionUpload)
 class SubmissionUploadAdmin(CampaignScopedAdmin):
-    list_display = ["__str__", "submission", "uploaded_by", "status", "accepted_count", "rejected_count", "replace"]
+    list_display = [
+        "__str__",
+        "submission",
+        "uploaded_by",
+        "status",
+        "accepted_count",
+        "rejected_count",
+        "replace",
+    ]
     list_filter = ["submission__campaign", "status", "replace"]
     search_fields = ["submission__name", "submission__team__name", "original_name"]
-    fields = ["submission", "original_name", "uploaded_by", "uploaded_at", "replace", "progress",
-              "accepted_count", "rejected_count", "completeness", "file_table", "downloads"]
+    fields = [
+        "submission",
+        "original_name",
+        "uploaded_by",
+        "uploaded_at",
+        "replace",
+        "progress",
+        "accepted_count",
+        "rejected_count",
+        "completeness",
+        "file_table",
+        "downloads",
+    ]
     readonly_fields = fields
 
     @admin.display(description="status")
@@ -442,9 +567,11 @@ class SubmissionUploadAdmin(CampaignScopedAdmin):
         if upload.status == SubmissionUpload.Status.FAILED:
             return f"failed ({upload.error_code}): {upload.error}"
         if upload.status == SubmissionUpload.Status.PROCESSING:
-            return (f"processing since {upload.started_at:%Y-%m-%d %H:%M:%S}: "
-                    f"{len(upload.report.get('files', []))} file(s) checked so far (if no worker is on it any "
-                    f"more, resume it: manage.py upload_submission --resume {upload.pk})")
+            return (
+                f"processing since {upload.started_at:%Y-%m-%d %H:%M:%S}: "
+                f"{len(upload.report.get('files', []))} file(s) checked so far (if no worker is on it any "
+                f"more, resume it: manage.py upload_submission --resume {upload.pk})"
+            )
         if upload.status == SubmissionUpload.Status.QUEUED:
             return "queued: waiting for a worker"
         return f"done at {upload.finished_at:%Y-%m-%d %H:%M:%S}" if upload.finished_at else "done"
@@ -461,22 +588,30 @@ class SubmissionUploadAdmin(CampaignScopedAdmin):
     @admin.display(description="per-file validation report")
     def file_table(self, upload):
         rows = [(r["file"], r["status"], r["code"], r["message"]) for r in upload.report.get("files", [])]
-        body = format_html_join("", "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td></tr>", rows)
+        body = format_html_join(
+            "", "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td></tr>", rows
+        )
         return format_html(
             "<table><thead><tr><th>file</th><th>status</th><th>code</th><th>message</th></tr></thead>"
-            "<tbody>{}</tbody></table>", body,
+            "<tbody>{}</tbody></table>",
+            body,
         )
 
     @admin.display(description="download report")
     def downloads(self, upload):
-        links = [(reverse("admin:evalsite_submissionupload_download", args=[upload.pk, f]), f.upper())
-                 for f in ("csv", "json")]
+        links = [
+            (reverse("admin:evalsite_submissionupload_download", args=[upload.pk, f]), f.upper())
+            for f in ("csv", "json")
+        ]
         return format_html_join(" | ", '<a href="{}">{}</a>', links)
 
     def get_urls(self):
         return [
-            path("<path:object_id>/download/<str:fmt>/", self.admin_site.admin_view(self.download_view),
-                 name="evalsite_submissionupload_download"),
+            path(
+                "<path:object_id>/download/<str:fmt>/",
+                self.admin_site.admin_view(self.download_view),
+                name="evalsite_submissionupload_download",
+            ),
             *super().get_urls(),
         ]
 

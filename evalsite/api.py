@@ -5,6 +5,7 @@ campaign's objects answer 404. Payloads hold no media URL except the staff-only,
 permission-checked ``download`` endpoints. Reports answer JSON by default and CSV with
 ``?format=csv``. Routes: evalsite/api_urls.py; list in README.md ("REST API").
 """
+
 from __future__ import annotations
 
 import json
@@ -62,12 +63,24 @@ class _CampaignFilterMixin:
 
 # --- serializers -----------------------------------------------------------------------
 
+
 class CampaignSerializer(serializers.ModelSerializer):
     class Meta:
         model = Campaign
-        fields = ["id", "name", "slug", "description", "action_vocabulary", "raters_per_video",
-                  "foils_per_trial", "demographic_attributes", "target_absent_share",
-                  "attention_check_rate", "rating_open", "created_at"]
+        fields = [
+            "id",
+            "name",
+            "slug",
+            "description",
+            "action_vocabulary",
+            "raters_per_video",
+            "foils_per_trial",
+            "demographic_attributes",
+            "target_absent_share",
+            "attention_check_rate",
+            "rating_open",
+            "created_at",
+        ]
 
 
 class IdentitySerializer(serializers.ModelSerializer):
@@ -91,8 +104,22 @@ class SourceVideoSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = SourceVideo
-        fields = ["id", "campaign", "name", "identity", "identity_code", "action", "resolution_tier",
-                  "in_evaluated_subset", "frame_count", "fps", "width", "height", "duration_s", "download"]
+        fields = [
+            "id",
+            "campaign",
+            "name",
+            "identity",
+            "identity_code",
+            "action",
+            "resolution_tier",
+            "in_evaluated_subset",
+            "frame_count",
+            "fps",
+            "width",
+            "height",
+            "duration_s",
+            "download",
+        ]
 
     def get_download(self, video):
         return reverse("source-video-download", args=[video.pk], request=self.context["request"])
@@ -108,8 +135,19 @@ class SubmissionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Submission
-        fields = ["id", "campaign", "team", "name", "description", "baseline_method", "complete",
-                  "masked_videos", "source_videos", "missing_videos", "created_at"]
+        fields = [
+            "id",
+            "campaign",
+            "team",
+            "name",
+            "description",
+            "baseline_method",
+            "complete",
+            "masked_videos",
+            "source_videos",
+            "missing_videos",
+            "created_at",
+        ]
         read_only_fields = ["baseline_method", "created_at"]
 
     def __init__(self, *args, **kwargs):
@@ -130,7 +168,9 @@ class SubmissionSerializer(serializers.ModelSerializer):
     def create(self, validated_data):
         try:
             return create_submission(
-                validated_data["campaign"], validated_data["team"]["name"], validated_data["name"],
+                validated_data["campaign"],
+                validated_data["team"]["name"],
+                validated_data["name"],
                 description=validated_data.get("description", ""),
             )
         except ValueError as error:
@@ -140,11 +180,25 @@ class SubmissionSerializer(serializers.ModelSerializer):
 class SubmissionUploadSerializer(serializers.ModelSerializer):
     class Meta:
         model = SubmissionUpload
-        fields = ["id", "submission", "uploaded_at", "original_name", "replace", "status", "error_code", "error",
-                  "started_at", "finished_at", "accepted_count", "rejected_count", "report"]
+        fields = [
+            "id",
+            "submission",
+            "uploaded_at",
+            "original_name",
+            "replace",
+            "status",
+            "error_code",
+            "error",
+            "started_at",
+            "finished_at",
+            "accepted_count",
+            "rejected_count",
+            "report",
+        ]
 
 
 # --- views -----------------------------------------------------------------------------
+
 
 class RatingSerializer(serializers.Serializer):
     open = serializers.BooleanField(help_text="true opens rating (after the checks), false closes it")
@@ -168,9 +222,13 @@ class CampaignViewSet(CampaignScopedViewSetMixin, viewsets.ReadOnlyModelViewSet)
         try:
             result = open_rating(campaign)
         except CannotOpenRating as error:
-            return Response({"open": [{"message": problem, "code": "cannot_open_rating"} for problem in error.problems]},
-                            status=status.HTTP_400_BAD_REQUEST)
-        return Response({"rating_open": True, "items_created": result.items_created, "warnings": result.warnings})
+            return Response(
+                {"open": [{"message": problem, "code": "cannot_open_rating"} for problem in error.problems]},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        return Response(
+            {"rating_open": True, "items_created": result.items_created, "warnings": result.warnings}
+        )
 
     @action(detail=True, renderer_classes=REPORT_RENDERERS)
     def summary(self, request, pk=None):
@@ -220,21 +278,33 @@ class SourceVideoViewSet(CampaignScopedViewSetMixin, _CampaignFilterMixin, views
         video = self.get_object()
         new_file = request.FILES.get("file")
         if new_file is None:
-            return Response({"file": [{"message": "no file given", "code": "required"}]},
-                            status=status.HTTP_400_BAD_REQUEST)
+            return Response(
+                {"file": [{"message": "no file given", "code": "required"}]},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
         try:
             outcome = replace_source_video(video, new_file, name=new_file.name)
         except VideoError as error:
-            return Response({"file": [{"message": str(error), "code": "unreadable_video"}]},
-                            status=status.HTTP_400_BAD_REQUEST)
+            return Response(
+                {"file": [{"message": str(error), "code": "unreadable_video"}]},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
         data = dict(self.get_serializer(video).data)
-        data["flagged"] = [{"submission": m.submission_id, "masked_video": m.pk, "code": m.check_code,
-                            "message": m.check_message} for m in outcome.flagged]
+        data["flagged"] = [
+            {
+                "submission": m.submission_id,
+                "masked_video": m.pk,
+                "code": m.check_code,
+                "message": m.check_message,
+            }
+            for m in outcome.flagged
+        ]
         return Response(data)
 
 
-class SubmissionViewSet(CampaignScopedViewSetMixin, _CampaignFilterMixin, mixins.CreateModelMixin,
-                        viewsets.ReadOnlyModelViewSet):
+class SubmissionViewSet(
+    CampaignScopedViewSetMixin, _CampaignFilterMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet
+):
     """Submissions with completeness; ``upload`` a zip, ``report``, ``summary``, ``uploads``."""
 
     serializer_class = SubmissionSerializer
@@ -257,15 +327,27 @@ class SubmissionViewSet(CampaignScopedViewSetMixin, _CampaignFilterMixin, mixins
         if not form.is_valid():
             return Response(form.errors.get_json_data(), status=status.HTTP_400_BAD_REQUEST)
         zip_file = form.cleaned_data["file"]
-        upload = receive_upload(submission, zip_file, original_name=zip_file.name,
-                                replace=form.cleaned_data["replace"], uploaded_by=request.user)
+        upload = receive_upload(
+            submission,
+            zip_file,
+            original_name=zip_file.name,
+            replace=form.cleaned_data["replace"],
+            uploaded_by=request.user,
+        )
         if upload.status == SubmissionUpload.Status.FAILED:
-            return Response({"file": [{"message": upload.error, "code": upload.error_code}],
-                             "upload_id": upload.pk, "status": upload.status}, status=status.HTTP_400_BAD_REQUEST)
+            return Response(
+                {
+                    "file": [{"message": upload.error, "code": upload.error_code}],
+                    "upload_id": upload.pk,
+                    "status": upload.status,
+                },
+                status=status.HTTP_400_BAD_REQUEST,
+            )
         if upload.status != SubmissionUpload.Status.DONE:
             url = reverse("submission-upload-detail", args=[submission.pk, upload.pk], request=request)
-            return Response({"upload_id": upload.pk, "status": upload.status, "url": url},
-                            status=status.HTTP_202_ACCEPTED)
+            return Response(
+                {"upload_id": upload.pk, "status": upload.status, "url": url}, status=status.HTTP_202_ACCEPTED
+            )
         return Response(ValidationReport.from_upload(upload).to_dict(), status=status.HTTP_201_CREATED)
 
     @action(detail=True)

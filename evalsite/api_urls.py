@@ -1,4 +1,5 @@
 """REST API (staff only): catalogue, reports and summaries. Views: evalsite/api.py."""
+
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 

@@ -4,6 +4,7 @@ With no ``CELERY_BROKER_URL`` in the environment, tasks run eagerly in-process (
 embedded default); set it (e.g. ``redis://localhost:6379/0``) to run Celery workers on
 several machines.
 """
+
 import os
 
 from celery import Celery

@@ -16,6 +16,7 @@ idempotent, so re-running neither duplicates nor crashes:
 5. create (or reset) the staff login ``organizer`` with a new random password, organizer
    of the demo campaign with the catalogue/evaluation permissions, and print it.
 """
+
 from __future__ import annotations
 
 import secrets
@@ -100,8 +101,14 @@ def _attack_is_current(submission: Submission, config: dict) -> bool:
 
 
 def run_demo(
-    *, data_dir=None, var_dir=None, stride: int = 5, detector: str = "mediapipe",
-    methods: list[str] | None = None, attack: bool = True, log: Callable[[str], None] = print,
+    *,
+    data_dir=None,
+    var_dir=None,
+    stride: int = 5,
+    detector: str = "mediapipe",
+    methods: list[str] | None = None,
+    attack: bool = True,
+    log: Callable[[str], None] = print,
 ) -> DemoResult:
     """Run the whole demo (see the module docstring); return where everything is.
 
@@ -149,10 +156,15 @@ def run_demo(
             log(f"  {method:22} FAILED: {error}")
             continue
         base = reports_dir / report_basename(submission)
-        result.report_paths += [write_report(submission, "csv", f"{base}.csv"),
-                                write_report(submission, "json", f"{base}.json")]
-        state = ("already evaluated" if evaluated and attacked
-                 else f"masked + evaluated{' + attacked' if attack else ''} in {time.monotonic() - started:.0f} s")
+        result.report_paths += [
+            write_report(submission, "csv", f"{base}.csv"),
+            write_report(submission, "json", f"{base}.json"),
+        ]
+        state = (
+            "already evaluated"
+            if evaluated and attacked
+            else f"masked + evaluated{' + attacked' if attack else ''} in {time.monotonic() - started:.0f} s"
+        )
         log(f"  {method:22} {state}")
     result.summary_path = write_summary(campaign, reports_dir / "summary.csv")
     return result

@@ -25,6 +25,7 @@ Actions: GRID speakers read a command sentence with no emotion label -> "talking
 CREMA-D clips are the same sentence acted with an emotion -> "talking (angry)" etc.
 These are the only behaviours the clips show; the vocabulary says no more than that.
 """
+
 from __future__ import annotations
 
 import csv
@@ -48,7 +49,10 @@ CREMAD_EMOTION_ACTIONS = {
     "neutral": "talking (neutral)",
     "sad": "talking (sad)",
 }
-ACTION_VOCABULARY = ["talking", *[CREMAD_EMOTION_ACTIONS[e] for e in ("anger", "disgust", "fear", "happy", "sad")]]
+ACTION_VOCABULARY = [
+    "talking",
+    *[CREMAD_EMOTION_ACTIONS[e] for e in ("anger", "disgust", "fear", "happy", "sad")],
+]
 
 
 @dataclass(frozen=True)
@@ -65,21 +69,26 @@ class DemoPerson:
 
 GTH, GID, CREMAD = "grid_talking_heads", "grid_identity_clips", "cremad"
 DEMO_PEOPLE: tuple[DemoPerson, ...] = (
-    DemoPerson("ID01", f"{GID}/s1/bbal6n.mpg",
-               (f"{GTH}/bbaf2n.mpg", f"{GID}/s1/brif5s.mpg", f"{GID}/s1/lgwazp.mpg")),
+    DemoPerson(
+        "ID01", f"{GID}/s1/bbal6n.mpg", (f"{GTH}/bbaf2n.mpg", f"{GID}/s1/brif5s.mpg", f"{GID}/s1/lgwazp.mpg")
+    ),
     DemoPerson("ID02", f"{GTH}/brbk7n.mpg", (f"{GTH}/brbk7n.mpg",)),
     DemoPerson("ID03", f"{GTH}/pwij3p.mpg", (f"{GTH}/id2_vcd_swwp2s.mpg",)),
     DemoPerson("ID04", f"{GTH}/lbax4n.mpg", (f"{GTH}/lbax4n.mpg",)),
     DemoPerson("ID05", f"{GTH}/lbbc2a.mpg", (f"{GTH}/lbbc2a.mpg",)),
     DemoPerson("ID06", f"{GTH}/lrwp9a.mpg", (f"{GTH}/lrwp9a.mpg",)),
     # Gallery from condition B (high quality); probes: B at 360x288 and C at 720x576.
-    DemoPerson("ID07", f"{GID}/s4_probable/bbilzs.mpg",
-               (f"{GTH}/lwbsza.mpg", f"{GID}/s4_probable/lgbf6s.mpg")),
+    DemoPerson(
+        "ID07", f"{GID}/s4_probable/bbilzs.mpg", (f"{GTH}/lwbsza.mpg", f"{GID}/s4_probable/lgbf6s.mpg")
+    ),
     DemoPerson("ID08", f"{GTH}/sbia1a.mpg", (f"{GTH}/sbia1a.mpg",)),
     DemoPerson("ID09", f"{GTH}/sbwe5n.mpg", (f"{GTH}/sbwe5n.mpg",)),
     DemoPerson("ID10", f"{GTH}/swiz3n.mpg", (f"{GTH}/swiz3n.mpg",)),
-    DemoPerson("ID11", f"{CREMAD}/1001_DFA_NEU_XX.flv",
-               tuple(f"{CREMAD}/1001_DFA_{e}_XX.flv" for e in ("ANG", "DIS", "FEA", "HAP", "SAD"))),
+    DemoPerson(
+        "ID11",
+        f"{CREMAD}/1001_DFA_NEU_XX.flv",
+        tuple(f"{CREMAD}/1001_DFA_{e}_XX.flv" for e in ("ANG", "DIS", "FEA", "HAP", "SAD")),
+    ),
 )
 IDENTITY_COLUMNS = ["identity", "gender_unofficial", "gender", "race", "ethnicity", "age_band"]
 
@@ -115,17 +124,24 @@ def clip_labels(data_dir) -> dict[str, dict]:
     labels: dict[str, dict] = {}
     for row in _read_rows(videos / GTH / "clips.csv"):
         labels[f"{GTH}/{row['file']}"] = {
-            "action": "talking", "gender_unofficial": row["apparent_gender_unofficial"], **unknown,
+            "action": "talking",
+            "gender_unofficial": row["apparent_gender_unofficial"],
+            **unknown,
         }
     for row in _read_rows(videos / GID / "clips.csv"):
         clip = str(Path(GID, row["file"]).as_posix())
         clip = clip.replace(f"{GID}/../{GTH}/", f"{GTH}/")
-        labels.setdefault(clip, {"action": "talking", "gender_unofficial": row["apparent_sex_unofficial"], **unknown})
+        labels.setdefault(
+            clip, {"action": "talking", "gender_unofficial": row["apparent_sex_unofficial"], **unknown}
+        )
     for row in _read_rows(videos / CREMAD / "clips.csv"):
         labels[f"{CREMAD}/{row['file']}"] = {
             "action": CREMAD_EMOTION_ACTIONS[row["emotion"]],
-            "gender_unofficial": row["sex"].lower(), "gender": row["sex"].lower(),
-            "race": row["race"], "ethnicity": row["ethnicity"], "age_band": _age_band(row["age"]),
+            "gender_unofficial": row["sex"].lower(),
+            "gender": row["sex"].lower(),
+            "race": row["race"],
+            "ethnicity": row["ethnicity"],
+            "age_band": _age_band(row["age"]),
         }
     return labels
 
@@ -142,7 +158,9 @@ def _write_middle_frame(video_path: Path, out_path: Path) -> int:
 def _prepare_out_dir(out_dir: Path) -> None:
     if out_dir.exists() and any(out_dir.iterdir()):
         if not (out_dir / MARKER).exists():
-            raise ValueError(f"{out_dir} is not empty and was not written by the demo builder; refusing to overwrite")
+            raise ValueError(
+                f"{out_dir} is not empty and was not written by the demo builder; refusing to overwrite"
+            )
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / MARKER).write_text("written by evalsite.demo_data.build_demo_dataset\n")
@@ -184,31 +202,50 @@ def build_demo_dataset(data_dir, out_dir) -> Path:
         identity_rows.append({"identity": person.code, **{c: person_labels[c] for c in IDENTITY_COLUMNS[1:]}})
         still = out_dir / "gallery" / person.code / "still.png"
         frame = _write_middle_frame(data_dir / "videos" / person.gallery_clip, still)
-        gallery_rows.append({
-            "identity": person.code, "image": f"gallery/{person.code}/still.png",
-            "source_clip": person.gallery_clip, "frame_index": frame,
-            "from_a_different_clip": "no" if person.gallery_clip in person.videos else "yes",
-        })
+        gallery_rows.append(
+            {
+                "identity": person.code,
+                "image": f"gallery/{person.code}/still.png",
+                "source_clip": person.gallery_clip,
+                "frame_index": frame,
+                "from_a_different_clip": "no" if person.gallery_clip in person.videos else "yes",
+            }
+        )
         for clip in person.videos:
             source = data_dir / "videos" / clip
             shutil.copyfile(source, out_dir / "videos" / source.name)
-            video_rows.append({
-                "video": source.name, "identity": person.code, "action": labels[clip]["action"],
-                "in_evaluated_subset": "true", "source_clip": clip,
-            })
+            video_rows.append(
+                {
+                    "video": source.name,
+                    "identity": person.code,
+                    "action": labels[clip]["action"],
+                    "in_evaluated_subset": "true",
+                    "source_clip": clip,
+                }
+            )
 
     _write_csv(out_dir / "identities.csv", IDENTITY_COLUMNS, identity_rows)
-    _write_csv(out_dir / "videos.csv", ["video", "identity", "action", "in_evaluated_subset", "source_clip"], video_rows)
+    _write_csv(
+        out_dir / "videos.csv",
+        ["video", "identity", "action", "in_evaluated_subset", "source_clip"],
+        video_rows,
+    )
     _write_csv(out_dir / "gallery_sources.csv", list(gallery_rows[0]), gallery_rows)
-    (out_dir / "campaign.json").write_text(json.dumps({
-        "name": DEMO_CAMPAIGN_NAME,
-        "description": "Real GRID and CREMA-D talking-head clips; see SOURCES.md in the demo folder.",
-        "action_vocabulary": ACTION_VOCABULARY,
-        "raters_per_video": 10,
-        "foils_per_trial": 4,
-        "demographic_attributes": ["gender_unofficial"],
-        "consent_text": DEMO_CONSENT_TEXT,
-    }, indent=2) + "\n")
+    (out_dir / "campaign.json").write_text(
+        json.dumps(
+            {
+                "name": DEMO_CAMPAIGN_NAME,
+                "description": "Real GRID and CREMA-D talking-head clips; see SOURCES.md in the demo folder.",
+                "action_vocabulary": ACTION_VOCABULARY,
+                "raters_per_video": 10,
+                "foils_per_trial": 4,
+                "demographic_attributes": ["gender_unofficial"],
+                "consent_text": DEMO_CONSENT_TEXT,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     (out_dir / "SOURCES.md").write_text(_sources_text())
     return out_dir
 

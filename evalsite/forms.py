@@ -1,5 +1,6 @@
 """Organizer forms. The zip itself is checked after it is stored with its upload record
 (evalsite/validation.py: ``not_a_zip``, ``damaged_zip``, then every member)."""
+
 from django import forms
 
 
@@ -15,7 +16,8 @@ class SubmissionZipForm(forms.Form):
         help_text="One video per source video, named after it (e.g. bbaf2n.mp4); folders are ignored.",
     )
     replace = forms.BooleanField(
-        label="replace masked videos already stored", required=False,
+        label="replace masked videos already stored",
+        required=False,
         help_text="Without this, a file for a video that already has a masked video is rejected. With it, "
-                  "the new file becomes current; the earlier one is kept, superseded, with its ratings.",
+        "the new file becomes current; the earlier one is kept, superseded, with its ratings.",
     )

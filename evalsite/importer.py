@@ -28,6 +28,7 @@ case-insensitively). Every problem found is collected and reported together in o
 :class:`DatasetError`; nothing is written unless the whole folder is valid, and a
 failure while writing rolls back the database rows and deletes the files already stored.
 """
+
 from __future__ import annotations
 
 import csv
@@ -48,8 +49,15 @@ from .models import Campaign, GalleryImage, Identity, ResolutionTier, SourceVide
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg"}
 CAMPAIGN_KEYS = {
-    "name", "description", "action_vocabulary", "raters_per_video", "foils_per_trial",
-    "demographic_attributes", "target_absent_share", "attention_check_rate", "consent_text",
+    "name",
+    "description",
+    "action_vocabulary",
+    "raters_per_video",
+    "foils_per_trial",
+    "demographic_attributes",
+    "target_absent_share",
+    "attention_check_rate",
+    "consent_text",
 }
 HIGH_TIER_MIN_HEIGHT = 480  # pixels; used when resolution_tier is left empty
 _CODE_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -196,7 +204,10 @@ def _parse_role(row: dict, where: str, problems: list[str]) -> bool:
 
 
 def _check_videos(
-    folder: Path, rows: list[dict], identities: dict, vocabulary: list[str] | None,
+    folder: Path,
+    rows: list[dict],
+    identities: dict,
+    vocabulary: list[str] | None,
     problems: list[str],
 ) -> list[_VideoRow]:
     videos: list[_VideoRow] = []
@@ -240,7 +251,9 @@ def _check_videos(
             problems.append(f"{where}: videos/{file_name} is not a usable video: {error}")
             continue
         if not tier:
-            tier = ResolutionTier.HIGH if info.resolution_wh[1] >= HIGH_TIER_MIN_HEIGHT else ResolutionTier.LOW
+            tier = (
+                ResolutionTier.HIGH if info.resolution_wh[1] >= HIGH_TIER_MIN_HEIGHT else ResolutionTier.LOW
+            )
         videos.append(_VideoRow(name, path, code, action, tier, subset, info, practice))
     listed = {Path(r["video"]).name for r in rows}
     if (folder / "videos").is_dir():
@@ -258,12 +271,16 @@ def _organizer_users(organizers, problems: list[str]) -> list:
         if isinstance(entry, str):
             user = get_user_model().objects.filter(username=entry).first()
             if user is None:
-                problems.append(f"organizer {entry!r}: no such user (create it with createsuperuser or "
-                                "in the admin, or run make demo for the 'organizer' login)")
+                problems.append(
+                    f"organizer {entry!r}: no such user (create it with createsuperuser or "
+                    "in the admin, or run make demo for the 'organizer' login)"
+                )
                 continue
         if not (user.is_staff and user.is_active):
-            problems.append(f"organizer {user.username!r} is not an active staff user, so could not log in "
-                            "to the admin: tick 'staff status' first")
+            problems.append(
+                f"organizer {user.username!r} is not an active staff user, so could not log in "
+                "to the admin: tick 'staff status' first"
+            )
             continue
         users.append(user)
     return users
@@ -332,13 +349,18 @@ def import_dataset(
 
     if vocabulary is None:
         vocabulary = sorted({v.action for v in videos})
-    campaign_fields = {k: v for k, v in config.items() if k not in {"name", "action_vocabulary", "demographic_attributes"}}
+    campaign_fields = {
+        k: v for k, v in config.items() if k not in {"name", "action_vocabulary", "demographic_attributes"}
+    }
     stored_files = []
     try:
         with transaction.atomic():
             campaign = Campaign(
-                name=name, slug=slugify(name)[:80], action_vocabulary=vocabulary,
-                demographic_attributes=list(attributes), **campaign_fields,
+                name=name,
+                slug=slugify(name)[:80],
+                action_vocabulary=vocabulary,
+                demographic_attributes=list(attributes),
+                **campaign_fields,
             )
             campaign.full_clean()
             campaign.save()
@@ -346,7 +368,9 @@ def import_dataset(
             identity_objects = {}
             n_images = 0
             for code, attrs in identities.items():
-                identity_objects[code] = Identity.objects.create(campaign=campaign, code=code, attributes=attrs)
+                identity_objects[code] = Identity.objects.create(
+                    campaign=campaign, code=code, attributes=attrs
+                )
                 for path in gallery[code]:
                     image = GalleryImage(identity=identity_objects[code], original_name=path.name)
                     with path.open("rb") as handle:
@@ -355,9 +379,13 @@ def import_dataset(
                     n_images += 1
             for row in videos:
                 video = SourceVideo(
-                    campaign=campaign, identity=identity_objects[row.identity], name=row.name,
-                    action=row.action, resolution_tier=row.resolution_tier,
-                    in_evaluated_subset=row.in_evaluated_subset, practice=row.practice,
+                    campaign=campaign,
+                    identity=identity_objects[row.identity],
+                    name=row.name,
+                    action=row.action,
+                    resolution_tier=row.resolution_tier,
+                    in_evaluated_subset=row.in_evaluated_subset,
+                    practice=row.practice,
                 )
                 stored_files += video.store_video(row.path, row.info, name=row.path.name, web_copy=web_copies)
                 video.save()
@@ -366,5 +394,3 @@ def import_dataset(
         raise
     report = ImportReport(campaign, len(identities), n_images, len(videos))
     return report
-
-

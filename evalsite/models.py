@@ -4,6 +4,7 @@ Terms follow ``../shared/DESIGN.md`` (domain model). Stored file names are opaqu
 (random tokens), never identity codes or source-video names, so a file name can never
 reveal the answer of a trial (DESIGN.md, security stance).
 """
+
 import secrets
 import tempfile
 from pathlib import Path, PurePosixPath
@@ -105,17 +106,24 @@ class Campaign(models.Model):
     )
     consent_text = models.TextField("consent text", blank=True)
     join_code = models.CharField(
-        "join code", max_length=40, unique=True, default=opaque_token,
+        "join code",
+        max_length=40,
+        unique=True,
+        default=opaque_token,
         help_text="Opaque code in the campaign's rater link.",
     )
     rating_open = models.BooleanField("rating open", default=False)
     completion_url = models.URLField(
-        "completion redirect URL", max_length=500, blank=True,
+        "completion redirect URL",
+        max_length=500,
+        blank=True,
         help_text="Where a rater goes after the last trial, e.g. the crowd platform's completion "
         "link; {completion_code} in it is replaced by the rater's code. Empty: the code is shown only.",
     )
     organizer_contact = models.CharField(
-        "organizer contact", max_length=200, blank=True,
+        "organizer contact",
+        max_length=200,
+        blank=True,
         help_text="How raters reach the organizer (e-mail address or platform message), shown on "
         "error pages such as a session opened in another browser.",
     )
@@ -142,11 +150,11 @@ class Identity(models.Model):
     """A person (subject), known only by a pseudonymous code and demographic attributes."""
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="identities")
-    code = models.CharField(
-        "pseudonymous code", max_length=64, help_text="Never a real name, e.g. ID017."
-    )
+    code = models.CharField("pseudonymous code", max_length=64, help_text="Never a real name, e.g. ID017.")
     attributes = models.JSONField(
-        "demographic attributes", default=dict, blank=True,
+        "demographic attributes",
+        default=dict,
+        blank=True,
         help_text='e.g. {"gender": "female", "race": "white", "age_band": "30-44"}',
     )
 
@@ -154,9 +162,7 @@ class Identity(models.Model):
         verbose_name = "identity"
         verbose_name_plural = "identities"
         ordering = ["campaign", "code"]
-        constraints = [
-            models.UniqueConstraint(fields=["campaign", "code"], name="unique_identity_code")
-        ]
+        constraints = [models.UniqueConstraint(fields=["campaign", "code"], name="unique_identity_code")]
 
     def __str__(self) -> str:
         return self.code
@@ -192,7 +198,9 @@ class VideoMetadataMixin(models.Model):
     height = models.PositiveIntegerField("height (pixels)", null=True, blank=True)
     duration_s = models.FloatField("duration (s)", null=True, blank=True)
     web_file = models.FileField(
-        "browser-playable copy", upload_to=web_video_upload_to, blank=True,
+        "browser-playable copy",
+        upload_to=web_video_upload_to,
+        blank=True,
         help_text="H.264 MP4 transcoded once for raters' browsers.",
     )
 
@@ -252,7 +260,8 @@ class SourceVideo(VideoMetadataMixin):
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="source_videos")
     identity = models.ForeignKey(Identity, on_delete=models.PROTECT, related_name="source_videos")
     name = models.CharField(
-        "video name", max_length=200,
+        "video name",
+        max_length=200,
         help_text="File stem that masked videos must be named after, e.g. 'clip_0042'.",
     )
     file = models.FileField("clear video", upload_to=source_video_upload_to)
@@ -261,25 +270,28 @@ class SourceVideo(VideoMetadataMixin):
         "resolution tier", max_length=8, choices=ResolutionTier.choices, default=ResolutionTier.LOW
     )
     in_evaluated_subset = models.BooleanField(
-        "in evaluated subset", default=True,
+        "in evaluated subset",
+        default=True,
         help_text="Videos rated by humans; the same subset for every team (seeds/002, 4.2).",
     )
     practice = models.BooleanField(
-        "practice material", default=False,
+        "practice material",
+        default=False,
         help_text="Shown only in practice trials (with feedback); never in the evaluated subset.",
     )
     token = models.CharField(max_length=40, unique=True, default=opaque_token, editable=False)
     file_replaced_at = models.DateTimeField(
-        "clear file replaced at", null=True, blank=True, editable=False,
+        "clear file replaced at",
+        null=True,
+        blank=True,
+        editable=False,
         help_text="Last replacement of the clear file: results computed before it are stale.",
     )
 
     class Meta:
         verbose_name = "source video"
         ordering = ["campaign", "name"]
-        constraints = [
-            models.UniqueConstraint(fields=["campaign", "name"], name="unique_source_video_name")
-        ]
+        constraints = [models.UniqueConstraint(fields=["campaign", "name"], name="unique_source_video_name")]
 
     def __str__(self) -> str:
         return self.name
@@ -307,7 +319,9 @@ class Submission(models.Model):
     name = models.CharField("method name", max_length=200)
     description = models.TextField("description", blank=True)
     baseline_method = models.CharField(
-        "baseline method", max_length=64, blank=True,
+        "baseline method",
+        max_length=64,
+        blank=True,
         help_text="Set for reference submissions generated by the platform, e.g. 'blur_face'.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
@@ -315,9 +329,7 @@ class Submission(models.Model):
     class Meta:
         verbose_name = "submission"
         ordering = ["campaign", "team", "name"]
-        constraints = [
-            models.UniqueConstraint(fields=["campaign", "team", "name"], name="unique_submission")
-        ]
+        constraints = [models.UniqueConstraint(fields=["campaign", "team", "name"], name="unique_submission")]
 
     def __str__(self) -> str:
         return f"{self.team} / {self.name}"
@@ -366,18 +378,28 @@ class MaskedVideo(VideoMetadataMixin):
     uploaded_at = models.DateTimeField(auto_now_add=True)
     token = models.CharField(max_length=40, unique=True, default=opaque_token, editable=False)
     upload = models.ForeignKey(
-        "SubmissionUpload", null=True, blank=True, on_delete=models.SET_NULL, related_name="masked_videos",
+        "SubmissionUpload",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="masked_videos",
         help_text="The upload that stored it (empty for platform-made baselines).",
     )
     current = models.BooleanField("current", default=True, help_text="False once a newer file replaced it.")
     superseded_at = models.DateTimeField("replaced at", null=True, blank=True)
     superseded_by = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replaced_versions",
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="replaced_versions",
     )
     check_code = models.CharField(
-        "check against the clear video", max_length=40, blank=True,
+        "check against the clear video",
+        max_length=40,
+        blank=True,
         help_text="Empty when it matches its clear video; else the validation code of the "
-                  "mismatch found after the clear video was replaced (e.g. frame_count_mismatch).",
+        "mismatch found after the clear video was replaced (e.g. frame_count_mismatch).",
     )
     check_message = models.TextField("check message", blank=True)
 
@@ -390,7 +412,8 @@ class MaskedVideo(VideoMetadataMixin):
         base_manager_name = "all_versions"
         constraints = [
             models.UniqueConstraint(
-                fields=["submission", "source_video"], condition=Q(current=True),
+                fields=["submission", "source_video"],
+                condition=Q(current=True),
                 name="one_current_masked_video_per_source",
             )
         ]
@@ -427,14 +450,17 @@ class SubmissionUpload(models.Model):
     uploaded_at = models.DateTimeField(auto_now_add=True)
     original_name = models.CharField("zip file name", max_length=255, blank=True)
     replace = models.BooleanField(
-        "replace existing", default=False,
+        "replace existing",
+        default=False,
         help_text="The organizer asked to replace masked videos already stored.",
     )
     accepted_count = models.PositiveIntegerField("accepted files", default=0)
     rejected_count = models.PositiveIntegerField("rejected files", default=0)
     report = models.JSONField("validation report", default=dict)
     file = models.FileField("uploaded zip", upload_to=upload_zip_upload_to, blank=True)
-    status = models.CharField("status", max_length=16, choices=UploadStatus.choices, default=UploadStatus.QUEUED)
+    status = models.CharField(
+        "status", max_length=16, choices=UploadStatus.choices, default=UploadStatus.QUEUED
+    )
     error_code = models.CharField("error code", max_length=40, blank=True)
     error = models.TextField("error", blank=True)
     started_at = models.DateTimeField("validation started", null=True, blank=True)

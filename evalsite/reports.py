@@ -16,6 +16,7 @@ whose result for the video predates a replacement of its masked or clear file:
 submissions of a campaign side by side (one row per submission, nested sections
 flattened to ``section.key`` columns).
 """
+
 from __future__ import annotations
 
 import json
@@ -71,13 +72,19 @@ def per_video_report(submission, *, stale: dict | None = None) -> pd.DataFrame:
     """
     stale = _stale(submission) if stale is None else stale
     videos = submission.campaign.source_videos.select_related("identity").order_by("name")
-    masked = set(MaskedVideo.objects.filter(submission=submission).valid().values_list("source_video_id", flat=True))
+    masked = set(
+        MaskedVideo.objects.filter(submission=submission).valid().values_list("source_video_id", flat=True)
+    )
     base = pd.DataFrame(
         [
-            {"video": v.name, "identity_code": v.identity.code, "action": v.action,
-             "has_masked_video": v.pk in masked,
-             "stale": any(v.name in entry["videos"] for entry in stale.values()),
-             "stale_results": " ".join(name for name, entry in stale.items() if v.name in entry["videos"])}
+            {
+                "video": v.name,
+                "identity_code": v.identity.code,
+                "action": v.action,
+                "has_masked_video": v.pk in masked,
+                "stale": any(v.name in entry["videos"] for entry in stale.values()),
+                "stale_results": " ".join(name for name, entry in stale.items() if v.name in entry["videos"]),
+            }
             for v in videos
         ],
         columns=["video", "identity_code", "action", "has_masked_video", "stale", "stale_results"],
@@ -108,9 +115,7 @@ def _with_pu_score(report: pd.DataFrame) -> pd.DataFrame:
     x (1 - SSIM), in [0, 1], higher is better. NaN where an input is missing.
     """
     if all(column in report.columns for column in PU_INPUTS):
-        report["pu_score"] = [
-            _pu_or_nan(*row) for row in report[list(PU_INPUTS)].itertuples(index=False)
-        ]
+        report["pu_score"] = [_pu_or_nan(*row) for row in report[list(PU_INPUTS)].itertuples(index=False)]
         if "pu_score_automated" in report.columns:  # the automated stand-in only where humans did not rate
             report.loc[report["pu_score"].notna(), "pu_score_automated"] = np.nan
     return report
@@ -234,8 +239,17 @@ def campaign_summary_table(campaign) -> pd.DataFrame:
         present = [row[column] for row in rows if row.get(column) is not None]
         if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
             table[column] = table[column].astype("Int64")
-    first = ["submission_id", "team", "method", "baseline_method", "complete", "masked_videos", "source_videos",
-             "stale", "stale_videos"]
+    first = [
+        "submission_id",
+        "team",
+        "method",
+        "baseline_method",
+        "complete",
+        "masked_videos",
+        "source_videos",
+        "stale",
+        "stale_videos",
+    ]
     ordered = first + [c for c in table.columns if c not in first]
     return table.reindex(columns=ordered)
 

@@ -1,4 +1,5 @@
 """Catalogue operations shared by the admin, the API and the management commands."""
+
 from __future__ import annotations
 
 import shutil
@@ -19,7 +20,9 @@ from .validation import MaskedVideoError, compare_with_source, source_spec
 REPORT_FORMATS = ("csv", "json")
 
 
-def create_submission(campaign: Campaign, team_name: str, method: str, *, description: str = "") -> Submission:
+def create_submission(
+    campaign: Campaign, team_name: str, method: str, *, description: str = ""
+) -> Submission:
     """Create the submission ``method`` of team ``team_name`` (the team is created if new).
 
     Raises
@@ -33,7 +36,9 @@ def create_submission(campaign: Campaign, team_name: str, method: str, *, descri
     team, _ = Team.objects.get_or_create(name=team_name)
     try:
         with transaction.atomic():  # a savepoint, so the caller's transaction survives the error
-            return Submission.objects.create(campaign=campaign, team=team, name=method, description=description)
+            return Submission.objects.create(
+                campaign=campaign, team=team, name=method, description=description
+            )
     except IntegrityError:
         raise ValueError(
             f"team {team_name!r} already has a submission {method!r} in campaign {campaign.slug!r}"
@@ -131,12 +136,23 @@ def replace_source_video(source: SourceVideo, new_file, *, name: str = "") -> So
 def _recheck_masked_videos(source: SourceVideo) -> SourceReplacement:
     spec = source_spec(source)
     flagged, cleared = [], []
-    for masked in MaskedVideo.objects.select_for_update().filter(source_video=source).select_related("submission"):
+    for masked in (
+        MaskedVideo.objects.select_for_update().filter(source_video=source).select_related("submission")
+    ):
         try:
-            compare_with_source(masked.frame_count, (masked.width, masked.height), masked.fps, masked.duration_s,
-                                spec, shown=f"masked video of '{source.name}' in {masked.submission}")
+            compare_with_source(
+                masked.frame_count,
+                (masked.width, masked.height),
+                masked.fps,
+                masked.duration_s,
+                spec,
+                shown=f"masked video of '{source.name}' in {masked.submission}",
+            )
         except MaskedVideoError as error:
-            masked.check_code, masked.check_message = error.code, f"{error} (after the clear video was replaced)"
+            masked.check_code, masked.check_message = (
+                error.code,
+                f"{error} (after the clear video was replaced)",
+            )
             flagged.append(masked)
         else:
             if masked.check_code:

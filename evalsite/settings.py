@@ -236,7 +236,9 @@ CELERY_TASK_SOFT_TIME_LIMIT = env.integer("DEID_TASK_TIME_LIMIT_S", 3600, minimu
 CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 60
 # Redis redelivers a task not acknowledged within this many seconds (keep it above the
 # task time limit, or long tasks run twice), looking for such tasks every <= 10 s.
-_VISIBILITY_TIMEOUT_S = env.integer("DEID_BROKER_VISIBILITY_TIMEOUT_S", CELERY_TASK_TIME_LIMIT + 300, minimum=1)
+_VISIBILITY_TIMEOUT_S = env.integer(
+    "DEID_BROKER_VISIBILITY_TIMEOUT_S", CELERY_TASK_TIME_LIMIT + 300, minimum=1
+)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": _VISIBILITY_TIMEOUT_S,
     "unacked_restore_interval": min(10, max(1, _VISIBILITY_TIMEOUT_S // 10)),

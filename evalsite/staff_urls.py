@@ -1,4 +1,5 @@
 """Staff-only, permission-checked media URLs (mounted under /staff/)."""
+
 from django.urls import path
 
 from . import views

@@ -1,4 +1,5 @@
 """URL routes. Each app owns its own ``urls.py``; this file only mounts them."""
+
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView

@@ -4,6 +4,7 @@ A staff user may fetch a file only if its campaign is visible to them
 (``evalsite.scoping.scope``); others get 404, so the view does not even confirm that
 a token exists.
 """
+
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import FileResponse
 from django.shortcuts import get_object_or_404

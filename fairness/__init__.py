@@ -7,6 +7,7 @@ assessment"). Importing this package never imports Django::
     fairness.mean_gc_sqfr({"A": [81, 79], "B": [86, 84]})
     fairness.summarize(scores, groups=labels)  # every measure with bootstrap CIs
 """
+
 from fairness.groups import GroupScoresError, split_by_group
 from fairness.measures import (
     MEASURES,
@@ -28,8 +29,23 @@ from fairness.stats import bootstrap_cis, describe_groups
 from fairness.summary import summarize
 
 __all__ = [
-    "MEASURES", "GroupScoresError", "UndefinedMeasureError", "all_measures", "bootstrap_cis",
-    "compute_measure", "describe_groups", "discard_rates", "gini", "low_weighted_mean",
-    "lwm_gc_csqfr", "lwm_gc_sqfr", "mdg_sqfr", "mean_discard_gap", "mean_gc_csqfr",
-    "mean_gc_sqfr", "median_gc_sqfr", "split_by_group", "summarize",
+    "MEASURES",
+    "GroupScoresError",
+    "UndefinedMeasureError",
+    "all_measures",
+    "bootstrap_cis",
+    "compute_measure",
+    "describe_groups",
+    "discard_rates",
+    "gini",
+    "low_weighted_mean",
+    "lwm_gc_csqfr",
+    "lwm_gc_sqfr",
+    "mdg_sqfr",
+    "mean_discard_gap",
+    "mean_gc_csqfr",
+    "mean_gc_sqfr",
+    "median_gc_sqfr",
+    "split_by_group",
+    "summarize",
 ]

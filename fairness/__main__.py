@@ -1,4 +1,5 @@
 """``python -m fairness FILE.csv --group COLUMN --score COLUMN [--json]``."""
+
 import os
 import sys
 

@@ -9,6 +9,7 @@ Every measure in :mod:`fairness.measures` accepts scores in one of two forms:
 
 Both become a ``dict[label, numpy.ndarray of float64]`` in first-appearance order.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -60,7 +61,9 @@ def split_by_group(scores, *, groups=None, nan_policy: NanPolicy = "raise") -> d
         raise GroupScoresError(f"nan_policy must be one of {NAN_POLICIES}, got {nan_policy!r}")
     if isinstance(scores, Mapping):
         if groups is not None:
-            raise GroupScoresError("pass either a mapping of group -> scores or scores with groups=, not both")
+            raise GroupScoresError(
+                "pass either a mapping of group -> scores or scores with groups=, not both"
+            )
         per_group = {label: _as_scores(values, f"group {label!r}") for label, values in scores.items()}
     else:
         if groups is None:

@@ -40,6 +40,7 @@ Cases the paper leaves open, decided here (each has a test in ``tests/fairness``
 - **LWM weights of repeated scores**: section 3.3 accumulates the weights of multiple
   occurrences of a score; that is the same as weighting every sample by w(q).
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -174,8 +175,9 @@ _RAISES_DOC = """Raises
         (:func:`fairness.groups.split_by_group`)."""
 
 
-def mean_gc_sqfr(scores, *, groups=None, nan_policy: NanPolicy = "raise",
-                 undefined: Undefined = "raise") -> float:
+def mean_gc_sqfr(
+    scores, *, groups=None, nan_policy: NanPolicy = "raise", undefined: Undefined = "raise"
+) -> float:
     """Mean-GC-SQFR: 1 - GC of the groups' mean scores (seeds/003, eq. 2, Table 3).
 
     Parameters
@@ -197,8 +199,9 @@ def mean_gc_sqfr(scores, *, groups=None, nan_policy: NanPolicy = "raise",
     return _gc_sqfr(_means, scores, groups, nan_policy, undefined)
 
 
-def median_gc_sqfr(scores, *, groups=None, nan_policy: NanPolicy = "raise",
-                   undefined: Undefined = "raise") -> float:
+def median_gc_sqfr(
+    scores, *, groups=None, nan_policy: NanPolicy = "raise", undefined: Undefined = "raise"
+) -> float:
     """Median-GC-SQFR: 1 - GC of the groups' median scores (seeds/003, eq. 3, Table 3).
 
     Parameters
@@ -215,8 +218,9 @@ def median_gc_sqfr(scores, *, groups=None, nan_policy: NanPolicy = "raise",
     return _gc_sqfr(_medians, scores, groups, nan_policy, undefined)
 
 
-def mean_gc_csqfr(scores, *, groups=None, nan_policy: NanPolicy = "raise",
-                  undefined: Undefined = "raise") -> float:
+def mean_gc_csqfr(
+    scores, *, groups=None, nan_policy: NanPolicy = "raise", undefined: Undefined = "raise"
+) -> float:
     """Mean-GC-CSQFR: (1 - GC of the groups' mean scores)^3 (seeds/003, eq. 4, Table 4).
 
     Cubing lowers the rate of biased scenarios more than that of fair ones.
@@ -240,8 +244,9 @@ def mean_gc_csqfr(scores, *, groups=None, nan_policy: NanPolicy = "raise",
     return _gc_sqfr(_means, scores, groups, nan_policy, undefined, cube=True)
 
 
-def low_weighted_mean(scores, *, groups=None, nan_policy: NanPolicy = "raise",
-                      undefined: Undefined = "raise") -> dict:
+def low_weighted_mean(
+    scores, *, groups=None, nan_policy: NanPolicy = "raise", undefined: Undefined = "raise"
+) -> dict:
     """Low-Weighted-Mean (LWM) score of each group (seeds/003, section 3.3, eq. 5).
 
     Each score q gets the weight w(q) = 1 - (q - min(Q)) / (max(Q) - min(Q)), where Q is
@@ -289,8 +294,9 @@ def _lwm_values(per_group: dict) -> list[float]:
     return list(low_weighted_mean(per_group).values())
 
 
-def lwm_gc_sqfr(scores, *, groups=None, nan_policy: NanPolicy = "raise",
-                undefined: Undefined = "raise") -> float:
+def lwm_gc_sqfr(
+    scores, *, groups=None, nan_policy: NanPolicy = "raise", undefined: Undefined = "raise"
+) -> float:
     """LWM-GC-SQFR: 1 - GC of the groups' Low-Weighted-Mean scores (seeds/003, eq. 6).
 
     Parameters
@@ -307,8 +313,9 @@ def lwm_gc_sqfr(scores, *, groups=None, nan_policy: NanPolicy = "raise",
     return _gc_sqfr(_lwm_values, scores, groups, nan_policy, undefined)
 
 
-def lwm_gc_csqfr(scores, *, groups=None, nan_policy: NanPolicy = "raise",
-                 undefined: Undefined = "raise") -> float:
+def lwm_gc_csqfr(
+    scores, *, groups=None, nan_policy: NanPolicy = "raise", undefined: Undefined = "raise"
+) -> float:
     """LWM-GC-CSQFR: (LWM-GC-SQFR)^3 (seeds/003, eq. 4 applied to eq. 6, Tables 6, 9).
 
     Parameters
@@ -362,8 +369,7 @@ def discard_thresholds(low: float, high: float, *, step: float = 1.0) -> np.ndar
     return low + step * np.arange(1, count + 1, dtype=np.float64)
 
 
-def discard_rates(scores, *, groups=None, step: float = 1.0,
-                  nan_policy: NanPolicy = "raise") -> pd.DataFrame:
+def discard_rates(scores, *, groups=None, step: float = 1.0, nan_policy: NanPolicy = "raise") -> pd.DataFrame:
     """Fraction of each group's samples discarded (score < t) at each relevant threshold.
 
     Parameters
@@ -410,8 +416,9 @@ def _discard_matrix(per_group: dict, step: float) -> tuple[np.ndarray, np.ndarra
     return thresholds, rates
 
 
-def mean_discard_gap(scores, *, groups=None, step: float = 1.0, nan_policy: NanPolicy = "raise",
-                     undefined: Undefined = "raise") -> float:
+def mean_discard_gap(
+    scores, *, groups=None, step: float = 1.0, nan_policy: NanPolicy = "raise", undefined: Undefined = "raise"
+) -> float:
     """Mean-Discard-Gap: mean over thresholds of max - min discard fraction across groups.
 
     seeds/003, section 3.4, eq. 7. Only the best- and worst-treated group count at each
@@ -458,8 +465,9 @@ def mean_discard_gap(scores, *, groups=None, step: float = 1.0, nan_policy: NanP
     return float(gaps.mean())
 
 
-def mdg_sqfr(scores, *, groups=None, step: float = 1.0, nan_policy: NanPolicy = "raise",
-             undefined: Undefined = "raise") -> float:
+def mdg_sqfr(
+    scores, *, groups=None, step: float = 1.0, nan_policy: NanPolicy = "raise", undefined: Undefined = "raise"
+) -> float:
     """MDG-SQFR = 1 - Mean-Discard-Gap (seeds/003, eq. 8, Tables 8-9).
 
     Parameters
@@ -481,8 +489,16 @@ def mdg_sqfr(scores, *, groups=None, step: float = 1.0, nan_policy: NanPolicy = 
     return 1.0 - gap
 
 
-for _function in (mean_gc_sqfr, median_gc_sqfr, mean_gc_csqfr, low_weighted_mean, lwm_gc_sqfr,
-                  lwm_gc_csqfr, mean_discard_gap, mdg_sqfr):
+for _function in (
+    mean_gc_sqfr,
+    median_gc_sqfr,
+    mean_gc_csqfr,
+    low_weighted_mean,
+    lwm_gc_sqfr,
+    lwm_gc_csqfr,
+    mean_discard_gap,
+    mdg_sqfr,
+):
     _function.__doc__ = _function.__doc__.format(scores=_SCORES_DOC, raises=_RAISES_DOC)
 
 #: The paper's SQFR measures by their published names. Only MDG-SQFR takes ``step``;
@@ -497,8 +513,15 @@ MEASURES = {
 }
 
 
-def compute_measure(name: str, scores, *, groups=None, step: float = 1.0,
-                    nan_policy: NanPolicy = "raise", undefined: Undefined = "raise") -> float:
+def compute_measure(
+    name: str,
+    scores,
+    *,
+    groups=None,
+    step: float = 1.0,
+    nan_policy: NanPolicy = "raise",
+    undefined: Undefined = "raise",
+) -> float:
     """Compute one measure of :data:`MEASURES` by name (``step`` only reaches MDG-SQFR).
 
     Raises
@@ -514,11 +537,13 @@ def compute_measure(name: str, scores, *, groups=None, step: float = 1.0,
     return MEASURES[name](scores, **options)
 
 
-def all_measures(scores, *, groups=None, step: float = 1.0, nan_policy: NanPolicy = "raise",
-                 undefined: Undefined = "raise") -> dict[str, float]:
+def all_measures(
+    scores, *, groups=None, step: float = 1.0, nan_policy: NanPolicy = "raise", undefined: Undefined = "raise"
+) -> dict[str, float]:
     """Every measure of :data:`MEASURES`, ``{published name: value in [0, 1]}``."""
     return {
-        name: compute_measure(name, scores, groups=groups, step=step, nan_policy=nan_policy,
-                              undefined=undefined)
+        name: compute_measure(
+            name, scores, groups=groups, step=step, nan_policy=nan_policy, undefined=undefined
+        )
         for name in MEASURES
     }

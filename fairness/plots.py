@@ -5,6 +5,7 @@ SIDD as violin plots (section 2); a violin is a mirrored KDE, so groups sit side
 Small groups are common here (a handful of videos), so every sample is drawn as a dot
 too, and groups with fewer than two distinct values get dots only (no KDE exists).
 """
+
 from __future__ import annotations
 
 import io
@@ -46,12 +47,19 @@ def violin_png(per_group: dict, *, title: str, ylabel: str, dpi: int = 100) -> b
         positions = np.arange(1, len(arrays) + 1)
         kde = [i for i, values in enumerate(arrays) if np.unique(values).size >= 2]
         if kde:
-            axes.violinplot([arrays[i] for i in kde], positions=positions[kde], showmedians=True,
-                            showextrema=False)
+            axes.violinplot(
+                [arrays[i] for i in kde], positions=positions[kde], showmedians=True, showextrema=False
+            )
         rng = np.random.default_rng(0)  # fixed jitter: the same data gives the same image
         for position, values in zip(positions, arrays):
-            axes.scatter(position + rng.uniform(-0.08, 0.08, values.size), values, s=14, color="black",
-                         alpha=0.7, zorder=3)
+            axes.scatter(
+                position + rng.uniform(-0.08, 0.08, values.size),
+                values,
+                s=14,
+                color="black",
+                alpha=0.7,
+                zorder=3,
+            )
         axes.set_xticks(positions, [f"{label}\n(n={values.size})" for label, values in zip(labels, arrays)])
         axes.set_title(title, fontsize=10)
         axes.set_ylabel(ylabel)

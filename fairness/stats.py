@@ -8,6 +8,7 @@ intervals (Efron's). ``scipy.stats.bootstrap`` does the same resampling for seve
 samples but rejects a sample with a single observation, which small campaigns have (a
 group with one video); so the resampling here is plain numpy with a seeded Generator.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -92,8 +93,11 @@ class ConfidenceInterval:
 
     def as_dict(self) -> dict:
         return {
-            "estimate": self.estimate, "ci_low": self.low, "ci_high": self.high,
-            "confidence_level": self.confidence_level, "n_resamples": self.n_resamples,
+            "estimate": self.estimate,
+            "ci_low": self.low,
+            "ci_high": self.high,
+            "confidence_level": self.confidence_level,
+            "n_resamples": self.n_resamples,
             "n_undefined": self.n_undefined,
         }
 
@@ -112,12 +116,22 @@ def stratified_resamples(per_group: dict, *, n_resamples: int, random_state=0):
     """
     rng = np.random.default_rng(random_state)
     for _ in range(n_resamples):
-        yield {label: values[rng.integers(0, values.size, values.size)] for label, values in per_group.items()}
+        yield {
+            label: values[rng.integers(0, values.size, values.size)] for label, values in per_group.items()
+        }
 
 
-def bootstrap_cis(scores, *, groups=None, measures=None, step: float = 1.0,
-                  n_resamples: int = 1000, confidence_level: float = 0.95, random_state=0,
-                  nan_policy: NanPolicy = "raise") -> dict[str, ConfidenceInterval]:
+def bootstrap_cis(
+    scores,
+    *,
+    groups=None,
+    measures=None,
+    step: float = 1.0,
+    n_resamples: int = 1000,
+    confidence_level: float = 0.95,
+    random_state=0,
+    nan_policy: NanPolicy = "raise",
+) -> dict[str, ConfidenceInterval]:
     """Stratified-bootstrap percentile confidence interval of each measure.
 
     All measures are computed on the same resamples.
@@ -163,8 +177,9 @@ def bootstrap_cis(scores, *, groups=None, measures=None, step: float = 1.0,
     functions = _measure_functions(measures, step)
     estimates = {name: function(per_group, "raise") for name, function in functions.items()}
     draws = {name: np.empty(int(n_resamples)) for name in functions}
-    for index, resample in enumerate(stratified_resamples(per_group, n_resamples=int(n_resamples),
-                                                          random_state=random_state)):
+    for index, resample in enumerate(
+        stratified_resamples(per_group, n_resamples=int(n_resamples), random_state=random_state)
+    ):
         for name, function in functions.items():
             draws[name][index] = function(resample, "nan")
     tail = 50.0 * (1.0 - confidence_level)
@@ -173,8 +188,11 @@ def bootstrap_cis(scores, *, groups=None, measures=None, step: float = 1.0,
         defined = values[~np.isnan(values)]
         low, high = np.percentile(defined, [tail, 100.0 - tail]) if defined.size else (np.nan, np.nan)
         result[name] = ConfidenceInterval(
-            estimate=float(estimates[name]), low=float(low), high=float(high),
-            confidence_level=float(confidence_level), n_resamples=int(n_resamples),
+            estimate=float(estimates[name]),
+            low=float(low),
+            high=float(high),
+            confidence_level=float(confidence_level),
+            n_resamples=int(n_resamples),
             n_undefined=int(values.size - defined.size),
         )
     return result
@@ -188,7 +206,10 @@ def _measure_functions(measures, step: float) -> dict[str, Callable]:
     if unknown:
         raise ValueError(f"unknown measure(s) {unknown}; choose from {list(MEASURES)}")
     return {
-        name: (lambda per_group, undefined, name=name: compute_measure(name, per_group, step=step,
-                                                                      undefined=undefined))
+        name: (
+            lambda per_group, undefined, name=name: compute_measure(
+                name, per_group, step=step, undefined=undefined
+            )
+        )
         for name in measures
     }

@@ -3,6 +3,7 @@
 Used by the command line (:mod:`fairness.cli`) and the platform's reports
 (:mod:`fairness.django_app.report`). Plain pandas, no Django.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,8 +19,16 @@ from fairness.stats import bootstrap_cis, describe_groups
 MISSING_LABELS = frozenset({"", "unknown", "n/a", "na", "none"})
 
 
-def summarize(scores, *, groups, step: float = 1.0, n_resamples: int = 1000,
-              confidence_level: float = 0.95, random_state=0, nan_policy="raise") -> dict:
+def summarize(
+    scores,
+    *,
+    groups,
+    step: float = 1.0,
+    n_resamples: int = 1000,
+    confidence_level: float = 0.95,
+    random_state=0,
+    nan_policy="raise",
+) -> dict:
     """Per-group statistics and every measure of :data:`fairness.measures.MEASURES`.
 
     Parameters
@@ -68,9 +77,16 @@ def summarize(scores, *, groups, step: float = 1.0, n_resamples: int = 1000,
             measures[name] = {"estimate": value}
             defined.append(name)
     if n_resamples > 0 and defined:
-        intervals = bootstrap_cis(scores, groups=groups, measures=defined, step=step,
-                                  n_resamples=n_resamples, confidence_level=confidence_level,
-                                  random_state=random_state, nan_policy=nan_policy)
+        intervals = bootstrap_cis(
+            scores,
+            groups=groups,
+            measures=defined,
+            step=step,
+            n_resamples=n_resamples,
+            confidence_level=confidence_level,
+            random_state=random_state,
+            nan_policy=nan_policy,
+        )
         for name, interval in intervals.items():
             measures[name] = interval.as_dict()
     groups_table = {
@@ -132,12 +148,15 @@ class ScoreSpec:
             raise ValueError(f"favourable must be 'higher' or 'lower', got {self.favourable!r}")
         outside = values[(values < 0) | (values > 1)]
         if len(outside):
-            raise ValueError(f"{self.column} is 'lower is better' but not a fraction in [0, 1]: {outside.tolist()[:5]}")
+            raise ValueError(
+                f"{self.column} is 'lower is better' but not a fraction in [0, 1]: {outside.tolist()[:5]}"
+            )
         return 1.0 - values
 
 
-def summarize_table(samples: pd.DataFrame, *, specs, attributes, missing_labels=MISSING_LABELS,
-                    **options) -> dict:
+def summarize_table(
+    samples: pd.DataFrame, *, specs, attributes, missing_labels=MISSING_LABELS, **options
+) -> dict:
     """Fairness of every score column across every demographic attribute of a samples table.
 
     Parameters
@@ -164,8 +183,13 @@ def summarize_table(samples: pd.DataFrame, *, specs, attributes, missing_labels=
     for spec in specs:
         if spec.column not in samples.columns or samples[spec.column].isna().all():
             continue
-        entry = {"column": spec.column, "favourable": spec.favourable, "description": spec.description,
-                 "mdg_step": spec.mdg_step, "by_attribute": {}}
+        entry = {
+            "column": spec.column,
+            "favourable": spec.favourable,
+            "description": spec.description,
+            "mdg_step": spec.mdg_step,
+            "by_attribute": {},
+        }
         try:
             scores = spec.oriented(samples[spec.column])
         except (ValueError, TypeError) as error:
@@ -186,8 +210,9 @@ def summarize_table(samples: pd.DataFrame, *, specs, attributes, missing_labels=
     return result
 
 
-def comparable_samples(scores: pd.Series, attribute_values: pd.Series,
-                       missing_labels=MISSING_LABELS) -> tuple[pd.Series, pd.Series, int]:
+def comparable_samples(
+    scores: pd.Series, attribute_values: pd.Series, missing_labels=MISSING_LABELS
+) -> tuple[pd.Series, pd.Series, int]:
     """The samples with a score and a real group: (scores, text labels, number left out).
 
     Parameters
@@ -199,8 +224,9 @@ def comparable_samples(scores: pd.Series, attribute_values: pd.Series,
     missing_labels : set of str
         Values that name no group, compared case-insensitively.
     """
-    labels = attribute_values.map(lambda value: "" if pd.api.types.is_scalar(value) and pd.isna(value)
-                                  else str(value).strip())  # None, NaN and pd.NA name no group
+    labels = attribute_values.map(
+        lambda value: "" if pd.api.types.is_scalar(value) and pd.isna(value) else str(value).strip()
+    )  # None, NaN and pd.NA name no group
     missing = {label.lower() for label in missing_labels}
     keep = ~labels.str.lower().isin(missing) & scores.notna()
     return scores[keep], labels[keep], int((~keep).sum())

@@ -1,4 +1,5 @@
 """Shared fixtures: the real public data folder and isolated media/var folders."""
+
 from pathlib import Path
 
 import pytest

@@ -1,4 +1,5 @@
 """automated.video on the real GRID clips (75 frames, 25 fps, 360x288 each, SOURCE.md)."""
+
 import numpy as np
 import pytest
 
@@ -44,7 +45,9 @@ def _stream_lines(path) -> list[str]:
 
     from automated.video import ffmpeg_executable
 
-    probe = subprocess.run([ffmpeg_executable(), "-hide_banner", "-i", str(path)], capture_output=True, text=True)
+    probe = subprocess.run(
+        [ffmpeg_executable(), "-hide_banner", "-i", str(path)], capture_output=True, text=True
+    )
     return [line.strip() for line in probe.stderr.splitlines() if line.strip().startswith("Stream #")]
 
 

@@ -1,4 +1,5 @@
 """Human evaluation: raters, sessions, trials, responses, assignment, scoring."""
+
 from django.apps import AppConfig
 
 

@@ -33,6 +33,7 @@ Concurrency. Every write path runs in one transaction and takes row locks in one
 Unique constraints (one active trial per session position, one response per trial) make
 a resent request store nothing twice.
 """
+
 from __future__ import annotations
 
 import random
@@ -72,6 +73,7 @@ def practice_trials() -> int:
 
 # --- catalogue -> items --------------------------------------------------------------
 
+
 def campaign_tasks(campaign: Campaign) -> list[str]:
     """Identity matching always; action labelling when the campaign has an action list."""
     return [Task.IDENTITY] + ([Task.ACTION] if campaign.action_vocabulary else [])
@@ -81,7 +83,8 @@ def identity_pool(campaign: Campaign) -> dict[int, dict]:
     """``{identity_pk: attributes}`` for identities with a gallery image (can be shown)."""
     rows = (
         GalleryImage.objects.filter(identity__campaign=campaign)
-        .values_list("identity_id", "identity__attributes").distinct()
+        .values_list("identity_id", "identity__attributes")
+        .distinct()
     )
     return {pk: attrs or {} for pk, attrs in rows}
 
@@ -100,9 +103,9 @@ def sync_items(campaign: Campaign) -> int:
     """
     pool = identity_pool(campaign)
     created = 0
-    videos = SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=True, practice=False).prefetch_related(
-        "masked_videos"
-    )
+    videos = SourceVideo.objects.filter(
+        campaign=campaign, in_evaluated_subset=True, practice=False
+    ).prefetch_related("masked_videos")
     with transaction.atomic():
         for video in videos:
             for task in campaign_tasks(campaign):
@@ -112,7 +115,10 @@ def sync_items(campaign: Campaign) -> int:
                     continue
                 for masked in [None, *video.masked_videos.all()]:
                     _, made = Item.objects.update_or_create(
-                        campaign=campaign, source_video=video, masked_video=masked, task=task,
+                        campaign=campaign,
+                        source_video=video,
+                        masked_video=masked,
+                        task=task,
                         defaults={"target_count": campaign.raters_per_video},
                     )
                     created += made
@@ -121,12 +127,17 @@ def sync_items(campaign: Campaign) -> int:
 
 # --- joining ---------------------------------------------------------------------------
 
+
 class OtherBrowser(Exception):
     """The session of this participant code is bound to another browser (:mod:`trials.browser`)."""
 
 
 def join(
-    campaign: Campaign, *, participant_code: str = "", user=None, browser_hash: str = "",
+    campaign: Campaign,
+    *,
+    participant_code: str = "",
+    user=None,
+    browser_hash: str = "",
     platform_params: Mapping | None = None,
 ) -> RatingSession:
     """Get or create the rater and their session (a second join resumes the same session).
@@ -166,8 +177,11 @@ def join(
         session = RatingSession.objects.select_for_update().filter(rater=rater).first()
         if session is None:
             return RatingSession.objects.create(
-                rater=rater, campaign=campaign, seed=random.SystemRandom().getrandbits(48),
-                plan=_plan_for(campaign), browser_key_hash=browser_hash,
+                rater=rater,
+                campaign=campaign,
+                seed=random.SystemRandom().getrandbits(48),
+                plan=_plan_for(campaign),
+                browser_key_hash=browser_hash,
             )
         if browser_hash and session.browser_key_hash != browser_hash:
             if session.browser_key_hash and user is None:
@@ -188,12 +202,15 @@ def _plan_for(campaign: Campaign) -> list[str]:
     spent = max(0, n_practice - videos.filter(in_evaluated_subset=False).count())
     n_evaluated = max(0, min(trials_per_session(), n_videos - spent))
     return design.session_plan(
-        n_practice=n_practice, n_evaluated=n_evaluated,
-        attention_check_rate=campaign.attention_check_rate, rng=random.Random(),
+        n_practice=n_practice,
+        n_evaluated=n_evaluated,
+        attention_check_rate=campaign.attention_check_rate,
+        rng=random.Random(),
     )
 
 
 # --- the current trial -----------------------------------------------------------------
+
 
 def current_trial(session: RatingSession, *, now=None) -> Trial | None:
     """The trial at the session's position, claiming a new one if needed.
@@ -248,7 +265,9 @@ def _lock_item(pk: int | None, *, skip_locked: bool = False) -> Item | None:
     skip_locked = skip_locked and connection.features.has_select_for_update_skip_locked
     return (
         Item.objects.select_for_update(skip_locked=skip_locked, of=("self",))
-        .select_related("source_video").filter(pk=pk).first()
+        .select_related("source_video")
+        .filter(pk=pk)
+        .first()
     )
 
 
@@ -322,8 +341,9 @@ def _item_trial(session, seen, rng, now) -> Trial | None:
     """
     for _ in range(PICK_ROUNDS):
         rows = list(
-            Item.objects.least_completed_first(session.campaign, exclude_video_ids=seen, now=now)
-            .values_list("id", "n_completed")[:PICK_CANDIDATES]
+            Item.objects.least_completed_first(session.campaign, exclude_video_ids=seen, now=now).values_list(
+                "id", "n_completed"
+            )[:PICK_CANDIDATES]
         )
         if not rows:
             return None
@@ -357,7 +377,9 @@ def _claim_item(session, pk, rng, now, *, wait: bool):
             now = _after_lock(now)
             if Trial.objects.filter(item=item).live(now).count() >= item.target_count:
                 raise _NoRoom
-            return _build_trial(session, TrialKind.ITEM, item.task, item.source_video, rng, item=item, now=now)
+            return _build_trial(
+                session, TrialKind.ITEM, item.task, item.source_video, rng, item=item, now=now
+            )
     except _NoRoom:
         return None
 
@@ -383,8 +405,13 @@ def _practice_trial(session, seen, rng, n_before) -> Trial:
 def _build_trial(session, kind, task, video, rng, *, item=None, now=None) -> Trial:
     campaign = session.campaign
     trial = Trial(
-        session=session, position=session.position, kind=kind, task=task, item=item,
-        source_video=video, claimed_at=now or timezone.now(),
+        session=session,
+        position=session.position,
+        kind=kind,
+        task=task,
+        item=item,
+        source_video=video,
+        claimed_at=now or timezone.now(),
     )
     lineup = []
     if task == Task.ACTION:
@@ -393,8 +420,12 @@ def _build_trial(session, kind, task, video, rng, *, item=None, now=None) -> Tri
         trial.target_identity_id = video.identity_id
         # Make-up independent of the answer; no target-absent trials for a thin stratum.
         lineup, trial.target_present = design.trial_lineup(
-            video.identity_id, identity_pool(campaign), campaign.demographic_attributes,
-            n_foils=campaign.foils_per_trial, target_absent_share=campaign.target_absent_share, rng=rng,
+            video.identity_id,
+            identity_pool(campaign),
+            campaign.demographic_attributes,
+            n_foils=campaign.foils_per_trial,
+            target_absent_share=campaign.target_absent_share,
+            rng=rng,
         )
         trial.correct_choice = design.correct_choice(video.identity_id, lineup)
     trial.save()
@@ -412,13 +443,22 @@ def _catch_trial(session, rng, *, kind=TrialKind.CATCH) -> Trial:
     pool = identity_pool(campaign)
     target = rng.choice(sorted(pool))
     lineup, _ = design.build_lineup_relaxed(
-        target, pool, campaign.demographic_attributes,
-        n_foils=campaign.foils_per_trial, target_present=True, rng=rng,
+        target,
+        pool,
+        campaign.demographic_attributes,
+        n_foils=campaign.foils_per_trial,
+        target_present=True,
+        rng=rng,
     )
     trial = Trial.objects.create(
-        session=session, position=session.position, kind=kind, task=Task.IDENTITY,
-        probe_image=_gallery_image_of(target), target_identity_id=target,
-        target_present=True, correct_choice=design.correct_choice(target, lineup),
+        session=session,
+        position=session.position,
+        kind=kind,
+        task=Task.IDENTITY,
+        probe_image=_gallery_image_of(target),
+        target_identity_id=target,
+        target_present=True,
+        correct_choice=design.correct_choice(target, lineup),
     )
     _add_faces(trial, lineup, rng)
     return trial
@@ -431,9 +471,9 @@ def _gallery_image_of(identity_pk: int) -> GalleryImage:
 
 def _add_faces(trial: Trial, lineup, rng) -> None:
     first_image = {}
-    for image_pk, identity_pk in GalleryImage.objects.filter(identity_id__in=lineup).order_by(
-        "-id"
-    ).values_list("id", "identity_id"):
+    for image_pk, identity_pk in (
+        GalleryImage.objects.filter(identity_id__in=lineup).order_by("-id").values_list("id", "identity_id")
+    ):
         first_image[identity_pk] = image_pk  # descending ids: the lowest id is written last
     TrialFace.objects.bulk_create(
         TrialFace(trial=trial, position=i, gallery_image_id=first_image[identity])
@@ -442,6 +482,7 @@ def _add_faces(trial: Trial, lineup, rng) -> None:
 
 
 # --- responses -------------------------------------------------------------------------
+
 
 def gives_feedback(trial: Trial) -> bool:
     """Practice shows the correct answer only on material outside the evaluated subset
@@ -512,8 +553,11 @@ def _store_response(trial: Trial, answer: Mapping) -> Response:
     now = timezone.now()
     shown = trial.shown_at or trial.claimed_at
     response = Response.objects.create(
-        trial=trial, choice=answer["choice"], correct=answer["choice"] == trial.correct_choice,
-        response_time_ms=answer["response_time_ms"], replays=answer.get("replays", 0),
+        trial=trial,
+        choice=answer["choice"],
+        correct=answer["choice"] == trial.correct_choice,
+        response_time_ms=answer["response_time_ms"],
+        replays=answer.get("replays", 0),
         watch_time_ms=answer.get("watch_time_ms", 0),
         server_time_ms=max(0, int((now - shown).total_seconds() * 1000)),
     )

@@ -11,6 +11,7 @@ Participant codes are normalised (Unicode NFKC, then case-folded) and must then 
 :data:`CODE_CHARACTERS` only, so "ABC", "abc" and full-width "ＡＢＣ" are one participant
 and look-alike letters of other scripts (Cyrillic "а" for Latin "a") are refused.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,10 +32,18 @@ _CODE = re.compile(r"^[a-z0-9_.-]+$")
 #: Query parameters of crowd platforms recorded from the join link (Prolific, MTurk,
 #: CloudResearch, generic). Anything else in the query is ignored.
 PLATFORM_PARAMS = (
-    "PROLIFIC_PID", "STUDY_ID", "SESSION_ID",
-    "workerId", "assignmentId", "hitId", "turkSubmitTo",
-    "participantId", "aid", "projectId",
-    "participant", "source",
+    "PROLIFIC_PID",
+    "STUDY_ID",
+    "SESSION_ID",
+    "workerId",
+    "assignmentId",
+    "hitId",
+    "turkSubmitTo",
+    "participantId",
+    "aid",
+    "projectId",
+    "participant",
+    "source",
 )
 PLATFORM_VALUE_MAX = 200
 
@@ -100,7 +109,11 @@ def browser_key(request) -> str:
 def set_cookie(response, key: str) -> None:
     """Send the browser key: HttpOnly, SameSite=Lax, Secure when ``SESSION_COOKIE_SECURE``."""
     response.set_cookie(
-        COOKIE_NAME, key, max_age=COOKIE_MAX_AGE_S, httponly=True, samesite="Lax",
+        COOKIE_NAME,
+        key,
+        max_age=COOKIE_MAX_AGE_S,
+        httponly=True,
+        samesite="Lax",
         secure=settings.SESSION_COOKIE_SECURE,
     )
 

@@ -5,6 +5,7 @@ The protocol needs 5 demographically matched gallery faces per identity trial
 provide them the organizer is told, here and on the organizer page, instead of lineups
 being mismatched silently.
 """
+
 from __future__ import annotations
 
 from evalsite.models import Campaign, Identity, SourceVideo
@@ -21,7 +22,10 @@ def foil_shortages(campaign: Campaign) -> list[design.FoilShortage]:
         set(SourceVideo.objects.filter(campaign=campaign).values_list("identity_id", flat=True)) & set(pool)
     )
     return design.foil_shortages(
-        pool, campaign.demographic_attributes, n_foils=campaign.foils_per_trial, targets=targets,
+        pool,
+        campaign.demographic_attributes,
+        n_foils=campaign.foils_per_trial,
+        targets=targets,
         target_absent=campaign.target_absent_share > 0,
     )
 
@@ -39,9 +43,7 @@ def campaign_warnings(campaign: Campaign) -> list[str]:
     pool = identity_pool(campaign)
     needed = campaign.foils_per_trial + 1
     if len(pool) < needed:
-        warnings.append(
-            f"only {len(pool)} identities have a gallery face; an identity trial shows {needed}"
-        )
+        warnings.append(f"only {len(pool)} identities have a gallery face; an identity trial shows {needed}")
     for shortage in foil_shortages(campaign):
         warnings.append(shortage.message(codes.get(shortage.identity), n_foils=campaign.foils_per_trial))
     evaluated = SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=True)
@@ -58,14 +60,15 @@ def campaign_warnings(campaign: Campaign) -> list[str]:
             warnings.append(f"submission {submission}: {missing} evaluated videos have no masked video")
     if not evaluated.exists():
         warnings.append("no video is in the evaluated subset")
-    if practice_trials() and not SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=False).exists():
+    if (
+        practice_trials()
+        and not SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=False).exists()
+    ):
         warnings.append(
             "no practice material: every video is evaluated, so practice trials show evaluated "
             "videos and give no correctness feedback (feedback would reveal their answers); "
             "import practice videos (videos.csv column role=practice) for practice with feedback"
         )
     if not campaign.consent_text.strip():
-        warnings.append(
-            "the consent text is empty: raters would be asked to agree to a text they cannot see"
-        )
+        warnings.append("the consent text is empty: raters would be asked to agree to a text they cannot see")
     return warnings

@@ -19,6 +19,7 @@ attribute value are the same whether or not the target is present. A target whos
 is too small for a target-absent lineup gets target-present trials only (the organizer is
 told, :meth:`FoilShortage.message`): a mixed target-absent lineup would give the answer away.
 """
+
 from __future__ import annotations
 
 import random
@@ -61,9 +62,12 @@ class FoilShortage:
         identity still gets fully matched target-present trials, and that it gets no
         target-absent trials (they would need ``n_foils + 1`` matched identities).
         """
-        profile = ", ".join(
-            f"{k}={v if v is not None else 'unknown (matches nobody)'}" for k, v in self.profile.items()
-        ) or "no attributes"
+        profile = (
+            ", ".join(
+                f"{k}={v if v is not None else 'unknown (matches nobody)'}" for k, v in self.profile.items()
+            )
+            or "no attributes"
+        )
         text = (
             f"identity {label or self.identity} ({profile}): only {self.matching} other "
             f"identities share these values, a lineup needs {self.needed}"
@@ -116,7 +120,8 @@ def matched_identities(
     if any(value is None for value in wanted):
         return []
     return [
-        key for key, attrs in identities.items()
+        key
+        for key, attrs in identities.items()
         if key != target and profile_of(attrs, matching_attributes) == wanted
     ]
 

@@ -1,4 +1,5 @@
 """Validation of what raters send: join codes and trial answers."""
+
 from django import forms
 
 from .browser import BadParticipantCode, normalise_participant_code
@@ -6,7 +7,9 @@ from .browser import BadParticipantCode, normalise_participant_code
 
 class JoinForm(forms.Form):
     participant_code = forms.CharField(
-        label="Participant code", max_length=200, required=False,
+        label="Participant code",
+        max_length=200,
+        required=False,
         help_text="The ID your crowd-sourcing platform shows you (letters, digits, '-', '_', '.').",
     )
 

@@ -5,6 +5,7 @@ summary section of ``evalsite.reports``. Responses of excluded raters are left o
 rater who fails an attention check is flagged and excluded, and the organizer can include
 them again (organizer page or admin), so scoring follows what the organizer sees.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -30,7 +31,8 @@ def responses_frame(submission, *, include_excluded: bool = False) -> pd.DataFra
         Columns of :data:`trials.scoring.REQUIRED_COLUMNS`.
     """
     rows = Response.objects.filter(
-        trial__kind=TrialKind.ITEM, trial__item__campaign=submission.campaign_id,
+        trial__kind=TrialKind.ITEM,
+        trial__item__campaign=submission.campaign_id,
     ).filter(
         # Responses to a replaced masked video stay stored but score the file they saw, not this one.
         Q(trial__item__masked_video__isnull=True)
@@ -39,8 +41,13 @@ def responses_frame(submission, *, include_excluded: bool = False) -> pd.DataFra
     if not include_excluded:
         rows = rows.exclude(trial__session__rater__excluded=True)
     values = rows.values_list(
-        "trial__session__rater_id", "trial__item__source_video__name", "trial__item__masked_video_id",
-        "trial__item__task", "choice", "correct", "trial__target_present",
+        "trial__session__rater_id",
+        "trial__item__source_video__name",
+        "trial__item__masked_video_id",
+        "trial__item__task",
+        "choice",
+        "correct",
+        "trial__target_present",
     )
     frame = pd.DataFrame(
         [(r, v, "clear" if m is None else "masked", t, c, ok, p) for r, v, m, t, c, ok, p in values],

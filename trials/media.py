@@ -19,6 +19,7 @@
 - :func:`ranged_file_response` answers HTTP Range requests (RFC 9110, section 14) so the
   video can seek and replay in every browser.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -260,7 +261,8 @@ def not_prepared_response() -> HttpResponse:
     """503 with ``Retry-After``: the medium is being prepared (RFC 9110, section 10.2.3)."""
     response = HttpResponse(
         "This video is still being prepared for raters. Please try again in a few seconds.\n",
-        status=503, content_type="text/plain; charset=utf-8",
+        status=503,
+        content_type="text/plain; charset=utf-8",
     )
     response["Retry-After"] = str(RETRY_AFTER_S)
     return _private(response)
@@ -404,7 +406,7 @@ def catch_video_frames(crop_rgb: np.ndarray) -> list[np.ndarray]:
         face = cv2.resize(crop_rgb, (side, side), interpolation=cv2.INTER_CUBIC)
         frame = np.full((height, width, 3), OVAL_GREY, np.uint8)
         top, left = (height - side) // 2, (width - side) // 2
-        frame[top: top + side, left: left + side] = face
+        frame[top : top + side, left : left + side] = face
         frames.append(frame)
     return frames
 

@@ -8,6 +8,7 @@ a (clear or masked) video with 5 internally cropped gallery faces plus "not pres
 
 Nothing here is ever sent to a rater's browser except the opaque ``token`` fields.
 """
+
 from __future__ import annotations
 
 import secrets
@@ -56,11 +57,16 @@ class Rater(models.Model):
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="raters")
     participant_code = models.CharField(
-        "participant code", max_length=64, blank=True,
+        "participant code",
+        max_length=64,
+        blank=True,
         help_text="Code from the crowd-sourcing platform, e.g. a Prolific ID.",
     )
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
         related_name="rater_profiles",
     )
     flagged = models.BooleanField(
@@ -68,11 +74,14 @@ class Rater(models.Model):
     )
     flag_reason = models.TextField("why flagged", blank=True)
     excluded = models.BooleanField(
-        "excluded from scoring", default=False,
+        "excluded from scoring",
+        default=False,
         help_text="Responses do not count toward targets or scores; items reopen for others.",
     )
     platform_params = models.JSONField(
-        "crowd-platform parameters", default=dict, blank=True,
+        "crowd-platform parameters",
+        default=dict,
+        blank=True,
         help_text="PROLIFIC_PID, STUDY_ID, SESSION_ID ... from the join link, as received.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
@@ -82,7 +91,8 @@ class Rater(models.Model):
         ordering = ["campaign", "id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["campaign", "participant_code"], condition=~Q(participant_code=""),
+                fields=["campaign", "participant_code"],
+                condition=~Q(participant_code=""),
                 name="unique_participant_code",
             ),
             models.UniqueConstraint(
@@ -127,7 +137,8 @@ class RatingSession(models.Model):
     seed = models.BigIntegerField(default=0)
     completion_code = models.CharField(max_length=16, default=completion_code)
     browser_key_hash = models.CharField(
-        max_length=64, blank=True,
+        max_length=64,
+        blank=True,
         help_text="SHA-256 of the secret cookie of the browser that joined; other browsers are refused.",
     )
     started_at = models.DateTimeField(auto_now_add=True)
@@ -155,21 +166,25 @@ class ItemQuerySet(models.QuerySet):
         Items of a replaced (superseded) masked video, or of one flagged as no longer
         matching its clear video, are left out: they take no new trials.
         """
-        return self.filter(campaign=campaign, source_video__in_evaluated_subset=True, source_video__practice=False).filter(
-            Q(masked_video__isnull=True) | Q(masked_video__current=True, masked_video__check_code="")
-        )
+        return self.filter(
+            campaign=campaign, source_video__in_evaluated_subset=True, source_video__practice=False
+        ).filter(Q(masked_video__isnull=True) | Q(masked_video__current=True, masked_video__check_code=""))
 
     def with_counts(self, now=None):
         """Annotate ``n_completed`` (usable responses), ``n_live`` (those + live unexpired
         claims) and ``n_excluded`` (responses of excluded raters, which count for nothing)."""
         cutoff = (now or timezone.now()) - claim_timeout()
         usable = Q(trials__session__rater__excluded=False)  # excluded raters never fill targets
-        live = usable & (Q(trials__completed=True) | Q(trials__released=False, trials__claimed_at__gte=cutoff))
+        live = usable & (
+            Q(trials__completed=True) | Q(trials__released=False, trials__claimed_at__gte=cutoff)
+        )
         return self.annotate(
             n_completed=Count("trials", filter=usable & Q(trials__completed=True), distinct=True),
             n_live=Count("trials", filter=live, distinct=True),
             n_excluded=Count(
-                "trials", filter=Q(trials__completed=True, trials__session__rater__excluded=True), distinct=True
+                "trials",
+                filter=Q(trials__completed=True, trials__session__rater__excluded=True),
+                distinct=True,
             ),
         )
 
@@ -194,7 +209,11 @@ class Item(models.Model):
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="rating_items")
     source_video = models.ForeignKey(SourceVideo, on_delete=models.CASCADE, related_name="rating_items")
     masked_video = models.ForeignKey(
-        MaskedVideo, null=True, blank=True, on_delete=models.CASCADE, related_name="rating_items",
+        MaskedVideo,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="rating_items",
         help_text="Empty for the clear-video baseline.",
     )
     task = models.CharField(max_length=16, choices=Task.choices)
@@ -207,11 +226,13 @@ class Item(models.Model):
         ordering = ["campaign", "source_video", "task", "id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["source_video", "task"], condition=Q(masked_video__isnull=True),
+                fields=["source_video", "task"],
+                condition=Q(masked_video__isnull=True),
                 name="unique_clear_item",
             ),
             models.UniqueConstraint(
-                fields=["masked_video", "task"], condition=Q(masked_video__isnull=False),
+                fields=["masked_video", "task"],
+                condition=Q(masked_video__isnull=False),
                 name="unique_masked_item",
             ),
         ]
@@ -261,11 +282,19 @@ class Trial(models.Model):
     task = models.CharField(max_length=16, choices=Task.choices)
     item = models.ForeignKey(Item, null=True, blank=True, on_delete=models.PROTECT, related_name="trials")
     source_video = models.ForeignKey(
-        SourceVideo, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        SourceVideo,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
         help_text="The source video seen (any condition); empty for still-image catch trials.",
     )
     probe_image = models.ForeignKey(
-        GalleryImage, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        GalleryImage,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
         help_text="Catch trials show a still instead of a video.",
     )
     target_identity = models.ForeignKey(
@@ -281,7 +310,9 @@ class Trial(models.Model):
     video_bytes_served = models.BigIntegerField(default=0, help_text="Video bytes sent (all Range requests).")
     video_size = models.BigIntegerField(default=0, help_text="Bytes of the video variant served.")
     completed = models.BooleanField(default=False)
-    released = models.BooleanField(default=False, help_text="Claim expired and the item went to someone else.")
+    released = models.BooleanField(
+        default=False, help_text="Claim expired and the item went to someone else."
+    )
 
     objects = TrialQuerySet.as_manager()
 
@@ -290,7 +321,9 @@ class Trial(models.Model):
         ordering = ["session", "position", "id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["session", "position"], condition=Q(released=False), name="one_active_trial_per_position"
+                fields=["session", "position"],
+                condition=Q(released=False),
+                name="one_active_trial_per_position",
             ),
         ]
         indexes = [models.Index(fields=["item", "completed", "released", "claimed_at"])]
@@ -313,9 +346,7 @@ class TrialFace(models.Model):
 
     class Meta:
         ordering = ["trial", "position"]
-        constraints = [
-            models.UniqueConstraint(fields=["trial", "position"], name="unique_face_position")
-        ]
+        constraints = [models.UniqueConstraint(fields=["trial", "position"], name="unique_face_position")]
 
 
 class Response(models.Model):
@@ -328,7 +359,9 @@ class Response(models.Model):
     replays = models.PositiveIntegerField(default=0)
     watch_time_ms = models.PositiveIntegerField("watch time (ms)", default=0)
     server_time_ms = models.PositiveIntegerField(
-        "server-side response time (ms)", null=True, blank=True,
+        "server-side response time (ms)",
+        null=True,
+        blank=True,
         help_text="From the trial page being served to the answer arriving.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
@@ -355,10 +388,12 @@ class GalleryCrop(models.Model):
     gallery_image = models.OneToOneField(GalleryImage, on_delete=models.CASCADE, related_name="rater_crop")
     file = models.ImageField(upload_to=crop_upload_to)
     size_px = models.PositiveSmallIntegerField()
-    version = models.PositiveSmallIntegerField(default=CURRENT_VERSION, help_text="Crop style (see CURRENT_VERSION).")
+    version = models.PositiveSmallIntegerField(
+        default=CURRENT_VERSION, help_text="Crop style (see CURRENT_VERSION)."
+    )
     catch_video = models.FileField(
-        upload_to=catch_video_upload_to, blank=True,
+        upload_to=catch_video_upload_to,
+        blank=True,
         help_text="A short MP4 of this face, the probe of attention-check trials.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
-

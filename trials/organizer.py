@@ -3,6 +3,7 @@
 Staff only, and only campaigns the user organizes (``evalsite.scoping``). Opening rating
 goes through ``trials.services.open_rating``, as in the admin and the API.
 """
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -44,7 +45,8 @@ def campaign_progress(request, pk: int):
     raters = Rater.objects.filter(campaign=campaign).annotate(
         n_responses=Count("session__trials__response"),
         n_catch_failed=Count(
-            "session__trials", filter=Q(session__trials__kind="catch", session__trials__response__correct=False)
+            "session__trials",
+            filter=Q(session__trials__kind="catch", session__trials__response__correct=False),
         ),
     )
     evaluated = [item for item in items if item.source_video.in_evaluated_subset]
@@ -78,8 +80,9 @@ def set_rating_open(request, pk: int):
             # The warnings are listed on the page itself; say only how many.
             n_warnings = len(result.warnings)
             messages.success(
-                request, f"Rating open ({result.items_created} new items)."
-                + (f" {n_warnings} warning{'s' if n_warnings != 1 else ''} below." if n_warnings else "")
+                request,
+                f"Rating open ({result.items_created} new items)."
+                + (f" {n_warnings} warning{'s' if n_warnings != 1 else ''} below." if n_warnings else ""),
             )
     else:
         close_rating(campaign)

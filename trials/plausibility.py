@@ -16,6 +16,7 @@ share of the video's bytes that must have been sent before the answer),
 ``TRIALS_PLAUSIBILITY_CHECKS`` (default on; off only for scripted load tests whose raters
 fetch no media).
 """
+
 from __future__ import annotations
 
 from django.conf import settings

@@ -32,6 +32,7 @@ Input frame ``responses``: one row per evaluated response with columns
 
 Rates are fractions in [0, 1]; a rate with no trials is NaN.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -108,24 +109,28 @@ def identification_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> pd
     identity = check_responses(responses)
     identity = identity[identity["task"] == "identity"]
     present = identity["target_present"].astype(bool)
-    frame = pd.DataFrame({
-        "video": identity["video"],
-        "condition": identity["condition"],
-        "correct": identity["correct"].astype(bool),
-        "present": present,
-        "hit": present & identity["correct"].astype(bool),
-        "absent": ~present,
-        "false_alarm": ~present & (identity["choice"].astype(str) != NOT_PRESENT),
-    })
+    frame = pd.DataFrame(
+        {
+            "video": identity["video"],
+            "condition": identity["condition"],
+            "correct": identity["correct"].astype(bool),
+            "present": present,
+            "hit": present & identity["correct"].astype(bool),
+            "absent": ~present,
+            "false_alarm": ~present & (identity["choice"].astype(str) != NOT_PRESENT),
+        }
+    )
     grouped = frame.groupby(["video", "condition"])
-    out = pd.DataFrame({
-        "n": grouped.size(),
-        "n_correct": grouped["correct"].sum(),
-        "n_target_present": grouped["present"].sum(),
-        "hits": grouped["hit"].sum(),
-        "n_target_absent": grouped["absent"].sum(),
-        "false_alarms": grouped["false_alarm"].sum(),
-    }).astype(int)
+    out = pd.DataFrame(
+        {
+            "n": grouped.size(),
+            "n_correct": grouped["correct"].sum(),
+            "n_target_present": grouped["present"].sum(),
+            "hits": grouped["hit"].sum(),
+            "n_target_absent": grouped["absent"].sum(),
+            "false_alarms": grouped["false_alarm"].sum(),
+        }
+    ).astype(int)
     out["accuracy"] = out["n_correct"] / out["n"]
     out["ci_low"], out["ci_high"] = wilson_interval(out["n_correct"], out["n"], alpha=alpha)
     out["hit_rate"] = _rate(out["hits"], out["n_target_present"])
@@ -178,13 +183,18 @@ def per_video_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> pd.Data
         From :func:`check_responses` on a malformed frame.
     """
     identity = _wide(
-        identification_scores(responses, alpha=alpha), "human_id",
+        identification_scores(responses, alpha=alpha),
+        "human_id",
         ["n", "accuracy", "ci_low", "ci_high", "hit_rate", "false_alarm_rate"],
     )
     action = _wide(action_scores(responses, alpha=alpha), "action", ["n", "accuracy", "ci_low", "ci_high"])
     out = identity.join(action, how="outer")
-    for name in ("human_id_accuracy_clear", "human_id_accuracy_masked", "action_accuracy_clear",
-                 "action_accuracy_masked"):
+    for name in (
+        "human_id_accuracy_clear",
+        "human_id_accuracy_masked",
+        "action_accuracy_clear",
+        "action_accuracy_masked",
+    ):
         if name not in out:
             out[name] = np.nan
     out["masking_success"] = out["human_id_accuracy_clear"] - out["human_id_accuracy_masked"]
@@ -254,9 +264,13 @@ def summary_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> dict:
             summary[f"{key}_ci_{condition}"] = [low, high]
             summary[f"{key}_n_{condition}"] = n
     per_video = per_video_scores(responses, alpha=alpha)
-    summary["masking_success"] = float(per_video["masking_success"].mean()) if len(per_video) else float("nan")
+    summary["masking_success"] = (
+        float(per_video["masking_success"].mean()) if len(per_video) else float("nan")
+    )
     summary["action_loss"] = float(per_video["action_loss"].mean()) if len(per_video) else float("nan")
-    summary["n_videos_both_conditions"] = int(per_video["masking_success"].notna().sum()) if len(per_video) else 0
+    summary["n_videos_both_conditions"] = (
+        int(per_video["masking_success"].notna().sum()) if len(per_video) else 0
+    )
     for condition in CONDITIONS:
         summary[f"action_agreement_{condition}"] = action_agreement(responses, condition)
     return summary

@@ -27,6 +27,7 @@ The protocol it exercises is the MediaEval 2021 human evaluation
 (``../shared/seeds/002_68b18bfdbdb94491.txt``, section 4): raters_per_video responses
 per (video, condition, task) item.
 """
+
 from __future__ import annotations
 
 import csv
@@ -66,7 +67,9 @@ def grid_people(data_dir) -> list[GridPerson]:
         people.setdefault(row["person_label"], []).append(row)
     out = []
     for label, clips in sorted(people.items()):
-        out.append(GridPerson(label, clips[0]["file"], clips[-1]["file"], clips[0]["apparent_gender_unofficial"]))
+        out.append(
+            GridPerson(label, clips[0]["file"], clips[-1]["file"], clips[0]["apparent_gender_unofficial"])
+        )
     return out
 
 
@@ -122,8 +125,15 @@ def prepare_grid_files(data_dir, cache_dir, *, masked_method: str = "blur_face")
 
 
 def build_grid_campaign(
-    data_dir, cache_dir, *, name: str = "GRID rating", raters_per_video: int = 10, copies: int = 1,
-    masked_method: str = "blur_face", with_web_files: bool = True, target_absent_share: float = 0.2,
+    data_dir,
+    cache_dir,
+    *,
+    name: str = "GRID rating",
+    raters_per_video: int = 10,
+    copies: int = 1,
+    masked_method: str = "blur_face",
+    with_web_files: bool = True,
+    target_absent_share: float = 0.2,
     attention_check_rate: float = 0.1,
 ):
     """Create a campaign of the 10 GRID speakers, their clips, and one blurred submission.
@@ -150,9 +160,13 @@ def build_grid_campaign(
 
     files = prepare_grid_files(data_dir, cache_dir, masked_method=masked_method)
     campaign = Campaign.objects.create(
-        name=name, slug=re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-"),
-        action_vocabulary=ACTIONS, raters_per_video=raters_per_video, demographic_attributes=["gender"],
-        target_absent_share=target_absent_share, attention_check_rate=attention_check_rate,
+        name=name,
+        slug=re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-"),
+        action_vocabulary=ACTIONS,
+        raters_per_video=raters_per_video,
+        demographic_attributes=["gender"],
+        target_absent_share=target_absent_share,
+        attention_check_rate=attention_check_rate,
         consent_text="You will watch short videos of people and answer two kinds of questions.",
     )
     team = Team.objects.get_or_create(name="Baseline team")[0]
@@ -174,7 +188,9 @@ def build_grid_campaign(
         names: dict[str, str] = {}
         for k in range(copies):
             video = SourceVideo(
-                campaign=campaign, identity=identity, action="talking",
+                campaign=campaign,
+                identity=identity,
+                action="talking",
                 name=Path(person.clip).stem + (f"_c{k}" if copies > 1 else ""),
             )
             for field_name, key in (("file", "clip"), ("web_file", "clip_web")):
@@ -327,7 +343,10 @@ class HttpClient:
         if json_body is not None:
             body, headers["Content-Type"] = json_body.encode(), "application/json"
         elif method == "POST":
-            body, headers["Content-Type"] = urlencode(form or {}).encode(), "application/x-www-form-urlencoded"
+            body, headers["Content-Type"] = (
+                urlencode(form or {}).encode(),
+                "application/x-www-form-urlencoded",
+            )
         started = time.perf_counter()
         reused = self.connection.sock is not None
         try:
@@ -370,8 +389,16 @@ def _expect(reply: Reply, *statuses: int, what: str) -> Reply:
     return reply
 
 
-def simulate_rater(client, join_code: str, code: str, *, rng: random.Random, abandon_after: int | None = None,
-                   resend_share: float = 0.2, media_pages: int = 0) -> RaterLog:
+def simulate_rater(
+    client,
+    join_code: str,
+    code: str,
+    *,
+    rng: random.Random,
+    abandon_after: int | None = None,
+    resend_share: float = 0.2,
+    media_pages: int = 0,
+) -> RaterLog:
     """Take one rater through the pages as a browser would; stop after ``abandon_after`` answers.
 
     Parameters
@@ -391,8 +418,11 @@ def simulate_rater(client, join_code: str, code: str, *, rng: random.Random, aba
     log = RaterLog(code)
     try:
         _expect(client.request("GET", f"/join/{join_code}/")[0], 200, what="join page")
-        _expect(client.request("POST", f"/join/{join_code}/", form={"participant_code": code})[0], 302,
-                what="join")
+        _expect(
+            client.request("POST", f"/join/{join_code}/", form={"participant_code": code})[0],
+            302,
+            what="join",
+        )
         _expect(client.request("GET", "/session/")[0], 200, what="consent page")
         _expect(client.request("POST", "/session/consent/", form={"agree": "yes"})[0], 302, what="consent")
         _expect(client.request("GET", "/session/")[0], 200, what="instructions page")
@@ -415,8 +445,14 @@ def simulate_rater(client, join_code: str, code: str, *, rng: random.Random, aba
                 break  # leaves this trial claimed, never answered
             url = match.group(1)
             choice = rng.choice(_CHOICE.findall(html))
-            body = json.dumps({"choice": choice, "response_time_ms": rng.randint(800, 9000),
-                               "replays": rng.randint(0, 2), "watch_time_ms": rng.randint(3000, 9000)})
+            body = json.dumps(
+                {
+                    "choice": choice,
+                    "response_time_ms": rng.randint(800, 9000),
+                    "replays": rng.randint(0, 2),
+                    "watch_time_ms": rng.randint(3000, 9000),
+                }
+            )
             double = rng.random() < resend_share
             replies = _send_answer(client, url, body, double=double)
             log.double_clicks += double
@@ -487,8 +523,18 @@ def _fetch_media(client, log: RaterLog, html: str) -> None:
         log.media_s.append(seconds)
 
 
-def run_raters(make_client, join_code: str, n_raters: int, *, threads: int, abandon_share: float, seed: int,
-               prefix: str = "sim", media_pages: int = 0, resend_share: float = 0.2) -> list[RaterLog]:
+def run_raters(
+    make_client,
+    join_code: str,
+    n_raters: int,
+    *,
+    threads: int,
+    abandon_share: float,
+    seed: int,
+    prefix: str = "sim",
+    media_pages: int = 0,
+    resend_share: float = 0.2,
+) -> list[RaterLog]:
     """Run ``n_raters`` simulated raters, ``threads`` at a time; ``abandon_share`` abandon early.
 
     ``make_client()`` gives each rater a fresh browser (:class:`InProcessClient` or
@@ -496,7 +542,11 @@ def run_raters(make_client, join_code: str, n_raters: int, *, threads: int, aban
     """
     rng = random.Random(seed)
     plans = [
-        (f"{prefix}{i:04d}", random.Random(rng.random()), rng.randint(0, 3) if rng.random() < abandon_share else None)
+        (
+            f"{prefix}{i:04d}",
+            random.Random(rng.random()),
+            rng.randint(0, 3) if rng.random() < abandon_share else None,
+        )
         for i in range(n_raters)
     ]
     logs: list[RaterLog] = []
@@ -509,8 +559,15 @@ def run_raters(make_client, join_code: str, n_raters: int, *, threads: int, aban
                 if not queue:
                     return
                 code, rater_rng, abandon = queue.pop(0)
-            log = simulate_rater(make_client(), join_code, code, rng=rater_rng, abandon_after=abandon,
-                                 resend_share=resend_share, media_pages=media_pages)
+            log = simulate_rater(
+                make_client(),
+                join_code,
+                code,
+                rng=rater_rng,
+                abandon_after=abandon,
+                resend_share=resend_share,
+                media_pages=media_pages,
+            )
             with lock:
                 logs.append(log)
 
@@ -522,8 +579,18 @@ def run_raters(make_client, join_code: str, n_raters: int, *, threads: int, aban
     return logs
 
 
-def run_until_full(make_client, campaign, *, raters: int, threads: int, abandon_share: float, seed: int,
-                   claim_timeout_s: float, waves: int, media_pages: int = 0) -> tuple[list[RaterLog], float]:
+def run_until_full(
+    make_client,
+    campaign,
+    *,
+    raters: int,
+    threads: int,
+    abandon_share: float,
+    seed: int,
+    claim_timeout_s: float,
+    waves: int,
+    media_pages: int = 0,
+) -> tuple[list[RaterLog], float]:
     """A first wave of raters (some abandoning), then waves without abandoning until every
     item is at its target (abandoned claims lapse after ``claim_timeout_s``).
 
@@ -534,16 +601,30 @@ def run_until_full(make_client, campaign, *, raters: int, threads: int, abandon_
         Wall time of all waves.
     """
     started = time.perf_counter()
-    logs = run_raters(make_client, campaign.join_code, raters, threads=threads, abandon_share=abandon_share,
-                      seed=seed, media_pages=media_pages)
+    logs = run_raters(
+        make_client,
+        campaign.join_code,
+        raters,
+        threads=threads,
+        abandon_share=abandon_share,
+        seed=seed,
+        media_pages=media_pages,
+    )
     for wave in range(waves):
         counts = check_counts(campaign)
         if counts["items_at_target"] == counts["items"]:
             break
         time.sleep(claim_timeout_s + 0.5)
-        logs += run_raters(make_client, campaign.join_code, max(threads, raters // 4), threads=threads,
-                           abandon_share=0.0, seed=seed + wave + 1, prefix=f"wave{wave}-",
-                           media_pages=media_pages)
+        logs += run_raters(
+            make_client,
+            campaign.join_code,
+            max(threads, raters // 4),
+            threads=threads,
+            abandon_share=0.0,
+            seed=seed + wave + 1,
+            prefix=f"wave{wave}-",
+            media_pages=media_pages,
+        )
     return logs, time.perf_counter() - started
 
 
@@ -568,8 +649,10 @@ def check_counts(campaign) -> dict:
     items = list(Item.objects.evaluated(campaign).with_counts().values("n_completed", "target_count"))
     responses = Response.objects.filter(trial__session__campaign=campaign)
     per_video = (
-        responses.filter(trial__kind="item").values("trial__session", "trial__source_video")
-        .annotate(n=Count("id")).filter(n__gt=1)
+        responses.filter(trial__kind="item")
+        .values("trial__session", "trial__source_video")
+        .annotate(n=Count("id"))
+        .filter(n__gt=1)
     )
     return {
         "items": len(items),
@@ -589,7 +672,8 @@ def summarize(campaign, logs: list[RaterLog], elapsed_s: float) -> dict:
     stored = {
         f"/t/{token}/respond/": choice
         for token, choice in Response.objects.filter(trial__session__campaign=campaign).values_list(
-            "trial__token", "choice")
+            "trial__token", "choice"
+        )
     }
 
     def ms(values, q):
@@ -638,8 +722,11 @@ def _setup_campaign(args):
     from .tasks import prepare_campaign_media
 
     campaign = build_grid_campaign(
-        settings.DATA_DIR, Path(args.cache_dir or Path(settings.CACHE_DIR) / "grid"),
-        raters_per_video=args.raters_per_video, copies=args.copies, name=f"simulation {time.time_ns()}",
+        settings.DATA_DIR,
+        Path(args.cache_dir or Path(settings.CACHE_DIR) / "grid"),
+        raters_per_video=args.raters_per_video,
+        copies=args.copies,
+        name=f"simulation {time.time_ns()}",
     )
     open_rating(campaign, prepare_media=False)
     if args.prepare_media:
@@ -660,19 +747,35 @@ def main(argv=None) -> int:
     parser.add_argument("--resend", type=float, default=0.2, help="share of answers double-clicked")
     parser.add_argument("--raters-per-video", type=int, default=5)
     parser.add_argument("--copies", type=int, default=1)
-    parser.add_argument("--claim-timeout", type=float, default=2.0,
-                        help="in-process: seconds (over HTTP the server's TRIALS_CLAIM_TIMEOUT_S is used)")
+    parser.add_argument(
+        "--claim-timeout",
+        type=float,
+        default=2.0,
+        help="in-process: seconds (over HTTP the server's TRIALS_CLAIM_TIMEOUT_S is used)",
+    )
     parser.add_argument("--waves", type=int, default=4, help="extra waves until every item is full")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--cache-dir", default=None, help="derived GRID files (default CACHE_DIR/grid)")
-    parser.add_argument("--setup-only", action="store_true",
-                        help="build and open the campaign in DATABASE_URL, print its id and join code")
-    parser.add_argument("--prepare-media", action="store_true",
-                        help="with --setup-only: crop faces and make web copies now (else crops on first use)")
-    parser.add_argument("--base-url", default=None, help="rate over HTTP against this server (needs --campaign)")
+    parser.add_argument(
+        "--setup-only",
+        action="store_true",
+        help="build and open the campaign in DATABASE_URL, print its id and join code",
+    )
+    parser.add_argument(
+        "--prepare-media",
+        action="store_true",
+        help="with --setup-only: crop faces and make web copies now (else crops on first use)",
+    )
+    parser.add_argument(
+        "--base-url", default=None, help="rate over HTTP against this server (needs --campaign)"
+    )
     parser.add_argument("--campaign", type=int, default=None, help="with --base-url: the campaign id")
-    parser.add_argument("--media-pages", type=int, default=None,
-                        help="trial pages per rater whose media are fetched (default: 2 over HTTP, 0 in-process)")
+    parser.add_argument(
+        "--media-pages",
+        type=int,
+        default=None,
+        help="trial pages per rater whose media are fetched (default: 2 over HTTP, 0 in-process)",
+    )
     args = parser.parse_args(argv)
     threads = args.threads or args.raters
 
@@ -690,8 +793,13 @@ def main(argv=None) -> int:
             parser.error("--base-url needs --campaign")
         campaign = Campaign.objects.get(pk=args.campaign)
         logs, elapsed = run_until_full(
-            lambda: HttpClient(args.base_url), campaign, raters=args.raters, threads=threads,
-            abandon_share=args.abandon, seed=args.seed, waves=args.waves,
+            lambda: HttpClient(args.base_url),
+            campaign,
+            raters=args.raters,
+            threads=threads,
+            abandon_share=args.abandon,
+            seed=args.seed,
+            waves=args.waves,
             claim_timeout_s=float(settings.TRIALS_CLAIM_TIMEOUT_S),
             media_pages=2 if args.media_pages is None else args.media_pages,
         )
@@ -701,16 +809,29 @@ def main(argv=None) -> int:
     call_command("migrate", verbosity=0)
     if args.setup_only:
         campaign = _setup_campaign(args)
-        print(json.dumps({"campaign": campaign.pk, "join_code": campaign.join_code,
-                          "items": check_counts(campaign)["items"]}))
+        print(
+            json.dumps(
+                {
+                    "campaign": campaign.pk,
+                    "join_code": campaign.join_code,
+                    "items": check_counts(campaign)["items"],
+                }
+            )
+        )
         return 0
     settings.TRIALS_CLAIM_TIMEOUT_S = args.claim_timeout
     args.prepare_media = False
     campaign = _setup_campaign(args)
     server = ServerSlots(args.server_workers)
     logs, elapsed = run_until_full(
-        lambda: InProcessClient(server), campaign, raters=args.raters, threads=threads,
-        abandon_share=args.abandon, seed=args.seed, waves=args.waves, claim_timeout_s=args.claim_timeout,
+        lambda: InProcessClient(server),
+        campaign,
+        raters=args.raters,
+        threads=threads,
+        abandon_share=args.abandon,
+        seed=args.seed,
+        waves=args.waves,
+        claim_timeout_s=args.claim_timeout,
         media_pages=args.media_pages or 0,
     )
     print(json.dumps(summarize(campaign, logs, elapsed)))

@@ -4,6 +4,7 @@ Runs in-process by default (``CELERY_TASK_ALWAYS_EAGER``) and on Celery workers 
 broker is configured. Rater requests never transcode: until this task has made a
 video's browser copy, the media view answers 503 with ``Retry-After``.
 """
+
 import logging
 
 from celery import shared_task

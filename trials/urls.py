@@ -1,4 +1,5 @@
 """Rater pages, media, and the organizer page."""
+
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
@@ -17,7 +18,8 @@ urlpatterns = [
     path("organizer/<int:pk>/", organizer.campaign_progress, name="organizer_campaign"),
     path("organizer/<int:pk>/rating/", organizer.set_rating_open, name="organizer_rating"),
     path(
-        "organizer/<int:pk>/raters/<int:rater_pk>/excluded/", organizer.set_rater_excluded,
+        "organizer/<int:pk>/raters/<int:rater_pk>/excluded/",
+        organizer.set_rater_excluded,
         name="organizer_rater_excluded",
     ),
 ]

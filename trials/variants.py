@@ -16,6 +16,7 @@ The variant is a pure function of the token (seeded by the server's secret key),
 reload and every Range request of one trial see the same bytes. Nothing in a variant
 carries the answer: the padding is random bytes.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -159,7 +160,7 @@ def mp4_variant(path, token: str) -> tuple[list, int]:
     spans: list = []
     for kind, offset, _, size in boxes:
         if kind == b"moov":
-            moov = bytearray(data[offset: offset + size])
+            moov = bytearray(data[offset : offset + size])
             _shift_chunk_offsets(moov, len(free))
             spans.append(bytes(moov))
         else:
@@ -178,7 +179,7 @@ def read_spans(path, spans: list, start: int, end: int):
             lo, hi = max(start, position), min(end + 1, position + length)
             if lo < hi:
                 if isinstance(span, bytes):
-                    yield span[lo - position: hi - position]
+                    yield span[lo - position : hi - position]
                 else:
                     handle.seek(span[0] + lo - position)
                     remaining = hi - lo
@@ -233,7 +234,7 @@ def png_variant_response(request, field_file, token: str):
             data = png_variant(handle.read(), token)
     except (FileNotFoundError, ValueError):
         return not_prepared_response()
-    return _ranged(request, len(data), lambda s, e: iter([data[s: e + 1]]), "image/png")
+    return _ranged(request, len(data), lambda s, e: iter([data[s : e + 1]]), "image/png")
 
 
 def mp4_variant_response(request, field_file, token: str, on_sent=None, on_size=None):

@@ -4,6 +4,7 @@ A rater is identified by the rating-session id kept in the Django session (set o
 every trial, answer and media URL is looked up through that session, so a rater can reach
 only their own trials. URLs carry opaque random tokens only (DESIGN.md, security stance).
 """
+
 from __future__ import annotations
 
 from django.db.models import F
@@ -63,7 +64,9 @@ def join(request, join_code: str):
     campaign = get_object_or_404(Campaign, join_code=join_code)
     if not campaign.rating_open:
         return render(request, "trials/closed.html", status=403)
-    suggested = request.GET.get("participant") or request.GET.get("PROLIFIC_PID") or request.GET.get("workerId", "")
+    suggested = (
+        request.GET.get("participant") or request.GET.get("PROLIFIC_PID") or request.GET.get("workerId", "")
+    )
     form = JoinForm(request.POST or None, initial={"participant_code": suggested[:200]})
     if request.method == "POST" and form.is_valid():
         code = form.cleaned_data["participant_code"]
@@ -74,7 +77,10 @@ def join(request, join_code: str):
             key = browser.browser_key(request)
             try:
                 session = assignment.join(
-                    campaign, participant_code=code, user=user, browser_hash=browser.key_hash(key),
+                    campaign,
+                    participant_code=code,
+                    user=user,
+                    browser_hash=browser.key_hash(key),
                     platform_params=browser.platform_params(request.GET),
                 )
             except assignment.OtherBrowser:
@@ -137,7 +143,8 @@ def _trial_context(session, trial: Trial) -> dict:
         "respond_url": reverse("trials:respond", args=[trial.token]),
         "next_url": reverse("trials:session"),
         "practice": trial.kind == TrialKind.PRACTICE,
-        "keys": [str(face.position) for face in faces] + ["0"] if faces
+        "keys": [str(face.position) for face in faces] + ["0"]
+        if faces
         else [str(i) for i in range(1, len(actions) + 1)],
     }
     return {
@@ -202,12 +209,15 @@ def respond(request, token: str):
     try:
         response, created = assignment.record_response(trial, form.cleaned_data)
     except assignment.TrialExpired:
-        return JsonResponse({
-            "error": "trial expired",
-            "message": "This trial was open too long and went to another rater; your answer was not "
-            "stored. The next trial is loading.",
-            "next": reverse("trials:session"),
-        }, status=409)
+        return JsonResponse(
+            {
+                "error": "trial expired",
+                "message": "This trial was open too long and went to another rater; your answer was not "
+                "stored. The next trial is loading.",
+                "next": reverse("trials:session"),
+            },
+            status=409,
+        )
     except ValueError as error:
         return JsonResponse({"error": str(error)}, status=400)
     body = {"stored": True, "duplicate": not created, "next": reverse("trials:session")}
@@ -228,16 +238,18 @@ def media(request, token: str):
     session = _rating_session(request)
     if session is None:
         raise Http404
-    face = TrialFace.objects.select_related("gallery_image").filter(
-        token=token, trial__session=session
-    ).first()
+    face = (
+        TrialFace.objects.select_related("gallery_image").filter(token=token, trial__session=session).first()
+    )
     now = timezone.now()
     if face is not None:
         TrialFace.objects.filter(pk=face.pk, fetched_at=None).update(fetched_at=now)
         return png_variant_response(request, ensure_gallery_crop(face.gallery_image).file, face.token)
-    trial = Trial.objects.select_related(
-        "probe_image", "item__masked_video", "source_video"
-    ).filter(media_token=token, session=session).first()
+    trial = (
+        Trial.objects.select_related("probe_image", "item__masked_video", "source_video")
+        .filter(media_token=token, session=session)
+        .first()
+    )
     if trial is None:
         raise Http404
     if trial.probe_image_id is not None:

@@ -11,6 +11,7 @@ The *reversal* attacker (after "Fantomas: Understanding Face Anonymization
 Reversibility", the follow-up to seeds/000) trains on clear samples and first restores
 each masked test sample with a network trained on the attacker's (masked, clear) pairs.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,9 +46,7 @@ class Attacker:
 
     def __post_init__(self):
         if not 0.0 <= self.masked_train_fraction <= 1.0:
-            raise ValueError(
-                f"masked_train_fraction must be in [0, 1], got {self.masked_train_fraction}"
-            )
+            raise ValueError(f"masked_train_fraction must be in [0, 1], got {self.masked_train_fraction}")
 
     @property
     def is_baseline(self) -> bool:

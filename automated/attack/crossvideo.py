@@ -23,6 +23,7 @@ Each recognizer x attacker (naive, parrot, %-parrot, the clear bound: seeds/000 
 standard deviation, minimum and maximum over folds with a 95 % Student-t interval, the
 numbers of identities, videos and frames used, and per-identity accuracy.
 """
+
 from __future__ import annotations
 
 import time
@@ -39,12 +40,34 @@ from .protocol import Split, accuracy, chance_level, chance_normalised_accuracy,
 from .suite import fit_predict
 
 FOLD_COLUMNS = [
-    "recognizer", "attacker", "fold", "test_videos", "n_classes", "n_train", "n_test", "n_train_videos",
-    "n_test_videos", "accuracy", "chance_level", "chance_normalised", "fit_s", "predict_s",
+    "recognizer",
+    "attacker",
+    "fold",
+    "test_videos",
+    "n_classes",
+    "n_train",
+    "n_test",
+    "n_train_videos",
+    "n_test_videos",
+    "accuracy",
+    "chance_level",
+    "chance_normalised",
+    "fit_s",
+    "predict_s",
 ]
 SUMMARY_COLUMNS = [
-    "recognizer", "attacker", "n_folds", "accuracy", "sd", "min", "max", "ci_low", "ci_high",
-    "frame_accuracy", "chance_level", "chance_normalised",
+    "recognizer",
+    "attacker",
+    "n_folds",
+    "accuracy",
+    "sd",
+    "min",
+    "max",
+    "ci_low",
+    "ci_high",
+    "frame_accuracy",
+    "chance_level",
+    "chance_normalised",
 ]
 
 
@@ -82,7 +105,9 @@ def _videos(identities, groups, roles) -> pd.DataFrame:
     return per_video
 
 
-def video_folds(identities, groups, *, roles=None, n_folds: int | None = None, seed: int = 0) -> list[VideoFold]:
+def video_folds(
+    identities, groups, *, roles=None, n_folds: int | None = None, seed: int = 0
+) -> list[VideoFold]:
     """Folds over videos for the cross-video protocol.
 
     Parameters
@@ -122,8 +147,10 @@ def video_folds(identities, groups, *, roles=None, n_folds: int | None = None, s
     identities, groups = np.asarray(identities), np.asarray(groups)
     roles = np.full(len(identities), ROLE_EVALUATED) if roles is None else np.asarray(roles).astype(str)
     if not (len(identities) == len(groups) == len(roles)):
-        raise ValueError(f"inconsistent numbers of samples: identities {len(identities)}, groups {len(groups)}, "
-                         f"roles {len(roles)}")
+        raise ValueError(
+            f"inconsistent numbers of samples: identities {len(identities)}, groups {len(groups)}, "
+            f"roles {len(roles)}"
+        )
     if n_folds is not None and n_folds < 2:
         raise ValueError(f"n_folds must be >= 2 (or None for leave-one-video-out), got {n_folds}")
     videos = _videos(identities, groups, roles)
@@ -142,8 +169,10 @@ def video_folds(identities, groups, *, roles=None, n_folds: int | None = None, s
         offset = int(rng.integers(n_folds))
         assignment.update({video: (offset + i) % n_folds for i, video in enumerate(order)})
     if not assignment:
-        raise ValueError("the cross-video protocol needs an identity with an evaluated video and another video "
-                         "to train on; every identity here has a single video (or only attacker material)")
+        raise ValueError(
+            "the cross-video protocol needs an identity with an evaluated video and another video "
+            "to train on; every identity here has a single video (or only attacker material)"
+        )
     by_fold: dict = {}
     for video, key in assignment.items():
         by_fold.setdefault(key, []).append(video)
@@ -151,8 +180,14 @@ def video_folds(identities, groups, *, roles=None, n_folds: int | None = None, s
     folds = []
     for number, tested in enumerate(ordered):
         is_test = np.isin(groups, tested)
-        folds.append(VideoFold(number, np.flatnonzero(~is_test), np.flatnonzero(is_test),
-                               tuple(sorted(tested, key=videos.index.get_loc))))
+        folds.append(
+            VideoFold(
+                number,
+                np.flatnonzero(~is_test),
+                np.flatnonzero(is_test),
+                tuple(sorted(tested, key=videos.index.get_loc)),
+            )
+        )
     return folds
 
 
@@ -225,14 +260,24 @@ class CrossVideoResult:
             low, high = fold_interval(values, confidence)
             mean = float(values.mean())
             n_classes = int(part["n_classes"].iloc[0])
-            rows.append({
-                "recognizer": recognizer, "attacker": attacker, "n_folds": len(values), "accuracy": mean,
-                "sd": float(values.std(ddof=1)) if len(values) > 1 else float("nan"),
-                "min": float(values.min()), "max": float(values.max()), "ci_low": low, "ci_high": high,
-                "frame_accuracy": float(pooled.loc[(recognizer, attacker)]),
-                "chance_level": float(part["chance_level"].mean()),
-                "chance_normalised": chance_normalised_accuracy(mean, n_classes) if n_classes >= 2 else float("nan"),
-            })
+            rows.append(
+                {
+                    "recognizer": recognizer,
+                    "attacker": attacker,
+                    "n_folds": len(values),
+                    "accuracy": mean,
+                    "sd": float(values.std(ddof=1)) if len(values) > 1 else float("nan"),
+                    "min": float(values.min()),
+                    "max": float(values.max()),
+                    "ci_low": low,
+                    "ci_high": high,
+                    "frame_accuracy": float(pooled.loc[(recognizer, attacker)]),
+                    "chance_level": float(part["chance_level"].mean()),
+                    "chance_normalised": chance_normalised_accuracy(mean, n_classes)
+                    if n_classes >= 2
+                    else float("nan"),
+                }
+            )
         return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
     def per_identity(self) -> pd.DataFrame:
@@ -245,8 +290,9 @@ class CrossVideoResult:
             ``n_frames``, ``accuracy``.
         """
         grouped = self.predictions.groupby(["recognizer", "attacker", "identity"], sort=False)
-        return grouped.agg(n_videos=("group", "nunique"), n_frames=("correct", "size"),
-                           accuracy=("correct", "mean")).reset_index()
+        return grouped.agg(
+            n_videos=("group", "nunique"), n_frames=("correct", "size"), accuracy=("correct", "mean")
+        ).reset_index()
 
     def worst_case(self, *, baseline: str = "clear", confidence: float = 0.95) -> dict:
         """The headline worst case: the recognizer x attacker pair with the highest mean.
@@ -274,8 +320,13 @@ class CrossVideoResult:
             raise ValueError("no attacker other than the clear baseline in the results")
         best = attacks.loc[attacks["accuracy"].idxmax()]
         clear = summary[summary["attacker"] == baseline]
-        result = {"protocol": "cross_video", **{c: best[c] for c in SUMMARY_COLUMNS}, **self.counts,
-                  "clear_accuracy": None, "clear_recognizer": None}
+        result = {
+            "protocol": "cross_video",
+            **{c: best[c] for c in SUMMARY_COLUMNS},
+            **self.counts,
+            "clear_accuracy": None,
+            "clear_recognizer": None,
+        }
         result["n_folds"] = int(result["n_folds"])
         if not clear.empty:
             top = clear.loc[clear["accuracy"].idxmax()]
@@ -337,22 +388,48 @@ def run_cross_video_suite(
             for attacker in attacker_list:
                 started = time.perf_counter()
                 test_idx, y_test, y_pred, n_train, timing = fit_predict(
-                    data, fold.split, factory, attacker, labels, seed, restorer=restorer, restorers=restorers,
+                    data,
+                    fold.split,
+                    factory,
+                    attacker,
+                    labels,
+                    seed,
+                    restorer=restorer,
+                    restorers=restorers,
                 )
                 acc = accuracy(y_test, y_pred)
                 row = {
-                    "recognizer": name, "attacker": attacker.name, "fold": fold.fold,
-                    "test_videos": ",".join(str(g) for g in fold.test_groups), "n_classes": n_classes,
-                    "n_train": n_train, "n_test": len(y_test), "n_train_videos": n_train_videos,
-                    "n_test_videos": len(fold.test_groups), "accuracy": acc, "chance_level": chance_level(n_classes),
-                    "chance_normalised": chance_normalised_accuracy(acc, n_classes) if n_classes >= 2 else float("nan"),
+                    "recognizer": name,
+                    "attacker": attacker.name,
+                    "fold": fold.fold,
+                    "test_videos": ",".join(str(g) for g in fold.test_groups),
+                    "n_classes": n_classes,
+                    "n_train": n_train,
+                    "n_test": len(y_test),
+                    "n_train_videos": n_train_videos,
+                    "n_test_videos": len(fold.test_groups),
+                    "accuracy": acc,
+                    "chance_level": chance_level(n_classes),
+                    "chance_normalised": chance_normalised_accuracy(acc, n_classes)
+                    if n_classes >= 2
+                    else float("nan"),
                     **timing,
                 }
                 rows.append(row)
-                predictions.append(pd.DataFrame({
-                    "recognizer": name, "attacker": attacker.name, "fold": fold.fold, "sample": test_idx,
-                    "group": data.groups[test_idx], "identity": y_test, "predicted": y_pred, "correct": y_test == y_pred,
-                }))
+                predictions.append(
+                    pd.DataFrame(
+                        {
+                            "recognizer": name,
+                            "attacker": attacker.name,
+                            "fold": fold.fold,
+                            "sample": test_idx,
+                            "group": data.groups[test_idx],
+                            "identity": y_test,
+                            "predicted": y_pred,
+                            "correct": y_test == y_pred,
+                        }
+                    )
+                )
                 if progress is not None:
                     progress({**row, "elapsed_s": time.perf_counter() - started})
     tested = np.concatenate([f.test_idx for f in folds])
@@ -366,5 +443,6 @@ def run_cross_video_suite(
         "n_tested_frames": len(tested),
         "n_folds": len(folds),
     }
-    return CrossVideoResult(pd.DataFrame(rows, columns=FOLD_COLUMNS), pd.concat(predictions, ignore_index=True),
-                            counts)
+    return CrossVideoResult(
+        pd.DataFrame(rows, columns=FOLD_COLUMNS), pd.concat(predictions, ignore_index=True), counts
+    )

@@ -1,4 +1,5 @@
 """The input of the attack suite: clear samples, masked samples aligned with them, labels."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -96,9 +97,7 @@ class AttackData:
         if self.features is not None:
             set_(self, "features", np.asarray(self.features, dtype=np.float64))
             if self.features.ndim != 2 or len(self.features) != n:
-                raise ValueError(
-                    f"features must have shape ({n}, n_features), got {self.features.shape}"
-                )
+                raise ValueError(f"features must have shape ({n}, n_features), got {self.features.shape}")
 
         if self.roles is not None:
             set_(self, "roles", np.asarray(self.roles).astype(str))

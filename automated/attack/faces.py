@@ -11,6 +11,7 @@ is fixed) loses nothing by this; detecting in the masked frame would silently dr
 the best-masked frames and overstate re-identification on the rest. Crops are cached on
 disk per video, so decoding and detection happen once per video whatever the attackers.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -142,8 +143,12 @@ def face_attack_data_from_images(
         masked.append(_resize(anonymized, size_wh))
     clear = np.stack(clear)
     return AttackData(
-        clear=clear, masked=np.stack(masked), identities=np.asarray(identities), groups=groups,
-        features=clear_embeddings(clear) if features else None, identity_metadata=identity_metadata,
+        clear=clear,
+        masked=np.stack(masked),
+        identities=np.asarray(identities),
+        groups=groups,
+        features=clear_embeddings(clear) if features else None,
+        identity_metadata=identity_metadata,
     )
 
 
@@ -178,7 +183,6 @@ def file_sha256(path) -> str:
     return digest.hexdigest()
 
 
-
 def _clear_crops(clear_path, *, stride, detector, size_px):
     from ..detection import largest_face
 
@@ -190,8 +194,11 @@ def _clear_crops(clear_path, *, stride, detector, size_px):
         indices.append(frame_index)
         boxes.append(box)
         crops.append(crop_internal_face(frame_rgb, box, size_px=size_px))
-    return (np.asarray(indices, np.int64), np.asarray(boxes, np.float32).reshape(-1, 4),
-            np.asarray(crops, np.uint8).reshape(-1, size_px, size_px, 3))
+    return (
+        np.asarray(indices, np.int64),
+        np.asarray(boxes, np.float32).reshape(-1, 4),
+        np.asarray(crops, np.uint8).reshape(-1, size_px, size_px, 3),
+    )
 
 
 def _masked_crops(masked_path, frame_indices, boxes_xyxy, clear_wh, *, stride, size_px):
@@ -209,8 +216,9 @@ def _masked_crops(masked_path, frame_indices, boxes_xyxy, clear_wh, *, stride, s
     return crops, found
 
 
-def video_face_crops(clear_path, masked_path, *, stride: int = 5, detector=None, cache_dir=None,
-                     size_px: int = 160) -> VideoCrops:
+def video_face_crops(
+    clear_path, masked_path, *, stride: int = 5, detector=None, cache_dir=None, size_px: int = 160
+) -> VideoCrops:
     """Crop the clear frame's largest face box from the clear and the masked frame.
 
     Parameters
@@ -257,14 +265,25 @@ def video_face_crops(clear_path, masked_path, *, stride: int = 5, detector=None,
         hit_clear = clear_file is not None and clear_file.is_file()
         if hit_clear:
             with np.load(clear_file) as stored:
-                indices, boxes, clear, clear_wh = (stored["frame_indices"], stored["boxes_xyxy"],
-                                                   stored["crops"], tuple(stored["clear_wh"]))
+                indices, boxes, clear, clear_wh = (
+                    stored["frame_indices"],
+                    stored["boxes_xyxy"],
+                    stored["crops"],
+                    tuple(stored["clear_wh"]),
+                )
         else:
-            indices, boxes, clear = _clear_crops(clear_path, stride=stride, detector=detector, size_px=size_px)
+            indices, boxes, clear = _clear_crops(
+                clear_path, stride=stride, detector=detector, size_px=size_px
+            )
             clear_wh = VideoInfo.from_video_path(clear_path).resolution_wh
             if clear_file is not None:
-                save_npz(clear_file, frame_indices=indices, boxes_xyxy=boxes, crops=clear,
-                         clear_wh=np.asarray(clear_wh))
+                save_npz(
+                    clear_file,
+                    frame_indices=indices,
+                    boxes_xyxy=boxes,
+                    crops=clear,
+                    clear_wh=np.asarray(clear_wh),
+                )
     finally:
         if own:
             detector.close()
@@ -329,8 +348,14 @@ def face_attack_data_from_videos(
     parts = []
     try:
         for group, ((clear_path, masked_path), identity) in enumerate(zip(pairs, identities)):
-            crops = video_face_crops(clear_path, masked_path, stride=stride, detector=detector,
-                                     cache_dir=cache_dir, size_px=size_px)
+            crops = video_face_crops(
+                clear_path,
+                masked_path,
+                stride=stride,
+                detector=detector,
+                cache_dir=cache_dir,
+                size_px=size_px,
+            )
             parts.append((group, identity, crops))
     finally:
         if own:
@@ -347,5 +372,7 @@ def face_attack_data_from_videos(
         time_index=np.concatenate([c.frame_indices for _, _, c in parts]),
         features=clear_embeddings(clear) if features else None,
         identity_metadata=identity_metadata,
-        roles=None if roles is None else np.concatenate([[roles[group]] * len(c.frame_indices) for group, _, c in parts]),
+        roles=None
+        if roles is None
+        else np.concatenate([[roles[group]] * len(c.frame_indices) for group, _, c in parts]),
     )

@@ -17,6 +17,7 @@ network's 150 x 150 input without landmark alignment: the attack's crops already
 one box per frame, and a landmark detector run on masked faces would warp each masked
 crop differently (undoing, e.g., the consistency of a fixed block permutation).
 """
+
 from __future__ import annotations
 
 import copy
@@ -64,9 +65,18 @@ class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
         Mean cross-entropy per epoch.
     """
 
-    def __init__(self, epochs: int = 20, batch_size: int = 16, learning_rate: float = 1e-4,
-                 head_learning_rate: float = 1e-3, scale: float = 16.0, input_px: int = 150, trainable_from: int = 0,
-                 num_threads: int = 1, random_state: int = 0):
+    def __init__(
+        self,
+        epochs: int = 20,
+        batch_size: int = 16,
+        learning_rate: float = 1e-4,
+        head_learning_rate: float = 1e-3,
+        scale: float = 16.0,
+        input_px: int = 150,
+        trainable_from: int = 0,
+        num_threads: int = 1,
+        random_state: int = 0,
+    ):
         self.epochs = epochs
         self.batch_size = batch_size
         self.learning_rate = learning_rate
@@ -85,8 +95,14 @@ class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
 
         resnet = load_face_resnet()
         size = self.input_px
-        rgb = np.stack([cv2.resize(im, (size, size), interpolation=cv2.INTER_AREA if im.shape[0] > size
-                                   else cv2.INTER_LINEAR) for im in to_rgb(X)])
+        rgb = np.stack(
+            [
+                cv2.resize(
+                    im, (size, size), interpolation=cv2.INTER_AREA if im.shape[0] > size else cv2.INTER_LINEAR
+                )
+                for im in to_rgb(X)
+            ]
+        )
         x = torch.from_numpy(rgb).permute(0, 3, 1, 2).to(torch.float32)
         return (x - torch.from_numpy(np.asarray(resnet.avg_rgb, np.float32))[None, :, None, None]) / 256.0
 
@@ -99,7 +115,9 @@ class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
         if self.trainable_from == 0:
             return x
         with torch.no_grad():
-            return torch.cat([run_ops(self.ops_[: self.trainable_from], x[i:i + 64]) for i in range(0, len(x), 64)])
+            return torch.cat(
+                [run_ops(self.ops_[: self.trainable_from], x[i : i + 64]) for i in range(0, len(x), 64)]
+            )
 
     def _embed(self, features):
         """The trained top and L2 normalisation: (n, 128) unit embeddings."""
@@ -107,7 +125,7 @@ class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
 
         from ..dlib_torch import run_ops
 
-        return torch.nn.functional.normalize(run_ops(self.ops_[self.trainable_from:], features), dim=1)
+        return torch.nn.functional.normalize(run_ops(self.ops_[self.trainable_from :], features), dim=1)
 
     def fit(self, X, y):
         """Fine-tune on crops ``X`` (uint8 (n, H, W, 3) or (n, H, W)) with labels ``y``.
@@ -131,18 +149,24 @@ class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
             raise ValueError(f"need at least 2 identities to train on, got {len(self.classes_)}")
         self.ops_ = copy.deepcopy(load_face_resnet().net.ops)
         self._check_split()
-        modules = [op for kind, op in self.ops_[self.trainable_from:] if isinstance(op, nn.Module)]
+        modules = [op for kind, op in self.ops_[self.trainable_from :] if isinstance(op, nn.Module)]
         parameters = [p for m in modules for p in m.parameters()]
         for p in parameters:
             p.requires_grad_(True)
         targets = torch.from_numpy(self._encoder.transform(y).astype(np.int64))
         features = self._lower(self._inputs(X))
         with torch.no_grad():
-            start_embeddings = torch.cat([self._embed(features[i:i + 64]) for i in range(0, len(features), 64)])
+            start_embeddings = torch.cat(
+                [self._embed(features[i : i + 64]) for i in range(0, len(features), 64)]
+            )
         means = torch.stack([start_embeddings[targets == c].mean(dim=0) for c in range(len(self.classes_))])
         self.head_ = nn.Parameter(nn.functional.normalize(means, dim=1))
-        optimiser = torch.optim.Adam([{"params": parameters, "lr": self.learning_rate},
-                                      {"params": [self.head_], "lr": self.head_learning_rate}])
+        optimiser = torch.optim.Adam(
+            [
+                {"params": parameters, "lr": self.learning_rate},
+                {"params": [self.head_], "lr": self.head_learning_rate},
+            ]
+        )
         steps = self.epochs * -(-len(features) // self.batch_size)
         schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=max(1, steps))
         generator = torch.Generator().manual_seed(self.random_state)
@@ -151,8 +175,10 @@ class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
             order = torch.randperm(len(features), generator=generator)
             total = 0.0
             for start in range(0, len(order), self.batch_size):
-                batch = order[start:start + self.batch_size]
-                logits = self.scale * self._embed(features[batch]) @ nn.functional.normalize(self.head_, dim=1).T
+                batch = order[start : start + self.batch_size]
+                logits = (
+                    self.scale * self._embed(features[batch]) @ nn.functional.normalize(self.head_, dim=1).T
+                )
                 loss = nn.functional.cross_entropy(logits, targets[batch])
                 optimiser.zero_grad()
                 loss.backward()
@@ -167,14 +193,18 @@ class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
     def _check_split(self):
         """The trained top must not need a residual tag set in the frozen bottom."""
         if not 0 <= self.trainable_from < len(self.ops_):
-            raise ValueError(f"trainable_from must be in [0, {len(self.ops_) - 1}], got {self.trainable_from}")
+            raise ValueError(
+                f"trainable_from must be in [0, {len(self.ops_) - 1}], got {self.trainable_from}"
+            )
         seen = set()
-        for kind, op in self.ops_[self.trainable_from:]:
+        for kind, op in self.ops_[self.trainable_from :]:
             if kind == "tag":
                 seen.add(op)
             elif kind in ("skip", "add_prev") and op not in seen:
-                raise ValueError(f"trainable_from={self.trainable_from} cuts a residual block "
-                                 f"(op {kind} {op} needs a tag below it); start at a 'tag' op")
+                raise ValueError(
+                    f"trainable_from={self.trainable_from} cuts a residual block "
+                    f"(op {kind} {op} needs a tag below it); start at a 'tag' op"
+                )
 
     def decision_function(self, X) -> np.ndarray:
         """Cosine similarity of each crop's fine-tuned embedding to each class: (n, n_classes)."""
@@ -185,8 +215,9 @@ class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
         features = self._lower(self._inputs(X))
         with torch.no_grad():
             weights = torch.nn.functional.normalize(self.head_, dim=1)
-            return torch.cat([self._embed(features[i:i + 64]) @ weights.T
-                              for i in range(0, len(features), 64)]).numpy()
+            return torch.cat(
+                [self._embed(features[i : i + 64]) @ weights.T for i in range(0, len(features), 64)]
+            ).numpy()
 
     def predict(self, X) -> np.ndarray:
         """The class of highest cosine similarity for each crop."""

@@ -23,6 +23,7 @@ On video this single split still lets a single-video identity be recognised by i
 ``crossvideo`` (folds over videos). The attacker's own videos (``train_only``) are always
 trained on and never tested.
 """
+
 from __future__ import annotations
 
 import zlib
@@ -182,7 +183,9 @@ def split_train_test(
                 train.append(part)
                 continue
             order = part[np.argsort(time[part], kind="stable")]
-            segment, kept, near = _time_segment(order, time, _test_count(len(order), test_fraction), rng, gap, identity)
+            segment, kept, near = _time_segment(
+                order, time, _test_count(len(order), test_fraction), rng, gap, identity
+            )
             test.append(segment)
             train.append(kept)
             dropped.append(near)
@@ -193,8 +196,17 @@ def split_train_test(
     return Split(as_idx(train), as_idx(test), as_idx(dropped))
 
 
-def selection_split(split: Split, identities, *, groups=None, time_index=None, test_fraction: float = 0.25,
-                    gap: int = 0, seed: int = 0, train_only=None) -> Split:
+def selection_split(
+    split: Split,
+    identities,
+    *,
+    groups=None,
+    time_index=None,
+    test_fraction: float = 0.25,
+    gap: int = 0,
+    seed: int = 0,
+    train_only=None,
+) -> Split:
     """Split the TRAINING samples of ``split`` again, for choosing identities.
 
     A selection strategy that ranks identities by how well they are recognised
@@ -230,8 +242,15 @@ def selection_split(split: Split, identities, *, groups=None, time_index=None, t
     inner_time = None if time_index is None else np.asarray(time_index)[train]
     inner_fixed = None if train_only is None else np.asarray(train_only, bool)[train]
     try:
-        inner = split_train_test(identities[train], groups=inner_groups, time_index=inner_time,
-                                 test_fraction=test_fraction, gap=gap, seed=seed + 1, train_only=inner_fixed)
+        inner = split_train_test(
+            identities[train],
+            groups=inner_groups,
+            time_index=inner_time,
+            test_fraction=test_fraction,
+            gap=gap,
+            seed=seed + 1,
+            train_only=inner_fixed,
+        )
     except ValueError as error:
         raise ValueError(f"cannot split the training samples for identity selection: {error}") from error
     return Split(train[inner.train_idx], train[inner.test_idx], train[inner.dropped_idx])

@@ -19,6 +19,7 @@ classifier ``fit(X, y) / predict(X)`` over face crops ``X`` of shape (n, H, W, 3
 - **fine-tuned deep network** (``dlib_finetuned``): dlib's pretrained face ResNet retrained
   end to end on the attacker's crops (``finetune.py``), the paper's "Retrained ArcFace".
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -279,9 +280,16 @@ class SmallCNNClassifier(ClassifierMixin, BaseEstimator):
     classes_ : ndarray of shape (n_classes,)
     """
 
-    def __init__(self, size_px: int = 32, epochs: int = 20, batch_size: int = 32,
-                 learning_rate: float = 1e-3, weight_decay: float = 1e-4, num_threads: int = 1,
-                 random_state: int = 0):
+    def __init__(
+        self,
+        size_px: int = 32,
+        epochs: int = 20,
+        batch_size: int = 32,
+        learning_rate: float = 1e-3,
+        weight_decay: float = 1e-4,
+        num_threads: int = 1,
+        random_state: int = 0,
+    ):
         self.size_px = size_px
         self.epochs = epochs
         self.batch_size = batch_size
@@ -294,9 +302,12 @@ class SmallCNNClassifier(ClassifierMixin, BaseEstimator):
         import torch
 
         grey = to_grey(X)
-        resized = np.stack([
-            cv2.resize(im, (self.size_px, self.size_px), interpolation=cv2.INTER_AREA) for im in grey
-        ]).astype(np.float32) / 255.0
+        resized = (
+            np.stack(
+                [cv2.resize(im, (self.size_px, self.size_px), interpolation=cv2.INTER_AREA) for im in grey]
+            ).astype(np.float32)
+            / 255.0
+        )
         mean = resized.mean(axis=(1, 2), keepdims=True)
         std = resized.std(axis=(1, 2), keepdims=True) + 1e-6
         return torch.from_numpy((resized - mean) / std).unsqueeze(1)
@@ -309,8 +320,12 @@ class SmallCNNClassifier(ClassifierMixin, BaseEstimator):
 
         side = self.size_px // 8
         return nn.Sequential(
-            *block(1, 8), *block(8, 16), *block(16, 32),
-            nn.Flatten(), nn.Dropout(0.3), nn.Linear(32 * side * side, n_classes),
+            *block(1, 8),
+            *block(8, 16),
+            *block(16, 32),
+            nn.Flatten(),
+            nn.Dropout(0.3),
+            nn.Linear(32 * side * side, n_classes),
         )
 
     def fit(self, X, y):

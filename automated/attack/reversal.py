@@ -12,6 +12,7 @@ faces. Many maskings (blur, pixelation, noise) destroy less than they appear to.
 ``size_px`` x ``size_px`` RGB in [0, 1] that predicts a residual added to its input,
 trained with an L1 loss, Adam, and horizontal flips; PyTorch on CPU, seeded.
 """
+
 from __future__ import annotations
 
 import cv2
@@ -26,8 +27,12 @@ from .recognizers import check_images, to_rgb
 
 def _double_conv(c_in: int, c_out: int) -> nn.Sequential:
     return nn.Sequential(
-        nn.Conv2d(c_in, c_out, 3, padding=1), nn.BatchNorm2d(c_out), nn.ReLU(inplace=True),
-        nn.Conv2d(c_out, c_out, 3, padding=1), nn.BatchNorm2d(c_out), nn.ReLU(inplace=True),
+        nn.Conv2d(c_in, c_out, 3, padding=1),
+        nn.BatchNorm2d(c_out),
+        nn.ReLU(inplace=True),
+        nn.Conv2d(c_out, c_out, 3, padding=1),
+        nn.BatchNorm2d(c_out),
+        nn.ReLU(inplace=True),
     )
 
 
@@ -37,7 +42,11 @@ class _UNet(nn.Module):
 
     def __init__(self, base: int):
         super().__init__()
-        self.enc1, self.enc2, self.enc3 = _double_conv(3, base), _double_conv(base, 2 * base), _double_conv(2 * base, 4 * base)
+        self.enc1, self.enc2, self.enc3 = (
+            _double_conv(3, base),
+            _double_conv(base, 2 * base),
+            _double_conv(2 * base, 4 * base),
+        )
         self.pool = nn.MaxPool2d(2)
         self.up2 = nn.ConvTranspose2d(4 * base, 2 * base, 2, stride=2)
         self.dec2 = _double_conv(4 * base, 2 * base)
@@ -80,8 +89,16 @@ class RestorationNet(TransformerMixin, BaseEstimator):
         Mean L1 loss (pixel values in [0, 1]) per epoch.
     """
 
-    def __init__(self, size_px: int = 64, base_channels: int = 8, epochs: int = 30, batch_size: int = 16,
-                 learning_rate: float = 2e-3, num_threads: int = 1, random_state: int = 0):
+    def __init__(
+        self,
+        size_px: int = 64,
+        base_channels: int = 8,
+        epochs: int = 30,
+        batch_size: int = 16,
+        learning_rate: float = 2e-3,
+        num_threads: int = 1,
+        random_state: int = 0,
+    ):
         self.size_px = size_px
         self.base_channels = base_channels
         self.epochs = epochs
@@ -92,7 +109,9 @@ class RestorationNet(TransformerMixin, BaseEstimator):
 
     def _tensor(self, images) -> torch.Tensor:
         rgb = to_rgb(images)
-        resized = np.stack([cv2.resize(im, (self.size_px, self.size_px), interpolation=cv2.INTER_AREA) for im in rgb])
+        resized = np.stack(
+            [cv2.resize(im, (self.size_px, self.size_px), interpolation=cv2.INTER_AREA) for im in rgb]
+        )
         return torch.from_numpy(resized.astype(np.float32) / 255.0).permute(0, 3, 1, 2).contiguous()
 
     def fit(self, X_masked, X_clear):
@@ -111,9 +130,13 @@ class RestorationNet(TransformerMixin, BaseEstimator):
         """
         X_masked, X_clear = check_images(X_masked), check_images(X_clear)
         if X_masked.shape != X_clear.shape:
-            raise ValueError(f"masked and clear crops must have one shape: {X_masked.shape} != {X_clear.shape}")
+            raise ValueError(
+                f"masked and clear crops must have one shape: {X_masked.shape} != {X_clear.shape}"
+            )
         if len(X_masked) < 2:
-            raise ValueError(f"need at least 2 (masked, clear) pairs to train a restorer, got {len(X_masked)}")
+            raise ValueError(
+                f"need at least 2 (masked, clear) pairs to train a restorer, got {len(X_masked)}"
+            )
         if self.size_px % 4:
             raise ValueError(f"size_px must be a multiple of 4, got {self.size_px}")
         torch.set_num_threads(self.num_threads)
@@ -165,11 +188,19 @@ class RestorationNet(TransformerMixin, BaseEstimator):
             for start in range(0, len(X_masked), 64):
                 out = self.model_(self._tensor(X_masked[start : start + 64]))
                 outputs.append((out.permute(0, 2, 3, 1).numpy() * 255.0).round().astype(np.uint8))
-        restored = np.concatenate(outputs) if outputs else np.zeros((0, self.size_px, self.size_px, 3), np.uint8)
+        restored = (
+            np.concatenate(outputs) if outputs else np.zeros((0, self.size_px, self.size_px, 3), np.uint8)
+        )
         height, width = X_masked.shape[1:3]
-        restored = np.stack([cv2.resize(im, (width, height), interpolation=cv2.INTER_CUBIC) for im in restored]) \
-            if len(restored) else np.zeros((0, height, width, 3), np.uint8)
+        restored = (
+            np.stack([cv2.resize(im, (width, height), interpolation=cv2.INTER_CUBIC) for im in restored])
+            if len(restored)
+            else np.zeros((0, height, width, 3), np.uint8)
+        )
         if X_masked.ndim == 3:
-            return np.stack([cv2.cvtColor(im, cv2.COLOR_RGB2GRAY) for im in restored]) if len(restored) else \
-                np.zeros(X_masked.shape, np.uint8)
+            return (
+                np.stack([cv2.cvtColor(im, cv2.COLOR_RGB2GRAY) for im in restored])
+                if len(restored)
+                else np.zeros(X_masked.shape, np.uint8)
+            )
         return restored

@@ -22,6 +22,7 @@ Strategies (each returns identity labels; deterministic given the seed):
 Subset sizes halve from all identities down to three (section 5.2: "50%, 25%, 12.5%, ...,
 until three identities remain").
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -83,7 +84,9 @@ def random_subsets(identities, k: int, *, n_repeats: int = 5, seed: int = 0) -> 
     if n_repeats < 1:
         raise ValueError(f"n_repeats must be >= 1, got {n_repeats}")
     rng = np.random.default_rng(seed)
-    return [sorted(labels[i] for i in rng.choice(len(labels), size=k, replace=False)) for _ in range(n_repeats)]
+    return [
+        sorted(labels[i] for i in rng.choice(len(labels), size=k, replace=False)) for _ in range(n_repeats)
+    ]
 
 
 def classification_subset(per_identity_accuracy: Mapping, k: int) -> list:

@@ -7,6 +7,7 @@ trained and tested. The worst case of an anonymization is the highest accuracy a
 recognizer x attacker pair reaches (sections 4.2.2 and 5.2); chance level is the ideal
 bound and clear-on-clear accuracy the worst-case bound.
 """
+
 from __future__ import annotations
 
 import time
@@ -17,7 +18,14 @@ import pandas as pd
 
 from .attackers import DEFAULT_ATTACKERS, Attacker, build_test_set, build_training_set, get_attackers
 from .data import AttackData
-from .protocol import Split, accuracy, chance_level, chance_normalised_accuracy, selection_split, split_train_test
+from .protocol import (
+    Split,
+    accuracy,
+    chance_level,
+    chance_normalised_accuracy,
+    selection_split,
+    split_train_test,
+)
 from .selection import (
     SELECTION_STRATEGIES,
     center_subset,
@@ -29,18 +37,45 @@ from .selection import (
     random_subsets,
 )
 
-__all__ = ["AttackData", "run_attack_suite", "worst_case", "accuracy_table", "attack_predictions", "fit_predict"]
+__all__ = [
+    "AttackData",
+    "run_attack_suite",
+    "worst_case",
+    "accuracy_table",
+    "attack_predictions",
+    "fit_predict",
+]
 
 TABLE_COLUMNS = [
-    "recognizer", "attacker", "selection", "subset_size", "repeat", "n_identities",
-    "n_train", "n_test", "accuracy", "chance_level", "chance_normalised", "fit_s", "predict_s",
+    "recognizer",
+    "attacker",
+    "selection",
+    "subset_size",
+    "repeat",
+    "n_identities",
+    "n_train",
+    "n_test",
+    "accuracy",
+    "chance_level",
+    "chance_normalised",
+    "fit_s",
+    "predict_s",
 ]
 #: The selection label of the full identity set (no selection).
 ALL = "all"
 
 
-def fit_predict(data: AttackData, split: Split, factory: Callable, attacker: Attacker, identities: Sequence,
-                seed: int, *, restorer: Callable | None = None, restorers: dict | None = None):
+def fit_predict(
+    data: AttackData,
+    split: Split,
+    factory: Callable,
+    attacker: Attacker,
+    identities: Sequence,
+    seed: int,
+    *,
+    restorer: Callable | None = None,
+    restorers: dict | None = None,
+):
     """Train one recognizer as one attacker on ``split.train_idx`` and predict the test samples.
 
     Only samples of ``identities`` are used. The reversal attacker (``attacker.restores``)
@@ -85,8 +120,15 @@ def _restorer_for(data: AttackData, train_idx, restorer, restorers):
     return model
 
 
-def classification_ranking(data: AttackData, split: Split, recognizer: Callable, *, test_fraction: float = 0.25,
-                           gap: int = 0, seed: int = 0) -> dict:
+def classification_ranking(
+    data: AttackData,
+    split: Split,
+    recognizer: Callable,
+    *,
+    test_fraction: float = 0.25,
+    gap: int = 0,
+    seed: int = 0,
+) -> dict:
     """Per-identity clear-on-clear accuracy for the Classification strategy, off the test set.
 
     The recognizer is trained and tested on clear samples of ``protocol.selection_split``
@@ -101,15 +143,35 @@ def classification_ranking(data: AttackData, split: Split, recognizer: Callable,
         ``selection.per_identity_accuracy`` on the inner validation samples; an identity
         with no validation sample (only the attacker's own videos) ranks last with 0.
     """
-    inner = selection_split(split, data.identities, groups=data.groups, time_index=data.time_index,
-                            test_fraction=test_fraction, gap=gap, seed=seed, train_only=data.train_only)
-    _, y_val, y_pred, _, _ = fit_predict(data, inner, recognizer, get_attackers(["clear"])[0],
-                                          data.identity_labels, seed)
+    inner = selection_split(
+        split,
+        data.identities,
+        groups=data.groups,
+        time_index=data.time_index,
+        test_fraction=test_fraction,
+        gap=gap,
+        seed=seed,
+        train_only=data.train_only,
+    )
+    _, y_val, y_pred, _, _ = fit_predict(
+        data, inner, recognizer, get_attackers(["clear"])[0], data.identity_labels, seed
+    )
     return {label: 0.0 for label in data.identity_labels} | per_identity_accuracy(y_val, y_pred)
 
 
-def _subsets(data: AttackData, split: Split, strategies, sizes, *, recognizers, n_random_repeats,
-             classification_recognizer, test_fraction, gap, seed):
+def _subsets(
+    data: AttackData,
+    split: Split,
+    strategies,
+    sizes,
+    *,
+    recognizers,
+    n_random_repeats,
+    classification_recognizer,
+    test_fraction,
+    gap,
+    seed,
+):
     """Yield ``(selection, subset_size, repeat, identities)``; the full set once as "all"."""
     labels = data.identity_labels
     n = len(labels)
@@ -120,14 +182,17 @@ def _subsets(data: AttackData, split: Split, strategies, sizes, *, recognizers, 
             if k >= n:
                 continue  # every strategy selects everyone: already run as "all"
             if strategy == "random":
-                for repeat, subset in enumerate(random_subsets(labels, k, n_repeats=n_random_repeats, seed=seed)):
+                for repeat, subset in enumerate(
+                    random_subsets(labels, k, n_repeats=n_random_repeats, seed=seed)
+                ):
                     yield strategy, k, repeat, subset
                 continue
             if strategy == "classification":
                 if per_identity is None:
                     name = classification_recognizer or next(iter(recognizers))
-                    per_identity = classification_ranking(data, split, recognizers[name], test_fraction=test_fraction,
-                                                          gap=gap, seed=seed)
+                    per_identity = classification_ranking(
+                        data, split, recognizers[name], test_fraction=test_fraction, gap=gap, seed=seed
+                    )
                 subset = classification_subset(per_identity, k)
             elif strategy == "metadata":
                 subset = metadata_subset(data.identity_metadata.loc[labels], k)
@@ -141,7 +206,9 @@ def _subsets(data: AttackData, split: Split, strategies, sizes, *, recognizers, 
 def _check_selection(data: AttackData, strategies) -> None:
     for strategy in strategies:
         if strategy not in SELECTION_STRATEGIES:
-            raise ValueError(f"unknown selection {strategy!r}; known: {', '.join((ALL,) + SELECTION_STRATEGIES)}")
+            raise ValueError(
+                f"unknown selection {strategy!r}; known: {', '.join((ALL,) + SELECTION_STRATEGIES)}"
+            )
         if strategy in ("distinctive", "center") and data.features is None:
             raise ValueError(f"selection {strategy!r} needs AttackData.features (clear feature vectors)")
         if strategy == "metadata":
@@ -237,25 +304,46 @@ def run_attack_suite(
     else:
         sizes = sorted({int(k) for k in subset_sizes}, reverse=True)
     split = split_train_test(
-        data.identities, groups=data.groups, time_index=data.time_index,
-        test_fraction=test_fraction, gap=gap, seed=seed, train_only=data.train_only, within_groups=within_video,
+        data.identities,
+        groups=data.groups,
+        time_index=data.time_index,
+        test_fraction=test_fraction,
+        gap=gap,
+        seed=seed,
+        train_only=data.train_only,
+        within_groups=within_video,
     )
     rows = []
     restorers: dict = {}
     subsets = _subsets(
-        data, split, strategies, sizes, recognizers=recognizers, n_random_repeats=n_random_repeats,
-        classification_recognizer=classification_recognizer, test_fraction=test_fraction, gap=gap, seed=seed,
+        data,
+        split,
+        strategies,
+        sizes,
+        recognizers=recognizers,
+        n_random_repeats=n_random_repeats,
+        classification_recognizer=classification_recognizer,
+        test_fraction=test_fraction,
+        gap=gap,
+        seed=seed,
     )
     for strategy, k, repeat, identities in subsets:
         for name, factory in recognizers.items():
             for attacker in attacker_list:
-                _, y_test, y_pred, n_train, timing = fit_predict(data, split, factory, attacker, identities, seed,
-                                                                 restorer=restorer, restorers=restorers)
+                _, y_test, y_pred, n_train, timing = fit_predict(
+                    data, split, factory, attacker, identities, seed, restorer=restorer, restorers=restorers
+                )
                 acc = accuracy(y_test, y_pred)
                 row = {
-                    "recognizer": name, "attacker": attacker.name, "selection": strategy,
-                    "subset_size": k, "repeat": repeat, "n_identities": len(identities),
-                    "n_train": n_train, "n_test": len(y_test), "accuracy": acc,
+                    "recognizer": name,
+                    "attacker": attacker.name,
+                    "selection": strategy,
+                    "subset_size": k,
+                    "repeat": repeat,
+                    "n_identities": len(identities),
+                    "n_train": n_train,
+                    "n_test": len(y_test),
+                    "accuracy": acc,
                     "chance_level": chance_level(len(identities)),
                     "chance_normalised": chance_normalised_accuracy(acc, len(identities)),
                     **timing,
@@ -266,8 +354,9 @@ def run_attack_suite(
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
 
-def accuracy_table(table: pd.DataFrame, *, selection: str = ALL, subset_size: int | None = None,
-                   value: str = "accuracy") -> pd.DataFrame:
+def accuracy_table(
+    table: pd.DataFrame, *, selection: str = ALL, subset_size: int | None = None, value: str = "accuracy"
+) -> pd.DataFrame:
     """Recognizer x attacker matrix of ``value`` for one subset (mean over repeats).
 
     ``subset_size`` defaults to the largest size present for ``selection``.
@@ -287,8 +376,9 @@ def _rows_of(table: pd.DataFrame, selection: str, subset_size: int | None) -> pd
     return rows
 
 
-def worst_case(table: pd.DataFrame, *, selection: str = ALL, subset_size: int | None = None,
-               baseline: str = "clear") -> dict:
+def worst_case(
+    table: pd.DataFrame, *, selection: str = ALL, subset_size: int | None = None, baseline: str = "clear"
+) -> dict:
     """The worst case of the anonymization: the strongest recognizer x attacker pair.
 
     seeds/000, sections 4.2.2 and 5.2. Accuracies are averaged over repeats (Random
@@ -311,7 +401,9 @@ def worst_case(table: pd.DataFrame, *, selection: str = ALL, subset_size: int | 
     """
     rows = _rows_of(table, selection, subset_size)
     keys = ["recognizer", "attacker"]
-    means = rows.groupby(keys, sort=False)[["accuracy", "chance_normalised", "chance_level", "n_identities"]].mean()
+    means = rows.groupby(keys, sort=False)[
+        ["accuracy", "chance_normalised", "chance_level", "n_identities"]
+    ].mean()
     attacks = means[means.index.get_level_values("attacker") != baseline]
     if attacks.empty:
         raise ValueError("no attacker other than the clear baseline in the table")
@@ -337,9 +429,17 @@ def worst_case(table: pd.DataFrame, *, selection: str = ALL, subset_size: int | 
     return result
 
 
-def attack_predictions(data: AttackData, *, recognizer: Callable, attacker, test_fraction: float = 0.25,
-                       gap: int = 0, seed: int = 0, within_video: bool = False,
-                       restorer: Callable | None = None) -> pd.DataFrame:
+def attack_predictions(
+    data: AttackData,
+    *,
+    recognizer: Callable,
+    attacker,
+    test_fraction: float = 0.25,
+    gap: int = 0,
+    seed: int = 0,
+    within_video: bool = False,
+    restorer: Callable | None = None,
+) -> pd.DataFrame:
     """Per-test-sample predictions of one recognizer x attacker pair on the full set.
 
     Used for per-video reporting (e.g. which masked videos the worst-case pair
@@ -352,13 +452,26 @@ def attack_predictions(data: AttackData, *, recognizer: Callable, attacker, test
         Columns ``sample`` (index into ``data``), ``group``, ``identity``, ``predicted``,
         ``correct`` (bool).
     """
-    split = split_train_test(data.identities, groups=data.groups, time_index=data.time_index,
-                             test_fraction=test_fraction, gap=gap, seed=seed, train_only=data.train_only,
-                             within_groups=within_video)
+    split = split_train_test(
+        data.identities,
+        groups=data.groups,
+        time_index=data.time_index,
+        test_fraction=test_fraction,
+        gap=gap,
+        seed=seed,
+        train_only=data.train_only,
+        within_groups=within_video,
+    )
     (attacker_obj,) = get_attackers([attacker])
-    test_idx, y_test, y_pred, _, _ = fit_predict(data, split, recognizer, attacker_obj, data.identity_labels, seed,
-                                                 restorer=restorer)
-    return pd.DataFrame({
-        "sample": test_idx, "group": data.groups[test_idx], "identity": y_test,
-        "predicted": y_pred, "correct": y_test == y_pred,
-    })
+    test_idx, y_test, y_pred, _, _ = fit_predict(
+        data, split, recognizer, attacker_obj, data.identity_labels, seed, restorer=restorer
+    )
+    return pd.DataFrame(
+        {
+            "sample": test_idx,
+            "group": data.groups[test_idx],
+            "identity": y_test,
+            "predicted": y_pred,
+            "correct": y_test == y_pred,
+        }
+    )

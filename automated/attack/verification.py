@@ -19,6 +19,7 @@ CMC curves should be reported for biometric recognition". Terms follow ISO/IEC 1
   (closed set; an identity scores its best gallery sample; ties broken uniformly at
   random, in expectation, so a constant score gives chance level r / N).
 """
+
 from __future__ import annotations
 
 import io
@@ -42,8 +43,10 @@ def _check_scores(scores, probe_labels, gallery_labels):
     scores = np.asarray(scores, dtype=np.float64)
     probes, gallery = _labels(probe_labels, "probe_labels"), _labels(gallery_labels, "gallery_labels")
     if scores.shape != (len(probes), len(gallery)):
-        raise ValueError(f"scores must have shape (n_probes, n_gallery) = ({len(probes)}, {len(gallery)}), "
-                         f"got {scores.shape}")
+        raise ValueError(
+            f"scores must have shape (n_probes, n_gallery) = ({len(probes)}, {len(gallery)}), "
+            f"got {scores.shape}"
+        )
     if not np.isfinite(scores).all():
         raise ValueError("scores must be finite")
     return scores, probes, gallery
@@ -73,8 +76,9 @@ def genuine_impostor_scores(scores, probe_labels, gallery_labels) -> tuple[np.nd
     same = probes[:, None] == gallery[None, :]
     genuine, impostor = scores[same], scores[~same]
     if genuine.size == 0 or impostor.size == 0:
-        raise ValueError(f"need genuine and impostor comparisons, got {genuine.size} genuine and "
-                         f"{impostor.size} impostor")
+        raise ValueError(
+            f"need genuine and impostor comparisons, got {genuine.size} genuine and {impostor.size} impostor"
+        )
     return genuine, impostor
 
 
@@ -110,7 +114,7 @@ def operating_points(genuine, impostor) -> OperatingPoints:
     impostor = _labels(np.asarray(impostor, dtype=np.float64), "impostor")
     thresholds = np.concatenate([[np.inf], np.unique(np.concatenate([genuine, impostor]))[::-1]])
     g, i = np.sort(genuine), np.sort(impostor)
-    fnmr = np.searchsorted(g, thresholds, side="left") / len(g)          # genuine < t
+    fnmr = np.searchsorted(g, thresholds, side="left") / len(g)  # genuine < t
     fmr = (len(i) - np.searchsorted(i, thresholds, side="left")) / len(i)  # impostor >= t (exact counts)
     return OperatingPoints(thresholds, fmr, fnmr)
 
@@ -226,8 +230,13 @@ class VerificationResult:
 
     def as_dict(self) -> dict:
         """JSON-ready summary: ``eer``, ``fnmr_at_fmr_<target>``, ``cmc_rank_<r>``, counts."""
-        out = {"eer": self.eer, "n_genuine": int(self.genuine.size), "n_impostor": int(self.impostor.size),
-               "n_probes": self.n_probes, "n_gallery": self.n_gallery}
+        out = {
+            "eer": self.eer,
+            "n_genuine": int(self.genuine.size),
+            "n_impostor": int(self.impostor.size),
+            "n_probes": self.n_probes,
+            "n_gallery": self.n_gallery,
+        }
         for target, value in self.fnmr_at.items():
             out[f"fnmr_at_fmr_{target:g}"] = value
             out[f"fmr_{target:g}_resolved"] = self.fmr_resolved[target]
@@ -235,8 +244,14 @@ class VerificationResult:
         return out
 
 
-def evaluate_verification(scores, probe_labels, gallery_labels, *, fmr_targets: Sequence[float] = FMR_TARGETS,
-                          max_rank: int = MAX_RANK) -> VerificationResult:
+def evaluate_verification(
+    scores,
+    probe_labels,
+    gallery_labels,
+    *,
+    fmr_targets: Sequence[float] = FMR_TARGETS,
+    max_rank: int = MAX_RANK,
+) -> VerificationResult:
     """EER, FNMR at each FMR target, and the CMC of a probe x gallery score matrix.
 
     Parameters
@@ -254,9 +269,14 @@ def evaluate_verification(scores, probe_labels, gallery_labels, *, fmr_targets: 
     genuine, impostor = genuine_impostor_scores(scores, probe_labels, gallery_labels)
     fnmr_at = {float(t): fnmr_at_fmr(genuine, impostor, t)[0] for t in fmr_targets}
     return VerificationResult(
-        genuine, impostor, operating_points(genuine, impostor), equal_error_rate(genuine, impostor), fnmr_at,
+        genuine,
+        impostor,
+        operating_points(genuine, impostor),
+        equal_error_rate(genuine, impostor),
+        fnmr_at,
         {float(t): impostor.size * t >= 1.0 for t in fmr_targets},
-        cmc_curve(scores, probe_labels, gallery_labels, max_rank=max_rank), len(np.asarray(probe_labels)),
+        cmc_curve(scores, probe_labels, gallery_labels, max_rank=max_rank),
+        len(np.asarray(probe_labels)),
         len(np.asarray(gallery_labels)),
     )
 
@@ -274,8 +294,9 @@ def similarity_from_embeddings(probe_embeddings, gallery_embeddings) -> np.ndarr
     return -np.linalg.norm(probes[:, None, :] - gallery[None, :, :], axis=2)
 
 
-def verify_masked_probes(data, train_idx, test_idx, embed, *, fmr_targets: Sequence[float] = FMR_TARGETS,
-                         max_rank: int = MAX_RANK) -> VerificationResult:
+def verify_masked_probes(
+    data, train_idx, test_idx, embed, *, fmr_targets: Sequence[float] = FMR_TARGETS, max_rank: int = MAX_RANK
+) -> VerificationResult:
     """A pretrained recognizer's verification of masked probes against the clear gallery.
 
     The gallery is the clear samples ``train_idx`` of ``data`` (``AttackData``), the
@@ -288,8 +309,13 @@ def verify_masked_probes(data, train_idx, test_idx, embed, *, fmr_targets: Seque
     """
     train_idx, test_idx = np.asarray(train_idx), np.asarray(test_idx)
     scores = similarity_from_embeddings(embed(data.masked[test_idx]), embed(data.clear[train_idx]))
-    return evaluate_verification(scores, data.identities[test_idx], data.identities[train_idx],
-                                 fmr_targets=fmr_targets, max_rank=max_rank)
+    return evaluate_verification(
+        scores,
+        data.identities[test_idx],
+        data.identities[train_idx],
+        fmr_targets=fmr_targets,
+        max_rank=max_rank,
+    )
 
 
 def plot_verification(results: Mapping[str, VerificationResult], *, title: str = "") -> bytes:

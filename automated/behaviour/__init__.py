@@ -22,6 +22,7 @@ the two (Django-free; one job per module):
 - ``leakage``: gender inference from masked faces (pretrained and parrot attackers).
 - ``frontier``: the privacy-utility frontier figure.
 """
+
 from .compare import compare
 from .evaluate import BehaviourEvaluation, evaluate_behaviour
 from .extractor import BehaviourExtractor
@@ -30,6 +31,16 @@ from .frontier import FrontierPoint, frontier_figure
 from .leakage import AttributeVideo, attribute_leakage
 from .score import behaviour_score, summarize_behaviour
 
-__all__ = ["BehaviourEvaluation", "BehaviourExtractor", "BehaviourFeatures", "AttributeVideo", "FrontierPoint",
-           "attribute_leakage", "behaviour_score", "compare", "evaluate_behaviour", "frontier_figure",
-           "summarize_behaviour"]
+__all__ = [
+    "BehaviourEvaluation",
+    "BehaviourExtractor",
+    "BehaviourFeatures",
+    "AttributeVideo",
+    "FrontierPoint",
+    "attribute_leakage",
+    "behaviour_score",
+    "compare",
+    "evaluate_behaviour",
+    "frontier_figure",
+    "summarize_behaviour",
+]

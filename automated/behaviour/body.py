@@ -20,6 +20,7 @@ Hand presence agreement: share of tested frames where the same hands ("Left",
 "Right" as labelled by MediaPipe) are found in the clear and the masked frame; 1 when
 neither has a hand.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,8 +38,14 @@ def shoulder_width(pose_xy: np.ndarray) -> np.ndarray:
     return np.linalg.norm(pose_xy[:, SHOULDERS[0]] - pose_xy[:, SHOULDERS[1]], axis=-1)
 
 
-def pck_counts(clear_xy: np.ndarray, reference: np.ndarray, masked_xy: np.ndarray, scale: np.ndarray,
-               *, alpha: float = PCK_ALPHA) -> tuple[int, int]:
+def pck_counts(
+    clear_xy: np.ndarray,
+    reference: np.ndarray,
+    masked_xy: np.ndarray,
+    scale: np.ndarray,
+    *,
+    alpha: float = PCK_ALPHA,
+) -> tuple[int, int]:
     """(correct, total) keypoint counts of PCK@alpha over frames.
 
     Parameters
@@ -71,8 +78,15 @@ def pck_counts(clear_xy: np.ndarray, reference: np.ndarray, masked_xy: np.ndarra
     return int(correct.sum()), int(usable.sum())
 
 
-def body_metrics(clear_pose_xy, clear_visibility, masked_pose_xy, clear_hands_xy, masked_hands_xy,
-                 *, alpha: float = PCK_ALPHA) -> dict:
+def body_metrics(
+    clear_pose_xy,
+    clear_visibility,
+    masked_pose_xy,
+    clear_hands_xy,
+    masked_hands_xy,
+    *,
+    alpha: float = PCK_ALPHA,
+) -> dict:
     """PCK of torso, arms and hands, body loss and hand presence agreement over tested frames.
 
     Parameters
@@ -101,8 +115,13 @@ def body_metrics(clear_pose_xy, clear_visibility, masked_pose_xy, clear_hands_xy
     result["body_lost_rate"] = float(np.mean(~masked_found[clear_found])) if clear_found.any() else np.nan
     for name, points in (("torso", TORSO), ("arms", ARMS)):
         points = list(points)
-        correct, total = pck_counts(clear_pose_xy[:, points], visible[:, points] & clear_found[:, None],
-                                    masked_pose_xy[:, points], scale, alpha=alpha)
+        correct, total = pck_counts(
+            clear_pose_xy[:, points],
+            visible[:, points] & clear_found[:, None],
+            masked_pose_xy[:, points],
+            scale,
+            alpha=alpha,
+        )
         result[f"pck_{name}"] = correct / total if total else np.nan
     clear_hands = np.asarray(clear_hands_xy, np.float64)
     masked_hands = np.asarray(masked_hands_xy, np.float64)
@@ -110,10 +129,12 @@ def body_metrics(clear_pose_xy, clear_visibility, masked_pose_xy, clear_hands_xy
     clear_present = np.isfinite(clear_hands[:, :, 0, 0])
     masked_present = np.isfinite(masked_hands[:, :, 0, 0])
     hand_reference = np.repeat(clear_present, clear_hands.shape[2], axis=1)  # (n, 2 * 21)
-    correct, total = pck_counts(clear_hands.reshape(n, -1, 2), hand_reference, masked_hands.reshape(n, -1, 2),
-                                scale, alpha=alpha)
+    correct, total = pck_counts(
+        clear_hands.reshape(n, -1, 2), hand_reference, masked_hands.reshape(n, -1, 2), scale, alpha=alpha
+    )
     result["pck_hands"] = correct / total if total else np.nan
     result["hand_frames"] = int(clear_present.any(axis=1).sum())
-    result["hand_presence_agreement"] = (float(np.mean((clear_present == masked_present).all(axis=1)))
-                                         if n else np.nan)
+    result["hand_presence_agreement"] = (
+        float(np.mean((clear_present == masked_present).all(axis=1))) if n else np.nan
+    )
     return result

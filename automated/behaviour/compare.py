@@ -22,6 +22,7 @@ Metric definitions:
   same top-1 expression.
 - body: ``body.body_metrics`` (PCK@0.2 of torso, arms, hands; hand presence agreement).
 """
+
 from __future__ import annotations
 
 import math
@@ -80,13 +81,17 @@ def _mean(values: np.ndarray) -> float:
 def check_pair(clear: BehaviourFeatures, masked: BehaviourFeatures) -> None:
     """Raise ``FeatureMismatchError`` unless both describe the same frames with the same settings."""
     if clear.settings != masked.settings:
-        raise FeatureMismatchError(f"features come from different settings: {clear.settings!r} vs {masked.settings!r}")
+        raise FeatureMismatchError(
+            f"features come from different settings: {clear.settings!r} vs {masked.settings!r}"
+        )
     if clear.n_frames != masked.n_frames or not np.array_equal(clear.frame_index, masked.frame_index):
         raise FeatureMismatchError(
             f"clear and masked features cover different frames ({clear.n_frames} vs {masked.n_frames} tested frames)"
         )
     if not np.array_equal(clear.frame_wh, masked.frame_wh):
-        raise FeatureMismatchError(f"frame sizes differ: clear {clear.frame_wh.tolist()}, masked {masked.frame_wh.tolist()}")
+        raise FeatureMismatchError(
+            f"frame sizes differ: clear {clear.frame_wh.tolist()}, masked {masked.frame_wh.tolist()}"
+        )
 
 
 def compare(clear: BehaviourFeatures, masked: BehaviourFeatures) -> dict:
@@ -127,15 +132,20 @@ def compare(clear: BehaviourFeatures, masked: BehaviourFeatures) -> dict:
     result["mar_correlation"] = pearson(clear.mar[paired], masked.mar[paired])
     for name, find in (("blink", eye_closure_events), ("mouth", mouth_opening_events)):
         series = "ear" if name == "blink" else "mar"
-        scores = event_f1(find(getattr(clear, series), clear.frame_index),
-                          find(getattr(masked, series), masked.frame_index))
+        scores = event_f1(
+            find(getattr(clear, series), clear.frame_index), find(getattr(masked, series), masked.frame_index)
+        )
         for key, value in scores.items():
             result[f"{name}_{key}"] = value
     expressed = paired & np.isfinite(clear.expression[:, 0]) & np.isfinite(masked.expression[:, 0])
     result["expression_frames"] = int(expressed.sum())
     result["expression_js"] = _mean(jensen_shannon(clear.expression[expressed], masked.expression[expressed]))
     result["expression_agreement"] = _mean(
-        (clear.expression[expressed].argmax(axis=1) == masked.expression[expressed].argmax(axis=1)).astype(float)
+        (clear.expression[expressed].argmax(axis=1) == masked.expression[expressed].argmax(axis=1)).astype(
+            float
+        )
     )
-    result.update(body_metrics(clear.pose_xy, clear.pose_visibility, masked.pose_xy, clear.hands_xy, masked.hands_xy))
+    result.update(
+        body_metrics(clear.pose_xy, clear.pose_visibility, masked.pose_xy, clear.hands_xy, masked.hands_xy)
+    )
     return result

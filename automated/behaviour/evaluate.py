@@ -13,6 +13,7 @@ size, modification time), the stride and the extractor settings, so every submis
 of a campaign measures each clear video once; on a cache hit the clear video is not
 decoded at all.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -63,9 +64,16 @@ def clear_cache_path(cache_dir, clear_path, stride: int, settings: str) -> Path:
     return Path(cache_dir) / f"behaviour-{hashlib.sha256(key.encode()).hexdigest()[:32]}.npz"
 
 
-def evaluate_behaviour(clear_path, masked_path, *, stride: int = 5, cache_dir=None,
-                       extractors: tuple[BehaviourExtractor, BehaviourExtractor] | None = None,
-                       timings: dict | None = None, **model_options) -> BehaviourEvaluation:
+def evaluate_behaviour(
+    clear_path,
+    masked_path,
+    *,
+    stride: int = 5,
+    cache_dir=None,
+    extractors: tuple[BehaviourExtractor, BehaviourExtractor] | None = None,
+    timings: dict | None = None,
+    **model_options,
+) -> BehaviourEvaluation:
     """Score the behaviour a masked video keeps from its clear video (module docstring).
 
     Parameters
@@ -114,8 +122,9 @@ def evaluate_behaviour(clear_path, masked_path, *, stride: int = 5, cache_dir=No
     check_video_pair(clear_path, masked_path)
     with contextlib.ExitStack() as stack:
         if extractors is None:
-            extractors = tuple(stack.enter_context(BehaviourExtractor(timings=timings, **model_options))
-                               for _ in range(2))
+            extractors = tuple(
+                stack.enter_context(BehaviourExtractor(timings=timings, **model_options)) for _ in range(2)
+            )
         clear_side, masked_side = extractors
         if clear_side.settings != masked_side.settings:
             raise ValueError("the clear-side and masked-side extractors run different models")
@@ -143,7 +152,9 @@ def _measure(clear_path, masked_path, stride, cache_dir, clear_side, masked_side
                 _add(timings, "decode", started)
                 box = next(boxes, None)
                 if box is None:
-                    raise VideoPairError(f"{Path(masked_path).name} has more tested frames than its cached clear video")
+                    raise VideoPairError(
+                        f"{Path(masked_path).name} has more tested frames than its cached clear video"
+                    )
                 masked_side.update(masked_rgb, frame_index, attribute_box=box)
                 started = time.process_time()
             return cached, True

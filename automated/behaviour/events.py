@@ -21,6 +21,7 @@ masked events / masked events, recall = matched clear events / clear events, F1 
 harmonic mean. When neither series has an event, the masking kept the (absence of)
 behaviour: F1 = 1. When only one has events, F1 = 0.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,8 +52,9 @@ def runs(active: np.ndarray, frame_indices: np.ndarray) -> list[tuple[int, int]]
     return [(int(frames[a]), int(frames[b])) for a, b in zip(starts, stops)]
 
 
-def eye_closure_events(ear: np.ndarray, frame_indices: np.ndarray,
-                       *, fraction: float = EYE_CLOSED_FRACTION) -> list[tuple[int, int]]:
+def eye_closure_events(
+    ear: np.ndarray, frame_indices: np.ndarray, *, fraction: float = EYE_CLOSED_FRACTION
+) -> list[tuple[int, int]]:
     """Eye-closure events (module docstring) of an EAR series; NaN = no face.
 
     Returns an empty list when the series has no finite value.
@@ -66,8 +68,9 @@ def eye_closure_events(ear: np.ndarray, frame_indices: np.ndarray,
     return runs(closed, frame_indices)
 
 
-def mouth_opening_events(mar: np.ndarray, frame_indices: np.ndarray,
-                         *, threshold: float = MOUTH_OPEN_MAR) -> list[tuple[int, int]]:
+def mouth_opening_events(
+    mar: np.ndarray, frame_indices: np.ndarray, *, threshold: float = MOUTH_OPEN_MAR
+) -> list[tuple[int, int]]:
     """Mouth-opening events (module docstring) of a MAR series; NaN = no face."""
     mar = np.asarray(mar, np.float64)
     with np.errstate(invalid="ignore"):
@@ -106,8 +109,11 @@ def event_f1(clear_events, masked_events, *, tolerance_frames: int = TOLERANCE_F
     matched = 0
     for first, last in sorted(clear_events):
         for j, (m_first, m_last) in enumerate(masked_events):
-            if not used[j] and m_first - tolerance_frames <= last + tolerance_frames \
-                    and first - tolerance_frames <= m_last + tolerance_frames:
+            if (
+                not used[j]
+                and m_first - tolerance_frames <= last + tolerance_frames
+                and first - tolerance_frames <= m_last + tolerance_frames
+            ):
                 used[j] = True
                 matched += 1
                 break
@@ -120,5 +126,11 @@ def event_f1(clear_events, masked_events, *, tolerance_frames: int = TOLERANCE_F
         f1 = 0.0
     else:
         f1 = 2 * precision * recall / (precision + recall)
-    return {"precision": precision, "recall": recall, "f1": f1,
-            "n_clear": n_clear, "n_masked": n_masked, "n_matched": matched}
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "n_clear": n_clear,
+        "n_masked": n_masked,
+        "n_matched": matched,
+    }

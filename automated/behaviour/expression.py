@@ -5,6 +5,7 @@ one-to-one onto six of the expression classifier's seven FER-2013 classes
 (``face_classifier.EXPRESSION_LABELS``); FER's "surprise" has no CREMA-D counterpart and
 is simply a wrong answer for every clip.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,12 +16,20 @@ from .face_classifier import EXPRESSION_LABELS
 from .features import BehaviourFeatures
 
 EMOTION_TO_EXPRESSION = {
-    "anger": "angry", "angry": "angry", "ang": "angry",
-    "disgust": "disgust", "dis": "disgust",
-    "fear": "fear", "fea": "fear",
-    "happy": "happy", "happiness": "happy", "hap": "happy",
-    "neutral": "neutral", "neu": "neutral",
-    "sad": "sad", "sadness": "sad",
+    "anger": "angry",
+    "angry": "angry",
+    "ang": "angry",
+    "disgust": "disgust",
+    "dis": "disgust",
+    "fear": "fear",
+    "fea": "fear",
+    "happy": "happy",
+    "happiness": "happy",
+    "hap": "happy",
+    "neutral": "neutral",
+    "neu": "neutral",
+    "sad": "sad",
+    "sadness": "sad",
     "surprise": "surprise",
 }
 
@@ -35,11 +44,15 @@ def expression_index(emotion: str) -> int:
     """
     key = str(emotion).strip().lower()
     if key not in EMOTION_TO_EXPRESSION:
-        raise ValueError(f"unknown emotion label {emotion!r}; accepted: {', '.join(sorted(EMOTION_TO_EXPRESSION))}")
+        raise ValueError(
+            f"unknown emotion label {emotion!r}; accepted: {', '.join(sorted(EMOTION_TO_EXPRESSION))}"
+        )
     return EXPRESSION_LABELS.index(EMOTION_TO_EXPRESSION[key])
 
 
-def expression_accuracy(features: BehaviourFeatures, emotion: str, *, reference: np.ndarray | None = None) -> dict:
+def expression_accuracy(
+    features: BehaviourFeatures, emotion: str, *, reference: np.ndarray | None = None
+) -> dict:
     """How often the classifier reads the acted emotion in a video's tested frames.
 
     Parameters
@@ -67,7 +80,10 @@ def expression_accuracy(features: BehaviourFeatures, emotion: str, *, reference:
     reference = found if reference is None else np.asarray(reference, bool)
     top1 = np.where(found, np.nan_to_num(probabilities).argmax(axis=1), -1)
     frames = int(reference.sum())
-    result = {"frame_accuracy": float(np.mean(top1[reference] == target)) if frames else math.nan, "frames": frames}
+    result = {
+        "frame_accuracy": float(np.mean(top1[reference] == target)) if frames else math.nan,
+        "frames": frames,
+    }
     if found.any():
         predicted = int(probabilities[found].mean(axis=0).argmax())
         result.update(video_prediction=EXPRESSION_LABELS[predicted], video_correct=predicted == target)

@@ -12,6 +12,7 @@ classifier on the crop at an *attribute box* (the attribute-inference attacker; 
 default the frame's own face box; ``evaluate`` passes the clear frame's box for the
 masked side).
 """
+
 from __future__ import annotations
 
 import time
@@ -37,8 +38,13 @@ def _face_features(mesh: np.ndarray, frame_wh: tuple[int, int]) -> dict | None:
     try:
         ypr, rotation = head_pose(mesh, frame_wh)
         with np.errstate(divide="ignore", invalid="ignore"):
-            face = dict(head_pose_deg=ypr, gaze_vector=gaze_vector(mesh, rotation), ear=eye_aspect_ratio(mesh),
-                        mar=mouth_aspect_ratio(mesh), face_box=mesh_box(mesh))
+            face = dict(
+                head_pose_deg=ypr,
+                gaze_vector=gaze_vector(mesh, rotation),
+                ear=eye_aspect_ratio(mesh),
+                mar=mouth_aspect_ratio(mesh),
+                face_box=mesh_box(mesh),
+            )
     except (ValueError, ZeroDivisionError):
         return None
     return face if all(np.isfinite(value).all() for value in face.values()) else None
@@ -72,8 +78,16 @@ class BehaviourExtractor:
         If a requested classifier's weights are missing.
     """
 
-    def __init__(self, *, body: bool = True, hands: bool = True, expression: bool = True,
-                 attribute: bool = False, models_dir=None, timings: dict | None = None):
+    def __init__(
+        self,
+        *,
+        body: bool = True,
+        hands: bool = True,
+        expression: bool = True,
+        attribute: bool = False,
+        models_dir=None,
+        timings: dict | None = None,
+    ):
         self.timings = timings
         self._mesh = FaceMeshModel()
         self._pose = PoseModel() if body else None
@@ -100,8 +114,7 @@ class BehaviourExtractor:
             self.timings[f"{stage}_frames"] = self.timings.get(f"{stage}_frames", 0) + 1
         return now
 
-    def update(self, frame_rgb: np.ndarray, frame_index: int | None = None, *,
-               attribute_box=None) -> dict:
+    def update(self, frame_rgb: np.ndarray, frame_index: int | None = None, *, attribute_box=None) -> dict:
         """Measure one tested frame and append its row.
 
         Parameters
@@ -129,8 +142,11 @@ class BehaviourExtractor:
             self._frame_wh = (width, height)
         elif self._frame_wh != (width, height):
             raise ValueError(f"frame size changed from {self._frame_wh} to {(width, height)}")
-        row = {k: v[0] for k, v in vars(BehaviourFeatures.empty_rows(1, (width, height))).items()
-               if isinstance(v, np.ndarray) and k != "frame_wh"}
+        row = {
+            k: v[0]
+            for k, v in vars(BehaviourFeatures.empty_rows(1, (width, height))).items()
+            if isinstance(v, np.ndarray) and k != "frame_wh"
+        }
         row["frame_index"] = len(self._rows) if frame_index is None else int(frame_index)
         started = time.process_time()
         mesh = self._mesh.landmarks(frame_rgb)
@@ -142,7 +158,9 @@ class BehaviourExtractor:
         started = self._clock("face_mesh", started, True)
         run = self._expression is not None and mesh is not None
         if run:
-            row["expression"] = self._expression.predict(self._expression.crop(frame_rgb, row["face_box"])[None])[0][0]
+            row["expression"] = self._expression.predict(
+                self._expression.crop(frame_rgb, row["face_box"])[None]
+            )[0][0]
         started = self._clock("expression", started, run)
         box = row["face_box"] if attribute_box is None else np.asarray(attribute_box, np.float64)
         run = self._attribute is not None and bool(np.isfinite(box).all())
@@ -179,8 +197,13 @@ class BehaviourExtractor:
         result = BehaviourFeatures.empty_rows(0, self._frame_wh, self.settings)
         for name, empty in vars(result).items():
             if isinstance(empty, np.ndarray) and name != "frame_wh":
-                setattr(result, name, np.array([row[name] for row in self._rows], dtype=empty.dtype)
-                        .reshape((len(self._rows),) + empty.shape[1:]))
+                setattr(
+                    result,
+                    name,
+                    np.array([row[name] for row in self._rows], dtype=empty.dtype).reshape(
+                        (len(self._rows),) + empty.shape[1:]
+                    ),
+                )
         return result
 
     def close(self) -> None:

@@ -23,6 +23,7 @@ run by ``keras_model.KerasGraph``. Facts from SOURCE.md used here:
 Research models with known demographic biases (SOURCE.md): their outputs are
 measurements of what a masking keeps, not truths about people.
 """
+
 from __future__ import annotations
 
 import functools
@@ -59,8 +60,13 @@ def mesh_box(landmarks_px: np.ndarray) -> np.ndarray:
     return np.concatenate([points.min(axis=0), points.max(axis=0)])
 
 
-def face_crop(frame_rgb: np.ndarray, box_xyxy, *, size_px: int = 64,
-              margin_xy: tuple[float, float] = EXPRESSION_MARGIN_XY) -> np.ndarray:
+def face_crop(
+    frame_rgb: np.ndarray,
+    box_xyxy,
+    *,
+    size_px: int = 64,
+    margin_xy: tuple[float, float] = EXPRESSION_MARGIN_XY,
+) -> np.ndarray:
     """Grey face crop for the classifiers (module docstring: source demo's margins).
 
     Parameters
@@ -127,8 +133,14 @@ class FaceClassifier:
         ``len(labels)``.
     """
 
-    def __init__(self, path, labels: tuple[str, ...], *, margin_xy: tuple[float, float] = EXPRESSION_MARGIN_XY,
-                 num_threads: int | None = 1):
+    def __init__(
+        self,
+        path,
+        labels: tuple[str, ...],
+        *,
+        margin_xy: tuple[float, float] = EXPRESSION_MARGIN_XY,
+        num_threads: int | None = 1,
+    ):
         self.path = Path(path)
         self.margin_xy = tuple(margin_xy)
         self.num_threads = num_threads
@@ -140,8 +152,9 @@ class FaceClassifier:
         self.network = KerasGraph(self.path)
         self.labels = tuple(labels)
         if self.network.n_outputs != len(self.labels):
-            raise KerasModelError(f"{self.path.name} has {self.network.n_outputs} outputs, "
-                                  f"{len(self.labels)} labels given")
+            raise KerasModelError(
+                f"{self.path.name} has {self.network.n_outputs} outputs, {len(self.labels)} labels given"
+            )
         self.input_size = int(self.network.input_shape[0])
 
     def crop(self, frame_rgb: np.ndarray, box_xyxy) -> np.ndarray:
@@ -167,7 +180,9 @@ class FaceClassifier:
         """
         crops = np.asarray(crops)
         if crops.ndim != 3 or crops.shape[1:] != (self.input_size, self.input_size):
-            raise ValueError(f"crops must have shape (n, {self.input_size}, {self.input_size}), got {crops.shape}")
+            raise ValueError(
+                f"crops must have shape (n, {self.input_size}, {self.input_size}), got {crops.shape}"
+            )
         if len(crops) == 0:
             return np.zeros((0, len(self.labels))), np.zeros((0, 128), np.float32)
         with torch_threads(self.num_threads):
@@ -182,7 +197,9 @@ class FaceClassifier:
 
 
 @functools.lru_cache(maxsize=8)
-def _shared(path: Path, mtime_ns: int, labels: tuple[str, ...], margin_xy: tuple[float, float]) -> FaceClassifier:
+def _shared(
+    path: Path, mtime_ns: int, labels: tuple[str, ...], margin_xy: tuple[float, float]
+) -> FaceClassifier:
     # Inference only and stateless: one loaded network per file serves every extractor.
     return FaceClassifier(path, labels, margin_xy=margin_xy)
 

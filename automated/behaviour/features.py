@@ -6,6 +6,7 @@ visible to ``compare``. Saved as a compressed ``.npz`` with its ``settings`` str
 (models and parameters that produced it), so a cached clear side is only reused with
 the same settings.
 """
+
 from __future__ import annotations
 
 import os
@@ -88,13 +89,20 @@ class BehaviourFeatures:
         """``n`` rows of "nothing found" (NaN), frame indices 0..n-1."""
         nan = np.nan
         return cls(
-            frame_index=np.arange(n, dtype=np.int64), frame_wh=np.asarray(frame_wh, np.int64),
-            head_pose_deg=np.full((n, 3), nan), gaze_vector=np.full((n, 3), nan),
-            ear=np.full(n, nan), mar=np.full(n, nan), face_box=np.full((n, 4), nan),
-            expression=np.full((n, 7), nan), attribute=np.full((n, 2), nan),
+            frame_index=np.arange(n, dtype=np.int64),
+            frame_wh=np.asarray(frame_wh, np.int64),
+            head_pose_deg=np.full((n, 3), nan),
+            gaze_vector=np.full((n, 3), nan),
+            ear=np.full(n, nan),
+            mar=np.full(n, nan),
+            face_box=np.full((n, 4), nan),
+            expression=np.full((n, 7), nan),
+            attribute=np.full((n, 2), nan),
             attribute_features=np.full((n, 128), nan, np.float32),
-            pose_xy=np.full((n, N_POSE_LANDMARKS, 2), nan), pose_visibility=np.zeros((n, N_POSE_LANDMARKS)),
-            hands_xy=np.full((n, 2, N_HAND_LANDMARKS, 2), nan), settings=settings,
+            pose_xy=np.full((n, N_POSE_LANDMARKS, 2), nan),
+            pose_visibility=np.zeros((n, N_POSE_LANDMARKS)),
+            hands_xy=np.full((n, 2, N_HAND_LANDMARKS, 2), nan),
+            settings=settings,
         )
 
     def save(self, path) -> Path:
@@ -126,9 +134,13 @@ class BehaviourFeatures:
             with np.load(path, allow_pickle=False) as data:
                 missing = [f.name for f in fields(cls) if f.name not in data.files]
                 if missing:
-                    raise ValueError(f"{Path(path).name} is not a behaviour-features file: no {', '.join(missing)}")
+                    raise ValueError(
+                        f"{Path(path).name} is not a behaviour-features file: no {', '.join(missing)}"
+                    )
                 values = {f.name: data[f.name] for f in fields(cls)}
         except (zipfile.BadZipFile, EOFError, zlib.error) as error:  # truncated or overwritten file
-            raise ValueError(f"{Path(path).name} is not a readable behaviour-features file: {error}") from error
+            raise ValueError(
+                f"{Path(path).name} is not a readable behaviour-features file: {error}"
+            ) from error
         values["settings"] = str(values["settings"])
         return cls(**values)

@@ -12,6 +12,7 @@ re-identification and higher preservation).
 Pure function: matplotlib's object API with the Agg canvas (no pyplot state, safe in
 a web worker); fixed metadata so that equal inputs give equal bytes.
 """
+
 from __future__ import annotations
 
 import io
@@ -52,7 +53,9 @@ class FrontierPoint:
             if isinstance(value, bool) or not isinstance(value, Real):
                 raise ValueError(f"{self.label}: {name} must be a number, got {value!r}")
         if math.isfinite(self.reidentification) and not -1.0 <= self.reidentification <= 1.0:
-            raise ValueError(f"{self.label}: reidentification must be in [-1, 1], got {self.reidentification}")
+            raise ValueError(
+                f"{self.label}: reidentification must be in [-1, 1], got {self.reidentification}"
+            )
         if math.isfinite(self.behaviour) and not 0.0 <= self.behaviour <= 1.0:
             raise ValueError(f"{self.label}: behaviour must be in [0, 1], got {self.behaviour}")
 
@@ -64,13 +67,22 @@ class FrontierPoint:
 def pareto_front(points: Sequence[FrontierPoint]) -> list[FrontierPoint]:
     """Placed points not dominated by another (lower-or-equal x and higher-or-equal y, one strictly), by x."""
     placed = [p for p in points if p.placed]
-    front = [p for p in placed if not any(
-        q.reidentification <= p.reidentification and q.behaviour >= p.behaviour
-        and (q.reidentification < p.reidentification or q.behaviour > p.behaviour) for q in placed)]
+    front = [
+        p
+        for p in placed
+        if not any(
+            q.reidentification <= p.reidentification
+            and q.behaviour >= p.behaviour
+            and (q.reidentification < p.reidentification or q.behaviour > p.behaviour)
+            for q in placed
+        )
+    ]
     return sorted(front, key=lambda p: (p.reidentification, -p.behaviour))
 
 
-def frontier_figure(points: Sequence[FrontierPoint], *, title: str = "Privacy-utility frontier") -> dict[str, bytes]:
+def frontier_figure(
+    points: Sequence[FrontierPoint], *, title: str = "Privacy-utility frontier"
+) -> dict[str, bytes]:
     """Draw the frontier (module docstring).
 
     Parameters
@@ -99,20 +111,43 @@ def frontier_figure(points: Sequence[FrontierPoint], *, title: str = "Privacy-ut
     figure = Figure(figsize=(6.4, 4.8))
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    styles = {"submission": dict(marker="o", color="tab:blue"), "baseline": dict(marker="s", color="tab:gray")}
+    styles = {
+        "submission": dict(marker="o", color="tab:blue"),
+        "baseline": dict(marker="s", color="tab:gray"),
+    }
     for kind in KINDS:
         chosen = [p for p in points if p.kind == kind and p.placed]
         if chosen:
-            axes.scatter([p.reidentification for p in chosen], [p.behaviour for p in chosen], s=40, zorder=3,
-                         label=f"{kind}s", **styles[kind])
+            axes.scatter(
+                [p.reidentification for p in chosen],
+                [p.behaviour for p in chosen],
+                s=40,
+                zorder=3,
+                label=f"{kind}s",
+                **styles[kind],
+            )
             for p in chosen:
-                axes.annotate(p.label, (p.reidentification, p.behaviour), textcoords="offset points",
-                              xytext=(5, 4), fontsize=8)
+                axes.annotate(
+                    p.label,
+                    (p.reidentification, p.behaviour),
+                    textcoords="offset points",
+                    xytext=(5, 4),
+                    fontsize=8,
+                )
     front = pareto_front(points)
     if len(front) > 1:
-        axes.step([p.reidentification for p in front], [p.behaviour for p in front], where="post",
-                  color="tab:orange", linewidth=1.2, zorder=2, label="frontier")
-    axes.scatter([0.0], [1.0], marker="*", s=120, color="tab:green", zorder=3, label="ideal (chance, identical)")
+        axes.step(
+            [p.reidentification for p in front],
+            [p.behaviour for p in front],
+            where="post",
+            color="tab:orange",
+            linewidth=1.2,
+            zorder=2,
+            label="frontier",
+        )
+    axes.scatter(
+        [0.0], [1.0], marker="*", s=120, color="tab:green", zorder=3, label="ideal (chance, identical)"
+    )
     low = min([0.0] + [p.reidentification for p in points if p.placed])
     axes.set_xlim(low - 0.05, 1.05)
     axes.set_ylim(-0.05, 1.05)

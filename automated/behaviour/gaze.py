@@ -19,6 +19,7 @@ This is a coarse geometric estimate (no per-person calibration, eye offsets read
 image plane): what it measures well is whether the same eye movement is still visible
 after masking, which is what the clear-vs-masked angular error compares.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -21,6 +21,7 @@ image right, ``pitch`` > 0 when it points up, ``roll`` > 0 when the eye line tur
 clockwise in the image. A horizontally mirrored frame negates yaw and roll and keeps
 pitch.
 """
+
 from __future__ import annotations
 
 import cv2
@@ -28,17 +29,17 @@ import numpy as np
 
 # landmark: canonical model vertex (cm, MediaPipe axes: x right, y up, z toward the camera)
 CANONICAL_POINTS = {
-    1: (0.000000, -1.126865, 7.475604),     # nose tip
-    2: (0.000000, -2.089024, 6.058267),     # below the nose (subnasale)
-    6: (0.000000, 2.473255, 5.788627),      # nose bridge
-    168: (0.000000, 3.271027, 5.236015),    # between the eyes
-    10: (0.000000, 8.261778, 4.481535),     # top of the forehead
-    33: (-4.445859, 2.663991, 3.173422),    # right eye, outer corner
-    133: (-1.856432, 2.585245, 3.757904),   # right eye, inner corner
-    362: (1.856432, 2.585245, 3.757904),    # left eye, inner corner
-    263: (4.445859, 2.663991, 3.173422),    # left eye, outer corner
+    1: (0.000000, -1.126865, 7.475604),  # nose tip
+    2: (0.000000, -2.089024, 6.058267),  # below the nose (subnasale)
+    6: (0.000000, 2.473255, 5.788627),  # nose bridge
+    168: (0.000000, 3.271027, 5.236015),  # between the eyes
+    10: (0.000000, 8.261778, 4.481535),  # top of the forehead
+    33: (-4.445859, 2.663991, 3.173422),  # right eye, outer corner
+    133: (-1.856432, 2.585245, 3.757904),  # right eye, inner corner
+    362: (1.856432, 2.585245, 3.757904),  # left eye, inner corner
+    263: (4.445859, 2.663991, 3.173422),  # left eye, outer corner
     234: (-7.664182, 0.673132, -2.435867),  # right side of the face, near the ear
-    454: (7.664182, 0.673132, -2.435867),   # left side of the face, near the ear
+    454: (7.664182, 0.673132, -2.435867),  # left side of the face, near the ear
 }
 MODEL_LANDMARKS = np.array(list(CANONICAL_POINTS), dtype=np.intp)
 # OpenCV camera axes: y down, z away from the camera.
@@ -72,8 +73,16 @@ def head_rotation(landmarks_px: np.ndarray, frame_wh: tuple[int, int]) -> np.nda
     image_points = np.ascontiguousarray(points[MODEL_LANDMARKS, :2])
     # Start from a frontal face 60 cm away so the iterative solver never lands behind the camera.
     rvec, tvec = np.zeros((3, 1)), np.array([[0.0], [0.0], [60.0]])
-    ok, rvec, _ = cv2.solvePnP(MODEL_POINTS_CV, image_points, camera_matrix(frame_wh), None,
-                               rvec, tvec, useExtrinsicGuess=True, flags=cv2.SOLVEPNP_ITERATIVE)
+    ok, rvec, _ = cv2.solvePnP(
+        MODEL_POINTS_CV,
+        image_points,
+        camera_matrix(frame_wh),
+        None,
+        rvec,
+        tvec,
+        useExtrinsicGuess=True,
+        flags=cv2.SOLVEPNP_ITERATIVE,
+    )
     if not ok:
         raise ValueError("solvePnP found no head pose for these landmarks")
     return cv2.Rodrigues(rvec)[0]

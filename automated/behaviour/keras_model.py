@@ -22,6 +22,7 @@ The implementation is checked against TensorFlow's own outputs for real face cro
 (``tests/fixtures/mini_xception_reference.npz``, computed outside the project's
 dependencies, see ``tests/fixtures/make_mini_xception_reference.py``).
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,16 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-SUPPORTED_LAYERS = ("InputLayer", "Conv2D", "SeparableConv2D", "BatchNormalization", "Activation",
-                    "MaxPooling2D", "Add", "GlobalAveragePooling2D")
+SUPPORTED_LAYERS = (
+    "InputLayer",
+    "Conv2D",
+    "SeparableConv2D",
+    "BatchNormalization",
+    "Activation",
+    "MaxPooling2D",
+    "Add",
+    "GlobalAveragePooling2D",
+)
 ACTIVATIONS = {
     "linear": lambda x: x,
     "relu": F.relu,
@@ -96,8 +105,9 @@ class KerasGraph(torch.nn.Module):
             config = json.loads(h5.attrs["model_config"])
             if config.get("class_name") != "Model":
                 raise KerasModelError(f"{path.name}: a {config.get('class_name')!r}, not a functional Model")
-            self.layers = [self._layer(layer, h5["model_weights"], path.name)
-                           for layer in config["config"]["layers"]]
+            self.layers = [
+                self._layer(layer, h5["model_weights"], path.name) for layer in config["config"]["layers"]
+            ]
         inputs = [layer for layer in self.layers if layer["class"] == "InputLayer"]
         if len(inputs) != 1:
             raise KerasModelError(f"{path.name}: {len(inputs)} input layers, one supported")
@@ -113,19 +123,27 @@ class KerasGraph(torch.nn.Module):
     def _layer(layer: dict, weights_group, filename: str) -> dict:
         kind, name, cfg = layer["class_name"], layer["name"], layer["config"]
         if kind not in SUPPORTED_LAYERS:
-            raise KerasModelError(f"{filename}: layer {name} is a {kind}; supported: {', '.join(SUPPORTED_LAYERS)}")
+            raise KerasModelError(
+                f"{filename}: layer {name} is a {kind}; supported: {', '.join(SUPPORTED_LAYERS)}"
+            )
         if cfg.get("data_format", "channels_last") != "channels_last":
-            raise KerasModelError(f"{filename}: layer {name} is channels-first; only channels-last is supported")
+            raise KerasModelError(
+                f"{filename}: layer {name} is channels-first; only channels-last is supported"
+            )
         if tuple(cfg.get("dilation_rate", (1, 1))) != (1, 1):
             raise KerasModelError(f"{filename}: layer {name} is dilated; not supported")
         if kind == "SeparableConv2D" and tuple(cfg["strides"]) != (1, 1):
-            raise KerasModelError(f"{filename}: layer {name} is a strided separable convolution; not supported")
+            raise KerasModelError(
+                f"{filename}: layer {name} is a strided separable convolution; not supported"
+            )
         if kind == "BatchNormalization" and cfg.get("axis", -1) not in (-1, 3):
             raise KerasModelError(f"{filename}: layer {name} normalises axis {cfg['axis']}, not channels")
         activation = cfg.get("activation", "linear")
         if activation not in ACTIVATIONS:
-            raise KerasModelError(f"{filename}: layer {name} uses activation {activation!r}; "
-                                  f"supported: {', '.join(ACTIVATIONS)}")
+            raise KerasModelError(
+                f"{filename}: layer {name} uses activation {activation!r}; "
+                f"supported: {', '.join(ACTIVATIONS)}"
+            )
         inbound = layer.get("inbound_nodes") or []
         if len(inbound) > 1:
             raise KerasModelError(f"{filename}: layer {name} is shared between several inputs; not supported")
@@ -138,9 +156,11 @@ class KerasGraph(torch.nn.Module):
                 weights[short] = torch.from_numpy(np.asarray(group[weight_name], np.float32))
         needed = {
             "Conv2D": ["kernel"] + (["bias"] if cfg.get("use_bias", True) else []),
-            "SeparableConv2D": ["depthwise_kernel", "pointwise_kernel"] + (["bias"] if cfg.get("use_bias", True) else []),
-            "BatchNormalization": ["moving_mean", "moving_variance"] + (["gamma"] if cfg.get("scale", True) else [])
-                                  + (["beta"] if cfg.get("center", True) else []),
+            "SeparableConv2D": ["depthwise_kernel", "pointwise_kernel"]
+            + (["bias"] if cfg.get("use_bias", True) else []),
+            "BatchNormalization": ["moving_mean", "moving_variance"]
+            + (["gamma"] if cfg.get("scale", True) else [])
+            + (["beta"] if cfg.get("center", True) else []),
         }.get(kind, [])
         missing = [w for w in needed if w not in weights]
         if missing:
@@ -149,11 +169,21 @@ class KerasGraph(torch.nn.Module):
             weights["kernel"] = weights["kernel"].permute(3, 2, 0, 1).contiguous()
         elif kind == "SeparableConv2D":
             kh, kw, channels, multiplier = weights["depthwise_kernel"].shape
-            weights["depthwise_kernel"] = (weights["depthwise_kernel"].reshape(kh, kw, channels * multiplier)
-                                           .permute(2, 0, 1).unsqueeze(1).contiguous())
+            weights["depthwise_kernel"] = (
+                weights["depthwise_kernel"]
+                .reshape(kh, kw, channels * multiplier)
+                .permute(2, 0, 1)
+                .unsqueeze(1)
+                .contiguous()
+            )
             weights["pointwise_kernel"] = weights["pointwise_kernel"].permute(3, 2, 0, 1).contiguous()
-        return {"class": kind, "name": name, "config": cfg, "weights": weights,
-                "inputs": [node[0] for node in inbound[0]] if inbound else []}
+        return {
+            "class": kind,
+            "name": name,
+            "config": cfg,
+            "weights": weights,
+            "inputs": [node[0] for node in inbound[0]] if inbound else [],
+        }
 
     def _run(self, layer: dict, inputs: list[torch.Tensor]) -> torch.Tensor:
         kind, cfg, w = layer["class"], layer["config"], layer["weights"]
@@ -166,8 +196,15 @@ class KerasGraph(torch.nn.Module):
             x = F.conv2d(x, w["depthwise_kernel"], groups=x.shape[1])
             x = F.conv2d(x, w["pointwise_kernel"], w.get("bias"))
         elif kind == "BatchNormalization":
-            x = F.batch_norm(x, w["moving_mean"], w["moving_variance"], w.get("gamma"), w.get("beta"),
-                             training=False, eps=cfg["epsilon"])
+            x = F.batch_norm(
+                x,
+                w["moving_mean"],
+                w["moving_variance"],
+                w.get("gamma"),
+                w.get("beta"),
+                training=False,
+                eps=cfg["epsilon"],
+            )
         elif kind == "MaxPooling2D":
             x = _pad(x, cfg["pool_size"], cfg["strides"], cfg["padding"], -math.inf)
             x = F.max_pool2d(x, tuple(cfg["pool_size"]), tuple(cfg["strides"]))

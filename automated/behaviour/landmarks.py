@@ -14,6 +14,7 @@ scores exactly 0 error).
 Coordinates are returned in pixels of the frame: ``x`` right, ``y`` down; mesh depth
 ``z`` is in the same pixel scale as ``x`` (MediaPipe's normalised ``z`` times the width).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -65,8 +66,12 @@ class FaceMeshModel(_Model):
         from mediapipe.python.solutions import face_mesh
 
         self.min_confidence = float(min_confidence)
-        self._graph = face_mesh.FaceMesh(static_image_mode=True, refine_landmarks=True, max_num_faces=1,
-                                         min_detection_confidence=self.min_confidence)
+        self._graph = face_mesh.FaceMesh(
+            static_image_mode=True,
+            refine_landmarks=True,
+            max_num_faces=1,
+            min_detection_confidence=self.min_confidence,
+        )
 
     def landmarks(self, frame_rgb: np.ndarray) -> np.ndarray | None:
         """Face mesh of one frame.
@@ -112,8 +117,12 @@ class PoseModel(_Model):
         from mediapipe.python.solutions import pose
 
         self.min_confidence = float(min_confidence)
-        self._graph = pose.Pose(static_image_mode=True, model_complexity=1, enable_segmentation=False,
-                                min_detection_confidence=self.min_confidence)
+        self._graph = pose.Pose(
+            static_image_mode=True,
+            model_complexity=1,
+            enable_segmentation=False,
+            min_detection_confidence=self.min_confidence,
+        )
 
     def landmarks(self, frame_rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """Body landmarks of one frame.
@@ -157,8 +166,12 @@ class HandsModel(_Model):
         from mediapipe.python.solutions import hands
 
         self.min_confidence = float(min_confidence)
-        self._graph = hands.Hands(static_image_mode=True, max_num_hands=2, model_complexity=1,
-                                  min_detection_confidence=self.min_confidence)
+        self._graph = hands.Hands(
+            static_image_mode=True,
+            max_num_hands=2,
+            model_complexity=1,
+            min_detection_confidence=self.min_confidence,
+        )
 
     def landmarks(self, frame_rgb: np.ndarray) -> np.ndarray:
         """Hand landmarks of one frame.

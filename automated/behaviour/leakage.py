@@ -21,6 +21,7 @@ classified correctly), averaged over videos so each video weighs the same. **Lea
 always answering that gender scores); 0 = no more than the label prior, > 0 = the
 masking leaks gender.
 """
+
 from __future__ import annotations
 
 import math
@@ -71,7 +72,9 @@ class AttributeVideo:
     masked_features: np.ndarray
 
     @classmethod
-    def from_features(cls, clear: BehaviourFeatures, masked: BehaviourFeatures, identity, gender) -> AttributeVideo:
+    def from_features(
+        cls, clear: BehaviourFeatures, masked: BehaviourFeatures, identity, gender
+    ) -> AttributeVideo:
         """Samples of the frames where the clear side has an attribute reading.
 
         Raises
@@ -83,8 +86,13 @@ class AttributeVideo:
         if "no-attribute" in clear.settings:
             raise ValueError("no attribute readings: extract the features with attribute=True")
         rows = np.isfinite(clear.attribute[:, 0]) & np.isfinite(masked.attribute[:, 0])
-        return cls(str(identity), gender_index(gender), clear.attribute[rows], masked.attribute[rows],
-                   masked.attribute_features[rows])
+        return cls(
+            str(identity),
+            gender_index(gender),
+            clear.attribute[rows],
+            masked.attribute[rows],
+            masked.attribute_features[rows],
+        )
 
 
 def majority_rate(labels: Sequence[int]) -> float:
@@ -135,8 +143,9 @@ def parrot_accuracy(videos: Sequence[AttributeVideo], *, regularisation: float =
         features = np.concatenate([v.masked_features for v in train]).astype(np.float64)
         labels = np.concatenate([np.full(len(v.masked_features), v.label) for v in train])
         usable = np.isfinite(features).all(axis=1)
-        model = make_pipeline(StandardScaler(), LogisticRegression(C=regularisation, class_weight="balanced",
-                                                                   max_iter=2000))
+        model = make_pipeline(
+            StandardScaler(), LogisticRegression(C=regularisation, class_weight="balanced", max_iter=2000)
+        )
         model.fit(features[usable], labels[usable])
         for video in test:
             predicted = model.predict(np.nan_to_num(video.masked_features.astype(np.float64)))

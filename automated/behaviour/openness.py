@@ -16,6 +16,7 @@ vertical pairs over the corner-to-corner width:
 so they do not depend on the face's size in the frame. The mesh indices are the
 six-point eye sets commonly used with MediaPipe FaceMesh and its inner-lip pairs.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,8 +45,10 @@ def eye_aspect_ratio(landmarks_px: np.ndarray) -> float:
         If the mesh has fewer than 468 points.
     """
     points = _mesh(landmarks_px)
-    ratios = [(_distance(points, p2, p6) + _distance(points, p3, p5)) / (2.0 * _distance(points, p1, p4))
-              for p1, p2, p3, p4, p5, p6 in EYE_POINTS]
+    ratios = [
+        (_distance(points, p2, p6) + _distance(points, p3, p5)) / (2.0 * _distance(points, p1, p4))
+        for p1, p2, p3, p4, p5, p6 in EYE_POINTS
+    ]
     return float(np.mean(ratios))
 
 

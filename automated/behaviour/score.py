@@ -26,6 +26,7 @@ video count as zero preservation instead of being skipped.
 Per submission (``summarize_behaviour``): each video weighs the same; the score and
 every metric are means over the videos that define them, counts are sums.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,9 +35,19 @@ from collections.abc import Iterable
 import numpy as np
 
 ANGLE_SCALE_DEG = 30.0
-COUNT_KEYS = ("frames_tested", "face_frames", "pose_frames", "hand_frames", "expression_frames",
-              "blink_n_clear", "blink_n_masked", "blink_n_matched", "mouth_n_clear", "mouth_n_masked",
-              "mouth_n_matched")
+COUNT_KEYS = (
+    "frames_tested",
+    "face_frames",
+    "pose_frames",
+    "hand_frames",
+    "expression_frames",
+    "blink_n_clear",
+    "blink_n_masked",
+    "blink_n_matched",
+    "mouth_n_clear",
+    "mouth_n_masked",
+    "mouth_n_matched",
+)
 
 
 def _nanmean(values) -> float:
@@ -47,6 +58,7 @@ def _nanmean(values) -> float:
 
 def face_components(metrics: dict) -> dict:
     """The five face components in [0, 1] (module docstring); NaN where undefined."""
+
     def angle(error):
         return max(0.0, 1.0 - error / ANGLE_SCALE_DEG) if np.isfinite(error) else math.nan
 
@@ -82,12 +94,17 @@ def behaviour_score(metrics: dict) -> dict:
     if metrics["face_frames"] > 0:
         kept = _nanmean(components.values())
         face_part = (1.0 - metrics["face_lost_rate"]) * kept if np.isfinite(kept) else 0.0
-    body = _nanmean([metrics["pck_torso"], metrics["pck_arms"], metrics["pck_hands"],
-                     metrics["hand_presence_agreement"]])
+    body = _nanmean(
+        [metrics["pck_torso"], metrics["pck_arms"], metrics["pck_hands"], metrics["hand_presence_agreement"]]
+    )
     body_part = math.nan
     if metrics["pose_frames"] > 0:
         body_part = (1.0 - metrics["body_lost_rate"]) * body if np.isfinite(body) else 0.0
-    result = {"behaviour_score": _nanmean([face_part, body_part]), "face_part": face_part, "body_part": body_part}
+    result = {
+        "behaviour_score": _nanmean([face_part, body_part]),
+        "face_part": face_part,
+        "body_part": body_part,
+    }
     result.update({f"score_{name}": value for name, value in components.items()})
     result["score_body"] = body
     return result
@@ -138,13 +155,21 @@ def summarize_behaviour(videos: Iterable[dict]) -> dict:
     if not videos:
         raise ValueError("no video behaviour results to summarise")
     summary: dict = {"n_videos": len(videos)}
-    keys = list(dict.fromkeys(k for video in videos for k, v in video.items()
-                              if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)))
+    keys = list(
+        dict.fromkeys(
+            k
+            for video in videos
+            for k, v in video.items()
+            if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+        )
+    )
     for key in keys:
         values = [video.get(key) for video in videos]
         if key in COUNT_KEYS:
             summary[key] = int(sum(v for v in values if v is not None))
         else:
             summary[key] = _nanmean(values)
-    summary["videos_without_score"] = sum(1 for video in videos if not np.isfinite(video.get("behaviour_score", math.nan)))
+    summary["videos_without_score"] = sum(
+        1 for video in videos if not np.isfinite(video.get("behaviour_score", math.nan))
+    )
     return summary

@@ -3,6 +3,7 @@
 Runs show their progress (videos done / total); runs are started from the Submission
 changelist (``admin_actions.SUBMISSION_ACTIONS``) and can be re-queued from here.
 """
+
 from django.contrib import admin
 
 from automated.face_eval import METRIC_FIELDS
@@ -20,8 +21,16 @@ class ReadOnlyAdmin(CampaignScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdm
 
 class VideoScoreInline(CampaignScopedAdminMixin, admin.TabularInline):
     model = VideoScore
-    fields = ["masked_video", "match_rate", "rank1_rate", "detection_failure_rate", "mean_iou", "ssim", "psnr_db",
-              "behaviour_score"]
+    fields = [
+        "masked_video",
+        "match_rate",
+        "rank1_rate",
+        "detection_failure_rate",
+        "mean_iou",
+        "ssim",
+        "psnr_db",
+        "behaviour_score",
+    ]
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -36,16 +45,33 @@ class AutomatedRunAdmin(ReadOnlyAdmin):
     list_display = ["id", "submission", "status", "progress", "config", "started_at", "finished_at"]
     list_filter = ["status", "submission__campaign"]
     search_fields = ["submission__name", "submission__team__name"]
-    readonly_fields = ["submission", "config", "status", "progress", "created_at", "started_at", "finished_at",
-                       "error"]
+    readonly_fields = [
+        "submission",
+        "config",
+        "status",
+        "progress",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "error",
+    ]
     inlines = [VideoScoreInline]
     actions = [requeue_runs]
 
 
 @admin.register(VideoScore)
 class VideoScoreAdmin(ReadOnlyAdmin):
-    list_display = ["masked_video", "run", "match_rate", "rank1_rate", "detection_failure_rate", "mean_iou",
-                    "ssim", "psnr_db", "behaviour_score"]
+    list_display = [
+        "masked_video",
+        "run",
+        "match_rate",
+        "rank1_rate",
+        "detection_failure_rate",
+        "mean_iou",
+        "ssim",
+        "psnr_db",
+        "behaviour_score",
+    ]
     list_filter = ["run__submission__campaign", "run__status"]
     search_fields = ["masked_video__source_video__name", "run__submission__name"]
     readonly_fields = ["run", "masked_video", *METRIC_FIELDS, "behaviour_score", "behaviour_metrics"]
@@ -53,8 +79,16 @@ class VideoScoreAdmin(ReadOnlyAdmin):
 
 class AttackResultInline(CampaignScopedAdminMixin, admin.TabularInline):
     model = AttackResult
-    fields = ["recognizer", "attacker", "selection", "subset_size", "repeat", "accuracy", "chance_level",
-              "chance_normalised"]
+    fields = [
+        "recognizer",
+        "attacker",
+        "selection",
+        "subset_size",
+        "repeat",
+        "accuracy",
+        "chance_level",
+        "chance_normalised",
+    ]
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -76,11 +110,30 @@ class AttackExtractionInline(CampaignScopedAdminMixin, admin.TabularInline):
 
 @admin.register(AttackRun)
 class AttackRunAdmin(ReadOnlyAdmin):
-    list_display = ["id", "submission", "status", "progress", "n_samples", "extraction_s", "training_s",
-                    "finished_at"]
+    list_display = [
+        "id",
+        "submission",
+        "status",
+        "progress",
+        "n_samples",
+        "extraction_s",
+        "training_s",
+        "finished_at",
+    ]
     list_filter = ["status", "submission__campaign"]
     search_fields = ["submission__name", "submission__team__name"]
-    readonly_fields = ["submission", "config", "status", "progress", "created_at", "started_at", "finished_at",
-                       "extraction_s", "training_s", "n_samples", "error"]
+    readonly_fields = [
+        "submission",
+        "config",
+        "status",
+        "progress",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "extraction_s",
+        "training_s",
+        "n_samples",
+        "error",
+    ]
     inlines = [AttackExtractionInline, AttackResultInline]
     actions = [requeue_runs]

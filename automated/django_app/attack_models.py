@@ -4,6 +4,7 @@ The science lives in ``automated/attack/`` (Django-free); these rows store the t
 of ``attack.suite.run_attack_suite`` (one ``AttackResult`` per recognizer x attacker x
 identity subset) and the per-video accuracy of the worst-case pair.
 """
+
 from django.db import models
 
 from .run_models import RunBase
@@ -18,15 +19,21 @@ class AttackRun(RunBase):
         "evalsite.Submission", on_delete=models.CASCADE, related_name="attack_runs"
     )
     config = models.JSONField(
-        "configuration", default=dict, blank=True,
+        "configuration",
+        default=dict,
+        blank=True,
         help_text='e.g. {"attackers": ["clear", "naive", "parrot"], "recognizers": ["lbph"], "stride": 5}',
     )
     extraction_s = models.FloatField(
-        "feature extraction (s)", null=True, blank=True,
+        "feature extraction (s)",
+        null=True,
+        blank=True,
         help_text="Wall seconds decoding videos, detecting and cropping faces (cached per video).",
     )
     training_s = models.FloatField(
-        "training and testing (s)", null=True, blank=True,
+        "training and testing (s)",
+        null=True,
+        blank=True,
         help_text="Wall seconds fitting and testing all recognizer x attacker pairs.",
     )
     n_samples = models.PositiveIntegerField("face crops", null=True, blank=True)
@@ -50,8 +57,12 @@ class AttackExtraction(models.Model):
     masked_video = models.ForeignKey(
         "evalsite.MaskedVideo", on_delete=models.CASCADE, related_name="attack_extractions"
     )
-    n_crops = models.PositiveIntegerField("face crops", help_text="Tested frames with a face in the clear frame.")
-    extraction_s = models.FloatField("extraction (s)", help_text="Wall seconds decoding, detecting and cropping.")
+    n_crops = models.PositiveIntegerField(
+        "face crops", help_text="Tested frames with a face in the clear frame."
+    )
+    extraction_s = models.FloatField(
+        "extraction (s)", help_text="Wall seconds decoding, detecting and cropping."
+    )
 
     class Meta:
         verbose_name = "attack face extraction"
@@ -69,7 +80,9 @@ class AttackResult(models.Model):
 
     run = models.ForeignKey(AttackRun, on_delete=models.CASCADE, related_name="results")
     recognizer = models.CharField("recognizer", max_length=64)
-    attacker = models.CharField("attacker", max_length=32, help_text="clear, naive, parrot_25/50/75 or parrot")
+    attacker = models.CharField(
+        "attacker", max_length=32, help_text="clear, naive, parrot_25/50/75 or parrot"
+    )
     selection = models.CharField("identity selection", max_length=32, default="all")
     subset_size = models.PositiveIntegerField("subset size")
     repeat = models.PositiveIntegerField("repeat", default=0)
@@ -86,12 +99,16 @@ class AttackResult(models.Model):
         verbose_name = "attack result"
         ordering = ["run", "selection", "-subset_size", "repeat", "recognizer", "attacker"]
         constraints = [
-            models.UniqueConstraint(fields=["run", "recognizer", "attacker", "selection", "subset_size", "repeat"],
-                                    name="one_attack_result_per_cell")
+            models.UniqueConstraint(
+                fields=["run", "recognizer", "attacker", "selection", "subset_size", "repeat"],
+                name="one_attack_result_per_cell",
+            )
         ]
 
     def __str__(self) -> str:
-        return f"{self.recognizer} x {self.attacker} ({self.selection}, {self.subset_size}): {self.accuracy:.3f}"
+        return (
+            f"{self.recognizer} x {self.attacker} ({self.selection}, {self.subset_size}): {self.accuracy:.3f}"
+        )
 
 
 class AttackVideoResult(models.Model):
@@ -102,7 +119,9 @@ class AttackVideoResult(models.Model):
         "evalsite.SourceVideo", on_delete=models.CASCADE, related_name="attack_results"
     )
     n_test = models.PositiveIntegerField("test frames")
-    accuracy = models.FloatField("worst-case accuracy", help_text="Share of test frames re-identified, in [0, 1].")
+    accuracy = models.FloatField(
+        "worst-case accuracy", help_text="Share of test frames re-identified, in [0, 1]."
+    )
 
     class Meta:
         verbose_name = "attack result per video"

@@ -9,6 +9,7 @@ clear-on-clear bound and the accuracy table) and per-video columns ``attack_wors
 (the worst-case pair's share of re-identified test frames of each masked video; videos
 that fell in the training split have none).
 """
+
 import pandas as pd
 
 from evalsite import reports
@@ -25,11 +26,15 @@ def strongest_completed_run(submission) -> AttackRun | None:
 
     Ties go to the most recent run.
     """
-    best = (AttackResult.objects
-            .filter(run__submission=submission, run__status=AttackRun.Status.COMPLETED, selection=ALL)
-            .exclude(attacker="clear")
-            .order_by("-accuracy", "-run__finished_at", "-run_id")
-            .select_related("run").first())
+    best = (
+        AttackResult.objects.filter(
+            run__submission=submission, run__status=AttackRun.Status.COMPLETED, selection=ALL
+        )
+        .exclude(attacker="clear")
+        .order_by("-accuracy", "-run__finished_at", "-run_id")
+        .select_related("run")
+        .first()
+    )
     return best.run if best is not None else AttackRun.objects.latest_completed_for(submission)
 
 
@@ -40,7 +45,10 @@ def attack_video_columns(submission) -> pd.DataFrame:
         return pd.DataFrame(columns=VIDEO_COLUMNS)
     rows = AttackVideoResult.objects.filter(run=run).select_related("source_video")
     frame = pd.DataFrame(
-        [{"video": r.source_video.name, VIDEO_COLUMNS[0]: r.accuracy, VIDEO_COLUMNS[1]: r.n_test} for r in rows],
+        [
+            {"video": r.source_video.name, VIDEO_COLUMNS[0]: r.accuracy, VIDEO_COLUMNS[1]: r.n_test}
+            for r in rows
+        ],
         columns=["video", *VIDEO_COLUMNS],
     )
     return frame.set_index("video")

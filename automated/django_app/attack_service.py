@@ -9,6 +9,7 @@ worst-case pair's accuracy per masked video, in one transaction. ``dispatch.py``
 the units as Celery tasks (several workers share the extraction); ``run_attack`` runs them
 in this process.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -34,9 +35,17 @@ from .services import local_path
 DEFAULT_RECOGNIZERS = ("dlib_svm", "dlib_knn", "lbph", "eigenfaces", "cnn")
 
 
-def attack_config(*, attackers=DEFAULT_ATTACKERS, recognizers=DEFAULT_RECOGNIZERS, selection=(ALL,),
-                  stride: int = 5, gap: int = 10, seed: int = 0, detector: str = "mediapipe",
-                  allow_incomplete: bool = False) -> dict:
+def attack_config(
+    *,
+    attackers=DEFAULT_ATTACKERS,
+    recognizers=DEFAULT_RECOGNIZERS,
+    selection=(ALL,),
+    stride: int = 5,
+    gap: int = 10,
+    seed: int = 0,
+    detector: str = "mediapipe",
+    allow_incomplete: bool = False,
+) -> dict:
     """Validate the options of a run and return them as its JSON configuration.
 
     Raises
@@ -47,7 +56,9 @@ def attack_config(*, attackers=DEFAULT_ATTACKERS, recognizers=DEFAULT_RECOGNIZER
     """
     attacker_names = [a.name for a in get_attackers(list(attackers))]
     if all(ATTACKERS[name].is_baseline for name in attacker_names):
-        raise ValueError(f"attackers {attacker_names} contain no attack on the masking (only the clear baseline)")
+        raise ValueError(
+            f"attackers {attacker_names} contain no attack on the masking (only the clear baseline)"
+        )
     get_recognizers(list(recognizers), FACE_RECOGNIZERS)
     unknown = [s for s in selection if s != ALL and s not in SELECTION_STRATEGIES]
     if unknown:
@@ -61,14 +72,21 @@ def attack_config(*, attackers=DEFAULT_ATTACKERS, recognizers=DEFAULT_RECOGNIZER
     if not 0 <= seed < 2**32:  # numpy's seeds; a bad one would only fail later, on a worker
         raise ValueError(f"seed must be a whole number in [0, 2**32), got {seed}")
     return {
-        "attackers": attacker_names, "recognizers": list(recognizers), "selection": list(selection),
-        "stride": int(stride), "gap": int(gap), "seed": int(seed), "detector": detector,
+        "attackers": attacker_names,
+        "recognizers": list(recognizers),
+        "selection": list(selection),
+        "stride": int(stride),
+        "gap": int(gap),
+        "seed": int(seed),
+        "detector": detector,
         "allow_incomplete": bool(allow_incomplete),
     }
 
 
 def _masked_videos(submission: Submission, *, allow_incomplete: bool):
-    masked = list(submission.masked_videos.select_related("source_video__identity").order_by("source_video__name"))
+    masked = list(
+        submission.masked_videos.select_related("source_video__identity").order_by("source_video__name")
+    )
     if not masked:
         raise ValueError(f"submission {str(submission)!r} has no masked video yet")
     missing = list(submission.missing_source_videos().order_by("name").values_list("name", flat=True))
@@ -93,8 +111,9 @@ def create_attack_run(submission: Submission, **options) -> AttackRun:
     """
     config = attack_config(**options)
     planned = [m.pk for m in _masked_videos(submission, allow_incomplete=config["allow_incomplete"])]
-    return AttackRun.objects.create(submission=submission, config=config, planned_videos=planned,
-                                    videos_total=len(planned))
+    return AttackRun.objects.create(
+        submission=submission, config=config, planned_videos=planned, videos_total=len(planned)
+    )
 
 
 def run_attack(submission: Submission, **options) -> AttackRun:
@@ -152,10 +171,18 @@ class AttackRunKind(lifecycle.RunKind):
         """
         started = time.perf_counter()
         config = run.config
-        with local_path(masked.source_video.file) as clear_path, local_path(masked.file) as masked_path, \
-                make_face_detector(config["detector"]) as detector:
-            crops = video_face_crops(clear_path, masked_path, stride=config["stride"], detector=detector,
-                                     cache_dir=_crop_cache_dir())
+        with (
+            local_path(masked.source_video.file) as clear_path,
+            local_path(masked.file) as masked_path,
+            make_face_detector(config["detector"]) as detector,
+        ):
+            crops = video_face_crops(
+                clear_path,
+                masked_path,
+                stride=config["stride"],
+                detector=detector,
+                cache_dir=_crop_cache_dir(),
+            )
         return {"n_crops": len(crops.frame_indices), "extraction_s": time.perf_counter() - started}
 
     def compute_final(self, run: AttackRun) -> dict:
@@ -168,31 +195,48 @@ class AttackRunKind(lifecycle.RunKind):
         started = time.perf_counter()
         with contextlib.ExitStack() as stack:  # crops come from the cache the video tasks filled
             pairs = [
-                (stack.enter_context(local_path(m.source_video.file)), stack.enter_context(local_path(m.file)))
+                (
+                    stack.enter_context(local_path(m.source_video.file)),
+                    stack.enter_context(local_path(m.file)),
+                )
                 for m in masked_videos
             ]
             detector = stack.enter_context(make_face_detector(config["detector"]))
             data = face_attack_data_from_videos(
-                pairs, [m.source_video.identity.code for m in masked_videos], stride=config["stride"],
-                detector=detector, cache_dir=_crop_cache_dir(),
+                pairs,
+                [m.source_video.identity.code for m in masked_videos],
+                stride=config["stride"],
+                detector=detector,
+                cache_dir=_crop_cache_dir(),
                 features=bool({"distinctive", "center"} & set(config["selection"])),
-                identity_metadata=_identity_metadata(masked_videos) if "metadata" in config["selection"] else None,
+                identity_metadata=_identity_metadata(masked_videos)
+                if "metadata" in config["selection"]
+                else None,
             )
         recognizers = get_recognizers(config["recognizers"], FACE_RECOGNIZERS)
         table = run_attack_suite(
-            data, recognizers=recognizers, attackers=config["attackers"], selection=config["selection"],
-            gap=config["gap"], seed=config["seed"],
+            data,
+            recognizers=recognizers,
+            attackers=config["attackers"],
+            selection=config["selection"],
+            gap=config["gap"],
+            seed=config["seed"],
         )
         worst = worst_case(table)
         predictions = attack_predictions(
-            data, recognizer=recognizers[worst["recognizer"]], attacker=worst["attacker"],
-            gap=config["gap"], seed=config["seed"],
+            data,
+            recognizer=recognizers[worst["recognizer"]],
+            attacker=worst["attacker"],
+            gap=config["gap"],
+            seed=config["seed"],
         )
         per_video = predictions.groupby("group")["correct"].agg(["size", "mean"])
         return {
             "table": table.to_dict("records"),
-            "per_video": [(masked_videos[int(group)].source_video, int(row["size"]), float(row["mean"]))
-                          for group, row in per_video.iterrows()],
+            "per_video": [
+                (masked_videos[int(group)].source_video, int(row["size"]), float(row["mean"]))
+                for group, row in per_video.iterrows()
+            ],
             "n_samples": data.n_samples,
             "training_s": time.perf_counter() - started,
         }
@@ -226,13 +270,20 @@ def attack_summary(run: AttackRun) -> dict:
     (mean over repeats) as ``{"recognizer", "attacker", "accuracy"}`` records.
     """
     table = results_table(run)
-    summary = {"run_id": run.pk, **{k: run.config.get(k) for k in ("attackers", "recognizers", "selection", "stride")}}
+    summary = {
+        "run_id": run.pk,
+        **{k: run.config.get(k) for k in ("attackers", "recognizers", "selection", "stride")},
+    }
     if table.empty:
         return {**summary, "worst_case": None}
     worst = worst_case(table)
     full = table[(table["selection"] == ALL)]
-    records = (full.groupby(["recognizer", "attacker"], sort=False)["accuracy"].mean()
-               .reset_index().to_dict("records"))
+    records = (
+        full.groupby(["recognizer", "attacker"], sort=False)["accuracy"]
+        .mean()
+        .reset_index()
+        .to_dict("records")
+    )
     return {
         **summary,
         "worst_case_accuracy": worst["accuracy"],

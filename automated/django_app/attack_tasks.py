@@ -5,6 +5,7 @@ result committed) queues the suite task. A redelivered video task of a finished 
 the suite again (its worker may have died before it could), and the suite's claim on
 ``final_task`` makes any such duplicate a no-op.
 """
+
 from celery import shared_task
 
 from . import lifecycle

@@ -12,6 +12,7 @@ automated behaviour score as the utility kept instead of human action ratings; i
 labelled automated, and ``evalsite.reports`` blanks it where the human ``pu_score``
 exists (human ratings take precedence).
 """
+
 from __future__ import annotations
 
 import math
@@ -35,8 +36,9 @@ def behaviour_run(submission) -> AutomatedRun | None:
 
 def _scores(run):
     # Scores of a replaced (superseded) masked video describe a file no longer current.
-    return (VideoScore.objects.filter(run=run, masked_video__current=True, behaviour_metrics__isnull=False)
-            .select_related("masked_video__source_video"))
+    return VideoScore.objects.filter(
+        run=run, masked_video__current=True, behaviour_metrics__isnull=False
+    ).select_related("masked_video__source_video")
 
 
 def _nan(value) -> float:
@@ -58,7 +60,9 @@ def behaviour_video_columns(submission) -> pd.DataFrame:
     for score in _scores(run) if run is not None else []:
         metrics = score.behaviour_metrics
         row = {"video": score.masked_video.source_video.name, "behaviour_score": _nan(score.behaviour_score)}
-        row.update({f"behaviour_{key}": _nan(value) for key, value in metrics.items() if key != "behaviour_score"})
+        row.update(
+            {f"behaviour_{key}": _nan(value) for key, value in metrics.items() if key != "behaviour_score"}
+        )
         row[PU_AUTOMATED] = _pu(score.behaviour_score, score.ssim)
         rows.append(row)
     if not rows:

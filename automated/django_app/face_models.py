@@ -4,6 +4,7 @@ The science lives in ``automated/face_eval.py`` (Django-free); these rows only s
 ``VideoEvaluation`` results. NaN (undefined, e.g. no face in the clear video) and the
 +inf PSNR of identical frames are stored as NULL; ``psnr_identical_frames`` says which.
 """
+
 import math
 
 from django.db import models
@@ -22,7 +23,9 @@ class AutomatedRun(RunBase):
         "evalsite.Submission", on_delete=models.CASCADE, related_name="automated_runs"
     )
     config = models.JSONField(
-        "configuration", default=dict, blank=True,
+        "configuration",
+        default=dict,
+        blank=True,
         help_text='e.g. {"stride": 5, "detector": "mediapipe", "threshold": 0.6}',
     )
 
@@ -78,7 +81,9 @@ class VideoScore(models.Model):
     # ``behaviour: false`` or predates it. The metrics dict: compare + behaviour_score.
     behaviour_score = _metric_field("behaviour-preservation score")
     behaviour_metrics = models.JSONField(
-        "behaviour metrics", null=True, blank=True,
+        "behaviour metrics",
+        null=True,
+        blank=True,
         help_text="automated.behaviour.compare metrics and score components; NaN stored as null.",
     )
 
@@ -105,6 +110,8 @@ class VideoScore(models.Model):
     def behaviour_values(metrics: dict) -> dict:
         """Field values from ``evaluate_behaviour(...).metrics``: NaN and infinities become None."""
         plain = {key: value.item() if hasattr(value, "item") else value for key, value in metrics.items()}
-        clean = {key: None if isinstance(value, float) and not math.isfinite(value) else value
-                 for key, value in plain.items()}
+        clean = {
+            key: None if isinstance(value, float) and not math.isfinite(value) else value
+            for key, value in plain.items()
+        }
         return {"behaviour_score": clean.get("behaviour_score"), "behaviour_metrics": clean}

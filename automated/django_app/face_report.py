@@ -3,6 +3,7 @@
 Both read the submission's latest completed ``AutomatedRun``: per-video columns prefixed
 ``face_`` and the ``face_evaluation`` summary section (None before any completed run).
 """
+
 import pandas as pd
 
 from evalsite import reports
@@ -27,10 +28,14 @@ def face_video_columns(submission) -> pd.DataFrame:
     if run is None:
         return pd.DataFrame(columns=columns)
     # Scores of a replaced (superseded) masked video describe a file no longer current.
-    rows = VideoScore.objects.filter(run=run, masked_video__current=True).select_related("masked_video__source_video")
+    rows = VideoScore.objects.filter(run=run, masked_video__current=True).select_related(
+        "masked_video__source_video"
+    )
     frame = pd.DataFrame(
-        [{"video": s.masked_video.source_video.name, **{f"face_{n}": getattr(s, n) for n in METRIC_FIELDS}}
-         for s in rows],
+        [
+            {"video": s.masked_video.source_video.name, **{f"face_{n}": getattr(s, n) for n in METRIC_FIELDS}}
+            for s in rows
+        ],
         columns=["video", *columns],
     )
     return frame.set_index("video")

@@ -4,6 +4,7 @@ Acknowledged late and rejected when the worker is lost, so a worker killed mid-v
 (SIGKILL, OOM, a lost machine) leaves the task to be redelivered; the lifecycle makes the
 redelivery store the video's score exactly once.
 """
+
 from celery import shared_task
 
 from . import lifecycle

@@ -9,6 +9,7 @@ the clear-on-clear bound left out), y = its behaviour-preservation score
 Staff only, and only campaigns the user organizes (``evalsite.scoping``): another
 campaign's organizer gets 404, as for every organizer page.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,8 +35,11 @@ def worst_case_reidentification(submission) -> float:
     run = AttackRun.objects.latest_completed_for(submission)
     if run is None:
         return math.nan
-    best = (AttackResult.objects.filter(run=run, selection=ALL).exclude(attacker="clear")
-            .aggregate(best=Max("chance_normalised"))["best"])
+    best = (
+        AttackResult.objects.filter(run=run, selection=ALL)
+        .exclude(attacker="clear")
+        .aggregate(best=Max("chance_normalised"))["best"]
+    )
     return math.nan if best is None else min(1.0, max(-1.0, float(best)))
 
 
@@ -45,12 +49,16 @@ def frontier_points(campaign: Campaign) -> list[FrontierPoint]:
     for submission in campaign.submissions.select_related("team").order_by("name", "pk"):
         summary = behaviour_summary(submission) or {}
         behaviour = summary.get("behaviour_score")
-        points.append(FrontierPoint(
-            label=submission.name if submission.baseline_method else f"{submission.team.name}: {submission.name}",
-            reidentification=worst_case_reidentification(submission),
-            behaviour=math.nan if behaviour is None else float(behaviour),
-            kind="baseline" if submission.baseline_method else "submission",
-        ))
+        points.append(
+            FrontierPoint(
+                label=submission.name
+                if submission.baseline_method
+                else f"{submission.team.name}: {submission.name}",
+                reidentification=worst_case_reidentification(submission),
+                behaviour=math.nan if behaviour is None else float(behaviour),
+                kind="baseline" if submission.baseline_method else "submission",
+            )
+        )
     return points
 
 

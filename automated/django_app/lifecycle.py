@@ -171,9 +171,7 @@ def process_video(kind: RunKind, run_id: int, masked_video_id: int) -> VideoOutc
                 .first()
             )
             if masked is None:
-                raise LookupError(
-                    f"masked video {masked_video_id} was deleted after the run was queued"
-                )
+                raise LookupError(f"masked video {masked_video_id} was deleted after the run was queued")
             values = kind.compute_video(run, masked)
         except Exception as error:  # not SystemExit: a stopping worker's task is redelivered
             fail(kind.model, run_id, error)

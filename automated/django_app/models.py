@@ -2,5 +2,6 @@
 
 Face-evaluation models live in ``face_models.py``, attack models in ``attack_models.py``.
 """
+
 from .attack_models import *  # noqa: F401,F403
 from .face_models import *  # noqa: F401,F403

@@ -2,6 +2,7 @@
 
 The lifecycle that moves a run through these states is ``lifecycle.py``.
 """
+
 from django.db import models
 
 
@@ -32,13 +33,17 @@ class RunBase(models.Model):
     finished_at = models.DateTimeField("finished", null=True, blank=True)
     error = models.TextField("error", blank=True)
     planned_videos = models.JSONField(
-        "planned masked videos", default=list, blank=True,
+        "planned masked videos",
+        default=list,
+        blank=True,
         help_text="Ids of the masked videos the run covers, fixed when it was queued (one task each).",
     )
     videos_total = models.PositiveIntegerField("videos", default=0)
     videos_done = models.PositiveIntegerField("videos done", default=0)
     final_task = models.CharField(
-        "final step owner", max_length=64, blank=True,
+        "final step owner",
+        max_length=64,
+        blank=True,
         help_text="Id of the task that owns the run's final step once every video is done (attack suite).",
     )
 

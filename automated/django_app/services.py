@@ -6,6 +6,7 @@ is one unit per masked video in the shared run lifecycle (``lifecycle.py``, ``FA
 ``dispatch.py`` queues those units as Celery tasks, ``run_face_evaluation`` runs them in
 this process. This module imports no task (no import cycle).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -66,7 +67,11 @@ def local_path(field_file):
 
 
 def create_baseline_submission(
-    campaign: Campaign, method: str, *, team_name: str = "Baselines", key: bytes | None = None,
+    campaign: Campaign,
+    method: str,
+    *,
+    team_name: str = "Baselines",
+    key: bytes | None = None,
     web_copies: bool = True,
 ) -> Submission:
     """Mask every source video of ``campaign`` with a baseline method as a submission.
@@ -106,7 +111,9 @@ def create_baseline_submission(
         raise ValueError(f"unknown baseline method {method!r}; choose one of {', '.join(BASELINE_METHODS)}")
     team, _ = Team.objects.get_or_create(name=team_name)
     submission, created = Submission.objects.get_or_create(
-        campaign=campaign, team=team, name=method,
+        campaign=campaign,
+        team=team,
+        name=method,
         defaults={"baseline_method": method, "description": BASELINE_METHODS[method].description},
     )
     if not created and submission.baseline_method != method:
@@ -124,7 +131,9 @@ def create_baseline_submission(
     return submission
 
 
-def _store_masked_video(submission, source, masked_path: Path, info: VideoInfo, *, web_copies: bool) -> MaskedVideo:
+def _store_masked_video(
+    submission, source, masked_path: Path, info: VideoInfo, *, web_copies: bool
+) -> MaskedVideo:
     masked = MaskedVideo(submission=submission, source_video=source)
     stored = masked.store_video(masked_path, info, name="masked.mkv", web_copy=web_copies)
     try:
@@ -160,11 +169,15 @@ def gallery_embeddings(campaign: Campaign, *, embedder=None, detector=None) -> t
         (``automated.face_crop.NoFaceFoundError``).
     """
     embedder = embedder or make_face_embedder()
-    images = GalleryImage.objects.filter(identity__campaign=campaign).select_related("identity").order_by("id")
+    images = (
+        GalleryImage.objects.filter(identity__campaign=campaign).select_related("identity").order_by("id")
+    )
     embeddings, codes = [], []
     for image in images:
         try:
-            embeddings.append(embed_gallery_image(_read_image_rgb(image.image), embedder=embedder, detector=detector))
+            embeddings.append(
+                embed_gallery_image(_read_image_rgb(image.image), embedder=embedder, detector=detector)
+            )
         except ValueError as error:
             raise type(error)(
                 f"gallery image {image.original_name or image.pk!r} of identity {image.identity.code}: {error}"
@@ -173,8 +186,13 @@ def gallery_embeddings(campaign: Campaign, *, embedder=None, detector=None) -> t
     return np.asarray(embeddings, np.float32).reshape(-1, embedder.dim), np.asarray(codes, dtype=str)
 
 
-def _run_config(stride: int, detector: str, threshold: float | None, embedder: str = DEFAULT_EMBEDDER,
-                behaviour: bool = True) -> dict:
+def _run_config(
+    stride: int,
+    detector: str,
+    threshold: float | None,
+    embedder: str = DEFAULT_EMBEDDER,
+    behaviour: bool = True,
+) -> dict:
     """Checked configuration of a run (one place for direct and queued runs).
 
     Records the detector, the embedder (``recognition.EMBEDDERS``), the threshold
@@ -192,11 +210,20 @@ def _run_config(stride: int, detector: str, threshold: float | None, embedder: s
     if isinstance(stride, bool) or not isinstance(stride, int) or stride < 1:
         raise ValueError(f"stride must be a whole number >= 1, got {stride!r}")
     threshold = embedder_spec(embedder).threshold if threshold is None else threshold
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < math.inf:
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, (int, float))
+        or not 0 <= threshold < math.inf
+    ):
         raise ValueError(f"threshold must be a finite L2 distance >= 0, got {threshold!r}")
     make_face_detector(detector).close()  # validates the name before a run row exists
-    return {"stride": stride, "detector": detector, "embedder": embedder, "threshold": float(threshold),
-            "behaviour": behaviour}
+    return {
+        "stride": stride,
+        "detector": detector,
+        "embedder": embedder,
+        "threshold": float(threshold),
+        "behaviour": behaviour,
+    }
 
 
 def _check_evaluable(submission: Submission, *, allow_incomplete: bool) -> None:
@@ -207,7 +234,9 @@ def _check_evaluable(submission: Submission, *, allow_incomplete: bool) -> None:
     """
     n_sources = submission.campaign.source_videos.count()
     if not submission.masked_videos.exists():
-        raise ValueError(f"submission {str(submission)!r} has no masked video yet ({n_sources} source videos)")
+        raise ValueError(
+            f"submission {str(submission)!r} has no masked video yet ({n_sources} source videos)"
+        )
     missing = list(submission.missing_source_videos().order_by("name").values_list("name", flat=True))
     if missing and not allow_incomplete:
         shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
@@ -218,8 +247,14 @@ def _check_evaluable(submission: Submission, *, allow_incomplete: bool) -> None:
 
 
 def create_face_run(
-    submission: Submission, *, stride: int = 5, detector: str = "mediapipe", threshold: float | None = None,
-    embedder: str = DEFAULT_EMBEDDER, allow_incomplete: bool = False, behaviour: bool = True,
+    submission: Submission,
+    *,
+    stride: int = 5,
+    detector: str = "mediapipe",
+    threshold: float | None = None,
+    embedder: str = DEFAULT_EMBEDDER,
+    allow_incomplete: bool = False,
+    behaviour: bool = True,
 ) -> AutomatedRun:
     """Check the options and the submission, then create a PENDING run planning every masked video.
 
@@ -235,8 +270,14 @@ def create_face_run(
 
 
 def run_face_evaluation(
-    submission: Submission, *, stride: int = 5, detector: str = "mediapipe", threshold: float | None = None,
-    embedder: str = DEFAULT_EMBEDDER, allow_incomplete: bool = False, behaviour: bool = True,
+    submission: Submission,
+    *,
+    stride: int = 5,
+    detector: str = "mediapipe",
+    threshold: float | None = None,
+    embedder: str = DEFAULT_EMBEDDER,
+    allow_incomplete: bool = False,
+    behaviour: bool = True,
 ) -> AutomatedRun:
     """Create and execute, in this process, an automated face evaluation run of ``submission``.
 
@@ -278,8 +319,15 @@ def run_face_evaluation(
         on a failure during the run (the run is stored as failed with the message,
         naming the source video, in ``error``; then the error is re-raised).
     """
-    run = create_face_run(submission, stride=stride, detector=detector, threshold=threshold, embedder=embedder,
-                          allow_incomplete=allow_incomplete, behaviour=behaviour)
+    run = create_face_run(
+        submission,
+        stride=stride,
+        detector=detector,
+        threshold=threshold,
+        embedder=embedder,
+        allow_incomplete=allow_incomplete,
+        behaviour=behaviour,
+    )
     return lifecycle.execute_inline(FACE_RUN, run)
 
 
@@ -289,7 +337,9 @@ def _cached_gallery(campaign: Campaign, *, embedder, detector) -> tuple[np.ndarr
     The key holds the gallery images (id and stored name: a replaced image has a new
     name), the detector's and the embedder's settings.
     """
-    images = tuple(GalleryImage.objects.filter(identity__campaign=campaign).order_by("id").values_list("id", "image"))
+    images = tuple(
+        GalleryImage.objects.filter(identity__campaign=campaign).order_by("id").values_list("id", "image")
+    )
     key = (campaign.pk, images, detector_key(detector), embedder.cache_key())
     if key not in _GALLERY_CACHE:
         if len(_GALLERY_CACHE) >= _GALLERY_CACHE_MAX:
@@ -324,18 +374,32 @@ class FaceRunKind(lifecycle.RunKind):
         source = masked.source_video
         with make_face_detector(detector_name) as detector:
             embeddings, codes = _cached_gallery(run.submission.campaign, embedder=embedder, detector=detector)
-            wanted = set(MaskedVideo.objects.filter(pk__in=run.planned_videos)
-                         .values_list("source_video__identity__code", flat=True))
+            wanted = set(
+                MaskedVideo.objects.filter(pk__in=run.planned_videos).values_list(
+                    "source_video__identity__code", flat=True
+                )
+            )
             missing = sorted(wanted - set(codes))
             if missing:
                 raise MissingGalleryError(f"identities without a gallery image: {', '.join(missing)}")
-            with local_path(source.file) as clear_path, local_path(masked.file) as masked_path, \
-                    torch_threads(settings.TORCH_NUM_THREADS):
+            with (
+                local_path(source.file) as clear_path,
+                local_path(masked.file) as masked_path,
+                torch_threads(settings.TORCH_NUM_THREADS),
+            ):
                 try:
                     evaluation = evaluate_video(
-                        clear_path, masked_path, embeddings, codes, source.identity.code,
-                        stride=stride, detector=detector, embedder=embedder, threshold=threshold,
-                        clear_cache=_CLEAR_CACHE, clear_cache_dir=Path(settings.CACHE_DIR) / "clear_side",
+                        clear_path,
+                        masked_path,
+                        embeddings,
+                        codes,
+                        source.identity.code,
+                        stride=stride,
+                        detector=detector,
+                        embedder=embedder,
+                        threshold=threshold,
+                        clear_cache=_CLEAR_CACHE,
+                        clear_cache_dir=Path(settings.CACHE_DIR) / "clear_side",
                         no_face="nan",
                     )
                 except ValueError as error:  # stored files have opaque names: say which video
@@ -353,8 +417,9 @@ class FaceRunKind(lifecycle.RunKind):
         clear side is cached on disk under ``CACHE_DIR/behaviour`` for every later run.
         """
         try:
-            result = evaluate_behaviour(clear_path, masked_path, stride=stride,
-                                        cache_dir=Path(settings.CACHE_DIR) / "behaviour")
+            result = evaluate_behaviour(
+                clear_path, masked_path, stride=stride, cache_dir=Path(settings.CACHE_DIR) / "behaviour"
+            )
         except ValueError as error:
             raise type(error)(f"source video {source_name!r}, behaviour: {error}") from error
         return VideoScore.behaviour_values(result.metrics)
@@ -370,12 +435,18 @@ def _as_evaluation(score: VideoScore, config: dict) -> VideoEvaluation:
     for name in METRIC_FIELDS:
         value = getattr(score, name)
         if value is None:
-            identical = score.psnr_identical_frames is not None and score.psnr_identical_frames == score.frames_tested
+            identical = (
+                score.psnr_identical_frames is not None and score.psnr_identical_frames == score.frames_tested
+            )
             value = math.inf if name == "psnr_db" and identical else math.nan
         values[name] = value
-    return VideoEvaluation(stride=int(config.get("stride", 0)), detector=str(config.get("detector", "")),
-                           threshold=float(config.get("threshold", MATCH_THRESHOLD)),
-                           embedder=str(config.get("embedder", LEGACY_EMBEDDER)), **values)
+    return VideoEvaluation(
+        stride=int(config.get("stride", 0)),
+        detector=str(config.get("detector", "")),
+        threshold=float(config.get("threshold", MATCH_THRESHOLD)),
+        embedder=str(config.get("embedder", LEGACY_EMBEDDER)),
+        **values,
+    )
 
 
 def run_summary(run: AutomatedRun) -> dict:

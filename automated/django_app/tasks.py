@@ -1,3 +1,4 @@
 """Celery tasks of the automated app (autodiscovered by evalsite.celery)."""
+
 from .attack_tasks import *  # noqa: F401,F403
 from .face_tasks import *  # noqa: F401,F403

@@ -21,6 +21,7 @@ Lengths: ``:units length L`` means one file unit is ``1 / L`` inches (the CMU co
 their files say ``length 0.45``), so positions are converted to metres with
 ``0.0254 / L``.
 """
+
 from __future__ import annotations
 
 import math
@@ -231,7 +232,9 @@ def read_asf(path: str | os.PathLike) -> AsfSkeleton:
                     dof = tuple(w.lower() for w in words[1:])
                     unsupported = [d for d in dof if d not in _ROTATION_DOFS]
                     if unsupported:
-                        raise AcclaimError(f"{path}:{line_no}: unsupported dof {unsupported} (rotations only)")
+                        raise AcclaimError(
+                            f"{path}:{line_no}: unsupported dof {unsupported} (rotations only)"
+                        )
                     current["dof"] = dof
         elif section == "hierarchy":
             if key in ("begin", "end"):
@@ -305,10 +308,14 @@ def read_amc(path: str | os.PathLike, skeleton: AsfSkeleton) -> AmcMotion:
     for number, frame in zip(frame_numbers, frames):
         if set(frame) != set(segments):
             missing = sorted(set(segments) ^ set(frame))
-            raise AcclaimError(f"{path}: frame {number} differs from frame {frame_numbers[0]} in segments {missing}")
+            raise AcclaimError(
+                f"{path}: frame {number} differs from frame {frame_numbers[0]} in segments {missing}"
+            )
     if "root" not in segments:
         raise AcclaimError(f"{path}: no root line")
-    channels = {s: np.array([f[s] for f in frames], dtype=np.float64).reshape(len(frames), -1) for s in segments}
+    channels = {
+        s: np.array([f[s] for f in frames], dtype=np.float64).reshape(len(frames), -1) for s in segments
+    }
     return AmcMotion(np.asarray(frame_numbers, dtype=np.int64), channels)
 
 
@@ -354,7 +361,9 @@ def forward_kinematics(skeleton: AsfSkeleton, motion: AmcMotion) -> np.ndarray:
     try:
         translation = root_values[:, [skeleton.root_order.index(a) for a in ("tx", "ty", "tz")]]
     except ValueError:
-        raise AcclaimError(f"skeleton {skeleton.name!r}: root order {skeleton.root_order} lacks tx/ty/tz") from None
+        raise AcclaimError(
+            f"skeleton {skeleton.name!r}: root order {skeleton.root_order} lacks tx/ty/tz"
+        ) from None
     root_c = _axis_rotation(skeleton.root_orientation_deg, skeleton.root_axis_order)
     root_m = _motion_rotation(root_values, skeleton.root_order, degrees)
     rotations = {"root": root_c @ root_m @ root_c.T}

@@ -11,6 +11,7 @@ Pure functions on arrays of shape ``(..., n_frames, n_joints, 3)`` (one sequence
 batch); the joint layout is passed explicitly because Kinect, MediaPipe and CMU skeletons
 order their joints differently. All return a new float array of the input shape.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -73,7 +74,9 @@ def keep_group(sequences, layout: JointLayout, group: str) -> np.ndarray:
     """
     array = _as_float_sequences(sequences)
     if array.shape[-2] != layout.n_joints:
-        raise ValueError(f"sequences have {array.shape[-2]} joints, layout {layout.name!r} has {layout.n_joints}")
+        raise ValueError(
+            f"sequences have {array.shape[-2]} joints, layout {layout.name!r} has {layout.n_joints}"
+        )
     return keep_joints(array, layout.indices(group))
 
 
@@ -131,7 +134,9 @@ def motion_extraction(sequences) -> np.ndarray:
     return motion
 
 
-def paper_anonymizations(layout: JointLayout, *, seed: int = 0) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
+def paper_anonymizations(
+    layout: JointLayout, *, seed: int = 0
+) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
     """The six gait anonymizations of seeds/000 section 5.6.2, ready to apply to a batch.
 
     Parameters

@@ -10,6 +10,7 @@ k-nearest neighbors."
 The estimators take skeleton sequences ``(n_sequences, n_frames, n_joints, 3)`` directly,
 so they plug into ``automated.attack.run_attack_suite`` as recognizers.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -149,11 +150,13 @@ def make_gait_recognizer(feature: str, classifier: str, *, random_state: int = 0
         raise ValueError(f"feature must be one of {sorted(FEATURES)}, got {feature!r}")
     if classifier not in classifiers:
         raise ValueError(f"classifier must be one of {sorted(classifiers)}, got {classifier!r}")
-    return Pipeline([
-        ("features", FEATURES[feature]()),
-        ("scale", StandardScaler()),
-        ("classifier", classifiers[classifier]()),
-    ])
+    return Pipeline(
+        [
+            ("features", FEATURES[feature]()),
+            ("scale", StandardScaler()),
+            ("classifier", classifiers[classifier]()),
+        ]
+    )
 
 
 def make_gait_recognizers(*, random_state: int = 0) -> dict[str, Callable[[], Pipeline]]:
@@ -168,6 +171,7 @@ def make_gait_recognizers(*, random_state: int = 0) -> dict[str, Callable[[], Pi
     -------
     dict of str to callable returning sklearn.pipeline.Pipeline
     """
+
     def factory(feature: str, classifier: str) -> Callable[[], Pipeline]:
         return lambda: make_gait_recognizer(feature, classifier, random_state=random_state)
 
@@ -198,5 +202,7 @@ def selection_features(sequences, *, n_components: int = 4) -> np.ndarray:
     """
     flat = FlattenFeatures().fit_transform(sequences)
     if len(flat) < n_components:
-        raise ValueError(f"need at least {n_components} sequences for a {n_components}-component PCA, got {len(flat)}")
+        raise ValueError(
+            f"need at least {n_components} sequences for a {n_components}-component PCA, got {len(flat)}"
+        )
     return PCA(n_components=n_components, svd_solver="full").fit_transform(flat)

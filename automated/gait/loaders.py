@@ -5,6 +5,7 @@ plus per-sequence subject ids and metadata, ready for ``automated.attack.AttackD
 (``identities=subject_ids``, ``groups=sequence_ids``: the 75/25 split then goes by whole
 sequence, seeds/000 section 5.4).
 """
+
 from __future__ import annotations
 
 import os
@@ -99,7 +100,11 @@ def read_calgary_positions(path: str | os.PathLike, *, n_frames: int = CALGARY_F
         )
     if len(values) != n_frames:
         raise GaitDataError(f"{path.name}: expected {n_frames} frames, got {len(values)}")
-    return values[:, : 3 * CALGARY_KINECT.n_joints].reshape(n_frames, CALGARY_KINECT.n_joints, 3).astype(np.float32)
+    return (
+        values[:, : 3 * CALGARY_KINECT.n_joints]
+        .reshape(n_frames, CALGARY_KINECT.n_joints, 3)
+        .astype(np.float32)
+    )
 
 
 def load_calgary(data_dir: str | os.PathLike) -> GaitDataset:
@@ -142,16 +147,16 @@ def load_calgary(data_dir: str | os.PathLike) -> GaitDataset:
         raise GaitDataError(f"{index_path}: missing column(s) {missing}")
     index = index.sort_values(["subject_id", "run"], kind="stable").reset_index(drop=True)
     paths = [folder / str(p).strip() for p in index["geometric_positions_csv"]]
-    sequences = np.stack(
-        [read_calgary_positions(p, n_frames=int(f)) for p, f in zip(paths, index["frames"])]
+    sequences = np.stack([read_calgary_positions(p, n_frames=int(f)) for p, f in zip(paths, index["frames"])])
+    metadata = pd.DataFrame(
+        {
+            "subject_id": index["subject_id"].astype(int),
+            "run": index["run"].astype(int),
+            "gender": index["gender"].astype(str).str.strip(),
+            "gait_type": index["gait_type"].astype(str).str.strip(),
+            "path": [str(p) for p in paths],
+        }
     )
-    metadata = pd.DataFrame({
-        "subject_id": index["subject_id"].astype(int),
-        "run": index["run"].astype(int),
-        "gender": index["gender"].astype(str).str.strip(),
-        "gait_type": index["gait_type"].astype(str).str.strip(),
-        "path": [str(p) for p in paths],
-    })
     sequence_ids = np.array([f"sub{s}/run{r}" for s, r in zip(metadata["subject_id"], metadata["run"])])
     return GaitDataset(sequences, metadata["subject_id"].to_numpy(), sequence_ids, metadata, CALGARY_KINECT)
 
@@ -166,7 +171,9 @@ def gender_by_subject(dataset: GaitDataset) -> pd.Series:
     -------
     pandas.Series indexed by subject id, values "M", "F" or missing
     """
-    labels = dataset.metadata.groupby("subject_id")["gender"].agg(lambda g: g.iloc[0] if g.nunique() == 1 else None)
+    labels = dataset.metadata.groupby("subject_id")["gender"].agg(
+        lambda g: g.iloc[0] if g.nunique() == 1 else None
+    )
     return labels.rename("gender")
 
 
@@ -217,12 +224,20 @@ def load_cmu_walks(data_dir: str | os.PathLike, *, n_frames: int | None = None) 
             skeletons[trial.skeleton_file] = read_asf(folder / trial.skeleton_file)
         skeleton = skeletons[trial.skeleton_file]
         if skeleton.joint_names != CMU_MOCAP.joint_names:
-            raise GaitDataError(f"{trial.skeleton_file}: bones differ from the CMU layout: {skeleton.joint_names}")
+            raise GaitDataError(
+                f"{trial.skeleton_file}: bones differ from the CMU layout: {skeleton.joint_names}"
+            )
         positions = forward_kinematics(skeleton, read_amc(folder / trial.file, skeleton)).astype(np.float32)
-        rows.append({
-            "subject_id": int(trial.subject), "trial": int(trial.trial), "description": trial.cmu_description,
-            "fps": float(trial.fps), "n_frames_original": len(positions), "path": str(folder / trial.file),
-        })
+        rows.append(
+            {
+                "subject_id": int(trial.subject),
+                "trial": int(trial.trial),
+                "description": trial.cmu_description,
+                "fps": float(trial.fps),
+                "n_frames_original": len(positions),
+                "path": str(folder / trial.file),
+            }
+        )
         sequences.append(positions if n_frames is None else resample(positions, n_frames))
     if n_frames is None:
         stacked = np.empty(len(sequences), dtype=object)

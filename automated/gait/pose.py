@@ -20,6 +20,7 @@ CREMA-D clips, tests/automated/test_gait_pose.py). Use the layout group
 Cache: one ``.npz`` per (video content, stride, detection threshold, MediaPipe version) in
 ``cache_dir``; the file name is a SHA-256 token, so no identity or file name leaks into it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -80,8 +81,10 @@ class PoseSequence:
     def __post_init__(self):
         n = len(self.frame_indices)
         expected = {
-            "landmarks_xyz": (n, N_LANDMARKS, 3), "world_xyz": (n, N_LANDMARKS, 3),
-            "visibility": (n, N_LANDMARKS), "detected": (n,),
+            "landmarks_xyz": (n, N_LANDMARKS, 3),
+            "world_xyz": (n, N_LANDMARKS, 3),
+            "visibility": (n, N_LANDMARKS),
+            "detected": (n,),
         }
         for name, shape in expected.items():
             if getattr(self, name).shape != shape:
@@ -168,7 +171,9 @@ def detect_poses(
             found = result.pose_landmarks is not None
             detected.append(found)
             if found:
-                image = np.array([[p.x, p.y, p.z, p.visibility] for p in result.pose_landmarks.landmark], np.float32)
+                image = np.array(
+                    [[p.x, p.y, p.z, p.visibility] for p in result.pose_landmarks.landmark], np.float32
+                )
                 world = np.array([[p.x, p.y, p.z] for p in result.pose_world_landmarks.landmark], np.float32)
             else:
                 image, world = missing_row, missing_row[:, :3]
@@ -251,10 +256,15 @@ def extract_pose_sequence(
             )
     poses = detect_poses(path, stride=stride, min_detection_confidence=min_detection_confidence)
     save_npz(  # atomic: a concurrent reader never sees half a file
-        entry, compressed=False,
-        frame_indices=poses.frame_indices, landmarks_xyz=poses.landmarks_xyz, world_xyz=poses.world_xyz,
-        visibility=poses.visibility, detected=poses.detected,
-        resolution_wh=np.array(poses.resolution_wh), fps=np.array(poses.fps),
+        entry,
+        compressed=False,
+        frame_indices=poses.frame_indices,
+        landmarks_xyz=poses.landmarks_xyz,
+        world_xyz=poses.world_xyz,
+        visibility=poses.visibility,
+        detected=poses.detected,
+        resolution_wh=np.array(poses.resolution_wh),
+        fps=np.array(poses.fps),
     )
     return poses
 

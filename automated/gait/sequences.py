@@ -6,6 +6,7 @@ absolute 3D positions of the markers and names no other normalisation; ``center_
 is offered for skeletons whose absolute position is meaningless (e.g. MediaPipe image
 coordinates of a moving camera) and is NOT part of the paper's pipeline.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -127,5 +128,7 @@ def center_on_root(sequence, root_indices) -> np.ndarray:
         array = array.astype(np.float64)
     root_indices = list(root_indices)
     if not root_indices or min(root_indices) < -array.shape[-2] or max(root_indices) >= array.shape[-2]:
-        raise ValueError(f"root_indices must be non-empty joint indices < {array.shape[-2]}, got {root_indices}")
+        raise ValueError(
+            f"root_indices must be non-empty joint indices < {array.shape[-2]}, got {root_indices}"
+        )
     return array - array[..., root_indices, :].mean(axis=-2, keepdims=True)

@@ -5,6 +5,7 @@ Glue between ``loaders`` / ``anonymize`` / ``features`` and ``automated.attack``
 of seeds/000 section 5.4 goes by sequence, e.g. 4 of a Calgary subject's 6 walks for
 training and 2 for testing) and the PCA selection features of section 5.7.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -3,6 +3,7 @@
 Computing them needs face detection over images and frames (automated/quality.py), so
 they are computed once per file and kept here; the fairness reports read them.
 """
+
 from django.db import models
 from django.db.models import Q
 
@@ -20,7 +21,9 @@ class FaceQualityScore(models.Model):
     )
     face_found = models.BooleanField("face found", default=False)
     sharpness = models.FloatField(
-        "sharpness (squared grey levels)", null=True, blank=True,
+        "sharpness (squared grey levels)",
+        null=True,
+        blank=True,
         help_text="Variance of the Laplacian of the 160 px internal-face crop; higher = sharper.",
     )
     luminance = models.FloatField(

@@ -18,6 +18,7 @@ Settings (declared in evalsite/settings.py, each also an environment variable):
   scores when a report is built (once per file; ``manage.py compute_face_quality`` does
   it ahead of time).
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -33,22 +34,48 @@ SOURCE = "seeds/003_f24e77013896bd33.txt, eq. 1-8"
 # Privacy scores are oriented so that higher = better protected (the paper's SQFR
 # assumes higher = better): a lower re-identification rate protects more.
 DEFAULT_SCORE_COLUMNS = [
-    {"column": "face_match_rate", "favourable": "lower", "mdg_step": 0.01,
-     "description": "automated: share of masked frames verified as the true identity"},
-    {"column": "face_rank1_rate", "favourable": "lower", "mdg_step": 0.01,
-     "description": "automated: share of masked frames identified at rank 1"},
-    {"column": "face_detection_failure_rate", "favourable": "higher", "mdg_step": 0.01,
-     "description": "automated: share of clear-frame faces not detected after masking"},
-    {"column": "human_id_accuracy_masked", "favourable": "lower", "mdg_step": 0.01,
-     "description": "human: share of raters who picked the right identity for the masked video"},
-    {"column": "masking_success", "favourable": "higher", "mdg_step": 0.01,
-     "description": "human: identification accuracy clear - masked (can be negative)"},
-    {"column": "action_accuracy_masked", "favourable": "higher", "mdg_step": 0.01,
-     "description": "human: share of raters who labelled the action of the masked video right"},
+    {
+        "column": "face_match_rate",
+        "favourable": "lower",
+        "mdg_step": 0.01,
+        "description": "automated: share of masked frames verified as the true identity",
+    },
+    {
+        "column": "face_rank1_rate",
+        "favourable": "lower",
+        "mdg_step": 0.01,
+        "description": "automated: share of masked frames identified at rank 1",
+    },
+    {
+        "column": "face_detection_failure_rate",
+        "favourable": "higher",
+        "mdg_step": 0.01,
+        "description": "automated: share of clear-frame faces not detected after masking",
+    },
+    {
+        "column": "human_id_accuracy_masked",
+        "favourable": "lower",
+        "mdg_step": 0.01,
+        "description": "human: share of raters who picked the right identity for the masked video",
+    },
+    {
+        "column": "masking_success",
+        "favourable": "higher",
+        "mdg_step": 0.01,
+        "description": "human: identification accuracy clear - masked (can be negative)",
+    },
+    {
+        "column": "action_accuracy_masked",
+        "favourable": "higher",
+        "mdg_step": 0.01,
+        "description": "human: share of raters who labelled the action of the masked video right",
+    },
 ]
 
 QUALITY_SPECS = [
-    ScoreSpec("sharpness", "higher", 1.0, "variance of the Laplacian of the 160 px face crop (grey levels^2)"),
+    ScoreSpec(
+        "sharpness", "higher", 1.0, "variance of the Laplacian of the 160 px face crop (grey levels^2)"
+    ),
     ScoreSpec("luminance", "higher", 0.01, "mean grey level of the face crop / 255"),
 ]
 
@@ -69,8 +96,9 @@ def _options() -> dict:
 def video_fairness(submission) -> dict:
     """Per-video scores of ``submission`` across the campaign's demographic attributes."""
     samples = video_samples(submission)
-    return summarize_table(samples, specs=score_specs(),
-                           attributes=submission.campaign.demographic_attributes, **_options())
+    return summarize_table(
+        samples, specs=score_specs(), attributes=submission.campaign.demographic_attributes, **_options()
+    )
 
 
 def quality_fairness(campaign) -> dict:
@@ -85,8 +113,12 @@ def quality_fairness(campaign) -> dict:
         compute_face_quality(campaign)
     samples = quality_samples(campaign)
     return {
-        kind: summarize_table(samples[samples["kind"] == kind], specs=QUALITY_SPECS,
-                              attributes=campaign.demographic_attributes, **_options())
+        kind: summarize_table(
+            samples[samples["kind"] == kind],
+            specs=QUALITY_SPECS,
+            attributes=campaign.demographic_attributes,
+            **_options(),
+        )
         for kind in ("gallery", "clear_video")
     }
 

@@ -3,6 +3,7 @@
 The science stays in Django-free modules (``automated.quality``, ``fairness.summary``);
 this module only reads the catalogue and stores results.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -48,8 +49,10 @@ def compute_face_quality(campaign, *, force: bool = False) -> int:
         for image in images:
             _store(_measure(lambda: detect_face_quality(_read_rgb(image), detector)), gallery_image=image)
         for video in videos:
-            _store(_measure(lambda: video_face_quality(video.file.path, detector, stride=CLEAR_VIDEO_STRIDE)),
-                   source_video=video)
+            _store(
+                _measure(lambda: video_face_quality(video.file.path, detector, stride=CLEAR_VIDEO_STRIDE)),
+                source_video=video,
+            )
     return len(images) + len(videos)
 
 
@@ -78,11 +81,21 @@ def quality_samples(campaign) -> pd.DataFrame:
         "gallery_image__identity", "source_video__identity"
     )
     for score in scores.filter(gallery_image__identity__campaign=campaign):
-        rows.append({"kind": "gallery", **score.gallery_image.identity.attributes,
-                     **{field: getattr(score, field) for field in QUALITY_FIELDS}})
+        rows.append(
+            {
+                "kind": "gallery",
+                **score.gallery_image.identity.attributes,
+                **{field: getattr(score, field) for field in QUALITY_FIELDS},
+            }
+        )
     for score in scores.filter(source_video__campaign=campaign):
-        rows.append({"kind": "clear_video", **score.source_video.identity.attributes,
-                     **{field: getattr(score, field) for field in QUALITY_FIELDS}})
+        rows.append(
+            {
+                "kind": "clear_video",
+                **score.source_video.identity.attributes,
+                **{field: getattr(score, field) for field in QUALITY_FIELDS},
+            }
+        )
     return pd.DataFrame(rows, columns=["kind", *QUALITY_FIELDS] if not rows else None)
 
 
@@ -92,10 +105,7 @@ def video_samples(submission) -> pd.DataFrame:
     Attribute columns that clash with report columns are not added (the report wins).
     """
     report = per_video_report(submission)
-    attributes = {
-        identity.code: identity.attributes
-        for identity in submission.campaign.identities.all()
-    }
+    attributes = {identity.code: identity.attributes for identity in submission.campaign.identities.all()}
     extra = pd.DataFrame([attributes.get(code, {}) for code in report["identity_code"]], index=report.index)
     extra = extra[[column for column in extra.columns if column not in report.columns]]
     return report.join(extra)

@@ -1,4 +1,5 @@
 """Background work of the fairness app (Celery; runs inline when no broker is set)."""
+
 from celery import shared_task
 
 from evalsite.models import Campaign

@@ -1,4 +1,5 @@
 """Organizer pages of the fairness app (mounted under /organizer/fairness/)."""
+
 from django.urls import path
 
 from . import views

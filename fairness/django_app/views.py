@@ -4,6 +4,7 @@ Staff only; an organizer sees only their campaigns (``evalsite.scoping``)
 (others get 404, as for the staff media views). Plots show group labels and score
 values only, never identity codes.
 """
+
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -16,7 +17,9 @@ from fairness.plots import violin_png
 
 
 def _submission_or_404(request, submission_id) -> Submission:
-    return get_object_or_404(scope(Submission.objects.select_related("campaign", "team"), request.user), pk=submission_id)
+    return get_object_or_404(
+        scope(Submission.objects.select_related("campaign", "team"), request.user), pk=submission_id
+    )
 
 
 def _campaign_or_404(request, campaign_id) -> Campaign:
@@ -34,22 +37,30 @@ def index(request):
 def submission_fairness(request, submission_id):
     """Measures table per score and attribute, with a violin plot each."""
     submission = _submission_or_404(request, submission_id)
-    return render(request, "fairness/submission.html", {
-        "submission": submission,
-        "scores": report.video_fairness(submission),
-        "source": report.SOURCE,
-    })
+    return render(
+        request,
+        "fairness/submission.html",
+        {
+            "submission": submission,
+            "scores": report.video_fairness(submission),
+            "source": report.SOURCE,
+        },
+    )
 
 
 @staff_member_required
 def campaign_quality(request, campaign_id):
     """Face quality fairness of the campaign's gallery stills and clear videos."""
     campaign = _campaign_or_404(request, campaign_id)
-    return render(request, "fairness/quality.html", {
-        "campaign": campaign,
-        "kinds": report.quality_fairness(campaign),
-        "source": report.SOURCE,
-    })
+    return render(
+        request,
+        "fairness/quality.html",
+        {
+            "campaign": campaign,
+            "kinds": report.quality_fairness(campaign),
+            "source": report.SOURCE,
+        },
+    )
 
 
 def _png(spec, per_group, attribute) -> HttpResponse:

@@ -6,6 +6,7 @@ is the probable s4 woman. Gallery stills of the probed people come from a DIFFER
 of the same person (s1: ``s1/bbal6n``, s2: ``pwij3p``, s4: ``s4_probable/bbilzs``, a
 720x576 recording); three other speakers are impostor identities of the closed set.
 """
+
 from __future__ import annotations
 
 import functools
@@ -40,7 +41,7 @@ def frame_at(video_path, index: int) -> np.ndarray:
     raise ValueError(f"{video_path}: frame {index} does not decode")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def gallery(data_dir: Path) -> tuple[np.ndarray, np.ndarray]:
     """(embeddings (6, dim) float32, identities (6,)) from the middle frame of each gallery clip,
     by the default embedder (``recognition.DEFAULT_EMBEDDER``)."""

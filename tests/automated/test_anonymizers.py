@@ -1,10 +1,25 @@
 """Baseline anonymizers: pure frame transforms and lossless video writing on a real clip."""
+
 import numpy as np
 import pytest
 
 from automated.anonymizers import (
-    BASELINE_METHODS, FrameContext, NoFaceInVideoError, anonymize_video, blur_face, blur_frame, block_permute,
-    canny_edges, eye_mask, face_region, face_track, frame_nonce, grid_permute, identity, keystream_permutation, pixelate_face,
+    BASELINE_METHODS,
+    FrameContext,
+    NoFaceInVideoError,
+    anonymize_video,
+    blur_face,
+    blur_frame,
+    block_permute,
+    canny_edges,
+    eye_mask,
+    face_region,
+    face_track,
+    frame_nonce,
+    grid_permute,
+    identity,
+    keystream_permutation,
+    pixelate_face,
 )
 from automated.video import VideoInfo, VideoWriter, iter_frames
 
@@ -29,7 +44,9 @@ def outside(frame_rgb, region):
 @pytest.mark.parametrize("name", sorted(BASELINE_METHODS))
 def test_every_method_returns_a_new_uint8_frame_of_the_same_shape(frame, name):
     before = frame.copy()
-    out = BASELINE_METHODS[name].apply(frame, FrameContext(3, np.array([20, 10, 60, 50], np.float32), None, KEY))
+    out = BASELINE_METHODS[name].apply(
+        frame, FrameContext(3, np.array([20, 10, 60, 50], np.float32), None, KEY)
+    )
     assert out.shape == frame.shape and out.dtype == np.uint8 and out is not frame
     np.testing.assert_array_equal(frame, before)  # the input is untouched
 
@@ -60,17 +77,17 @@ def test_blur_frame_of_a_flat_frame_is_the_same_flat_frame():
 def test_pixelate_face_makes_cells_of_their_mean_colour(frame):
     out = pixelate_face(frame, REGION, cell_px=16)
     x1, y1 = REGION[:2]
-    cell = frame[y1:y1 + 16, x1:x1 + 16].astype(np.float64)
-    assert np.all(out[y1:y1 + 16, x1:x1 + 16] == out[y1, x1])      # one colour per cell
+    cell = frame[y1 : y1 + 16, x1 : x1 + 16].astype(np.float64)
+    assert np.all(out[y1 : y1 + 16, x1 : x1 + 16] == out[y1, x1])  # one colour per cell
     np.testing.assert_allclose(out[y1, x1], cell.mean(axis=(0, 1)), atol=1)
     np.testing.assert_array_equal(outside(out, REGION), outside(frame, REGION))
 
 
 def test_eye_mask_blackens_a_strip_through_the_eyes_only():
     frame = np.full((200, 200, 3), 180, np.uint8)
-    box = [50, 40, 150, 168]                                   # 128 px high -> 80 px strip
+    box = [50, 40, 150, 168]  # 128 px high -> 80 px strip
     out = eye_mask(frame, box, eyes_xy=[[80, 80], [120, 80]])
-    assert np.all(out[41:119, 40:160] == 0)                   # 80 +- 39 rows, box width + margin
+    assert np.all(out[41:119, 40:160] == 0)  # 80 +- 39 rows, box width + margin
     assert np.all(out[130:, :] == 180) and np.all(out[:35, :] == 180)
 
 
@@ -82,8 +99,10 @@ def test_keystream_permutation_is_a_permutation_that_depends_on_the_nonce():
     assert not np.array_equal(first, keystream_permutation(50, bytes(32), frame_nonce(0)))
 
 
-@pytest.mark.parametrize("key, nonce, message", [(b"short", bytes(16), "16, 24 or 32 bytes"),
-                                                  (KEY, bytes(8), "nonce must be 16 bytes")])
+@pytest.mark.parametrize(
+    "key, nonce, message",
+    [(b"short", bytes(16), "16, 24 or 32 bytes"), (KEY, bytes(8), "nonce must be 16 bytes")],
+)
 def test_keystream_permutation_errors(key, nonce, message):
     with pytest.raises(ValueError, match=message):
         keystream_permutation(4, key, nonce)
@@ -95,7 +114,9 @@ def test_block_permute_moves_whole_blocks_inside_the_region(frame):
 
     def blocks(image):
         x1, y1, x2, y2 = REGION
-        return sorted(image[y:y + 16, x:x + 16].tobytes() for y in range(y1, y2, 16) for x in range(x1, x2, 16))
+        return sorted(
+            image[y : y + 16, x : x + 16].tobytes() for y in range(y1, y2, 16) for x in range(x1, x2, 16)
+        )
 
     assert blocks(out) == blocks(frame) and not np.array_equal(out, frame)
 
@@ -103,17 +124,21 @@ def test_block_permute_moves_whole_blocks_inside_the_region(frame):
 def test_block_permute_fixed_repeats_and_keyed_changes_from_frame_to_frame(frame):
     box = np.array([20, 10, 60, 50], np.float32)
     fixed, keyed = BASELINE_METHODS["block_permute_fixed"], BASELINE_METHODS["block_permute_keyed"]
-    assert np.array_equal(fixed.apply(frame, FrameContext(1, box, key=KEY)),
-                          fixed.apply(frame, FrameContext(2, box, key=KEY)))
-    assert not np.array_equal(keyed.apply(frame, FrameContext(1, box, key=KEY)),
-                              keyed.apply(frame, FrameContext(2, box, key=KEY)))
+    assert np.array_equal(
+        fixed.apply(frame, FrameContext(1, box, key=KEY)), fixed.apply(frame, FrameContext(2, box, key=KEY))
+    )
+    assert not np.array_equal(
+        keyed.apply(frame, FrameContext(1, box, key=KEY)), keyed.apply(frame, FrameContext(2, box, key=KEY))
+    )
 
 
 def _cell_order(frame, region, grid=8):
     """Read back which source cell landed where, from cells painted with their index."""
     x1, y1, x2, y2 = region
     cw, ch = -(-(x2 - x1) // grid), -(-(y2 - y1) // grid)
-    return [int(frame[y1 + r * ch + ch // 2, x1 + c * cw + cw // 2, 0]) for r in range(grid) for c in range(grid)]
+    return [
+        int(frame[y1 + r * ch + ch // 2, x1 + c * cw + cw // 2, 0]) for r in range(grid) for c in range(grid)
+    ]
 
 
 def _painted(region, grid=8, size=(288, 360)):
@@ -122,7 +147,7 @@ def _painted(region, grid=8, size=(288, 360)):
     cw, ch = -(-(x2 - x1) // grid), -(-(y2 - y1) // grid)
     for r in range(grid):
         for c in range(grid):
-            frame[y1 + r * ch:y1 + (r + 1) * ch, x1 + c * cw:x1 + (c + 1) * cw] = r * grid + c
+            frame[y1 + r * ch : y1 + (r + 1) * ch, x1 + c * cw : x1 + (c + 1) * cw] = r * grid + c
     return frame
 
 
@@ -162,9 +187,14 @@ def test_identity_baseline_is_lossless_and_keeps_count_size_and_fps(data_dir, tm
     source_info = VideoInfo.from_video_path(source)
     assert (info.frame_count, info.resolution_wh, info.fps) == (75, (360, 288), 25.0)
     assert (info.frame_count, info.resolution_wh, info.fps) == (
-        source_info.frame_count, source_info.resolution_wh, source_info.fps)
-    for (_, clear), (_, masked) in zip(iter_frames(source, stride=15), iter_frames(info.path, stride=15), strict=True):
-        np.testing.assert_array_equal(masked, clear)     # FFV1 RGB: bit-exact
+        source_info.frame_count,
+        source_info.resolution_wh,
+        source_info.fps,
+    )
+    for (_, clear), (_, masked) in zip(
+        iter_frames(source, stride=15), iter_frames(info.path, stride=15), strict=True
+    ):
+        np.testing.assert_array_equal(masked, clear)  # FFV1 RGB: bit-exact
 
 
 @pytest.mark.slow
@@ -174,10 +204,10 @@ def test_keyed_block_permutation_scrambles_the_tracked_face_of_a_real_clip(data_
     assert boxes.shape == (75, 4) and eyes.shape == (75, 2, 2) and not np.isnan(boxes).any()
     info = anonymize_video(source, tmp_path / "keyed.mkv", "block_permute_keyed", key=KEY)
     assert info.frame_count == 75
-    (_, clear), = iter_frames(source, start=30, end=31)
-    (_, masked), = iter_frames(info.path, start=30, end=31)
+    ((_, clear),) = iter_frames(source, start=30, end=31)
+    ((_, masked),) = iter_frames(info.path, start=30, end=31)
     x1, y1, x2, y2 = face_region(boxes[30], (360, 288))
-    assert np.array_equal(masked[:, : x1 - 1], clear[:, : x1 - 1])    # left of the face untouched
+    assert np.array_equal(masked[:, : x1 - 1], clear[:, : x1 - 1])  # left of the face untouched
     assert np.abs(masked[y1:y2, x1:x2].astype(int) - clear[y1:y2, x1:x2]).mean() > 20
 
 
@@ -191,11 +221,14 @@ def test_face_region_method_on_a_video_without_a_face_raises(tmp_path):
     assert anonymize_video(blank, tmp_path / "out.mkv", "blur_frame").frame_count == 3
 
 
-@pytest.mark.parametrize("method, dst, key, message", [
-    ("smudge", "out.mkv", None, "unknown baseline method 'smudge'"),
-    ("identity", "out.mp4", None, "lossless FFV1 .mkv, got out.mp4"),
-    ("block_permute_keyed", "out.mkv", b"123", "16, 24 or 32 bytes, got 3"),
-])
+@pytest.mark.parametrize(
+    "method, dst, key, message",
+    [
+        ("smudge", "out.mkv", None, "unknown baseline method 'smudge'"),
+        ("identity", "out.mp4", None, "lossless FFV1 .mkv, got out.mp4"),
+        ("block_permute_keyed", "out.mkv", b"123", "16, 24 or 32 bytes, got 3"),
+    ],
+)
 def test_anonymize_video_errors(tmp_path, method, dst, key, message):
     with pytest.raises(ValueError, match=message):
         anonymize_video(tmp_path / "missing.mpg", tmp_path / dst, method, key=key)
@@ -207,11 +240,14 @@ def test_frame_nonce_is_video_nonce_then_frame_index_then_block_counter():
     assert frame_nonce(7) == bytes(8) + (7).to_bytes(4, "big") + bytes(4)
 
 
-@pytest.mark.parametrize("args, message", [
-    ((-1,), "frame_index must be in 0 .. 2\\*\\*32 - 1, got -1"),
-    ((2**32,), "frame_index must be in 0 .. 2\\*\\*32 - 1, got 4294967296"),
-    ((0, bytes(7)), "video_nonce must be 8 bytes, got 7"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((-1,), "frame_index must be in 0 .. 2\\*\\*32 - 1, got -1"),
+        ((2**32,), "frame_index must be in 0 .. 2\\*\\*32 - 1, got 4294967296"),
+        ((0, bytes(7)), "video_nonce must be 8 bytes, got 7"),
+    ],
+)
 def test_frame_nonce_errors(args, message):
     with pytest.raises(ValueError, match=message):
         frame_nonce(*args)
@@ -236,13 +272,16 @@ def three_frame_clip(data_dir, tmp_path_factory):
 
 def test_videos_masked_with_one_key_get_different_permutations(three_frame_clip, tmp_path):
     """One AES key per submission must not mean one keystream per frame index (CTR nonce reuse)."""
+
     def masked_frames(name, **kwargs):
         info = anonymize_video(three_frame_clip, tmp_path / name, "block_permute_keyed", key=KEY, **kwargs)
         return np.stack([frame for _, frame in iter_frames(info.path)])
 
     first, second = masked_frames("a.mkv"), masked_frames("b.mkv")
-    assert not np.array_equal(first[0], second[0])                 # fresh random video nonce per call
+    assert not np.array_equal(first[0], second[0])  # fresh random video nonce per call
     replay = [masked_frames(name, video_nonce=bytes(8)) for name in ("c.mkv", "d.mkv")]
-    np.testing.assert_array_equal(replay[0], replay[1])            # reproducible with key + video nonce
+    np.testing.assert_array_equal(replay[0], replay[1])  # reproducible with key + video nonce
     with pytest.raises(ValueError, match="video_nonce must be 8 bytes, got 3"):
-        anonymize_video(three_frame_clip, tmp_path / "e.mkv", "block_permute_keyed", key=KEY, video_nonce=b"abc")
+        anonymize_video(
+            three_frame_clip, tmp_path / "e.mkv", "block_permute_keyed", key=KEY, video_nonce=b"abc"
+        )

@@ -1,4 +1,5 @@
 """The paper's face anonymizations (seeds/000 section 5.6.1) on real ORL faces: defining properties."""
+
 import math
 
 import cv2
@@ -6,8 +7,20 @@ import numpy as np
 import pytest
 
 from automated.anonymizers import (
-    BASELINE_METHODS, FrameContext, default_background_faces, dp_pix, dp_pix_scale, dp_samp, dp_samp_counts,
-    dp_samp_pixels, dp_snow, frame_nonce, frame_rng, k_rtio, k_same_pixel, rtio_overlays,
+    BASELINE_METHODS,
+    FrameContext,
+    default_background_faces,
+    dp_pix,
+    dp_pix_scale,
+    dp_samp,
+    dp_samp_counts,
+    dp_samp_pixels,
+    dp_snow,
+    frame_nonce,
+    frame_rng,
+    k_rtio,
+    k_same_pixel,
+    rtio_overlays,
 )
 from automated.attack.faces import load_image_folder
 
@@ -27,14 +40,14 @@ def orl(data_dir):
 def test_dp_pix_cells_are_means_plus_laplace_noise_of_the_papers_scale(orl):
     # b = 255 m / (b_cell^2 eps) = 255 * 16 / (144 * 2) = 14.17 grey levels.
     assert dp_pix_scale() == pytest.approx(255 * 16 / (144 * 2))
-    assert dp_pix_scale(n_pixels=48) == pytest.approx(255 * 16 / (48 * 2))   # a cut cell of 4 x 12
+    assert dp_pix_scale(n_pixels=48) == pytest.approx(255 * 16 / (48 * 2))  # a cut cell of 4 x 12
     rng = np.random.default_rng(0)
     residuals = []
     for identity in [f"s{i}" for i in range(1, 21)]:
-        face = cv2.resize(orl[identity], (96, 96), interpolation=cv2.INTER_AREA)   # 8 x 8 cells of 12 px
+        face = cv2.resize(orl[identity], (96, 96), interpolation=cv2.INTER_AREA)  # 8 x 8 cells of 12 px
         out = dp_pix(face, (0, 0, 96, 96), rng=rng)
         cells = out.reshape(8, 12, 8, 12, 3)
-        assert (cells == cells[:, :1, :, :1]).all()          # one colour per cell
+        assert (cells == cells[:, :1, :, :1]).all()  # one colour per cell
         means = face.reshape(8, 12, 8, 12, 3).astype(float).mean(axis=(1, 3))
         noise = cells[:, 0, :, 0].astype(float) - means
         residuals.append(noise[(means > 60) & (means < 195)])  # far from the clipping at 0 / 255
@@ -48,11 +61,11 @@ def test_dp_pix_cells_are_means_plus_laplace_noise_of_the_papers_scale(orl):
 
 def test_dp_snow_keeps_exactly_a_share_d_of_the_pixels(orl):
     face = orl["s2"].copy()
-    face[face == 127] = 128                                  # so every grey pixel is snow
+    face[face == 127] = 128  # so every grey pixel is snow
     out = dp_snow(face, (0, 0, 92, 112), rng=np.random.default_rng(1))
     snow = (out == 127).all(axis=2)
     assert snow.sum() == math.floor(0.99 * 92 * 112) == 10200
-    np.testing.assert_array_equal(out[~snow], face[~snow])   # the other 1 % are untouched
+    np.testing.assert_array_equal(out[~snow], face[~snow])  # the other 1 % are untouched
     other = dp_snow(face, (0, 0, 92, 112), rng=np.random.default_rng(2))
     assert not np.array_equal(snow, (other == 127).all(axis=2))
 
@@ -75,8 +88,8 @@ def test_dp_samp_sample_sizes_meet_the_dp_bound():
 def test_dp_samp_rebuilds_the_face_from_few_cluster_coloured_samples(orl):
     face = cv2.resize(orl["s3"], (96, 112))
     points, colours = dp_samp_pixels(face, rng=np.random.default_rng(3))
-    assert 50 < len(points) < 0.05 * 96 * 112                     # a few hundred of 10,752 pixels
-    assert len(np.unique(colours, axis=0)) <= 24                  # k = 24 cluster centres
+    assert 50 < len(points) < 0.05 * 96 * 112  # a few hundred of 10,752 pixels
+    assert len(np.unique(colours, axis=0)) <= 24  # k = 24 cluster centres
     out = dp_samp(face, (0, 0, 96, 112), rng=np.random.default_rng(3))
     # Same generator: the released samples sit in the output with their centre colour.
     np.testing.assert_array_equal(out[points[:, 0], points[:, 1]], np.rint(colours).astype(np.uint8))
@@ -84,7 +97,7 @@ def test_dp_samp_rebuilds_the_face_from_few_cluster_coloured_samples(orl):
 
 
 def test_k_rtio_blends_the_face_with_permuted_overlays(orl):
-    face = cv2.resize(orl["s4"], (90, 108))                     # 5 x 6 blocks of 18 px
+    face = cv2.resize(orl["s4"], (90, 108))  # 5 x 6 blocks of 18 px
     flat = [np.full((50, 60, 3), 200, np.uint8)]
     out = k_rtio(face, (0, 0, 90, 108), key=KEY, nonce=frame_nonce(0), k=1, overlays=flat)
     np.testing.assert_array_equal(out, np.rint(0.4 * face + 0.6 * 200).astype(np.uint8))
@@ -99,14 +112,16 @@ def test_k_rtio_blends_the_face_with_permuted_overlays(orl):
 
     pieces, original = blocks(recovered), blocks(texture.astype(float))
     match = [np.abs(original - piece).max(axis=1).argmin() for piece in pieces]
-    assert sorted(match) == list(range(30))                     # every block used once
-    assert np.abs(original[match] - pieces).max() <= 1.0 / 0.6   # up to rounding
-    assert match != list(range(30))                             # and moved
+    assert sorted(match) == list(range(30))  # every block used once
+    assert np.abs(original[match] - pieces).max() <= 1.0 / 0.6  # up to rounding
+    assert match != list(range(30))  # and moved
     # Keyed: the same nonce repeats, a fresh frame nonce gives new overlays and blocks.
     first = k_rtio(face, (0, 0, 90, 108), key=KEY, nonce=frame_nonce(0))
     np.testing.assert_array_equal(first, k_rtio(face, (0, 0, 90, 108), key=KEY, nonce=frame_nonce(0)))
     assert not np.array_equal(first, k_rtio(face, (0, 0, 90, 108), key=KEY, nonce=frame_nonce(1)))
-    assert len(rtio_overlays()) == 12 and all(o.dtype == np.uint8 and o.shape[2] == 3 for o in rtio_overlays())
+    assert len(rtio_overlays()) == 12 and all(
+        o.dtype == np.uint8 and o.shape[2] == 3 for o in rtio_overlays()
+    )
 
 
 def test_k_same_pixel_averages_the_face_with_its_nine_nearest_background_faces(orl):
@@ -133,8 +148,8 @@ def test_registered_baselines_mask_only_the_face_region_and_are_keyed(orl, name)
     # Region = box + 20 % margin: x 66..164, y 32..158.
     assert changed[:, 1].min() >= 66 and changed[:, 1].max() < 164
     assert changed[:, 0].min() >= 32 and changed[:, 0].max() < 158
-    np.testing.assert_array_equal(out, BASELINE_METHODS[name].apply(frame, context))   # same key, same frame
-    if name != "k_same_pixel":   # k-Same-Pixel has no randomness
+    np.testing.assert_array_equal(out, BASELINE_METHODS[name].apply(frame, context))  # same key, same frame
+    if name != "k_same_pixel":  # k-Same-Pixel has no randomness
         other = FrameContext(8, context.box_xyxy, None, KEY, bytes(8))
         assert not np.array_equal(out, BASELINE_METHODS[name].apply(frame, other))
 
@@ -142,5 +157,14 @@ def test_registered_baselines_mask_only_the_face_region_and_are_keyed(orl, name)
 def test_frame_rng_depends_on_key_nonce_and_frame():
     draw = lambda *args: frame_rng(*args).integers(0, 2**32, 4).tolist()  # noqa: E731
     assert draw(KEY, bytes(8), 0) == draw(KEY, bytes(8), 0)
-    assert len({tuple(draw(KEY, bytes(8), 0)), tuple(draw(KEY, bytes(8), 1)), tuple(draw(bytes(32), bytes(8), 0)),
-                tuple(draw(KEY, b"\x01" * 8, 0))}) == 4
+    assert (
+        len(
+            {
+                tuple(draw(KEY, bytes(8), 0)),
+                tuple(draw(KEY, bytes(8), 1)),
+                tuple(draw(bytes(32), bytes(8), 0)),
+                tuple(draw(KEY, b"\x01" * 8, 0)),
+            }
+        )
+        == 4
+    )

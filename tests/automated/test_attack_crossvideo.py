@@ -1,4 +1,5 @@
 """Cross-video protocol (folds over videos, attacker's own videos): hand-made cases."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -23,8 +24,10 @@ ROLES = np.array(VIDEO_ROLE)[GROUPS]
 
 def nearest_neighbour():
     """1-NN on the flattened sample: a recognizer whose every answer can be worked out."""
-    return make_pipeline(FunctionTransformer(lambda X: np.asarray(X, float).reshape(len(X), -1)),
-                         KNeighborsClassifier(n_neighbors=1))
+    return make_pipeline(
+        FunctionTransformer(lambda X: np.asarray(X, float).reshape(len(X), -1)),
+        KNeighborsClassifier(n_neighbors=1),
+    )
 
 
 def test_leave_one_video_out_tests_each_evaluated_video_with_another_to_train_on():
@@ -51,15 +54,23 @@ def test_k_folds_by_video_cover_every_testable_video_once():
             assert per_identity.get("A", 0) <= 3 and per_identity.get("B", 0) <= 2  # ceil(n / 2)
             assert set(identities[fold.train_idx]) == {"A", "B", "C"}
     same = video_folds(identities, groups, n_folds=2, seed=1)
-    assert [f.test_groups for f in same] == [f.test_groups for f in video_folds(identities, groups, n_folds=2, seed=1)]
+    assert [f.test_groups for f in same] == [
+        f.test_groups for f in video_folds(identities, groups, n_folds=2, seed=1)
+    ]
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(identities=["a", "b"], groups=[0, 1]), "needs an identity with an evaluated video and another"),
-    (dict(identities=["a", "a", "a"], groups=[0, 1, 2], n_folds=1), "n_folds must be >= 2"),
-    (dict(identities=["a", "b", "a"], groups=[0, 0, 1]), r"videos \[0\] show more than one identity"),
-    (dict(identities=["a", "a"], groups=[0, 1], roles=["attacker_train"] * 2), "needs an identity with an evaluated"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(identities=["a", "b"], groups=[0, 1]), "needs an identity with an evaluated video and another"),
+        (dict(identities=["a", "a", "a"], groups=[0, 1, 2], n_folds=1), "n_folds must be >= 2"),
+        (dict(identities=["a", "b", "a"], groups=[0, 0, 1]), r"videos \[0\] show more than one identity"),
+        (
+            dict(identities=["a", "a"], groups=[0, 1], roles=["attacker_train"] * 2),
+            "needs an identity with an evaluated",
+        ),
+    ],
+)
 def test_video_folds_bad_input(kwargs, message):
     with pytest.raises(ValueError, match=message):
         video_folds(kwargs.pop("identities"), kwargs.pop("groups"), **kwargs)
@@ -69,8 +80,13 @@ def test_attack_data_checks_roles():
     with pytest.raises(ValueError, match=r"unknown video role\(s\) \['rater'\]"):
         AttackData(np.zeros((2, 1)), np.zeros((2, 1)), ["a", "b"], roles=["evaluated", "rater"])
     with pytest.raises(ValueError, match=r"groups \[0\] mix video roles"):
-        AttackData(np.zeros((2, 1)), np.zeros((2, 1)), ["a", "a"], groups=[0, 0],
-                   roles=["evaluated", "attacker_train"])
+        AttackData(
+            np.zeros((2, 1)),
+            np.zeros((2, 1)),
+            ["a", "a"],
+            groups=[0, 0],
+            roles=["evaluated", "attacker_train"],
+        )
 
 
 def _person_data(confusing_video=None):
@@ -84,8 +100,9 @@ def _person_data(confusing_video=None):
 
 
 def test_cross_video_summary_by_hand():
-    result = run_cross_video_suite(_person_data(confusing_video=1), recognizers={"nn": nearest_neighbour},
-                                   attackers=["clear", "naive"])
+    result = run_cross_video_suite(
+        _person_data(confusing_video=1), recognizers={"nn": nearest_neighbour}, attackers=["clear", "naive"]
+    )
     folds = result.folds[result.folds["attacker"] == "naive"]
     # Six folds of one video (2 frames): video 1 (A, moved next to B) is wrong, the rest right.
     assert folds["accuracy"].tolist() == [1.0, 0.0, 1.0, 1.0, 1.0, 1.0]
@@ -94,20 +111,28 @@ def test_cross_video_summary_by_hand():
     summary = result.summary().set_index("attacker").loc["naive"]
     values = np.array([1, 0, 1, 1, 1, 1.0])
     sd = np.sqrt(((values - 5 / 6) ** 2).sum() / 5)  # sqrt(1/6) = 0.408
-    half = stats.t.ppf(0.975, 5) * sd / np.sqrt(6)   # 2.571 * 0.408 / 2.449 = 0.428
+    half = stats.t.ppf(0.975, 5) * sd / np.sqrt(6)  # 2.571 * 0.408 / 2.449 = 0.428
     assert summary["accuracy"] == pytest.approx(5 / 6)
     assert summary["sd"] == pytest.approx(sd)
     assert (summary["min"], summary["max"]) == (0.0, 1.0)
     assert summary["ci_low"] == pytest.approx(5 / 6 - half)
     assert summary["ci_high"] == 1.0  # 0.833 + 0.428 clipped
     assert summary["chance_normalised"] == pytest.approx((5 / 6 - 0.2) / 0.8)
-    per_identity = result.per_identity().set_index(["attacker", "identity"]).loc["naive"].drop(columns="recognizer")
+    per_identity = (
+        result.per_identity().set_index(["attacker", "identity"]).loc["naive"].drop(columns="recognizer")
+    )
     assert per_identity.loc["A"].tolist() == [3, 6, pytest.approx(4 / 6)]  # videos, frames, accuracy
     assert per_identity.loc["B", "accuracy"] == 1.0 and per_identity.loc["D", "n_videos"] == 1
     assert set(per_identity.index) == {"A", "B", "D"}
     assert result.counts == {
-        "n_identities": 5, "n_evaluated_identities": 3, "n_videos": 9, "n_tested_videos": 6,
-        "n_attacker_videos": 2, "n_frames": 18, "n_tested_frames": 12, "n_folds": 6,
+        "n_identities": 5,
+        "n_evaluated_identities": 3,
+        "n_videos": 9,
+        "n_tested_videos": 6,
+        "n_attacker_videos": 2,
+        "n_frames": 18,
+        "n_tested_frames": 12,
+        "n_folds": 6,
     }
     worst = result.worst_case()
     assert (worst["protocol"], worst["attacker"], worst["recognizer"]) == ("cross_video", "naive", "nn")
@@ -124,7 +149,9 @@ def test_a_scene_memoriser_is_perfect_within_video_and_wrong_across_videos():
     identities = np.array(["A", "A", "A", "B", "B", "B"])[groups]
     values = (scenes[groups] + np.tile(np.arange(8) * 0.01, 6))[:, None]
     data = AttackData(values, values, identities, groups=groups, time_index=np.tile(np.arange(8), 6))
-    within = run_attack_suite(data, recognizers={"nn": nearest_neighbour}, attackers=["naive"], within_video=True)
+    within = run_attack_suite(
+        data, recognizers={"nn": nearest_neighbour}, attackers=["naive"], within_video=True
+    )
     assert within["accuracy"].tolist() == [1.0]
     across = run_cross_video_suite(data, recognizers={"nn": nearest_neighbour}, attackers=["naive"])
     assert across.folds["accuracy"].tolist() == [0.0] * 6
@@ -136,8 +163,15 @@ def test_within_video_split_cuts_every_video_in_time_and_roles_only_train():
     identities = np.array(["a", "a", "b"])[groups]
     time_index = np.tile(np.arange(8), 3)
     roles = np.array(["evaluated", "attacker_train", "evaluated"])[groups]
-    split = split_train_test(identities, groups=groups, time_index=time_index, gap=1, seed=0,
-                             train_only=roles == "attacker_train", within_groups=True)
+    split = split_train_test(
+        identities,
+        groups=groups,
+        time_index=time_index,
+        gap=1,
+        seed=0,
+        train_only=roles == "attacker_train",
+        within_groups=True,
+    )
     # Video 1 is the attacker's: all 8 frames train. Videos 0 and 2: 2 test frames each.
     assert set(split.train_idx) >= set(np.flatnonzero(groups == 1))
     assert sorted(set(groups[split.test_idx])) == [0, 2]

@@ -1,4 +1,5 @@
 """Face crops of clear/masked video pairs (detect in the clear frame, crop both) on GRID clips."""
+
 import numpy as np
 import pytest
 
@@ -28,10 +29,15 @@ def test_same_box_from_both_videos_and_a_cache_hit_the_second_time(data_dir, tmp
 
 
 def test_videos_of_different_resolution_give_crops_of_one_size(data_dir, detector):
-    low = data_dir / "videos" / "grid_talking_heads" / "lwbsza.mpg"            # 360x288
+    low = data_dir / "videos" / "grid_talking_heads" / "lwbsza.mpg"  # 360x288
     high = data_dir / "videos" / "grid_identity_clips" / "s4_probable" / "bbilzs.mpg"  # 720x576
-    data = face_attack_data_from_videos([(low, low), (high, high)], ["ID07", "ID07"], stride=25, detector=detector,
-                                        roles=["evaluated", "attacker_train"])
+    data = face_attack_data_from_videos(
+        [(low, low), (high, high)],
+        ["ID07", "ID07"],
+        stride=25,
+        detector=detector,
+        roles=["evaluated", "attacker_train"],
+    )
     assert data.clear.shape == (6, 160, 160, 3)
     assert data.roles.tolist() == ["evaluated"] * 3 + ["attacker_train"] * 3
     assert list(data.groups) == [0, 0, 0, 1, 1, 1]

@@ -3,6 +3,7 @@
 seeds/000 section 5.5 ("Retrained ArcFace") and 6.2: retraining the deep network on
 anonymized faces makes it by far the strongest attacker where the pretrained one fails.
 """
+
 import cv2
 import numpy as np
 import pytest
@@ -45,8 +46,11 @@ def test_fine_tuned_parrot_learns_the_fixed_permutation_the_pretrained_embedding
 
 
 def test_fine_tuned_parrot_on_blur_is_as_strong_as_the_best_other_recognizer(orl):
-    parrot = _parrot(orl, lambda image, index: anonymizers.blur_frame(image),
-                     ["dlib_finetuned", "dlib_svm", "dlib_knn", "lbph", "eigenfaces", "cnn"])
+    parrot = _parrot(
+        orl,
+        lambda image, index: anonymizers.blur_frame(image),
+        ["dlib_finetuned", "dlib_svm", "dlib_knn", "lbph", "eigenfaces", "cnn"],
+    )
     print("\nORL Gaussian blur sigma=15, parrot\n", parrot.round(3))
     # Measured: fine-tuned 0.975 = eigenfaces 0.975 = LBPH 0.975 (117 of 120), pretrained
     # dlib + SVM 0.900, small CNN 0.958.

@@ -6,6 +6,7 @@ recognizer trained on permuted data (parrot attacker) recovers clear-level accur
 Images are scaled to 96 x 112 pixels first (multiples of the 16-pixel block, so every
 pixel is permuted; ORL's 92-pixel width would leave a 12-pixel strip in place).
 """
+
 import cv2
 import pytest
 
@@ -24,14 +25,17 @@ TRAINABLE = ["lbph", "eigenfaces", "cnn"]
 def permute_fixed(image_rgb, index):
     """One key and one nonce for every image: the same permutation everywhere."""
     height, width = image_rgb.shape[:2]
-    return anonymizers.block_permute(image_rgb, (0, 0, width, height), key=KEY, nonce=anonymizers.frame_nonce(0))
+    return anonymizers.block_permute(
+        image_rgb, (0, 0, width, height), key=KEY, nonce=anonymizers.frame_nonce(0)
+    )
 
 
 def permute_keyed(image_rgb, index):
     """A fresh nonce per image (PrivHAR-Bench tier 3): a new permutation every time."""
     height, width = image_rgb.shape[:2]
-    return anonymizers.block_permute(image_rgb, (0, 0, width, height), key=KEY,
-                                     nonce=anonymizers.frame_nonce(index))
+    return anonymizers.block_permute(
+        image_rgb, (0, 0, width, height), key=KEY, nonce=anonymizers.frame_nonce(index)
+    )
 
 
 def blur(image_rgb, index):
@@ -48,8 +52,9 @@ def orl(data_dir):
 def _suite(orl, anonymize, recognizers):
     images, identities = orl
     data = face_attack_data_from_images(images, identities, anonymize)
-    return run_attack_suite(data, recognizers=get_recognizers(recognizers),
-                            attackers=["clear", "naive", "parrot"], seed=0)
+    return run_attack_suite(
+        data, recognizers=get_recognizers(recognizers), attackers=["clear", "naive", "parrot"], seed=0
+    )
 
 
 @pytest.fixture(scope="module")

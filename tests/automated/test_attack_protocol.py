@@ -1,13 +1,23 @@
 """Split, accuracy, chance level and attacker training sets: hand-computed cases."""
+
 import numpy as np
 import pytest
 
 from automated.attack.attackers import (
-    ATTACKERS, Attacker, build_test_set, build_training_set, get_attackers, masked_training_mask,
+    ATTACKERS,
+    Attacker,
+    build_test_set,
+    build_training_set,
+    get_attackers,
+    masked_training_mask,
 )
 from automated.attack.data import AttackData
 from automated.attack.protocol import (
-    accuracy, chance_level, chance_normalised_accuracy, round_half_up, split_train_test,
+    accuracy,
+    chance_level,
+    chance_normalised_accuracy,
+    round_half_up,
+    split_train_test,
 )
 
 
@@ -48,8 +58,13 @@ def test_single_video_identity_is_split_in_time_with_a_gap():
 
 
 def test_docstring_example_counts():
-    split = split_train_test(["a"] * 3 + ["b"] * 8, groups=[0, 1, 2] + [3] * 8,
-                             time_index=[0, 0, 0] + list(range(8)), gap=1, seed=0)
+    split = split_train_test(
+        ["a"] * 3 + ["b"] * 8,
+        groups=[0, 1, 2] + [3] * 8,
+        time_index=[0, 0, 0] + list(range(8)),
+        gap=1,
+        seed=0,
+    )
     assert len(split.test_idx) == 3
     b_test = np.array(split.test_idx)[np.array(split.test_idx) >= 3] - 3
     b_train = np.array(split.train_idx)[np.array(split.train_idx) >= 3] - 3
@@ -71,13 +86,16 @@ def test_split_is_deterministic_and_per_identity():
     )
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(identities=["a", "a", "b"]), "identity 'b' has 1 sample"),
-    (dict(identities=["a"] * 4, test_fraction=1.0), "test_fraction must be in"),
-    (dict(identities=["a"] * 4, gap=-1), "gap must be >= 0"),
-    (dict(identities=["a"] * 4, groups=[0] * 4, gap=10), "leaves identity 'a' no training sample"),
-    (dict(identities=["a"] * 4, groups=[0] * 3), "inconsistent numbers of samples"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(identities=["a", "a", "b"]), "identity 'b' has 1 sample"),
+        (dict(identities=["a"] * 4, test_fraction=1.0), "test_fraction must be in"),
+        (dict(identities=["a"] * 4, gap=-1), "gap must be >= 0"),
+        (dict(identities=["a"] * 4, groups=[0] * 4, gap=10), "leaves identity 'a' no training sample"),
+        (dict(identities=["a"] * 4, groups=[0] * 3), "inconsistent numbers of samples"),
+    ],
+)
 def test_split_bad_input(kwargs, message):
     identities = kwargs.pop("identities")
     with pytest.raises(ValueError, match=message):
@@ -92,27 +110,38 @@ def test_accuracy_chance_and_normalised_values():
     assert accuracy(["a", "b", "c", "d"], ["a", "b", "x", "d"]) == 0.75
     assert chance_level(40) == 0.025
     assert chance_level(3) == pytest.approx(1 / 3)
-    assert chance_normalised_accuracy(0.625, 4) == pytest.approx(0.5)   # (0.625-0.25)/0.75
+    assert chance_normalised_accuracy(0.625, 4) == pytest.approx(0.5)  # (0.625-0.25)/0.75
     assert chance_normalised_accuracy(0.5, 2) == 0.0
     assert chance_normalised_accuracy(1.0, 40) == 1.0
-    assert chance_normalised_accuracy(0.0, 5) == pytest.approx(-0.25)   # below chance
+    assert chance_normalised_accuracy(0.0, 5) == pytest.approx(-0.25)  # below chance
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: accuracy([], []), "no test samples"),
-    (lambda: accuracy(["a"], ["a", "b"]), "inconsistent numbers of samples"),
-    (lambda: chance_level(0), "n_identities must be >= 1"),
-    (lambda: chance_normalised_accuracy(0.5, 1), "n_identities must be >= 2"),
-    (lambda: chance_normalised_accuracy(1.5, 3), r"accuracy must be in \[0, 1\]"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: accuracy([], []), "no test samples"),
+        (lambda: accuracy(["a"], ["a", "b"]), "inconsistent numbers of samples"),
+        (lambda: chance_level(0), "n_identities must be >= 1"),
+        (lambda: chance_normalised_accuracy(0.5, 1), "n_identities must be >= 2"),
+        (lambda: chance_normalised_accuracy(1.5, 3), r"accuracy must be in \[0, 1\]"),
+    ],
+)
 def test_metric_bad_input(call, message):
     with pytest.raises(ValueError, match=message):
         call()
 
 
-@pytest.mark.parametrize("fraction, n_per_identity, n_masked", [
-    (0.0, 6, 0), (0.25, 7, 2), (0.5, 10, 5), (0.75, 2, 2), (0.75, 7, 5), (1.0, 3, 3),
-])
+@pytest.mark.parametrize(
+    "fraction, n_per_identity, n_masked",
+    [
+        (0.0, 6, 0),
+        (0.25, 7, 2),
+        (0.5, 10, 5),
+        (0.75, 2, 2),
+        (0.75, 7, 5),
+        (1.0, 3, 3),
+    ],
+)
 def test_masked_training_mask_counts_per_identity(fraction, n_per_identity, n_masked):
     identities = np.repeat(["a", "b"], n_per_identity)
     mask = masked_training_mask(identities, fraction, seed=1)

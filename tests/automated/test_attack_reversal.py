@@ -1,4 +1,5 @@
 """Reversal attacker (restore, then recognize) on real ORL faces."""
+
 import cv2
 import numpy as np
 import pytest
@@ -23,9 +24,16 @@ def orl(data_dir):
 
 def test_reversal_attacker_beats_the_naive_one_on_sigma_15_blur(orl):
     images, identities = orl
-    data = face_attack_data_from_images(images, identities, lambda image, index: anonymizers.blur_frame(image))
-    table = run_attack_suite(data, recognizers=get_recognizers(["eigenfaces", "lbph"]),
-                             attackers=["naive", "reversal"], restorer=small_restorer, seed=0)
+    data = face_attack_data_from_images(
+        images, identities, lambda image, index: anonymizers.blur_frame(image)
+    )
+    table = run_attack_suite(
+        data,
+        recognizers=get_recognizers(["eigenfaces", "lbph"]),
+        attackers=["naive", "reversal"],
+        restorer=small_restorer,
+        seed=0,
+    )
     accuracies = accuracy_table(table).round(3)
     print("\nORL Gaussian blur sigma=15, naive vs reversal\n", accuracies)
     # Measured: eigenfaces 0.408 -> 0.992 (the clear level), LBPH 0.250 -> 0.383; chance 0.025.
@@ -36,8 +44,8 @@ def test_reversal_attacker_beats_the_naive_one_on_sigma_15_blur(orl):
 
 def test_restorer_learns_an_inverse_and_keeps_shapes(orl):
     images, _ = orl
-    clear = np.stack(images[:60])                                  # grey (60, 112, 96)
-    masked = (clear // 3 + 120).astype(np.uint8)                   # a washed-out version
+    clear = np.stack(images[:60])  # grey (60, 112, 96)
+    masked = (clear // 3 + 120).astype(np.uint8)  # a washed-out version
     restorer = small_restorer().fit(masked[:40], clear[:40])
     restored = restorer.transform(masked[40:])
     assert restored.shape == (20, 112, 96) and restored.dtype == np.uint8

@@ -1,11 +1,19 @@
 """Identity-subset selection (seeds/000 section 4.2.3) on hand-made feature sets."""
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from automated.attack.selection import (
-    center_subset, classification_subset, distinctive_subset, genuine_impostor_scores,
-    halving_subset_sizes, metadata_subset, normalise_metadata, per_identity_accuracy, random_subsets,
+    center_subset,
+    classification_subset,
+    distinctive_subset,
+    genuine_impostor_scores,
+    halving_subset_sizes,
+    metadata_subset,
+    normalise_metadata,
+    per_identity_accuracy,
+    random_subsets,
 )
 
 # Four identities, two 2-D feature vectors each (Fig. 2 style):
@@ -28,8 +36,8 @@ def test_genuine_and_impostor_scores_by_hand():
 
 
 def test_distinctive_keeps_tight_far_identities_and_drops_the_spread_one():
-    assert distinctive_subset(FEATURES, LABELS, 2) == ["D", "A"]        # A ties B: label order
-    assert distinctive_subset(FEATURES, LABELS, 3) == ["D", "A", "B"]   # C is the least distinctive
+    assert distinctive_subset(FEATURES, LABELS, 2) == ["D", "A"]  # A ties B: label order
+    assert distinctive_subset(FEATURES, LABELS, 3) == ["D", "A", "B"]  # C is the least distinctive
 
 
 def test_center_starts_from_the_farthest_pair_then_the_farthest_from_the_subset_mean():
@@ -74,8 +82,10 @@ def test_numbers_stored_as_text_are_scaled_not_one_hot():
     # Three categories: one-hot / sqrt(2), so two different bands are 1 apart.
     assert set(normalised.columns) == {"age", "band_mid", "band_old", "band_young"}
     assert normalised.loc["a", "band_young"] == pytest.approx(1 / np.sqrt(2))
-    assert np.linalg.norm(normalised.loc["a", ["band_mid", "band_old", "band_young"]]
-                          - normalised.loc["b", ["band_mid", "band_old", "band_young"]]) == pytest.approx(1.0)
+    assert np.linalg.norm(
+        normalised.loc["a", ["band_mid", "band_old", "band_young"]]
+        - normalised.loc["b", ["band_mid", "band_old", "band_young"]]
+    ) == pytest.approx(1.0)
 
 
 def test_a_binary_attribute_weighs_one_like_a_numeric_one():
@@ -115,20 +125,31 @@ def test_random_subsets_are_seeded_and_valid():
     assert len({tuple(s) for s in first}) > 1
 
 
-@pytest.mark.parametrize("n, sizes", [
-    (40, [40, 20, 10, 5, 3]), (1000, [1000, 500, 250, 125, 62, 31, 15, 7, 3]),
-    (57, [57, 28, 14, 7, 3]), (10, [10, 5, 3]), (6, [6, 3]), (3, [3]), (2, [2]),
-])
+@pytest.mark.parametrize(
+    "n, sizes",
+    [
+        (40, [40, 20, 10, 5, 3]),
+        (1000, [1000, 500, 250, 125, 62, 31, 15, 7, 3]),
+        (57, [57, 28, 14, 7, 3]),
+        (10, [10, 5, 3]),
+        (6, [6, 3]),
+        (3, [3]),
+        (2, [2]),
+    ],
+)
 def test_halving_subset_sizes(n, sizes):
     assert halving_subset_sizes(n) == sizes
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: halving_subset_sizes(1), "need at least 2 identities"),
-    (lambda: distinctive_subset(FEATURES, LABELS, 5), r"subset size must be in \[2, 4\]"),
-    (lambda: center_subset(FEATURES[:, 0], LABELS, 2), "features must have shape"),
-    (lambda: random_subsets(["a", "b"], 2, n_repeats=0), "n_repeats must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: halving_subset_sizes(1), "need at least 2 identities"),
+        (lambda: distinctive_subset(FEATURES, LABELS, 5), r"subset size must be in \[2, 4\]"),
+        (lambda: center_subset(FEATURES[:, 0], LABELS, 2), "features must have shape"),
+        (lambda: random_subsets(["a", "b"], 2, n_repeats=0), "n_repeats must be >= 1"),
+    ],
+)
 def test_selection_bad_input(call, message):
     with pytest.raises(ValueError, match=message):
         call()
@@ -138,8 +159,10 @@ def _nearest_neighbour():
     from sklearn.neighbors import KNeighborsClassifier
     from sklearn.pipeline import FunctionTransformer, make_pipeline
 
-    return make_pipeline(FunctionTransformer(lambda X: np.asarray(X, float).reshape(len(X), -1)),
-                         KNeighborsClassifier(n_neighbors=1))
+    return make_pipeline(
+        FunctionTransformer(lambda X: np.asarray(X, float).reshape(len(X), -1)),
+        KNeighborsClassifier(n_neighbors=1),
+    )
 
 
 def test_classification_ranks_identities_off_the_reported_test_split():
@@ -160,8 +183,14 @@ def test_classification_ranks_identities_off_the_reported_test_split():
     data = AttackData(values[:, None], values[:, None], identities)
     # Ranked on the inner validation stills: a 1, b 1, c 0 (its stills look like a's).
     assert classification_ranking(data, split, _nearest_neighbour, seed=0) == {"a": 1.0, "b": 1.0, "c": 0.0}
-    table = run_attack_suite(data, recognizers={"nn": _nearest_neighbour}, attackers=["clear"],
-                             selection=["classification"], subset_sizes=[2], seed=0)
+    table = run_attack_suite(
+        data,
+        recognizers={"nn": _nearest_neighbour},
+        attackers=["clear"],
+        selection=["classification"],
+        subset_sizes=[2],
+        seed=0,
+    )
     chosen = table[table["selection"] == "classification"].iloc[0]
     # Subset {a, b} on the reported test stills: a's 2 right, b's 2 taken for a: 0.5.
     # Ranking on the test stills would have kept {a, c} and reported 1.0.

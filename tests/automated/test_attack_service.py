@@ -4,6 +4,7 @@ Identities with several clips (GRID s1, probable s4, s2) are split by video, so 
 frames come from clips the attacker never trained on. The baseline masking is the 16-pixel
 block permutation with one key and nonce for all frames (``block_permute_fixed``).
 """
+
 from pathlib import Path
 
 import pytest
@@ -20,10 +21,17 @@ from evalsite.models import Campaign, Identity, SourceVideo
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 CLIPS = {
-    "ID01": ["grid_identity_clips/s1/bbal6n.mpg", "grid_identity_clips/s1/brif5s.mpg",
-             "grid_identity_clips/s1/lgwazp.mpg", "grid_identity_clips/s1/pbwx2p.mpg"],
-    "ID04": ["grid_identity_clips/s4_probable/bbilzs.mpg", "grid_identity_clips/s4_probable/sgbc3n.mpg",
-             "grid_talking_heads/lwbsza.mpg"],
+    "ID01": [
+        "grid_identity_clips/s1/bbal6n.mpg",
+        "grid_identity_clips/s1/brif5s.mpg",
+        "grid_identity_clips/s1/lgwazp.mpg",
+        "grid_identity_clips/s1/pbwx2p.mpg",
+    ],
+    "ID04": [
+        "grid_identity_clips/s4_probable/bbilzs.mpg",
+        "grid_identity_clips/s4_probable/sgbc3n.mpg",
+        "grid_talking_heads/lwbsza.mpg",
+    ],
     "ID02": ["grid_talking_heads/id2_vcd_swwp2s.mpg", "grid_talking_heads/pwij3p.mpg"],
 }
 OPTIONS = dict(attackers=["clear", "naive", "parrot"], recognizers=["eigenfaces", "lbph"], stride=5)
@@ -46,8 +54,10 @@ def test_attack_run_stores_the_table_worst_case_and_per_video_results(submission
     assert run.status == AttackRun.Status.COMPLETED, run.error
     assert AttackResult.objects.filter(run=run).count() == 2 * 3
     summary = attack_summary(run)
-    print("\nGRID fixed block permutation:", {r["recognizer"] + "/" + r["attacker"]: round(r["accuracy"], 3)
-                                              for r in summary["table"]})
+    print(
+        "\nGRID fixed block permutation:",
+        {r["recognizer"] + "/" + r["attacker"]: round(r["accuracy"], 3) for r in summary["table"]},
+    )
     assert summary["chance_level"] == pytest.approx(1 / 3)
     accuracy = {(r["recognizer"], r["attacker"]): r["accuracy"] for r in summary["table"]}
     # The paper's ordering, as far as 3 identities allow: the best parrot attacker beats
@@ -92,21 +102,34 @@ def test_admin_lists_attack_runs_read_only(submission, admin_client):
 
 def test_attack_command_runs_through_the_task(submission):
     out = __import__("io").StringIO()
-    call_command("attack", str(submission.pk), "--attackers", "naive", "parrot", "--recognizers", "eigenfaces",
-                 "--stride", "25", stdout=out)
+    call_command(
+        "attack",
+        str(submission.pk),
+        "--attackers",
+        "naive",
+        "parrot",
+        "--recognizers",
+        "eigenfaces",
+        "--stride",
+        "25",
+        stdout=out,
+    )
     text = out.getvalue()
     assert "completed" in text and "worst case" in text and "eigenfaces" in text
     run = AttackRun.objects.get(submission=submission)
     assert run.config["stride"] == 25 and run.extraction_s is not None and run.training_s is not None
 
 
-@pytest.mark.parametrize("options, message", [
-    (dict(attackers=["clear"]), "no attack on the masking"),
-    (dict(recognizers=["arcface"]), "unknown recognizer"),
-    (dict(selection=["best"]), "unknown selection"),
-    (dict(stride=0), "stride must be >= 1"),
-    (dict(seed=-1), r"seed must be a whole number in \[0, 2\*\*32\), got -1"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(attackers=["clear"]), "no attack on the masking"),
+        (dict(recognizers=["arcface"]), "unknown recognizer"),
+        (dict(selection=["best"]), "unknown selection"),
+        (dict(stride=0), "stride must be >= 1"),
+        (dict(seed=-1), r"seed must be a whole number in \[0, 2\*\*32\), got -1"),
+    ],
+)
 def test_bad_options_create_no_run(submission, options, message):
     with pytest.raises(ValueError, match=message):
         run_attack(submission, **options)

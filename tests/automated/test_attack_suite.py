@@ -1,4 +1,5 @@
 """``run_attack_suite`` and ``worst_case``: a hand-made table and a small real ORL run."""
+
 import cv2
 import numpy as np
 import pandas as pd
@@ -13,20 +14,35 @@ from automated.attack.suite import TABLE_COLUMNS, accuracy_table, run_attack_sui
 
 def _row(recognizer, attacker, accuracy, *, selection="all", size=4, repeat=0):
     chance = 1 / size
-    return {"recognizer": recognizer, "attacker": attacker, "selection": selection, "subset_size": size,
-            "repeat": repeat, "n_identities": size, "n_train": 0, "n_test": 0, "accuracy": accuracy,
-            "chance_level": chance, "chance_normalised": (accuracy - chance) / (1 - chance)}
+    return {
+        "recognizer": recognizer,
+        "attacker": attacker,
+        "selection": selection,
+        "subset_size": size,
+        "repeat": repeat,
+        "n_identities": size,
+        "n_train": 0,
+        "n_test": 0,
+        "accuracy": accuracy,
+        "chance_level": chance,
+        "chance_normalised": (accuracy - chance) / (1 - chance),
+    }
 
 
 def test_worst_case_is_the_best_non_baseline_pair_and_reports_the_clear_bound():
-    table = pd.DataFrame([
-        _row("svm", "clear", 0.95), _row("cnn", "clear", 0.90),
-        _row("svm", "naive", 0.30), _row("svm", "parrot", 0.55),
-        _row("cnn", "naive", 0.25), _row("cnn", "parrot", 0.70),
-        # A smaller random subset (ignored by default), two repeats averaging 0.9.
-        _row("cnn", "parrot", 1.0, selection="random", size=2, repeat=0),
-        _row("cnn", "parrot", 0.8, selection="random", size=2, repeat=1),
-    ])
+    table = pd.DataFrame(
+        [
+            _row("svm", "clear", 0.95),
+            _row("cnn", "clear", 0.90),
+            _row("svm", "naive", 0.30),
+            _row("svm", "parrot", 0.55),
+            _row("cnn", "naive", 0.25),
+            _row("cnn", "parrot", 0.70),
+            # A smaller random subset (ignored by default), two repeats averaging 0.9.
+            _row("cnn", "parrot", 1.0, selection="random", size=2, repeat=0),
+            _row("cnn", "parrot", 0.8, selection="random", size=2, repeat=1),
+        ]
+    )
     worst = worst_case(table)
     assert (worst["recognizer"], worst["attacker"], worst["accuracy"]) == ("cnn", "parrot", 0.70)
     assert worst["chance_normalised"] == pytest.approx((0.70 - 0.25) / 0.75)
@@ -46,7 +62,9 @@ def small_orl(data_dir):
     images = [cv2.resize(im, (96, 112), interpolation=cv2.INTER_AREA) for im, k in zip(images, keep) if k]
 
     def permute(image_rgb, index):
-        return anonymizers.block_permute(image_rgb, (0, 0, 96, 112), key=bytes(32), nonce=anonymizers.frame_nonce(0))
+        return anonymizers.block_permute(
+            image_rgb, (0, 0, 96, 112), key=bytes(32), nonce=anonymizers.frame_nonce(0)
+        )
 
     data = face_attack_data_from_images(images, identities[keep], permute)
     # Clear feature vectors for Distinctive/Center: pixels are enough here (and fast).
@@ -55,15 +73,27 @@ def small_orl(data_dir):
 
 
 def test_suite_runs_every_attacker_and_selection_deterministically(small_orl):
-    kwargs = dict(recognizers=get_recognizers(["eigenfaces"]), attackers=["clear", "naive", "parrot_50", "parrot"],
-                  selection=["random", "classification", "distinctive", "center"], n_random_repeats=3, seed=5)
+    kwargs = dict(
+        recognizers=get_recognizers(["eigenfaces"]),
+        attackers=["clear", "naive", "parrot_50", "parrot"],
+        selection=["random", "classification", "distinctive", "center"],
+        n_random_repeats=3,
+        seed=5,
+    )
     table = run_attack_suite(small_orl, **kwargs)
     assert list(table.columns) == TABLE_COLUMNS
     # Sizes 12 (once, "all"), 6 and 3: random 3 repeats, three deterministic strategies.
     per_attacker = table.groupby(["selection", "subset_size"]).size() // 4
     assert per_attacker.to_dict() == {
-        ("all", 12): 1, ("random", 6): 3, ("random", 3): 3, ("classification", 6): 1, ("classification", 3): 1,
-        ("distinctive", 6): 1, ("distinctive", 3): 1, ("center", 6): 1, ("center", 3): 1,
+        ("all", 12): 1,
+        ("random", 6): 3,
+        ("random", 3): 3,
+        ("classification", 6): 1,
+        ("classification", 3): 1,
+        ("distinctive", 6): 1,
+        ("distinctive", 3): 1,
+        ("center", 6): 1,
+        ("center", 3): 1,
     }
     assert np.allclose(table["chance_level"], 1 / table["n_identities"])
     # 7 train / 3 test images per identity whatever the subset.
@@ -71,10 +101,15 @@ def test_suite_runs_every_attacker_and_selection_deterministically(small_orl):
     assert (table["n_test"] == 3 * table["n_identities"]).all()
     full = accuracy_table(table)
     assert full.loc["eigenfaces", "parrot"] == full.loc["eigenfaces", "clear"]
-    assert full.loc["eigenfaces", "naive"] < full.loc["eigenfaces", "parrot_50"] <= full.loc["eigenfaces", "parrot"]
+    assert (
+        full.loc["eigenfaces", "naive"]
+        < full.loc["eigenfaces", "parrot_50"]
+        <= full.loc["eigenfaces", "parrot"]
+    )
     again = run_attack_suite(small_orl, **kwargs)
-    pd.testing.assert_frame_equal(table.drop(columns=["fit_s", "predict_s"]),
-                                  again.drop(columns=["fit_s", "predict_s"]))
+    pd.testing.assert_frame_equal(
+        table.drop(columns=["fit_s", "predict_s"]), again.drop(columns=["fit_s", "predict_s"])
+    )
 
 
 def test_suite_rejects_strategies_without_their_data(small_orl):
@@ -108,12 +143,14 @@ def test_embedding_cache_batches_misses_and_keeps_embedders_apart(tmp_path, smal
 
     images = list(small_orl.clear[:4])
     first = cache.get_or_compute_many(images + images[:2], compute_many, model="a")
-    assert batches == [4] and first.shape == (6, 8) and (cache.hits, cache.misses) == (2, 4)   # one batch of misses
+    assert (
+        batches == [4] and first.shape == (6, 8) and (cache.hits, cache.misses) == (2, 4)
+    )  # one batch of misses
     np.testing.assert_array_equal(first[4], first[0])
     cache.get_or_compute_many(images, compute_many, model="a")
-    assert batches == [4]                             # all cached
+    assert batches == [4]  # all cached
     cache.get_or_compute_many(images, compute_many, model="b")
-    assert batches == [4, 4]                          # another embedder never reuses an entry
+    assert batches == [4, 4]  # another embedder never reuses an entry
     fresh = EmbeddingCache(tmp_path)
     fresh.get_or_compute_many(images, compute_many, model="b")
-    assert batches == [4, 4] and fresh.hits == 4      # a new process finds them on disk
+    assert batches == [4, 4] and fresh.hits == 4  # a new process finds them on disk

@@ -1,4 +1,5 @@
 """Verification (FMR/FNMR, EER, DET/ROC) and identification (CMC): hand-computed cases and ORL."""
+
 import cv2
 import numpy as np
 import pytest
@@ -7,8 +8,15 @@ from automated import anonymizers
 from automated.attack.faces import face_attack_data_from_images, load_image_folder
 from automated.attack.recognizers import DlibEmbedding
 from automated.attack.verification import (
-    cmc_curve, equal_error_rate, evaluate_verification, fnmr_at_fmr, genuine_impostor_scores, operating_points,
-    plot_verification, similarity_from_embeddings, verify_masked_probes,
+    cmc_curve,
+    equal_error_rate,
+    evaluate_verification,
+    fnmr_at_fmr,
+    genuine_impostor_scores,
+    operating_points,
+    plot_verification,
+    similarity_from_embeddings,
+    verify_masked_probes,
 )
 
 GENUINE = [0.9, 0.8, 0.7, 0.4]
@@ -31,13 +39,13 @@ def test_equal_error_rate_by_hand():
     assert equal_error_rate([0.9, 0.5], [0.5, 0.1]) == pytest.approx(0.25)
     # Exactly on a point: at 0.7, FMR 1/2 = FNMR 1/2.
     assert equal_error_rate([0.8, 0.6], [0.7, 0.2]) == pytest.approx(0.5)
-    assert equal_error_rate([2.0, 3.0], [0.0, 1.0]) == 0.0        # separated
+    assert equal_error_rate([2.0, 3.0], [0.0, 1.0]) == 0.0  # separated
     assert equal_error_rate([1.0, 1.0], [1.0, 1.0]) == pytest.approx(0.5)  # indistinguishable
 
 
 def test_fnmr_at_fmr_by_hand():
     assert fnmr_at_fmr(GENUINE, IMPOSTOR, 0.2) == (0.25, 0.6)
-    assert fnmr_at_fmr(GENUINE, IMPOSTOR, 0.01) == (0.25, 0.7)   # only FMR 0 qualifies
+    assert fnmr_at_fmr(GENUINE, IMPOSTOR, 0.01) == (0.25, 0.7)  # only FMR 0 qualifies
     # 1000 impostor scores 0.000 .. 0.999: FMR <= 1e-2 needs threshold 0.99 (10 match),
     # where genuine 0.985 and 0.5 fail: FNMR 2/4; FMR <= 1e-3 needs 0.999: FNMR 3/4.
     impostor = np.arange(1000) / 1000
@@ -49,9 +57,13 @@ def test_fnmr_at_fmr_by_hand():
 
 
 def test_cmc_by_hand_with_ties_at_chance():
-    scores = np.array([[0.9, 0.5, 0.1],    # A: first
-                       [0.7, 0.6, 0.2],    # B: second (A scores higher)
-                       [0.4, 0.4, 0.4]])   # C: a three-way tie, rank 1, 2 or 3 equally likely
+    scores = np.array(
+        [
+            [0.9, 0.5, 0.1],  # A: first
+            [0.7, 0.6, 0.2],  # B: second (A scores higher)
+            [0.4, 0.4, 0.4],
+        ]
+    )  # C: a three-way tie, rank 1, 2 or 3 equally likely
     cmc = cmc_curve(scores, ["A", "B", "C"], ["A", "B", "C"], max_rank=5)
     assert cmc.tolist() == pytest.approx([(1 + 0 + 1 / 3) / 3, (1 + 1 + 2 / 3) / 3, 1, 1, 1])
     # Two gallery stills of A: A scores its best one.
@@ -72,7 +84,11 @@ def test_matrix_to_genuine_impostor_and_summary():
     assert result.fmr_resolved == {0.01: False, 0.001: False}  # 3 impostor comparisons
     assert result.cmc.tolist() == pytest.approx([2 / 3, 1.0])  # probe 3 (B) prefers A
     summary = result.as_dict()
-    assert (summary["n_genuine"], summary["n_impostor"], summary["cmc_rank_1"]) == (3, 3, pytest.approx(2 / 3))
+    assert (summary["n_genuine"], summary["n_impostor"], summary["cmc_rank_1"]) == (
+        3,
+        3,
+        pytest.approx(2 / 3),
+    )
     assert similarity_from_embeddings([[0, 0]], [[3, 4], [0, 1]]).tolist() == [[-5.0, -1.0]]
     with pytest.raises(ValueError, match="need genuine and impostor comparisons"):
         genuine_impostor_scores([[0.5]], ["A"], ["A"])
@@ -93,8 +109,10 @@ def test_pretrained_dlib_verification_on_clear_and_blurred_orl_probes(orl_ten):
     gallery, probes = np.flatnonzero(position == 0), np.flatnonzero((position >= 1) & (position <= 3))
     embed = DlibEmbedding().transform
     results = {}
-    for name, anonymize in {"clear": lambda image, i: image.copy(),
-                            "blur": lambda image, i: anonymizers.blur_frame(image)}.items():
+    for name, anonymize in {
+        "clear": lambda image, i: image.copy(),
+        "blur": lambda image, i: anonymizers.blur_frame(image),
+    }.items():
         data = face_attack_data_from_images(images, identities, anonymize)
         results[name] = verify_masked_probes(data, gallery, probes, embed)
     clear, blur = results["clear"], results["blur"]

@@ -6,6 +6,7 @@ actor 1001 acting happiness, the GRID woman of ``lwbsza``, a GRID man blurred wi
 from the same HDF5 files, outside the project's dependencies
 (``tests/fixtures/make_mini_xception_reference.py``).
 """
+
 from pathlib import Path
 
 import h5py
@@ -13,7 +14,13 @@ import numpy as np
 import pytest
 
 from automated.behaviour.face_classifier import (
-    EXPRESSION_LABELS, GENDER_LABELS, FaceClassifier, expression_classifier, face_crop, gender_classifier, preprocess,
+    EXPRESSION_LABELS,
+    GENDER_LABELS,
+    FaceClassifier,
+    expression_classifier,
+    face_crop,
+    gender_classifier,
+    preprocess,
 )
 from automated.behaviour.keras_model import KerasGraph, KerasModelError, _same_padding
 

@@ -1,4 +1,5 @@
 """Head pose, gaze and EAR/MAR on synthetic landmarks with hand-computed answers."""
+
 import math
 
 import cv2
@@ -6,12 +7,30 @@ import numpy as np
 import pytest
 
 from automated.behaviour.gaze import (
-    EYES, angular_error_deg, direction, eye_in_head_angles, gaze_vector, iris_offsets, vector_angles,
+    EYES,
+    angular_error_deg,
+    direction,
+    eye_in_head_angles,
+    gaze_vector,
+    iris_offsets,
+    vector_angles,
 )
 from automated.behaviour.head_pose import (
-    MODEL_LANDMARKS, MODEL_POINTS_CV, angle_differences_deg, camera_matrix, euler_angles, head_pose, pose_error_deg,
+    MODEL_LANDMARKS,
+    MODEL_POINTS_CV,
+    angle_differences_deg,
+    camera_matrix,
+    euler_angles,
+    head_pose,
+    pose_error_deg,
 )
-from automated.behaviour.openness import EYE_POINTS, MOUTH_CORNERS, MOUTH_PAIRS, eye_aspect_ratio, mouth_aspect_ratio
+from automated.behaviour.openness import (
+    EYE_POINTS,
+    MOUTH_CORNERS,
+    MOUTH_PAIRS,
+    eye_aspect_ratio,
+    mouth_aspect_ratio,
+)
 
 FRAME_WH = (640, 480)
 
@@ -19,8 +38,9 @@ FRAME_WH = (640, 480)
 def projected_mesh(rotation: np.ndarray, distance_cm: float = 60.0) -> np.ndarray:
     """A (478, 3) mesh whose model points are the exact projections of the rotated 3-D face model."""
     rvec = cv2.Rodrigues(rotation)[0]
-    image, _ = cv2.projectPoints(MODEL_POINTS_CV, rvec, np.array([0.0, 0.0, distance_cm]), camera_matrix(FRAME_WH),
-                                 None)
+    image, _ = cv2.projectPoints(
+        MODEL_POINTS_CV, rvec, np.array([0.0, 0.0, distance_cm]), camera_matrix(FRAME_WH), None
+    )
     mesh = np.zeros((478, 3))
     mesh[MODEL_LANDMARKS, :2] = image.reshape(-1, 2)
     return mesh
@@ -49,11 +69,13 @@ def test_yaw_is_the_nose_turning_toward_the_image_right():
 
 def test_pitch_up_and_roll_clockwise():
     # About x by -15: nose (0, 0, -1) -> (0, -sin 15, -cos 15), i.e. up (y is down): pitch +15.
-    np.testing.assert_allclose(head_pose(projected_mesh(rotation_about("x", -15.0)), FRAME_WH)[0],
-                               [0.0, 15.0, 0.0], atol=1e-4)
+    np.testing.assert_allclose(
+        head_pose(projected_mesh(rotation_about("x", -15.0)), FRAME_WH)[0], [0.0, 15.0, 0.0], atol=1e-4
+    )
     # About z by +10: the eye line (1, 0, 0) -> (cos 10, sin 10, 0), clockwise on screen: roll +10.
-    np.testing.assert_allclose(head_pose(projected_mesh(rotation_about("z", 10.0)), FRAME_WH)[0],
-                               [0.0, 0.0, 10.0], atol=1e-4)
+    np.testing.assert_allclose(
+        head_pose(projected_mesh(rotation_about("z", 10.0)), FRAME_WH)[0], [0.0, 0.0, 10.0], atol=1e-4
+    )
 
 
 def test_combined_rotation_is_recovered_exactly():
@@ -101,8 +123,9 @@ def eye_mesh(iris_dx: float = 0.0, iris_dy: float = 0.0) -> np.ndarray:
 def test_iris_offsets_and_eye_angles_by_hand():
     # 3 px right of a 15 px half width: 0.2 half widths; eyeball model asin(0.2 * 15 / 12) = asin(0.25).
     np.testing.assert_allclose(iris_offsets(eye_mesh(3.0, -1.5)), [0.2, -0.1])
-    np.testing.assert_allclose(eye_in_head_angles([0.2, -0.1]),
-                               [math.degrees(math.asin(0.25)), math.degrees(math.asin(0.125))])
+    np.testing.assert_allclose(
+        eye_in_head_angles([0.2, -0.1]), [math.degrees(math.asin(0.25)), math.degrees(math.asin(0.125))]
+    )
     yaw, pitch = vector_angles(gaze_vector(eye_mesh(3.0, 0.0), np.eye(3)))
     assert yaw == pytest.approx(math.degrees(math.asin(0.25))) and pitch == pytest.approx(0.0, abs=1e-12)
 
@@ -116,7 +139,9 @@ def test_gaze_combines_eye_and_head_rotation():
 def test_angular_error_is_exact_at_zero_and_small_angles():
     a = direction(5.0, -3.0)
     assert angular_error_deg(a[None], a[None])[0] == 0.0
-    np.testing.assert_allclose(angular_error_deg(direction(0, 0)[None], direction(1e-6, 0)[None]), [1e-6], rtol=1e-6)
+    np.testing.assert_allclose(
+        angular_error_deg(direction(0, 0)[None], direction(1e-6, 0)[None]), [1e-6], rtol=1e-6
+    )
     np.testing.assert_allclose(angular_error_deg(direction(0, 0)[None], direction(90, 0)[None]), [90.0])
 
 

@@ -1,4 +1,5 @@
 """Events, correlation, divergence, PCK, the score and its aggregate: hand-computed cases."""
+
 import math
 
 import numpy as np
@@ -17,7 +18,10 @@ def test_runs_and_events():
     ear = np.array([0.3, 0.31, 0.1, 0.2, 0.3, np.nan, 0.29, 0.32])
     assert eye_closure_events(ear, np.arange(8)) == [(2, 3)]
     assert eye_closure_events(np.full(4, np.nan), np.arange(4)) == []
-    assert mouth_opening_events(np.array([0.0, 0.2, 0.3, np.nan, 0.16, 0.1]), np.arange(6) * 3) == [(3, 6), (12, 12)]
+    assert mouth_opening_events(np.array([0.0, 0.2, 0.3, np.nan, 0.16, 0.1]), np.arange(6) * 3) == [
+        (3, 6),
+        (12, 12),
+    ]
 
 
 def test_event_f1_by_hand():
@@ -63,18 +67,18 @@ def test_pck_counts_and_body_metrics_by_hand():
     visibility = np.zeros((n, 33))
     visibility[:2, [11, 12, 13, 14]] = 0.9
     masked = clear.copy()
-    masked[0, 12] += (10.0, 0.0)   # within 20 px
-    masked[0, 13] += (0.0, 25.0)   # an elbow 25 px off
-    masked[1] = np.nan             # second pose frame lost
+    masked[0, 12] += (10.0, 0.0)  # within 20 px
+    masked[0, 13] += (0.0, 25.0)  # an elbow 25 px off
+    masked[1] = np.nan  # second pose frame lost
     hands_clear = np.full((n, 2, 21, 2), np.nan)
     hands_masked = hands_clear.copy()
     hands_clear[0, 1] = 50.0
-    hands_masked[0, 1] = 55.0      # 7.07 px off: all 21 correct
-    hands_masked[2, 0] = 1.0       # a hand appears in a frame without one
+    hands_masked[0, 1] = 55.0  # 7.07 px off: all 21 correct
+    hands_masked[2, 0] = 1.0  # a hand appears in a frame without one
     result = body_metrics(clear, visibility, masked, hands_clear, hands_masked)
     assert result["pose_frames"] == 2 and result["body_lost_rate"] == 0.5
-    assert result["pck_torso"] == 2 / 4       # frame 0 both shoulders; frame 1 lost (0 of 2)
-    assert result["pck_arms"] == 1 / 4        # frame 0: elbow 14 ok, elbow 13 off; frame 1: 0 of 2
+    assert result["pck_torso"] == 2 / 4  # frame 0 both shoulders; frame 1 lost (0 of 2)
+    assert result["pck_arms"] == 1 / 4  # frame 0: elbow 14 ok, elbow 13 off; frame 1: 0 of 2
     assert result["pck_hands"] == 1.0 and result["hand_frames"] == 1
     assert result["hand_presence_agreement"] == pytest.approx(2 / 3)
     assert pck_counts(clear[:1, [11]], np.ones((1, 1), bool), masked[:1, [11]], np.array([np.nan])) == (0, 0)
@@ -95,14 +99,23 @@ def test_compare_counts_lost_frames_and_never_skips_them():
     expression = np.tile(np.eye(7)[3], (6, 1))
     clear = features(6, ear=ear, mar=mar, head_pose_deg=pose, gaze_vector=gaze, expression=expression)
     lost = np.array([False, False, True, False, True, False])
-    masked = features(6, ear=np.where(lost, np.nan, ear), mar=np.where(lost, np.nan, mar),
-                      head_pose_deg=np.where(lost[:, None], np.nan, pose + [2.0, 0.0, 1.0]),
-                      gaze_vector=np.where(lost[:, None], np.nan, gaze), expression=np.where(lost[:, None], np.nan, expression))
+    masked = features(
+        6,
+        ear=np.where(lost, np.nan, ear),
+        mar=np.where(lost, np.nan, mar),
+        head_pose_deg=np.where(lost[:, None], np.nan, pose + [2.0, 0.0, 1.0]),
+        gaze_vector=np.where(lost[:, None], np.nan, gaze),
+        expression=np.where(lost[:, None], np.nan, expression),
+    )
     result = compare(clear, masked)
     assert result["face_frames"] == 6 and result["face_lost_rate"] == 2 / 6
-    assert result["head_pose_error_deg"] == pytest.approx(1.0) and result["yaw_error_deg"] == pytest.approx(2.0)
+    assert result["head_pose_error_deg"] == pytest.approx(1.0) and result["yaw_error_deg"] == pytest.approx(
+        2.0
+    )
     assert result["gaze_error_deg"] == 0.0 and result["ear_correlation"] == 1.0
-    assert result["blink_n_clear"] == 1 and result["blink_n_masked"] == 0 and result["blink_f1"] == 0.0  # lost closure
+    assert (
+        result["blink_n_clear"] == 1 and result["blink_n_masked"] == 0 and result["blink_f1"] == 0.0
+    )  # lost closure
     assert result["expression_js"] == 0.0 and result["expression_agreement"] == 1.0
     assert math.isnan(result["body_lost_rate"]) and result["pose_frames"] == 0
     with pytest.raises(FeatureMismatchError, match="different frames"):
@@ -114,36 +127,80 @@ def test_compare_counts_lost_frames_and_never_skips_them():
 
 
 def metrics(**overrides) -> dict:
-    base = dict(face_frames=10, face_lost_rate=0.0, head_pose_error_deg=0.0, gaze_error_deg=0.0,
-                ear_correlation=1.0, blink_f1=1.0, mar_correlation=1.0, mouth_f1=1.0, expression_js=0.0,
-                pose_frames=10, body_lost_rate=0.0, pck_torso=1.0, pck_arms=math.nan, pck_hands=math.nan,
-                hand_presence_agreement=1.0)
+    base = dict(
+        face_frames=10,
+        face_lost_rate=0.0,
+        head_pose_error_deg=0.0,
+        gaze_error_deg=0.0,
+        ear_correlation=1.0,
+        blink_f1=1.0,
+        mar_correlation=1.0,
+        mouth_f1=1.0,
+        expression_js=0.0,
+        pose_frames=10,
+        body_lost_rate=0.0,
+        pck_torso=1.0,
+        pck_arms=math.nan,
+        pck_hands=math.nan,
+        hand_presence_agreement=1.0,
+    )
     base.update(overrides)
     return base
 
 
 def test_score_is_one_for_identical_behaviour_and_composes_as_documented():
     assert behaviour_score(metrics())["behaviour_score"] == 1.0
-    result = behaviour_score(metrics(face_lost_rate=0.2, head_pose_error_deg=6.0, gaze_error_deg=45.0,
-                                     ear_correlation=-0.3, blink_f1=0.5, mar_correlation=0.6, mouth_f1=math.nan,
-                                     expression_js=0.25, body_lost_rate=0.5, pck_torso=0.8,
-                                     hand_presence_agreement=0.6))
+    result = behaviour_score(
+        metrics(
+            face_lost_rate=0.2,
+            head_pose_error_deg=6.0,
+            gaze_error_deg=45.0,
+            ear_correlation=-0.3,
+            blink_f1=0.5,
+            mar_correlation=0.6,
+            mouth_f1=math.nan,
+            expression_js=0.25,
+            body_lost_rate=0.5,
+            pck_torso=0.8,
+            hand_presence_agreement=0.6,
+        )
+    )
     components = [1 - 6 / 30, 0.0, (0 + 0.5) / 2, 0.6, 0.75]
     assert result["face_part"] == pytest.approx(0.8 * np.mean(components))
     assert result["body_part"] == pytest.approx(0.5 * 0.7)
     assert result["behaviour_score"] == pytest.approx((0.8 * np.mean(components) + 0.35) / 2)
-    everything_lost = behaviour_score(metrics(face_lost_rate=1.0, **dict.fromkeys(
-        ["head_pose_error_deg", "gaze_error_deg", "ear_correlation", "mar_correlation", "expression_js"], math.nan),
-        blink_f1=0.0, mouth_f1=0.0, body_lost_rate=1.0, pck_torso=0.0))
+    everything_lost = behaviour_score(
+        metrics(
+            face_lost_rate=1.0,
+            **dict.fromkeys(
+                [
+                    "head_pose_error_deg",
+                    "gaze_error_deg",
+                    "ear_correlation",
+                    "mar_correlation",
+                    "expression_js",
+                ],
+                math.nan,
+            ),
+            blink_f1=0.0,
+            mouth_f1=0.0,
+            body_lost_rate=1.0,
+            pck_torso=0.0,
+        )
+    )
     assert everything_lost["behaviour_score"] == 0.0
-    no_body = behaviour_score(metrics(pose_frames=0, body_lost_rate=math.nan, pck_torso=math.nan,
-                                      hand_presence_agreement=1.0))
+    no_body = behaviour_score(
+        metrics(pose_frames=0, body_lost_rate=math.nan, pck_torso=math.nan, hand_presence_agreement=1.0)
+    )
     assert no_body["behaviour_score"] == 1.0 and math.isnan(no_body["body_part"])
 
 
 def test_summary_weighs_videos_equally_and_sums_counts():
-    videos = [dict(metrics(), frames_tested=10, behaviour_score=1.0), dict(metrics(), frames_tested=5, behaviour_score=0.5),
-              dict(metrics(), frames_tested=7, behaviour_score=math.nan)]
+    videos = [
+        dict(metrics(), frames_tested=10, behaviour_score=1.0),
+        dict(metrics(), frames_tested=5, behaviour_score=0.5),
+        dict(metrics(), frames_tested=7, behaviour_score=math.nan),
+    ]
     summary = summarize_behaviour(videos)
     assert summary["n_videos"] == 3 and summary["frames_tested"] == 22
     assert summary["behaviour_score"] == 0.75 and summary["videos_without_score"] == 1
@@ -155,13 +212,17 @@ def test_expression_accuracy_by_hand():
     from automated.behaviour.expression import expression_accuracy, expression_index
 
     probabilities = np.full((4, 7), np.nan)
-    probabilities[0] = np.eye(7)[0] * 0.6 + 0.4 / 7   # angry
-    probabilities[1] = np.eye(7)[3] * 0.9 + 0.1 / 7   # happy
-    probabilities[2] = np.eye(7)[0] * 0.5 + 0.5 / 7   # angry; frame 3 has no face
+    probabilities[0] = np.eye(7)[0] * 0.6 + 0.4 / 7  # angry
+    probabilities[1] = np.eye(7)[3] * 0.9 + 0.1 / 7  # happy
+    probabilities[2] = np.eye(7)[0] * 0.5 + 0.5 / 7  # angry; frame 3 has no face
     video = features(4, expression=probabilities)
     result = expression_accuracy(video, "anger")
-    assert result["frames"] == 3 and result["frame_accuracy"] == 2 / 3 and result["video_prediction"] == "angry"
-    with_lost = expression_accuracy(video, "anger", reference=np.ones(4, bool))  # the lost frame counts as wrong
+    assert (
+        result["frames"] == 3 and result["frame_accuracy"] == 2 / 3 and result["video_prediction"] == "angry"
+    )
+    with_lost = expression_accuracy(
+        video, "anger", reference=np.ones(4, bool)
+    )  # the lost frame counts as wrong
     assert with_lost["frame_accuracy"] == 2 / 4
     assert expression_index("HAP") == 3 and expression_index("Neutral") == 6
     with pytest.raises(ValueError, match="accepted"):

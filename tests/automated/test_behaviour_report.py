@@ -1,4 +1,5 @@
 """Attribute leakage attackers, the frontier figure and the features file format."""
+
 import math
 import xml.etree.ElementTree as ElementTree
 
@@ -8,22 +9,28 @@ import pytest
 from automated.behaviour.features import BehaviourFeatures
 from automated.behaviour.frontier import FrontierPoint, frontier_figure, pareto_front
 from automated.behaviour.leakage import (
-    AttributeVideo, attribute_leakage, gender_index, majority_rate, parrot_accuracy, pretrained_accuracy,
+    AttributeVideo,
+    attribute_leakage,
+    gender_index,
+    majority_rate,
+    parrot_accuracy,
+    pretrained_accuracy,
 )
 
 
 def video(identity, label, clear_man, masked_man, features):
     probabilities = lambda man: np.array([[1 - p, p] for p in man])  # noqa: E731
-    return AttributeVideo(identity, label, probabilities(clear_man), probabilities(masked_man),
-                          np.asarray(features, np.float32))
+    return AttributeVideo(
+        identity, label, probabilities(clear_man), probabilities(masked_man), np.asarray(features, np.float32)
+    )
 
 
 def test_pretrained_attacker_accuracy_and_leakage_by_hand():
     rng = np.random.default_rng(0)
     videos = [
-        video("a", 1, [0.9, 0.8], [0.6, 0.4], rng.normal(size=(2, 128))),        # masked: 1 of 2 right
-        video("b", 1, [0.7, 0.9], [0.3, 0.2], rng.normal(size=(2, 128))),        # masked: 0 of 2
-        video("c", 0, [0.2, 0.6], [0.1, 0.3], rng.normal(size=(2, 128))),        # clear 1 of 2, masked 2 of 2
+        video("a", 1, [0.9, 0.8], [0.6, 0.4], rng.normal(size=(2, 128))),  # masked: 1 of 2 right
+        video("b", 1, [0.7, 0.9], [0.3, 0.2], rng.normal(size=(2, 128))),  # masked: 0 of 2
+        video("c", 0, [0.2, 0.6], [0.1, 0.3], rng.normal(size=(2, 128))),  # clear 1 of 2, masked 2 of 2
     ]
     assert majority_rate([v.label for v in videos]) == pytest.approx(2 / 3)
     assert pretrained_accuracy(videos, side="clear") == pytest.approx((1 + 1 + 0.5) / 3)
@@ -42,11 +49,15 @@ def test_pretrained_attacker_accuracy_and_leakage_by_hand():
 def test_parrot_learns_a_gender_signal_the_masking_left_and_not_a_missing_one():
     rng = np.random.default_rng(1)
     labels = [0, 1, 0, 1, 0, 1]
-    signal = [video(f"p{i}", y, [0.5] * 20, [0.5] * 20, rng.normal(size=(20, 128)) + 1.5 * y)
-              for i, y in enumerate(labels)]
+    signal = [
+        video(f"p{i}", y, [0.5] * 20, [0.5] * 20, rng.normal(size=(20, 128)) + 1.5 * y)
+        for i, y in enumerate(labels)
+    ]
     assert parrot_accuracy(signal) == 1.0
     assert attribute_leakage(signal)["leakage_parrot"] == 0.5  # 1.0 above a majority rate of 0.5
-    noise = [video(f"p{i}", y, [0.5] * 20, [0.5] * 20, rng.normal(size=(20, 128))) for i, y in enumerate(labels)]
+    noise = [
+        video(f"p{i}", y, [0.5] * 20, [0.5] * 20, rng.normal(size=(20, 128))) for i, y in enumerate(labels)
+    ]
     assert abs(parrot_accuracy(noise) - 0.5) < 0.25
     # a fold whose training identities all share one gender cannot train: left out, NaN if none can
     assert math.isnan(parrot_accuracy(signal[:2]))
@@ -61,15 +72,23 @@ def test_gender_labels_and_empty_input():
 
 
 def test_pareto_front_by_hand():
-    points = [FrontierPoint("identity", 1.0, 1.0, "baseline"), FrontierPoint("A", 0.1, 0.8),
-              FrontierPoint("B", 0.3, 0.6), FrontierPoint("blur", 0.4, 0.7, "baseline"),
-              FrontierPoint("C", 0.1, 0.5), FrontierPoint("D", math.nan, 0.9)]
+    points = [
+        FrontierPoint("identity", 1.0, 1.0, "baseline"),
+        FrontierPoint("A", 0.1, 0.8),
+        FrontierPoint("B", 0.3, 0.6),
+        FrontierPoint("blur", 0.4, 0.7, "baseline"),
+        FrontierPoint("C", 0.1, 0.5),
+        FrontierPoint("D", math.nan, 0.9),
+    ]
     assert [p.label for p in pareto_front(points)] == ["A", "identity"]
 
 
 def test_frontier_figure_bytes_are_png_and_svg_and_stable():
-    points = [FrontierPoint("identity", 1.0, 1.0, "baseline"), FrontierPoint("team-A", 0.12, 0.81),
-              FrontierPoint("team-B", math.nan, 0.5)]
+    points = [
+        FrontierPoint("identity", 1.0, 1.0, "baseline"),
+        FrontierPoint("team-A", 0.12, 0.81),
+        FrontierPoint("team-B", math.nan, 0.5),
+    ]
     figure = frontier_figure(points)
     assert figure["png"].startswith(b"\x89PNG\r\n\x1a\n")
     root = ElementTree.fromstring(figure["svg"])

@@ -45,8 +45,12 @@ def test_face_run_stores_behaviour_and_the_reports_show_it(evaluated):
     assert all(s.behaviour_score is not None and s.behaviour_score < 1.0 for s in blurred_scores)
 
     report = reports.per_video_report(identity).set_index("video")
-    assert {"behaviour_score", "behaviour_head_pose_error_deg", "behaviour_face_lost_rate",
-            "pu_score_automated"} <= set(report.columns)
+    assert {
+        "behaviour_score",
+        "behaviour_head_pose_error_deg",
+        "behaviour_face_lost_rate",
+        "pu_score_automated",
+    } <= set(report.columns)
     assert (report["behaviour_score"] == 1.0).all()
     assert (report["pu_score_automated"] == 0.0).all()  # 1 x (1 - SSIM 1): unmasked frames hide nothing
     blurred_report = reports.per_video_report(blurred).set_index("video")
@@ -63,7 +67,8 @@ def test_face_run_stores_behaviour_and_the_reports_show_it(evaluated):
     mean = sum(s.behaviour_score for s in blurred_scores) / 3
     assert blurred_section["behaviour_score"] == pytest.approx(mean)
     assert blurred_section["pu_score_automated"] == pytest.approx(
-        automated_pu_score(mean, sum(s.ssim for s in blurred_scores) / 3))
+        automated_pu_score(mean, sum(s.ssim for s in blurred_scores) / 3)
+    )
 
     # --no-behaviour: no behaviour stored, and the report keeps the run that measured it
     call_command("evaluate", identity.pk, "--stride", str(STRIDE), "--no-behaviour", stdout=io.StringIO())
@@ -74,12 +79,22 @@ def test_face_run_stores_behaviour_and_the_reports_show_it(evaluated):
 
 
 def _attack_run(submission, chance_normalised: dict):
-    run = AttackRun.objects.create(submission=submission, status=AttackRun.Status.COMPLETED,
-                                   finished_at=timezone.now())
+    run = AttackRun.objects.create(
+        submission=submission, status=AttackRun.Status.COMPLETED, finished_at=timezone.now()
+    )
     for attacker, value in chance_normalised.items():
-        AttackResult.objects.create(run=run, recognizer="lbph", attacker=attacker, subset_size=4, n_identities=4,
-                                    n_train=10, n_test=10, accuracy=0.25 + 0.75 * value, chance_level=0.25,
-                                    chance_normalised=value)
+        AttackResult.objects.create(
+            run=run,
+            recognizer="lbph",
+            attacker=attacker,
+            subset_size=4,
+            n_identities=4,
+            n_train=10,
+            n_test=10,
+            accuracy=0.25 + 0.75 * value,
+            chance_level=0.25,
+            chance_normalised=value,
+        )
 
 
 def test_frontier_points_and_the_organizer_view(evaluated, campaign):  # noqa: F811
@@ -98,7 +113,9 @@ def test_frontier_points_and_the_organizer_view(evaluated, campaign):  # noqa: F
     client = Client()
     client.force_login(organizer)
     png = client.get(reverse("automated:frontier_png", args=[campaign.pk]))
-    assert png.status_code == 200 and png["Content-Type"] == "image/png" and png.content.startswith(b"\x89PNG")
+    assert (
+        png.status_code == 200 and png["Content-Type"] == "image/png" and png.content.startswith(b"\x89PNG")
+    )
     svg = client.get(reverse("automated:frontier_svg", args=[campaign.pk]))
     assert svg["Content-Type"] == "image/svg+xml" and b"<svg" in svg.content
     assert svg["Content-Security-Policy"] == "sandbox"

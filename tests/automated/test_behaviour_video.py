@@ -5,6 +5,7 @@ errors grow with blur strength (sigma 3, 7, 15); a horizontally flipped copy fli
 sign of yaw and horizontal gaze; a copy shifted by a few frames loses the EAR/MAR
 correlation; frames where the masked face or body is lost count as lost behaviour.
 """
+
 import math
 
 import numpy as np
@@ -24,10 +25,22 @@ from automated.video import VideoError, VideoWriter, iter_frames
 GRID = "videos/grid_talking_heads/bbaf2n.mpg"
 CREMAD = "videos/cremad/1001_DFA_ANG_XX.flv"
 EXACT = {  # identical behaviour: these values, exactly
-    "face_lost_rate": 0.0, "head_pose_error_deg": 0.0, "yaw_error_deg": 0.0, "pitch_error_deg": 0.0,
-    "roll_error_deg": 0.0, "gaze_error_deg": 0.0, "ear_correlation": 1.0, "mar_correlation": 1.0, "blink_f1": 1.0,
-    "mouth_f1": 1.0, "expression_js": 0.0, "expression_agreement": 1.0, "body_lost_rate": 0.0, "pck_torso": 1.0,
-    "hand_presence_agreement": 1.0, "behaviour_score": 1.0,
+    "face_lost_rate": 0.0,
+    "head_pose_error_deg": 0.0,
+    "yaw_error_deg": 0.0,
+    "pitch_error_deg": 0.0,
+    "roll_error_deg": 0.0,
+    "gaze_error_deg": 0.0,
+    "ear_correlation": 1.0,
+    "mar_correlation": 1.0,
+    "blink_f1": 1.0,
+    "mouth_f1": 1.0,
+    "expression_js": 0.0,
+    "expression_agreement": 1.0,
+    "body_lost_rate": 0.0,
+    "pck_torso": 1.0,
+    "hand_presence_agreement": 1.0,
+    "behaviour_score": 1.0,
 }
 
 
@@ -54,7 +67,9 @@ def cremad_tested(data_dir):
 @pytest.mark.parametrize("clip", [GRID, CREMAD])
 def test_identity_baseline_has_zero_error_and_full_agreement_exactly(data_dir, tmp_path, clip):
     masked = anonymize_video(data_dir / clip, tmp_path / "identity.mkv", "identity").path
-    result = evaluate_behaviour(data_dir / clip, masked, stride=6, cache_dir=tmp_path / "cache", attribute=True)
+    result = evaluate_behaviour(
+        data_dir / clip, masked, stride=6, cache_dir=tmp_path / "cache", attribute=True
+    )
     metrics = result.metrics
     assert metrics["face_frames"] == metrics["frames_tested"] == result.clear.n_frames > 10
     assert {key: metrics[key] for key in EXACT} == EXACT
@@ -68,8 +83,13 @@ def test_identity_baseline_has_zero_error_and_full_agreement_exactly(data_dir, t
     # extractors can be reused over videos (reset per call)
     with BehaviourExtractor(attribute=True) as clear_side, BehaviourExtractor(attribute=True) as masked_side:
         for _ in range(2):
-            again = evaluate_behaviour(data_dir / clip, masked, stride=6, cache_dir=tmp_path / "cache",
-                                       extractors=(clear_side, masked_side))
+            again = evaluate_behaviour(
+                data_dir / clip,
+                masked,
+                stride=6,
+                cache_dir=tmp_path / "cache",
+                extractors=(clear_side, masked_side),
+            )
             assert again.clear_from_cache and not result.clear_from_cache
             assert {key: again.metrics[key] for key in EXACT} == EXACT
             assert again.masked.n_frames == result.masked.n_frames
@@ -89,7 +109,9 @@ def test_a_damaged_cache_entry_is_recomputed(data_dir, tmp_path):
 
 def test_errors_grow_with_blur_strength(cremad_tested):
     tested, clear = cremad_tested
-    results = {sigma: measure(clear, [(i, blur_frame(f, sigma_px=sigma)) for i, f in tested]) for sigma in (3, 7, 15)}
+    results = {
+        sigma: measure(clear, [(i, blur_frame(f, sigma_px=sigma)) for i, f in tested]) for sigma in (3, 7, 15)
+    }
     for key in ("head_pose_error_deg", "gaze_error_deg", "yaw_error_deg"):
         assert 0 < results[3][key] < results[7][key], key
     # at sigma 15 the face mesh and the body pose find nothing: all of it is lost behaviour
@@ -129,14 +151,18 @@ def test_lost_frames_count_as_lost_behaviour(cremad_tested):
     masked = [(i, np.zeros_like(f) if k % 2 == 0 else f) for k, (i, f) in enumerate(tested)]
     result = measure(clear, masked)
     assert result["face_lost_rate"] == result["body_lost_rate"] == 12 / 23
-    assert result["head_pose_error_deg"] == 0.0 and result["expression_js"] == 0.0  # the kept frames are unchanged
+    assert (
+        result["head_pose_error_deg"] == 0.0 and result["expression_js"] == 0.0
+    )  # the kept frames are unchanged
     assert result["behaviour_score"] <= 11 / 23
 
 
 def test_bad_video_pairs_are_refused(data_dir, tmp_path):
     short, small = tmp_path / "short.mkv", tmp_path / "small.mkv"
-    with VideoWriter(short, 25.0, (360, 288), codec="ffv1") as writer, \
-            VideoWriter(small, 25.0, (180, 144), codec="ffv1") as small_writer:
+    with (
+        VideoWriter(short, 25.0, (360, 288), codec="ffv1") as writer,
+        VideoWriter(small, 25.0, (180, 144), codec="ffv1") as small_writer,
+    ):
         for _, frame in iter_frames(data_dir / GRID, end=10):
             writer.write(frame)
             small_writer.write(np.ascontiguousarray(frame[::2, ::2]))
@@ -167,7 +193,11 @@ def test_gender_leakage_naive_and_parrot_attackers_on_grid(data_dir):
 
     folder = data_dir / "videos" / "grid_talking_heads"
     options = dict(body=False, hands=False, expression=False, attribute=True)
-    maskings = {"identity": lambda f: f, "blur15": lambda f: blur_frame(f, sigma_px=15), "black": np.zeros_like}
+    maskings = {
+        "identity": lambda f: f,
+        "blur15": lambda f: blur_frame(f, sigma_px=15),
+        "black": np.zeros_like,
+    }
     videos = {name: [] for name in maskings}
     with BehaviourExtractor(**options) as extractor:
         for row in csv.DictReader(open(folder / "clips.csv")):
@@ -180,8 +210,11 @@ def test_gender_leakage_naive_and_parrot_attackers_on_grid(data_dir):
                 extractor.reset()
                 for (index, frame), box in zip(tested, clear.face_box):
                     extractor.update(mask(frame), index, attribute_box=box)  # the clear face box (evaluate)
-                videos[name].append(AttributeVideo.from_features(clear, extractor.features(), row["person_label"],
-                                                                 row["apparent_gender_unofficial"]))
+                videos[name].append(
+                    AttributeVideo.from_features(
+                        clear, extractor.features(), row["person_label"], row["apparent_gender_unofficial"]
+                    )
+                )
     results = {name: attribute_leakage(group) for name, group in videos.items()}
     identity, blurred, black = results["identity"], results["blur15"], results["black"]
     assert identity["majority_rate"] == pytest.approx(7 / 11) and identity["n_identities"] == 10
@@ -194,7 +227,11 @@ def test_expression_accuracy_against_the_acted_emotion(cremad_tested):
     """Measured on this clip: 88 % of all frames read as anger (the model's best CREMA-D emotion)."""
     tested, clear = cremad_tested
     accuracy = expression_accuracy(clear, "ANG")
-    assert accuracy["frames"] == 23 and accuracy["frame_accuracy"] > 0.6 and accuracy["video_prediction"] == "angry"
+    assert (
+        accuracy["frames"] == 23
+        and accuracy["frame_accuracy"] > 0.6
+        and accuracy["video_prediction"] == "angry"
+    )
     # every blurred frame is lost (sigma 15): wrong against the clear video's face frames, none to predict from
     lost = features([(i, blur_frame(f, sigma_px=15)) for i, f in tested], body=False, hands=False)
     masked = expression_accuracy(lost, "anger", reference=clear.face_found)

@@ -1,9 +1,15 @@
 """Face detection: result type, box helpers, detection metrics, and both detectors on GRID."""
+
 import numpy as np
 import pytest
 
 from automated.detection import (
-    DlibHogFaceDetector, FaceDetections, MediaPipeFaceDetector, box_iou, largest_face, make_face_detector,
+    DlibHogFaceDetector,
+    FaceDetections,
+    MediaPipeFaceDetector,
+    box_iou,
+    largest_face,
+    make_face_detector,
     xywh_to_xyxy,
 )
 from automated.detection_metrics import detection_failure_rate, iou_summary, masked_frame_iou
@@ -23,12 +29,15 @@ def test_empty_detections_have_shape_0_by_4():
     assert len(empty) == 0 and largest_face(empty) is None
 
 
-@pytest.mark.parametrize("boxes, scores, message", [
-    (np.zeros((2, 3), np.float32), np.zeros(2, np.float32), r"shape \(n, 4\)"),
-    (np.zeros((1, 4), np.float64), np.zeros(1, np.float32), "float32"),
-    (np.zeros((2, 4), np.float32), np.zeros(1, np.float32), "2 boxes but 1 scores"),
-    (np.array([[5, 0, 1, 1]], np.float32), np.zeros(1, np.float32), "x2 >= x1"),
-])
+@pytest.mark.parametrize(
+    "boxes, scores, message",
+    [
+        (np.zeros((2, 3), np.float32), np.zeros(2, np.float32), r"shape \(n, 4\)"),
+        (np.zeros((1, 4), np.float64), np.zeros(1, np.float32), "float32"),
+        (np.zeros((2, 4), np.float32), np.zeros(1, np.float32), "2 boxes but 1 scores"),
+        (np.array([[5, 0, 1, 1]], np.float32), np.zeros(1, np.float32), "x2 >= x1"),
+    ],
+)
 def test_face_detections_reject_bad_arrays(boxes, scores, message):
     with pytest.raises(ValueError, match=message):
         FaceDetections(0, boxes, scores)
@@ -38,23 +47,27 @@ def test_xywh_to_xyxy():
     np.testing.assert_array_equal(xywh_to_xyxy([[10, 20, 30, 40]]), [[10, 20, 40, 60]])
 
 
-@pytest.mark.parametrize("a, b, expected", [
-    ([0, 0, 2, 2], [0, 0, 2, 2], 1.0),
-    ([0, 0, 2, 2], [1, 0, 3, 2], 2 / 6),      # overlap 2, union 4 + 4 - 2
-    ([0, 0, 2, 2], [1, 1, 3, 3], 1 / 7),
-    ([0, 0, 4, 4], [1, 1, 3, 3], 4 / 16),     # contained
-    ([0, 0, 2, 2], [2, 0, 4, 2], 0.0),        # touching edges
-    ([0, 0, 2, 2], [5, 5, 6, 6], 0.0),
-    ([1, 1, 1, 1], [1, 1, 1, 1], 0.0),        # no area
-])
+@pytest.mark.parametrize(
+    "a, b, expected",
+    [
+        ([0, 0, 2, 2], [0, 0, 2, 2], 1.0),
+        ([0, 0, 2, 2], [1, 0, 3, 2], 2 / 6),  # overlap 2, union 4 + 4 - 2
+        ([0, 0, 2, 2], [1, 1, 3, 3], 1 / 7),
+        ([0, 0, 4, 4], [1, 1, 3, 3], 4 / 16),  # contained
+        ([0, 0, 2, 2], [2, 0, 4, 2], 0.0),  # touching edges
+        ([0, 0, 2, 2], [5, 5, 6, 6], 0.0),
+        ([1, 1, 1, 1], [1, 1, 1, 1], 0.0),  # no area
+    ],
+)
 def test_box_iou_hand_computed(a, b, expected):
     assert box_iou(a, b) == pytest.approx(expected)
     assert box_iou(b, a) == pytest.approx(expected)
 
 
 def test_largest_face_picks_largest_area():
-    np.testing.assert_array_equal(largest_face(detections([0, 0, 10, 10], [0, 0, 20, 5], [5, 5, 25, 25])),
-                                  [5, 5, 25, 25])
+    np.testing.assert_array_equal(
+        largest_face(detections([0, 0, 10, 10], [0, 0, 20, 5], [5, 5, 25, 25])), [5, 5, 25, 25]
+    )
 
 
 def test_masked_frame_iou_uses_best_overlapping_box_and_0_without_face():
@@ -63,27 +76,35 @@ def test_masked_frame_iou_uses_best_overlapping_box_and_0_without_face():
     assert masked_frame_iou(clear, detections([50, 50, 90, 90], [0, 0, 10, 5])) == pytest.approx(0.5)
 
 
-@pytest.mark.parametrize("ious, mean, cumulative", [
-    ([1.0, 0.5, 0.0], 0.5, 1.5),
-    ([0.25], 0.25, 0.25),
-    ([0.0, 0.0], 0.0, 0.0),
-])
+@pytest.mark.parametrize(
+    "ious, mean, cumulative",
+    [
+        ([1.0, 0.5, 0.0], 0.5, 1.5),
+        ([0.25], 0.25, 0.25),
+        ([0.0, 0.0], 0.0, 0.0),
+    ],
+)
 def test_iou_summary_hand_computed(ious, mean, cumulative):
     assert iou_summary(ious) == pytest.approx((mean, cumulative))
 
 
-@pytest.mark.parametrize("bad, message", [([], "no reference frame"), ([1.5], r"\[0, 1\]"), ([np.nan], r"\[0, 1\]")])
+@pytest.mark.parametrize(
+    "bad, message", [([], "no reference frame"), ([1.5], r"\[0, 1\]"), ([np.nan], r"\[0, 1\]")]
+)
 def test_iou_summary_errors(bad, message):
     with pytest.raises(ValueError, match=message):
         iou_summary(bad)
 
 
-@pytest.mark.parametrize("clear, masked, expected", [
-    ([True, True, True, False], [True, False, False, True], 2 / 3),  # the 4th frame has no clear face
-    ([True, True], [True, True], 0.0),
-    ([True, True], [False, False], 1.0),
-    ([True, False, True, True], [False, False, True, True], 1 / 3),
-])
+@pytest.mark.parametrize(
+    "clear, masked, expected",
+    [
+        ([True, True, True, False], [True, False, False, True], 2 / 3),  # the 4th frame has no clear face
+        ([True, True], [True, True], 0.0),
+        ([True, True], [False, False], 1.0),
+        ([True, False, True, True], [False, False, True, True], 1 / 3),
+    ],
+)
 def test_detection_failure_rate_hand_computed(clear, masked, expected):
     assert detection_failure_rate(clear, masked) == pytest.approx(expected)
 

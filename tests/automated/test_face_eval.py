@@ -4,6 +4,7 @@ The real-data claim (issue 2, "Done means"): on the unmasked "identity" baseline
 and rank-1 rates are high, while strong blur and pixelation score clearly lower. Gallery
 stills come from a different clip of the same person (face_fixtures.py).
 """
+
 import math
 from dataclasses import replace
 
@@ -13,7 +14,12 @@ import pytest
 from automated.anonymizers import anonymize_video
 from automated.face_crop import NoFaceFoundError
 from automated.face_eval import (
-    NoFaceError, VideoEvaluation, VideoPairError, embed_gallery_image, evaluate_video, summarize,
+    NoFaceError,
+    VideoEvaluation,
+    VideoPairError,
+    embed_gallery_image,
+    evaluate_video,
+    summarize,
 )
 from automated.recognition import DEFAULT_EMBEDDER, EMBEDDERS, make_face_embedder
 from automated.video import VideoWriter, iter_frames
@@ -34,10 +40,18 @@ def evaluations(data_dir, tmp_path_factory):
     results = {}
     for clip, person in PROBE_CLIPS.items():
         for method in METHODS:
-            masked = anonymize_video(probe_path(data_dir, clip), folder / f"{clip}_{method}.mkv", method, key=bytes(32))
+            masked = anonymize_video(
+                probe_path(data_dir, clip), folder / f"{clip}_{method}.mkv", method, key=bytes(32)
+            )
             results[clip, method] = evaluate_video(
-                probe_path(data_dir, clip), masked.path, embeddings, identities, person,
-                stride=STRIDE, embedder=embedder, clear_cache=clear_cache,
+                probe_path(data_dir, clip),
+                masked.path,
+                embeddings,
+                identities,
+                person,
+                stride=STRIDE,
+                embedder=embedder,
+                clear_cache=clear_cache,
             )
     return results
 
@@ -84,22 +98,41 @@ def test_summarize_means_over_videos_and_keeps_identical_frames_apart(evaluation
 
 
 def evaluation(**overrides):
-    values = dict(frames_tested=4, clear_faces=4, masked_faces=2, mean_iou=0.5, cumulative_iou=2.0,
-                  detection_failure_rate=0.5, match_rate=0.25, rank1_rate=0.5, mean_rank=1.5,
-                  mean_genuine_distance=0.7, clear_match_rate=1.0, clear_rank1_rate=1.0, chance_level=0.25,
-                  n_identities=4, ssim=0.8, psnr_db=20.0, psnr_identical_frames=0, stride=5,
-                  detector="mediapipe", threshold=0.6)
+    values = dict(
+        frames_tested=4,
+        clear_faces=4,
+        masked_faces=2,
+        mean_iou=0.5,
+        cumulative_iou=2.0,
+        detection_failure_rate=0.5,
+        match_rate=0.25,
+        rank1_rate=0.5,
+        mean_rank=1.5,
+        mean_genuine_distance=0.7,
+        clear_match_rate=1.0,
+        clear_rank1_rate=1.0,
+        chance_level=0.25,
+        n_identities=4,
+        ssim=0.8,
+        psnr_db=20.0,
+        psnr_identical_frames=0,
+        stride=5,
+        detector="mediapipe",
+        threshold=0.6,
+    )
     return VideoEvaluation(**{**values, **overrides})
 
 
 def test_summarize_hand_computed():
-    summary = summarize([
-        evaluation(),
-        evaluation(match_rate=0.75, rank1_rate=0.0, psnr_db=math.inf, psnr_identical_frames=4),
-        evaluation(clear_faces=0, match_rate=math.nan, rank1_rate=math.nan, psnr_db=30.0),
-    ])
+    summary = summarize(
+        [
+            evaluation(),
+            evaluation(match_rate=0.75, rank1_rate=0.0, psnr_db=math.inf, psnr_identical_frames=4),
+            evaluation(clear_faces=0, match_rate=math.nan, rank1_rate=math.nan, psnr_db=30.0),
+        ]
+    )
     assert summary["n_videos"] == 3 and summary["clear_faces"] == 8
-    assert summary["match_rate"] == pytest.approx(0.5)          # NaN video left out
+    assert summary["match_rate"] == pytest.approx(0.5)  # NaN video left out
     assert summary["rank1_rate"] == pytest.approx(0.25)
     assert summary["psnr_db"] == pytest.approx(25.0) and summary["psnr_identical_frames"] == 4
     assert summary["masking_success_rank1"] == pytest.approx(0.75)
@@ -122,10 +155,13 @@ def short_clip(data_dir, tmp_path_factory):
     return paths
 
 
-@pytest.mark.parametrize("masked, message", [
-    ("nine", "nine.mkv has 9 frames, its clear video ten.mkv has 10"),
-    ("small", "small.mkv is 180x144 pixels, its clear video ten.mkv is 360x288"),
-])
+@pytest.mark.parametrize(
+    "masked, message",
+    [
+        ("nine", "nine.mkv has 9 frames, its clear video ten.mkv has 10"),
+        ("small", "small.mkv is 180x144 pixels, its clear video ten.mkv is 360x288"),
+    ],
+)
 def test_mismatched_videos_are_rejected(short_clip, masked, message):
     with pytest.raises(VideoPairError, match=message):
         evaluate_video(short_clip["ten"], short_clip[masked], np.zeros((1, DIM)), ["a"], "a")
@@ -160,13 +196,17 @@ def test_clear_cache_reuses_clear_frames_and_changes_no_result(data_dir, short_c
     detector, cache = CountingDetector(), {}
     kwargs = dict(stride=5, detector=detector, clear_cache=cache)
     first = evaluate_video(short_clip["ten"], short_clip["ten"], embeddings, identities, "s1", **kwargs)
-    assert detector.calls == 4                    # 2 tested frames x (clear + masked)
+    assert detector.calls == 4  # 2 tested frames x (clear + masked)
     second = evaluate_video(short_clip["ten"], short_clip["ten"], embeddings, identities, "s1", **kwargs)
-    assert detector.calls == 6                    # masked frames only
+    assert detector.calls == 6  # masked frames only
     # Equal up to float rounding: the first call embeds the clear and masked faces in one
     # batch, the second the masked face alone (PyTorch's kernels depend on the batch).
     distance = second.mean_genuine_distance
-    assert second == replace(first, mean_genuine_distance=distance) and first.rank1_rate == 1.0 and len(cache) == 1
+    assert (
+        second == replace(first, mean_genuine_distance=distance)
+        and first.rank1_rate == 1.0
+        and len(cache) == 1
+    )
     assert distance == pytest.approx(first.mean_genuine_distance, abs=1e-6)
 
 
@@ -180,25 +220,35 @@ def no_face_clip(data_dir, tmp_path_factory):
     return path
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"stride": 2.5}, "stride must be a whole number >= 1, got 2.5"),
-    ({"stride": "5"}, "stride must be a whole number >= 1, got '5'"),
-    ({"stride": True}, "stride must be a whole number >= 1, got True"),
-    ({"threshold": -0.1}, "threshold must be a finite L2 distance >= 0, got -0.1"),
-    ({"threshold": math.nan}, "threshold must be a finite L2 distance >= 0, got nan"),
-    ({"no_face": "zero"}, "no_face must be 'raise' or 'nan', got 'zero'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"stride": 2.5}, "stride must be a whole number >= 1, got 2.5"),
+        ({"stride": "5"}, "stride must be a whole number >= 1, got '5'"),
+        ({"stride": True}, "stride must be a whole number >= 1, got True"),
+        ({"threshold": -0.1}, "threshold must be a finite L2 distance >= 0, got -0.1"),
+        ({"threshold": math.nan}, "threshold must be a finite L2 distance >= 0, got nan"),
+        ({"no_face": "zero"}, "no_face must be 'raise' or 'nan', got 'zero'"),
+    ],
+)
 def test_bad_options_are_named_before_any_decoding(short_clip, kwargs, message):
     with pytest.raises(ValueError, match=message):
         evaluate_video(short_clip["ten"], short_clip["ten"], np.zeros((1, DIM)), ["a"], "a", **kwargs)
 
 
-@pytest.mark.parametrize("embeddings, labels, message", [
-    (np.zeros((2, 64)), ["a", "b"], rf"gallery_embeddings must have {DIM} columns \(the embedder's size\), got \(2, 64\)"),
-    (np.full((2, DIM), np.nan), ["a", "b"], "gallery_embeddings hold NaN or infinite values"),
-    (np.zeros((0, DIM)), [], rf"got \(0, {DIM}\) and 0 identities"),
-    (np.zeros((2, DIM)), ["a"], rf"got \(2, {DIM}\) and 1 identities"),
-])
+@pytest.mark.parametrize(
+    "embeddings, labels, message",
+    [
+        (
+            np.zeros((2, 64)),
+            ["a", "b"],
+            rf"gallery_embeddings must have {DIM} columns \(the embedder's size\), got \(2, 64\)",
+        ),
+        (np.full((2, DIM), np.nan), ["a", "b"], "gallery_embeddings hold NaN or infinite values"),
+        (np.zeros((0, DIM)), [], rf"got \(0, {DIM}\) and 0 identities"),
+        (np.zeros((2, DIM)), ["a"], rf"got \(2, {DIM}\) and 1 identities"),
+    ],
+)
 def test_bad_gallery_is_named_before_any_decoding(short_clip, embeddings, labels, message):
     with pytest.raises(ValueError, match=message):
         evaluate_video(short_clip["ten"], short_clip["ten"], embeddings, labels, "a")
@@ -206,18 +256,31 @@ def test_bad_gallery_is_named_before_any_decoding(short_clip, embeddings, labels
 
 def test_clear_video_without_a_face_raises_unless_asked_for_nan(no_face_clip):
     gallery_embeddings = np.zeros((2, DIM), np.float32)
-    with pytest.raises(NoFaceError, match=r"wall.mkv: no face detected in the 5 tested clear frames \(stride 2\)"):
+    with pytest.raises(
+        NoFaceError, match=r"wall.mkv: no face detected in the 5 tested clear frames \(stride 2\)"
+    ):
         evaluate_video(no_face_clip, no_face_clip, gallery_embeddings, ["a", "b"], "a", stride=2)
-    result = evaluate_video(no_face_clip, no_face_clip, gallery_embeddings, ["a", "b"], "a", stride=2, no_face="nan")
+    result = evaluate_video(
+        no_face_clip, no_face_clip, gallery_embeddings, ["a", "b"], "a", stride=2, no_face="nan"
+    )
     assert (result.frames_tested, result.clear_faces, result.masked_faces) == (5, 0, 0)
-    assert math.isnan(result.match_rate) and math.isnan(result.mean_iou) and math.isnan(result.detection_failure_rate)
+    assert (
+        math.isnan(result.match_rate)
+        and math.isnan(result.mean_iou)
+        and math.isnan(result.detection_failure_rate)
+    )
     assert result.ssim == pytest.approx(1.0) and result.psnr_db == math.inf  # image metrics stay defined
 
 
 def test_summarize_sums_cumulative_iou_over_videos_and_keeps_the_gallery_size():
-    summary = summarize([evaluation(cumulative_iou=2.0), evaluation(cumulative_iou=1.5, clear_faces=3),
-                         evaluation(clear_faces=0, cumulative_iou=math.nan)])
-    assert summary["cumulative_iou"] == pytest.approx(3.5)   # across all tested frames of the submission
+    summary = summarize(
+        [
+            evaluation(cumulative_iou=2.0),
+            evaluation(cumulative_iou=1.5, clear_faces=3),
+            evaluation(clear_faces=0, cumulative_iou=math.nan),
+        ]
+    )
+    assert summary["cumulative_iou"] == pytest.approx(3.5)  # across all tested frames of the submission
     assert summary["n_identities"] == 4 and isinstance(summary["n_identities"], int)
     with pytest.raises(ValueError, match=r"scored against galleries of different sizes: \[4, 5\]"):
         summarize([evaluation(), evaluation(n_identities=5, chance_level=0.2)])
@@ -230,8 +293,16 @@ def test_clear_cache_keeps_detector_models_apart(short_clip):
     cache, gallery_embeddings = {}, np.zeros((1, DIM), np.float32)
     for model_selection in (0, 1):
         with MediaPipeFaceDetector(model_selection=model_selection) as detector:
-            evaluate_video(short_clip["ten"], short_clip["ten"], gallery_embeddings, ["a"], "a", stride=5,
-                           detector=detector, clear_cache=cache)
+            evaluate_video(
+                short_clip["ten"],
+                short_clip["ten"],
+                gallery_embeddings,
+                ["a"],
+                "a",
+                stride=5,
+                detector=detector,
+                clear_cache=cache,
+            )
     assert len(cache) == 2
 
 
@@ -240,18 +311,34 @@ def test_embedder_and_its_threshold_are_recorded_and_kept_apart_in_the_clear_cac
     embeddings, identities = gallery(data_dir)
     cache, results = {}, {}
     for name in ("dlib_resnet", "dlib_resnet_native"):
-        results[name] = evaluate_video(short_clip["ten"], short_clip["ten"], embeddings, identities, "s1",
-                                       stride=5, embedder=name, clear_cache=cache)
-    assert len(cache) == 2                          # one clear analysis per embedder
+        results[name] = evaluate_video(
+            short_clip["ten"],
+            short_clip["ten"],
+            embeddings,
+            identities,
+            "s1",
+            stride=5,
+            embedder=name,
+            clear_cache=cache,
+        )
+    assert len(cache) == 2  # one clear analysis per embedder
     ours, native = results["dlib_resnet"], results["dlib_resnet_native"]
     assert (ours.embedder, native.embedder) == ("dlib_resnet", "dlib_resnet_native")
-    assert ours.threshold == native.threshold == EMBEDDERS["dlib_resnet"].threshold == 0.6   # the default
+    assert ours.threshold == native.threshold == EMBEDDERS["dlib_resnet"].threshold == 0.6  # the default
     # The same network: same decisions, distances equal to float rounding.
     assert ours.rank1_rate == native.rank1_rate == 1.0 and ours.match_rate == native.match_rate == 1.0
     assert ours.mean_genuine_distance == pytest.approx(native.mean_genuine_distance, abs=1e-4)
-    custom = evaluate_video(short_clip["ten"], short_clip["ten"], embeddings, identities, "s1", stride=5,
-                            threshold=0.0, clear_cache=cache)
-    assert custom.threshold == 0.0 and custom.match_rate == 0.0 and len(cache) == 2   # threshold applied after
+    custom = evaluate_video(
+        short_clip["ten"],
+        short_clip["ten"],
+        embeddings,
+        identities,
+        "s1",
+        stride=5,
+        threshold=0.0,
+        clear_cache=cache,
+    )
+    assert custom.threshold == 0.0 and custom.match_rate == 0.0 and len(cache) == 2  # threshold applied after
 
 
 class OneImageEmbedder:
@@ -270,14 +357,26 @@ class OneImageEmbedder:
 def test_an_embedder_with_only_embed_works_and_needs_a_threshold(data_dir, short_clip):
     embeddings, identities = gallery(data_dir)
     with pytest.raises(ValueError, match="OneImageEmbedder has no documented threshold: pass threshold="):
-        evaluate_video(short_clip["ten"], short_clip["ten"], embeddings, identities, "s1", embedder=OneImageEmbedder())
-    result = evaluate_video(short_clip["ten"], short_clip["ten"], embeddings, identities, "s1", stride=5,
-                            embedder=OneImageEmbedder(), threshold=0.6)
+        evaluate_video(
+            short_clip["ten"], short_clip["ten"], embeddings, identities, "s1", embedder=OneImageEmbedder()
+        )
+    result = evaluate_video(
+        short_clip["ten"],
+        short_clip["ten"],
+        embeddings,
+        identities,
+        "s1",
+        stride=5,
+        embedder=OneImageEmbedder(),
+        threshold=0.6,
+    )
     assert result.embedder == "OneImageEmbedder" and result.rank1_rate == 1.0 and result.match_rate == 1.0
 
 
 def test_summarize_refuses_mixed_embedders_or_thresholds():
-    with pytest.raises(ValueError, match=r"scored with different embedders or thresholds: \[\('a', 0.6\), \('b', 0.6\)\]"):
+    with pytest.raises(
+        ValueError, match=r"scored with different embedders or thresholds: \[\('a', 0.6\), \('b', 0.6\)\]"
+    ):
         summarize([evaluation(embedder="a"), evaluation(embedder="b")])
     with pytest.raises(ValueError, match="different embedders or thresholds"):
         summarize([evaluation(), evaluation(threshold=0.5)])
@@ -287,5 +386,5 @@ def test_gallery_still_without_a_face_is_an_error_unless_declared_cropped():
     wall = np.full((120, 160, 3), 127, np.uint8)
     with pytest.raises(NoFaceFoundError, match="no face found in the 160x120 gallery image"):
         embed_gallery_image(wall)
-    embedding = embed_gallery_image(wall, assume_cropped=True)     # the whole still is the face
+    embedding = embed_gallery_image(wall, assume_cropped=True)  # the whole still is the face
     assert embedding.shape == (DIM,) and embedding.dtype == np.float32

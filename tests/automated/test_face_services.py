@@ -1,4 +1,5 @@
 """Django layer of the face evaluation on a tiny real campaign (3 GRID clips, 4 identities)."""
+
 import io
 from pathlib import Path
 
@@ -85,12 +86,17 @@ def test_evaluation_stores_scores_that_order_identity_above_blur(campaign):
         assert run.status == AutomatedRun.Status.COMPLETED and run.finished_at >= run.started_at
         assert run.video_scores.count() == 3 and run.config["stride"] == STRIDE
         # Every run records its detector, embedder and threshold (the embedder's by default).
-        assert (run.config["detector"], run.config["embedder"], run.config["threshold"]) == ("mediapipe",
-                                                                                             "dlib_resnet", 0.6)
+        assert (run.config["detector"], run.config["embedder"], run.config["threshold"]) == (
+            "mediapipe",
+            "dlib_resnet",
+            0.6,
+        )
 
     scores = VideoScore.objects.filter(run=identity_run)
     assert all(s.match_rate == 1.0 and s.rank1_rate == 1.0 and s.frames_tested == 3 for s in scores)
-    assert all(s.psnr_db is None and s.psnr_identical_frames == 3 for s in scores)  # identical: +inf stored as NULL
+    assert all(
+        s.psnr_db is None and s.psnr_identical_frames == 3 for s in scores
+    )  # identical: +inf stored as NULL
     assert all(s.chance_level == pytest.approx(0.25) for s in scores)
     # One person per clip, left detectable and recognisable by the identity baseline.
     assert all((s.n_face_tracks, s.faces_leaked, s.all_faces) == (1, 1, 3) for s in scores)
@@ -126,18 +132,24 @@ def test_commands_make_baseline_and_evaluate(campaign):
     out = io.StringIO()
     call_command("make_baseline", "tiny-grid", "--method", "eye_mask", "--no-web-copies", stdout=out)
     submission = campaign.submissions.get(name="eye_mask")
-    assert f"submission {submission.pk}" in out.getvalue() and "3 masked videos (3 new, 0 kept)" in out.getvalue()
+    assert (
+        f"submission {submission.pk}" in out.getvalue()
+        and "3 masked videos (3 new, 0 kept)" in out.getvalue()
+    )
     out = io.StringIO()
     call_command("make_baseline", "tiny-grid", "--method", "eye_mask", "--no-web-copies", stdout=out)
     assert "3 masked videos (0 new, 3 kept)" in out.getvalue()
     out = io.StringIO()
-    call_command("evaluate", str(submission.pk), "--stride", "40", "--embedder", "dlib_resnet_native", stdout=out)
+    call_command(
+        "evaluate", str(submission.pk), "--stride", "40", "--embedder", "dlib_resnet_native", stdout=out
+    )
     assert "completed" in out.getvalue() and "rank1_rate" in out.getvalue()
     assert AutomatedRun.objects.get(submission=submission).config["embedder"] == "dlib_resnet_native"
 
 
-def test_queued_run_executes_through_the_celery_task_after_commit(campaign, django_capture_on_commit_callbacks,
-                                                                   monkeypatch):
+def test_queued_run_executes_through_the_celery_task_after_commit(
+    campaign, django_capture_on_commit_callbacks, monkeypatch
+):
     submission = create_baseline_submission(campaign, "identity", web_copies=False)
     # As with a broker: tasks are queued only once the run row is committed (the queued
     # tasks then still run eagerly here, in place of a worker).
@@ -155,8 +167,11 @@ def test_queued_run_executes_through_the_celery_task_after_commit(campaign, djan
 def test_admin_lists_runs_and_scores_read_only(campaign, admin_client):
     submission = create_baseline_submission(campaign, "identity", web_copies=False)
     run = AutomatedRun.objects.create(submission=submission, config={"stride": 5})
-    for url in ("/admin/automated/automatedrun/", "/admin/automated/videoscore/",
-                f"/admin/automated/automatedrun/{run.pk}/change/"):
+    for url in (
+        "/admin/automated/automatedrun/",
+        "/admin/automated/videoscore/",
+        f"/admin/automated/automatedrun/{run.pk}/change/",
+    ):
         assert admin_client.get(url).status_code == 200
     assert admin_client.get("/admin/automated/automatedrun/add/").status_code == 403
 
@@ -165,7 +180,9 @@ def test_submission_without_masked_videos_is_not_evaluated(campaign):
     from evalsite.services import create_submission
 
     submission = create_submission(campaign, "Team A", "nothing yet")
-    with pytest.raises(ValueError, match=r"'Team A / nothing yet' has no masked video yet \(3 source videos\)"):
+    with pytest.raises(
+        ValueError, match=r"'Team A / nothing yet' has no masked video yet \(3 source videos\)"
+    ):
         run_face_evaluation(submission, stride=STRIDE)
     with pytest.raises(ValueError, match="has no masked video yet"):
         run_face_evaluation(submission, stride=STRIDE, allow_incomplete=True)
@@ -175,7 +192,9 @@ def test_submission_without_masked_videos_is_not_evaluated(campaign):
 def test_incomplete_submission_is_evaluated_only_when_allowed(campaign):
     submission = create_baseline_submission(campaign, "identity", web_copies=False)
     submission.masked_videos.get(source_video__name="lwbsza").delete()
-    with pytest.raises(ValueError, match=r"is incomplete: 1 of 3 source videos have no masked video \(lwbsza\)"):
+    with pytest.raises(
+        ValueError, match=r"is incomplete: 1 of 3 source videos have no masked video \(lwbsza\)"
+    ):
         run_face_evaluation(submission, stride=40)
     assert not AutomatedRun.objects.filter(submission=submission).exists()
     run = run_face_evaluation(submission, stride=40, allow_incomplete=True)
@@ -187,11 +206,14 @@ def test_incomplete_submission_is_evaluated_only_when_allowed(campaign):
     assert "n_videos                 2" in out.getvalue()
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"stride": 0}, "stride must be a whole number >= 1, got 0"),
-    ({"detector": "yolo"}, "unknown face detector 'yolo'"),
-    ({"threshold": -1.0}, "threshold must be a finite L2 distance >= 0, got -1.0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"stride": 0}, "stride must be a whole number >= 1, got 0"),
+        ({"detector": "yolo"}, "unknown face detector 'yolo'"),
+        ({"threshold": -1.0}, "threshold must be a finite L2 distance >= 0, got -1.0"),
+    ],
+)
 def test_queued_and_direct_runs_check_their_options_before_creating_a_run(campaign, kwargs, message):
     submission = create_baseline_submission(campaign, "identity", web_copies=False)
     for start in (run_face_evaluation, lambda s, **kw: dispatch.start_run("face", s, **kw)):
@@ -206,7 +228,9 @@ def test_clear_video_without_a_face_is_stored_as_undefined(campaign, data_dir, t
     with VideoWriter(path, 25.0, (64, 48), codec="ffv1") as writer:
         for _, frame in iter_frames(data_dir / "videos/grid_talking_heads/bbaf2n.mpg", end=10):
             writer.write(np.ascontiguousarray(frame[:48, :64]))
-    video = SourceVideo(campaign=campaign, identity=campaign.identities.get(code="ID08"), name="wall", action="none")
+    video = SourceVideo(
+        campaign=campaign, identity=campaign.identities.get(code="ID08"), name="wall", action="none"
+    )
     with path.open("rb") as handle:
         video.file.save("wall.mkv", File(handle), save=True)
     submission = create_baseline_submission(campaign, "blur_frame", web_copies=False)
@@ -223,7 +247,9 @@ def test_gallery_image_without_a_face_fails_the_run_naming_the_image(campaign):
     Image.fromarray(np.full((120, 160, 3), 128, np.uint8)).save(wall, format="PNG")
     image.original_name = "wall.png"
     image.image.save("wall.png", ContentFile(wall.getvalue()), save=True)
-    with pytest.raises(ValueError, match="gallery image 'wall.png' of identity ID08: no face found in the 160x120"):
+    with pytest.raises(
+        ValueError, match="gallery image 'wall.png' of identity ID08: no face found in the 160x120"
+    ):
         run_face_evaluation(submission, stride=STRIDE)
     assert AutomatedRun.objects.get(submission=submission).status == AutomatedRun.Status.FAILED
 

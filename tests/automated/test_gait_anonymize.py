@@ -1,9 +1,16 @@
 """Gait anonymizations Keep(legs), Keep(head), Noise(x), Motion Extraction (seeds/000, 5.6.2)."""
+
 import mediapipe as mp
 import numpy as np
 import pytest
 
-from automated.gait.anonymize import add_noise, keep_group, keep_joints, motion_extraction, paper_anonymizations
+from automated.gait.anonymize import (
+    add_noise,
+    keep_group,
+    keep_joints,
+    motion_extraction,
+    paper_anonymizations,
+)
 from automated.gait.layouts import CALGARY_KINECT, CMU_MOCAP, MEDIAPIPE_POSE
 
 
@@ -59,7 +66,14 @@ def test_motion_extraction_is_the_difference_to_the_previous_pose():
 
 def test_paper_anonymizations_keep_the_shape():
     methods = paper_anonymizations(CALGARY_KINECT, seed=1)
-    assert list(methods) == ["Keep(legs)", "Keep(head)", "Noise(3)", "Noise(10)", "Noise(100)", "Motion Extraction"]
+    assert list(methods) == [
+        "Keep(legs)",
+        "Keep(head)",
+        "Noise(3)",
+        "Noise(10)",
+        "Noise(100)",
+        "Motion Extraction",
+    ]
     batch = np.stack([_walk(100), _walk(100)])
     for name, method in methods.items():
         assert method(batch).shape == batch.shape, name

@@ -6,6 +6,7 @@ seeds/000_0b74979cb8a3f1c3.txt: SVM+flatten on clear data is far above chance (s
 recovers much of it (Fig. 7, hypothesis H1). Split by sequence: 4 of a subject's 6 walks
 train, 2 test (subject 21: 4 + 1), 55 test sequences, 28 identities, chance = 1/28.
 """
+
 import pytest
 
 from automated.attack.suite import run_attack_suite, worst_case

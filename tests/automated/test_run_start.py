@@ -73,7 +73,9 @@ def test_organizer_starts_a_face_run_through_the_api_and_follows_it(organizer, s
     }
     assert run["error"] == ""
     assert AutomatedRun.objects.get(pk=run["id"]).video_scores.count() == 3
-    assert AutomatedRun.objects.get(pk=run["id"]).video_scores.filter(behaviour_score__isnull=True).count() == 0
+    assert (
+        AutomatedRun.objects.get(pk=run["id"]).video_scores.filter(behaviour_score__isnull=True).count() == 0
+    )
     listed = client.get(f"/api/submissions/{submission.pk}/runs/").json()
     assert [(r["id"], r["kind"], r["progress"]) for r in listed] == [(run["id"], "face", "3/3 videos")]
 

@@ -3,6 +3,7 @@
 All videos come from real GRID clips (360x288, 25 fps, 75 frames) in ``data_dir``;
 modified versions are written with ``automated.video.VideoWriter``.
 """
+
 import csv
 import zipfile
 from pathlib import Path

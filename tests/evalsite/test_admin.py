@@ -1,4 +1,5 @@
 """Admin: changelists, permission-checked thumbnails, zip upload flow, report downloads."""
+
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -8,8 +9,16 @@ from evalsite.models import GalleryImage, MaskedVideo, SubmissionUpload
 
 from .conftest import make_zip
 
-MODELS = ["campaign", "identity", "galleryimage", "sourcevideo", "team", "submission", "maskedvideo",
-          "submissionupload"]
+MODELS = [
+    "campaign",
+    "identity",
+    "galleryimage",
+    "sourcevideo",
+    "team",
+    "submission",
+    "maskedvideo",
+    "submissionupload",
+]
 
 
 @pytest.fixture
@@ -33,7 +42,9 @@ def test_every_catalogue_changelist_renders(admin_client_, campaign, model):
 
 def test_identity_page_shows_thumbnails_through_the_staff_view(admin_client_, campaign):
     image = GalleryImage.objects.get(identity__code="ID02")
-    page = admin_client_.get(reverse("admin:evalsite_identity_change", args=[image.identity.pk])).content.decode()
+    page = admin_client_.get(
+        reverse("admin:evalsite_identity_change", args=[image.identity.pk])
+    ).content.decode()
     url = reverse("evalsite_staff:gallery_image", args=[image.token])
     assert f'src="{url}"' in page and "/media/" not in page
     response = admin_client_.get(url)
@@ -49,22 +60,31 @@ def test_thumbnail_is_refused_to_anonymous_and_to_another_campaigns_organizer(cl
     assert client.get(url).status_code == 200
 
 
-def test_upload_flow_reports_each_file_and_keeps_the_good_one(admin_client_, submission, masked_files, tmp_path):
+def test_upload_flow_reports_each_file_and_keeps_the_good_one(
+    admin_client_, submission, masked_files, tmp_path
+):
     upload_url = reverse("admin:evalsite_submission_upload", args=[submission.pk])
     page = admin_client_.get(upload_url)
     assert page.status_code == 200 and "id2_vcd_swwp2s" in page.content.decode()
-    archive = make_zip(tmp_path / "team.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"],
-                                               "brbk7.mp4": masked_files["good_brbk7n"]})
-    response = admin_client_.post(upload_url, {"file": SimpleUploadedFile("team.zip", archive.read_bytes())},
-                                  follow=True)
+    archive = make_zip(
+        tmp_path / "team.zip",
+        {"bbaf2n.mp4": masked_files["good_bbaf2n"], "brbk7.mp4": masked_files["good_brbk7n"]},
+    )
+    response = admin_client_.post(
+        upload_url, {"file": SimpleUploadedFile("team.zip", archive.read_bytes())}, follow=True
+    )
     upload = SubmissionUpload.objects.get()
-    assert response.redirect_chain[-1][0] == reverse("admin:evalsite_submissionupload_change", args=[upload.pk])
+    assert response.redirect_chain[-1][0] == reverse(
+        "admin:evalsite_submissionupload_change", args=[upload.pk]
+    )
     html = response.content.decode()
     assert "unknown_name" in html and "did you mean &#x27;brbk7n&#x27;?" in html
     assert "incomplete: 2 source video(s) missing: brbk7n, id2_vcd_swwp2s" in html
     assert "1 file(s) accepted, 1 rejected" in html
     assert MaskedVideo.objects.get().source_video.name == "bbaf2n"
-    change = admin_client_.get(reverse("admin:evalsite_submission_change", args=[submission.pk])).content.decode()
+    change = admin_client_.get(
+        reverse("admin:evalsite_submission_change", args=[submission.pk])
+    ).content.decode()
     assert "incomplete: 1/3 source videos have a valid masked video" in change
 
 
@@ -72,18 +92,28 @@ def test_upload_flow_reports_each_file_and_keeps_the_good_one(admin_client_, sub
     ("name", "content", "code", "message"),
     [
         ("masked.mp4", b"\x00\x00", "not_a_zip", "masked.mp4 is not a zip file"),
-        ("fake.zip", b"PK\x03\x04 cut short", "damaged_zip", "fake.zip: the zip is damaged: its central directory"),
+        (
+            "fake.zip",
+            b"PK\x03\x04 cut short",
+            "damaged_zip",
+            "fake.zip: the zip is damaged: its central directory",
+        ),
     ],
 )
 def test_a_file_that_is_not_a_readable_zip_gets_a_failed_record_with_its_code(
     admin_client_, submission, name, content, code, message
 ):
-    response = admin_client_.post(reverse("admin:evalsite_submission_upload", args=[submission.pk]),
-                                  {"file": SimpleUploadedFile(name, content)}, follow=True)
+    response = admin_client_.post(
+        reverse("admin:evalsite_submission_upload", args=[submission.pk]),
+        {"file": SimpleUploadedFile(name, content)},
+        follow=True,
+    )
     upload = SubmissionUpload.objects.get()
     assert (upload.status, upload.error_code) == ("failed", code) and upload.error.startswith(message)
     assert upload.file.storage.open(upload.file.name).read() == content  # the upload itself is kept
-    assert response.redirect_chain[-1][0] == reverse("admin:evalsite_submissionupload_change", args=[upload.pk])
+    assert response.redirect_chain[-1][0] == reverse(
+        "admin:evalsite_submissionupload_change", args=[upload.pk]
+    )
     html = response.content.decode()
     assert f"failed ({code})" in html and f"<code>{code}</code>" in html
 
@@ -91,25 +121,33 @@ def test_a_file_that_is_not_a_readable_zip_gets_a_failed_record_with_its_code(
 def test_report_and_validation_report_downloads(admin_client_, submission, masked_files, tmp_path):
     from evalsite.validation import ingest_submission_zip
 
-    ingest_submission_zip(submission, make_zip(tmp_path / "a.zip", {"bbaf2n.mp4": masked_files["short"]}),
-                          web_copies=False)
+    ingest_submission_zip(
+        submission, make_zip(tmp_path / "a.zip", {"bbaf2n.mp4": masked_files["short"]}), web_copies=False
+    )
     csv_response = admin_client_.get(reverse("admin:evalsite_submission_report", args=[submission.pk, "csv"]))
     assert csv_response["Content-Type"].startswith("text/csv")
     assert "attachment" in csv_response["Content-Disposition"]
     lines = csv_response.content.decode().splitlines()
     assert lines[0].startswith("video,identity_code,action,has_masked_video")
     assert lines[1].startswith("bbaf2n,ID01,talking,False")
-    json_response = admin_client_.get(reverse("admin:evalsite_submission_report", args=[submission.pk, "json"]))
+    json_response = admin_client_.get(
+        reverse("admin:evalsite_submission_report", args=[submission.pk, "json"])
+    )
     assert json_response.json()["summary"]["complete"] is False
     upload = SubmissionUpload.objects.get()
-    validation = admin_client_.get(reverse("admin:evalsite_submissionupload_download", args=[upload.pk, "csv"]))
+    validation = admin_client_.get(
+        reverse("admin:evalsite_submissionupload_download", args=[upload.pk, "csv"])
+    )
     assert "bbaf2n.mp4,bbaf2n,rejected,frame_count_mismatch" in validation.content.decode()
 
 
 def test_organizer_of_another_campaign_cannot_upload_or_download(client, submission):
     client.force_login(_organizer("other"))
     assert client.get(reverse("admin:evalsite_submission_upload", args=[submission.pk])).status_code == 404
-    assert client.get(reverse("admin:evalsite_submission_report", args=[submission.pk, "csv"])).status_code == 404
+    assert (
+        client.get(reverse("admin:evalsite_submission_report", args=[submission.pk, "csv"])).status_code
+        == 404
+    )
     changelist = client.get(reverse("admin:evalsite_submission_changelist")).content.decode()
     assert "method-1" not in changelist
 
@@ -121,13 +159,20 @@ def test_non_staff_user_is_sent_to_login(client, submission):
 
 
 @pytest.mark.parametrize("model", ["sourcevideo", "galleryimage", "maskedvideo"])
-def test_change_pages_with_files_render_without_public_media_urls(admin_client_, submission, masked_files,
-                                                                   tmp_path, model):
+def test_change_pages_with_files_render_without_public_media_urls(
+    admin_client_, submission, masked_files, tmp_path, model
+):
     from evalsite.validation import ingest_submission_zip
 
-    ingest_submission_zip(submission, make_zip(tmp_path / "a.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"]}),
-                          web_copies=False)
-    obj = {"sourcevideo": lambda: submission.campaign.source_videos.first(),
-           "galleryimage": GalleryImage.objects.first, "maskedvideo": MaskedVideo.objects.first}[model]()
+    ingest_submission_zip(
+        submission,
+        make_zip(tmp_path / "a.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"]}),
+        web_copies=False,
+    )
+    obj = {
+        "sourcevideo": lambda: submission.campaign.source_videos.first(),
+        "galleryimage": GalleryImage.objects.first,
+        "maskedvideo": MaskedVideo.objects.first,
+    }[model]()
     response = admin_client_.get(reverse(f"admin:evalsite_{model}_change", args=[obj.pk]))
     assert response.status_code == 200 and "/staff/" in response.content.decode()

@@ -1,4 +1,5 @@
 """REST API: staff only, organizers confined to their campaigns, reports in JSON and CSV."""
+
 import pytest
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -29,7 +30,9 @@ def organizer(campaign):
     return user
 
 
-@pytest.mark.parametrize("url", ["/api/campaigns/", "/api/identities/", "/api/source-videos/", "/api/submissions/"])
+@pytest.mark.parametrize(
+    "url", ["/api/campaigns/", "/api/identities/", "/api/source-videos/", "/api/submissions/"]
+)
 def test_anonymous_and_non_staff_users_are_refused(campaign, url):
     anonymous = _client().get(url)
     assert anonymous.status_code == 401 and anonymous["WWW-Authenticate"].startswith("Basic")
@@ -51,18 +54,24 @@ def test_organizer_sees_only_their_campaigns(organizer, campaign, other_campaign
     assert len(_client(superuser).get("/api/campaigns/").json()) == 2
 
 
-def test_organizer_of_another_campaign_cannot_see_or_upload_to_a_submission(submission, other_campaign, masked_files,
-                                                                             tmp_path):
+def test_organizer_of_another_campaign_cannot_see_or_upload_to_a_submission(
+    submission, other_campaign, masked_files, tmp_path
+):
     stranger = User.objects.create_user("stranger", password="pw", is_staff=True)
     other_campaign.organizers.add(stranger)
     client = _client(stranger)
     assert client.get(f"/api/submissions/{submission.pk}/").status_code == 404
     assert client.get(f"/api/submissions/{submission.pk}/report/").status_code == 404
     archive = make_zip(tmp_path / "a.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"]})
-    response = client.post(f"/api/submissions/{submission.pk}/upload/",
-                           {"file": SimpleUploadedFile("a.zip", archive.read_bytes())}, format="multipart")
+    response = client.post(
+        f"/api/submissions/{submission.pk}/upload/",
+        {"file": SimpleUploadedFile("a.zip", archive.read_bytes())},
+        format="multipart",
+    )
     assert response.status_code == 404 and not MaskedVideo.objects.exists()
-    response = client.post("/api/submissions/", {"campaign": submission.campaign.pk, "team": "X", "name": "m"})
+    response = client.post(
+        "/api/submissions/", {"campaign": submission.campaign.pk, "team": "X", "name": "m"}
+    )
     assert response.status_code == 400 and "campaign" in response.json()
 
 
@@ -76,39 +85,61 @@ def test_identities_list_codes_attributes_and_staff_download_links_only(organize
     assert response.status_code == 200 and response["Content-Type"] == "image/png"
 
 
-def test_create_then_upload_returns_the_validation_report_and_completeness(organizer, campaign, masked_files, tmp_path):
+def test_create_then_upload_returns_the_validation_report_and_completeness(
+    organizer, campaign, masked_files, tmp_path
+):
     client = _client(organizer)
     created = client.post("/api/submissions/", {"campaign": campaign.pk, "team": "Team B", "name": "blurry"})
     assert created.status_code == 201
     sid = created.json()["id"]
-    archive = make_zip(tmp_path / "b.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"],
-                                            "brbk7n.mp4": masked_files["small"]})
-    response = client.post(f"/api/submissions/{sid}/upload/",
-                           {"file": SimpleUploadedFile("b.zip", archive.read_bytes())}, format="multipart")
+    archive = make_zip(
+        tmp_path / "b.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"], "brbk7n.mp4": masked_files["small"]}
+    )
+    response = client.post(
+        f"/api/submissions/{sid}/upload/",
+        {"file": SimpleUploadedFile("b.zip", archive.read_bytes())},
+        format="multipart",
+    )
     assert response.status_code == 201
     report = response.json()
     assert [(f["file"], f["status"], f["code"]) for f in report["files"]] == [
-        ("bbaf2n.mp4", "accepted", "accepted"), ("brbk7n.mp4", "rejected", "size_mismatch")]
+        ("bbaf2n.mp4", "accepted", "accepted"),
+        ("brbk7n.mp4", "rejected", "size_mismatch"),
+    ]
     assert report["missing_videos"] == ["brbk7n", "id2_vcd_swwp2s"] and report["complete"] is False
     detail = client.get(f"/api/submissions/{sid}/").json()
     assert (detail["complete"], detail["masked_videos"], detail["source_videos"]) == (False, 1, 3)
     uploads = client.get(f"/api/submissions/{sid}/uploads/").json()
     assert uploads[0]["report"]["files"][1]["code"] == "size_mismatch"
-    duplicate = client.post("/api/submissions/", {"campaign": campaign.pk, "team": "Team B", "name": "blurry"})
+    duplicate = client.post(
+        "/api/submissions/", {"campaign": campaign.pk, "team": "Team B", "name": "blurry"}
+    )
     assert duplicate.status_code == 400 and "already has a submission" in str(duplicate.json())
 
 
 def test_upload_of_a_non_zip_is_a_400_with_a_code_and_its_record(organizer, submission):
     client = _client(organizer)
-    response = client.post(f"/api/submissions/{submission.pk}/upload/",
-                           {"file": SimpleUploadedFile("x.zip", b"not a zip")}, format="multipart")
+    response = client.post(
+        f"/api/submissions/{submission.pk}/upload/",
+        {"file": SimpleUploadedFile("x.zip", b"not a zip")},
+        format="multipart",
+    )
     assert response.status_code == 400
     body = response.json()
-    assert body["file"][0]["code"] == "not_a_zip" and body["file"][0]["message"].startswith("x.zip is not a zip file")
+    assert body["file"][0]["code"] == "not_a_zip" and body["file"][0]["message"].startswith(
+        "x.zip is not a zip file"
+    )
     record = client.get(f"/api/submissions/{submission.pk}/uploads/{body['upload_id']}/").json()
     assert (record["status"], record["error_code"]) == ("failed", "not_a_zip")
-    assert record["report"]["files"] == [{"file": "x.zip", "status": "rejected", "code": "not_a_zip",
-                                          "message": body["file"][0]["message"], "video": ""}]
+    assert record["report"]["files"] == [
+        {
+            "file": "x.zip",
+            "status": "rejected",
+            "code": "not_a_zip",
+            "message": body["file"][0]["message"],
+            "video": "",
+        }
+    ]
 
 
 def test_report_and_summaries_in_json_and_csv(organizer, submission, campaign):
@@ -118,11 +149,17 @@ def test_report_and_summaries_in_json_and_csv(organizer, submission, campaign):
     assert [v["video"] for v in report["videos"]] == ["bbaf2n", "brbk7n", "id2_vcd_swwp2s"]
     csv_response = client.get(f"/api/submissions/{submission.pk}/report/?format=csv")
     assert csv_response["Content-Type"].startswith("text/csv")
-    assert csv_response.content.decode().splitlines()[0].startswith("video,identity_code,action,has_masked_video")
+    assert (
+        csv_response.content.decode()
+        .splitlines()[0]
+        .startswith("video,identity_code,action,has_masked_video")
+    )
     summary = client.get(f"/api/submissions/{submission.pk}/summary/").json()
     assert (summary["team"], summary["complete"], summary["source_videos"]) == ("Team A", False, 3)
     table = client.get(f"/api/campaigns/{campaign.pk}/summary/?format=csv").content.decode().splitlines()
-    assert table[0].startswith("submission_id,team,method,baseline_method,complete,masked_videos,source_videos")
+    assert table[0].startswith(
+        "submission_id,team,method,baseline_method,complete,masked_videos,source_videos"
+    )
     assert table[1].startswith(f"{submission.pk},Team A,method-1,,False,0,3")
 
 
@@ -134,12 +171,16 @@ def test_with_a_broker_the_upload_answers_202_and_its_record_until_a_worker_has_
     settings.CELERY_TASK_ALWAYS_EAGER = False  # the task is queued on commit, for a worker
     client = _client(organizer)
     archive = make_zip(tmp_path / "a.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"]})
-    response = client.post(f"/api/submissions/{submission.pk}/upload/",
-                           {"file": SimpleUploadedFile("a.zip", archive.read_bytes())}, format="multipart")
+    response = client.post(
+        f"/api/submissions/{submission.pk}/upload/",
+        {"file": SimpleUploadedFile("a.zip", archive.read_bytes())},
+        format="multipart",
+    )
     assert response.status_code == 202
     body = response.json()
-    assert body["status"] == "queued" and body["url"].endswith(f"/api/submissions/{submission.pk}/uploads/"
-                                                               f"{body['upload_id']}/")
+    assert body["status"] == "queued" and body["url"].endswith(
+        f"/api/submissions/{submission.pk}/uploads/{body['upload_id']}/"
+    )
     assert client.get(body["url"]).json()["status"] == "queued" and not MaskedVideo.objects.exists()
     run_upload(body["upload_id"], web_copies=False)  # what the worker runs
     record = client.get(body["url"]).json()

@@ -1,4 +1,5 @@
 """Background work without a broker (the default): tasks run in-process, quietly."""
+
 import logging
 
 from django.conf import settings

@@ -1,4 +1,5 @@
 """Management commands (thin wrappers) and the demo, end to end on real clips."""
+
 import csv
 import io
 import json
@@ -24,7 +25,8 @@ def _call(*args, **kwargs) -> str:
 @pytest.mark.django_db
 def test_import_dataset_command_imports_and_reports_problems(media_root, tiny_dataset, tmp_path):
     assert "Imported campaign 'Cmd' (slug cmd): 3 identities, 3 gallery images, 3 source videos" in _call(
-        "import_dataset", str(tiny_dataset), "--campaign", "Cmd", "--no-web-copies")
+        "import_dataset", str(tiny_dataset), "--campaign", "Cmd", "--no-web-copies"
+    )
     with pytest.raises(CommandError, match="campaign 'Cmd' already exists"):
         _call("import_dataset", str(tiny_dataset), "--campaign", "Cmd", "--no-web-copies")
     with pytest.raises(CommandError, match="dataset folder not found"):
@@ -37,8 +39,9 @@ def test_create_upload_and_export_commands(campaign, masked_files, tmp_path):
     assert f"Created submission {submission.pk}" in out
     with pytest.raises(CommandError, match="already has a submission 'pixels'"):
         _call("create_submission", "--campaign", "tiny", "--team", "Team C", "--name", "pixels")
-    archive = make_zip(tmp_path / "c.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"],
-                                            "brbk7n.mp4": masked_files["text"]})
+    archive = make_zip(
+        tmp_path / "c.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"], "brbk7n.mp4": masked_files["text"]}
+    )
     out = _call("upload_submission", str(submission.pk), str(archive))
     assert "accepted  accepted" in out and "unreadable_container" in out
     assert "1 accepted, 1 rejected; missing: brbk7n, id2_vcd_swwp2s" in out
@@ -49,7 +52,10 @@ def test_create_upload_and_export_commands(campaign, masked_files, tmp_path):
     with (tmp_path / "r.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert [(r["video"], r["has_masked_video"]) for r in rows] == [
-        ("bbaf2n", "True"), ("brbk7n", "False"), ("id2_vcd_swwp2s", "False")]
+        ("bbaf2n", "True"),
+        ("brbk7n", "False"),
+        ("id2_vcd_swwp2s", "False"),
+    ]
     _call("export_report", str(submission.pk), "--format", "json", "--output", str(tmp_path / "r.json"))
     payload = json.loads((tmp_path / "r.json").read_text())
     assert payload["summary"]["masked_videos"] == 1 and len(payload["videos"]) == 3
@@ -71,7 +77,8 @@ def test_demo_runs_on_the_real_clips_and_is_idempotent(media_root, data_dir, tmp
     campaign = Campaign.objects.get()
     assert campaign.source_videos.count() == 18 and campaign.identities.count() == 11
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == sorted(
-        [p.name for p in first.report_paths] + ["summary.csv"])
+        [p.name for p in first.report_paths] + ["summary.csv"]
+    )
     with first.summary_path.open() as handle:
         (row,) = list(csv.DictReader(handle))
     # The unmasked baseline is the worst case: the true identity is found at rank 1.

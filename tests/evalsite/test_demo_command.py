@@ -1,4 +1,5 @@
 """``manage.py demo`` on a new checkout whose database was never migrated (README's quick look)."""
+
 import os
 import sqlite3
 import subprocess
@@ -11,8 +12,13 @@ MANAGE = Path(__file__).resolve().parents[2] / "manage.py"
 def test_demo_sets_up_an_unmigrated_database_before_anything_else(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     env.update(DEID_VAR_DIR=str(tmp_path / "var"), DEID_DATA_DIR=str(tmp_path / "no-data"))
-    done = subprocess.run([sys.executable, str(MANAGE), "demo", "--method", "identity"], env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(MANAGE), "demo", "--method", "identity"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     # It migrates, then stops on the missing data with the clear error (not "no such table").
     assert "Setting up the database (manage.py migrate)" in done.stdout
     assert done.returncode == 1

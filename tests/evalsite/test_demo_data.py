@@ -1,4 +1,5 @@
 """The demo dataset builder writes the importer layout from the real clips, honestly labelled."""
+
 import csv
 import json
 
@@ -28,13 +29,22 @@ def test_eleven_pseudonymous_identities_and_eighteen_videos(demo_dir):
     videos = _rows(demo_dir / "videos.csv")
     assert len(videos) == 18 == len(list((demo_dir / "videos").iterdir()))
     assert {r["identity"] for r in videos} == {r["identity"] for r in identities}
-    assert sum(r["identity"] == "ID01" for r in videos) == 3 and sum(r["identity"] == "ID11" for r in videos) == 5
+    assert (
+        sum(r["identity"] == "ID01" for r in videos) == 3
+        and sum(r["identity"] == "ID11" for r in videos) == 5
+    )
 
 
 def test_demographics_are_official_only_for_cremad_and_by_eye_column_is_labelled(demo_dir):
     identities = {r["identity"]: r for r in _rows(demo_dir / "identities.csv")}
-    assert identities["ID11"] == {"identity": "ID11", "gender_unofficial": "male", "gender": "male",
-                                  "race": "Caucasian", "ethnicity": "Not Hispanic", "age_band": "50-59"}
+    assert identities["ID11"] == {
+        "identity": "ID11",
+        "gender_unofficial": "male",
+        "gender": "male",
+        "race": "Caucasian",
+        "ethnicity": "Not Hispanic",
+        "age_band": "50-59",
+    }
     assert identities["ID02"]["gender_unofficial"] == "female"  # GRID clips.csv, by eye
     assert all(identities[f"ID{i:02d}"]["gender"] == "unknown" for i in range(1, 11))
     assert all(identities[f"ID{i:02d}"]["race"] == "unknown" for i in range(1, 11))
@@ -52,14 +62,21 @@ def test_actions_are_talking_for_grid_and_acted_emotion_for_cremad(demo_dir):
 
 def test_gallery_still_comes_from_a_different_clip_where_one_exists(demo_dir, data_dir):
     sources = {r["identity"]: r for r in _rows(demo_dir / "gallery_sources.csv")}
-    assert {c for c, r in sources.items() if r["from_a_different_clip"] == "yes"} == {"ID01", "ID03", "ID07", "ID11"}
+    assert {c for c, r in sources.items() if r["from_a_different_clip"] == "yes"} == {
+        "ID01",
+        "ID03",
+        "ID07",
+        "ID11",
+    }
     video_clips = {r["source_clip"] for r in _rows(demo_dir / "videos.csv")}
     for person in DEMO_PEOPLE:
         if sources[person.code]["from_a_different_clip"] == "yes":
             assert person.gallery_clip not in video_clips
     # ID03's still is frame 37 of pwij3p.mpg (the other clip of GRID speaker s2), pixel for pixel.
     still = np.asarray(Image.open(demo_dir / "gallery" / "ID03" / "still.png"))
-    frame = next(f for _, f in iter_frames(data_dir / "videos/grid_talking_heads/pwij3p.mpg", start=37, end=38))
+    frame = next(
+        f for _, f in iter_frames(data_dir / "videos/grid_talking_heads/pwij3p.mpg", start=37, end=38)
+    )
     assert sources["ID03"]["frame_index"] == "37" and np.array_equal(still, frame)
 
 

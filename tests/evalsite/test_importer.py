@@ -1,4 +1,5 @@
 """Dataset import: the real tiny dataset imports; each broken folder gets its own message."""
+
 import csv
 import json
 import shutil
@@ -41,7 +42,9 @@ def test_tiny_dataset_imports_with_probed_metadata_and_opaque_file_names(campaig
     assert (video.frame_count, video.width, video.height, video.fps) == (75, 360, 288, 25.0)
     assert video.duration_s == pytest.approx(3.0)
     assert video.resolution_tier == "low" and video.in_evaluated_subset
-    for stored in [v.file.name for v in SourceVideo.objects.all()] + [g.image.name for g in GalleryImage.objects.all()]:
+    for stored in [v.file.name for v in SourceVideo.objects.all()] + [
+        g.image.name for g in GalleryImage.objects.all()
+    ]:
         assert "ID0" not in stored and "bbaf2n" not in stored and "brbk7n" not in stored
 
 
@@ -122,10 +125,16 @@ def test_existing_campaign_name_is_refused(campaign, tiny_dataset):
 
 @pytest.mark.django_db
 def test_campaign_json_supplies_name_and_settings(media_root, folder):
-    (folder / "campaign.json").write_text(json.dumps({
-        "name": "From JSON", "raters_per_video": 3, "demographic_attributes": ["gender_unofficial"],
-        "action_vocabulary": ["talking", "eating"],
-    }))
+    (folder / "campaign.json").write_text(
+        json.dumps(
+            {
+                "name": "From JSON",
+                "raters_per_video": 3,
+                "demographic_attributes": ["gender_unofficial"],
+                "action_vocabulary": ["talking", "eating"],
+            }
+        )
+    )
     campaign = import_dataset(folder, web_copies=False).campaign
     assert (campaign.name, campaign.raters_per_video) == ("From JSON", 3)
     assert campaign.action_vocabulary == ["talking", "eating"]
@@ -139,19 +148,29 @@ def test_unknown_demographic_attribute_is_refused(media_root, folder):
 
 @pytest.mark.django_db
 def test_role_column_marks_practice_videos_outside_the_evaluated_subset(media_root, folder):
-    _rewrite_csv(folder / "videos.csv", lambda rows: [rows[0] + ["role"], rows[1] + ["practice"],
-                                                       *[r + ["evaluated"] for r in rows[2:]]])
+    _rewrite_csv(
+        folder / "videos.csv",
+        lambda rows: [rows[0] + ["role"], rows[1] + ["practice"], *[r + ["evaluated"] for r in rows[2:]]],
+    )
     campaign = import_dataset(folder, "With practice", web_copies=False).campaign
     practice = SourceVideo.objects.get(campaign=campaign, practice=True)
     assert not practice.in_evaluated_subset
-    assert SourceVideo.objects.filter(campaign=campaign, practice=False, in_evaluated_subset=True).count() == 2
+    assert (
+        SourceVideo.objects.filter(campaign=campaign, practice=False, in_evaluated_subset=True).count() == 2
+    )
 
 
 @pytest.mark.django_db
 def test_bad_role_and_practice_in_the_evaluated_subset_are_refused(media_root, folder):
-    _rewrite_csv(folder / "videos.csv", lambda rows: [
-        rows[0] + ["role", "practice", "in_evaluated_subset"],
-        rows[1] + ["training", "", ""], rows[2] + ["", "yes", "true"], *[r + ["", "", ""] for r in rows[3:]]])
+    _rewrite_csv(
+        folder / "videos.csv",
+        lambda rows: [
+            rows[0] + ["role", "practice", "in_evaluated_subset"],
+            rows[1] + ["training", "", ""],
+            rows[2] + ["", "yes", "true"],
+            *[r + ["", "", ""] for r in rows[3:]],
+        ],
+    )
     problems = _problems(folder)
     assert "videos.csv line 2: role must be 'evaluated' or 'practice', got 'training'" in problems
     assert "videos.csv line 3: a practice video cannot be in the evaluated subset" in problems

@@ -1,4 +1,5 @@
 """The privacy-utility (PU) column and summary of the per-video report (hand-computed)."""
+
 import math
 
 import pandas as pd

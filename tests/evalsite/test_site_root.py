@@ -1,4 +1,5 @@
 """The site root: `make demo` prints http://127.0.0.1:8000 and the admin links "View site" to /."""
+
 from django.contrib.auth import get_user_model
 
 

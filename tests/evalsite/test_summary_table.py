@@ -1,4 +1,5 @@
 """The cross-submission summary table when only some submissions have a section (hand-made runs)."""
+
 import csv
 import io
 
@@ -20,14 +21,24 @@ def two_submissions():
     attacked = Submission.objects.create(campaign=campaign, team=Team.objects.create(name="A"), name="blur")
     Submission.objects.create(campaign=campaign, team=Team.objects.create(name="B"), name="pixelate")
     run = AttackRun.objects.create(
-        submission=attacked, config={"attackers": ["naive", "parrot"], "recognizers": ["lbph"],
-                                     "selection": ["all"], "stride": 5},
-        status=AttackRun.Status.COMPLETED, finished_at=timezone.now(),
+        submission=attacked,
+        config={"attackers": ["naive", "parrot"], "recognizers": ["lbph"], "selection": ["all"], "stride": 5},
+        status=AttackRun.Status.COMPLETED,
+        finished_at=timezone.now(),
     )
     for attacker, accuracy in (("naive", 0.25), ("parrot", 0.75)):
         AttackResult.objects.create(
-            run=run, recognizer="lbph", attacker=attacker, selection="all", subset_size=4, n_identities=4,
-            n_train=12, n_test=4, accuracy=accuracy, chance_level=0.25, chance_normalised=(accuracy - 0.25) / 0.75,
+            run=run,
+            recognizer="lbph",
+            attacker=attacker,
+            selection="all",
+            subset_size=4,
+            n_identities=4,
+            n_train=12,
+            n_test=4,
+            accuracy=accuracy,
+            chance_level=0.25,
+            chance_normalised=(accuracy - 0.25) / 0.75,
         )
     return campaign, run
 

@@ -1,11 +1,17 @@
 """Submission validation on real clips: every bad upload gets its own code and message."""
+
 import re
 
 import pytest
 
 from evalsite.models import MaskedVideo, SubmissionUpload
 from evalsite.validation import (
-    CODES, MaskedVideoError, SourceSpec, UploadError, check_masked_video, ingest_submission_zip,
+    CODES,
+    MaskedVideoError,
+    SourceSpec,
+    UploadError,
+    check_masked_video,
+    ingest_submission_zip,
     report_rows_as_csv,
 )
 
@@ -41,19 +47,24 @@ def _rows(report):
 
 
 def test_zip_keeps_good_files_and_rejects_bad_ones_with_specific_messages(submission, masked_files, tmp_path):
-    archive = make_zip(tmp_path / "upload.zip", {
-        "team-a/BBAF2N.mp4": masked_files["good_bbaf2n"],  # folder and case are ignored
-        "brbk7m.mp4": masked_files["good_brbk7n"],         # wrong name
-        "id2_vcd_swwp2s.mp4": masked_files["text"],
-        "README.txt": "notes",
-        "__MACOSX/._BBAF2N.mp4": "junk",
-        "../escape.mp4": "zip slip",
-    })
+    archive = make_zip(
+        tmp_path / "upload.zip",
+        {
+            "team-a/BBAF2N.mp4": masked_files["good_bbaf2n"],  # folder and case are ignored
+            "brbk7m.mp4": masked_files["good_brbk7n"],  # wrong name
+            "id2_vcd_swwp2s.mp4": masked_files["text"],
+            "README.txt": "notes",
+            "__MACOSX/._BBAF2N.mp4": "junk",
+            "../escape.mp4": "zip slip",
+        },
+    )
     report = ingest_submission_zip(submission, archive)
     rows = _rows(report)
     assert rows["team-a/BBAF2N.mp4"].status == "accepted" and rows["team-a/BBAF2N.mp4"].video == "bbaf2n"
     assert rows["brbk7m.mp4"].code == "unknown_name"
-    assert rows["brbk7m.mp4"].message == "brbk7m.mp4: no source video is named 'brbk7m'; did you mean 'brbk7n'?"
+    assert (
+        rows["brbk7m.mp4"].message == "brbk7m.mp4: no source video is named 'brbk7m'; did you mean 'brbk7n'?"
+    )
     assert rows["id2_vcd_swwp2s.mp4"].code == "unreadable_container"
     assert rows["README.txt"].code == "not_a_video_file"
     assert rows["__MACOSX/._BBAF2N.mp4"].status == "ignored"
@@ -68,15 +79,25 @@ def test_zip_keeps_good_files_and_rejects_bad_ones_with_specific_messages(submis
 
 
 def test_missing_video_makes_the_submission_incomplete_until_uploaded(submission, masked_files, tmp_path):
-    first = ingest_submission_zip(submission, make_zip(tmp_path / "a.zip", {
-        "bbaf2n.mp4": masked_files["good_bbaf2n"], "brbk7n.mp4": masked_files["good_brbk7n"]}))
+    first = ingest_submission_zip(
+        submission,
+        make_zip(
+            tmp_path / "a.zip",
+            {"bbaf2n.mp4": masked_files["good_bbaf2n"], "brbk7n.mp4": masked_files["good_brbk7n"]},
+        ),
+    )
     assert first.missing_videos == ["id2_vcd_swwp2s"] and not submission.is_complete
     assert list(submission.missing_source_videos().values_list("name", flat=True)) == ["id2_vcd_swwp2s"]
 
 
 def test_duplicate_names_in_one_zip_are_both_rejected(submission, masked_files, tmp_path):
-    report = ingest_submission_zip(submission, make_zip(tmp_path / "d.zip", {
-        "a/bbaf2n.mp4": masked_files["good_bbaf2n"], "b/bbaf2n.mkv": masked_files["good_bbaf2n"]}))
+    report = ingest_submission_zip(
+        submission,
+        make_zip(
+            tmp_path / "d.zip",
+            {"a/bbaf2n.mp4": masked_files["good_bbaf2n"], "b/bbaf2n.mkv": masked_files["good_bbaf2n"]},
+        ),
+    )
     assert [row.code for row in report.files] == ["duplicate_in_zip", "duplicate_in_zip"]
     assert "b/bbaf2n.mkv" in report.files[0].message
     assert not MaskedVideo.objects.exists()
@@ -103,17 +124,23 @@ def test_no_silent_overwrite_unless_replace_is_asked_and_replace_keeps_the_old_f
 
 
 def test_rejected_replacement_keeps_the_stored_file(submission, masked_files, tmp_path):
-    ingest_submission_zip(submission, make_zip(tmp_path / "g.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"]}))
+    ingest_submission_zip(
+        submission, make_zip(tmp_path / "g.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"]})
+    )
     original = MaskedVideo.objects.get()
     report = ingest_submission_zip(
-        submission, make_zip(tmp_path / "b.zip", {"bbaf2n.mp4": masked_files["short"]}), replace=True)
+        submission, make_zip(tmp_path / "b.zip", {"bbaf2n.mp4": masked_files["short"]}), replace=True
+    )
     assert report.files[0].code == "frame_count_mismatch"
     assert MaskedVideo.objects.get().pk == original.pk and original.file.storage.exists(original.file.name)
 
 
 def test_each_upload_stores_its_report(submission, masked_files, tmp_path):
     report = ingest_submission_zip(
-        submission, make_zip(tmp_path / "r.zip", {"bbaf2n.mp4": masked_files["small"]}), original_name="team.zip")
+        submission,
+        make_zip(tmp_path / "r.zip", {"bbaf2n.mp4": masked_files["small"]}),
+        original_name="team.zip",
+    )
     upload = SubmissionUpload.objects.get()
     assert upload.pk == report.upload_id and upload.original_name == "team.zip"
     assert (upload.accepted_count, upload.rejected_count) == (0, 1)
@@ -128,4 +155,8 @@ def test_a_file_that_is_not_a_zip_is_refused_with_a_record(submission, masked_fi
         ingest_submission_zip(submission, masked_files["good_bbaf2n"])
     assert caught.value.code == "not_a_zip"
     upload = SubmissionUpload.objects.get(pk=caught.value.upload_id)
-    assert (upload.status, upload.error_code, upload.report["files"][0]["code"]) == ("failed", "not_a_zip", "not_a_zip")
+    assert (upload.status, upload.error_code, upload.report["files"][0]["code"]) == (
+        "failed",
+        "not_a_zip",
+        "not_a_zip",
+    )

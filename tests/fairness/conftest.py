@@ -1,4 +1,5 @@
 """A tiny campaign with identities of two groups, and a registered per-video test score."""
+
 import math
 
 import pandas as pd
@@ -10,8 +11,11 @@ from evalsite.models import Campaign, Identity, SourceVideo, Submission, Team
 
 # video -> (identity, re-identification rate of the masked video); NaN = not evaluated
 REID_RATES = {
-    "v1": ("ID01", 0.5), "v2": ("ID01", 0.5), "v3": ("ID02", math.nan),
-    "v4": ("ID03", 0.0), "v5": ("ID04", 0.0),
+    "v1": ("ID01", 0.5),
+    "v2": ("ID01", 0.5),
+    "v3": ("ID02", math.nan),
+    "v4": ("ID03", 0.0),
+    "v5": ("ID04", 0.0),
 }
 ATTRIBUTES = {
     "ID01": {"gender": "female", "age_band": "20-29"},
@@ -19,19 +23,33 @@ ATTRIBUTES = {
     "ID03": {"gender": "male", "age_band": "30-39"},
     "ID04": {"gender": "male", "age_band": "unknown"},
 }
-TEST_COLUMNS = [{"column": "test_reid_rate", "favourable": "lower", "mdg_step": 0.01,
-                 "description": "test: re-identification rate"}]
+TEST_COLUMNS = [
+    {
+        "column": "test_reid_rate",
+        "favourable": "lower",
+        "mdg_step": 0.01,
+        "description": "test: re-identification rate",
+    }
+]
 
 
 @pytest.fixture
 def campaign(db):
-    campaign = Campaign.objects.create(name="Fairness test", slug="fairness-test",
-                                       demographic_attributes=["gender", "age_band"])
-    identities = {code: Identity.objects.create(campaign=campaign, code=code, attributes=attributes)
-                  for code, attributes in ATTRIBUTES.items()}
+    campaign = Campaign.objects.create(
+        name="Fairness test", slug="fairness-test", demographic_attributes=["gender", "age_band"]
+    )
+    identities = {
+        code: Identity.objects.create(campaign=campaign, code=code, attributes=attributes)
+        for code, attributes in ATTRIBUTES.items()
+    }
     for video, (code, _) in REID_RATES.items():
-        SourceVideo.objects.create(campaign=campaign, identity=identities[code], name=video,
-                                   file=f"source/{video}.mpg", action="talking")
+        SourceVideo.objects.create(
+            campaign=campaign,
+            identity=identities[code],
+            name=video,
+            file=f"source/{video}.mpg",
+            action="talking",
+        )
     return campaign
 
 
@@ -43,11 +61,13 @@ def submission(campaign):
 @pytest.fixture
 def test_score(monkeypatch, settings):
     """Register the ``test_reid_rate`` column for this test only and evaluate only it."""
+
     def provider(submission):
         return pd.DataFrame({"test_reid_rate": {video: rate for video, (_, rate) in REID_RATES.items()}})
 
-    monkeypatch.setattr(reports, "VIDEO_COLUMN_PROVIDERS",
-                        [*reports.VIDEO_COLUMN_PROVIDERS, ("fairness_test", provider)])
+    monkeypatch.setattr(
+        reports, "VIDEO_COLUMN_PROVIDERS", [*reports.VIDEO_COLUMN_PROVIDERS, ("fairness_test", provider)]
+    )
     settings.FAIRNESS_SCORE_COLUMNS = TEST_COLUMNS
     settings.FAIRNESS_BOOTSTRAP_RESAMPLES = 100
     settings.FAIRNESS_COMPUTE_QUALITY_ON_DEMAND = False

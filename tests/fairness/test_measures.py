@@ -1,4 +1,5 @@
 """Measures of seeds/003_f24e77013896bd33.txt: paper tables, hand-computed cases, edge cases."""
+
 import math
 
 import numpy as np
@@ -209,7 +210,9 @@ def test_identical_groups_score_one_everywhere():
     "measure", [mean_gc_sqfr, median_gc_sqfr, mean_gc_csqfr, lwm_gc_sqfr, lwm_gc_csqfr, mdg_sqfr]
 )
 def test_fewer_than_two_groups_is_undefined(measure):
-    with pytest.raises(UndefinedMeasureError, match=r"at least two groups are needed to compare, got 1: \['a'\]"):
+    with pytest.raises(
+        UndefinedMeasureError, match=r"at least two groups are needed to compare, got 1: \['a'\]"
+    ):
         measure({"a": [1.0, 2.0]})
     assert math.isnan(measure({"a": [1.0, 2.0]}, undefined="nan"))
     with pytest.raises(UndefinedMeasureError, match="got 0"):
@@ -328,7 +331,10 @@ def test_undefined_measure_error_keeps_the_reason_apart_from_the_python_hint():
     ("scores", "message"),
     [
         ([1 + 2j, 2.0], "must be real numbers, got dtype complex128"),
-        (np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]"), "must be real numbers, got dtype datetime64"),
+        (
+            np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]"),
+            "must be real numbers, got dtype datetime64",
+        ),
         ([1e200, 2.0], r"beyond \+-1e\+150: \[1e\+200\]"),
         ([-1e300, 2.0], r"beyond \+-1e\+150: \[-1e\+300\]"),
     ],
@@ -357,8 +363,10 @@ def test_discard_rates_refuses_nan_propagation():
 
 @pytest.mark.parametrize(
     ("values", "message"),
-    [([[1.0, 2.0]], r"must be 1-D \(one value per group\), got shape \(1, 2\)"),
-     ([1.0, np.nan], r"must be finite, got \[1.0, nan\]")],
+    [
+        ([[1.0, 2.0]], r"must be 1-D \(one value per group\), got shape \(1, 2\)"),
+        ([1.0, np.nan], r"must be finite, got \[1.0, nan\]"),
+    ],
 )
 def test_gini_refuses_malformed_values(values, message):
     with pytest.raises(ValueError, match=message):

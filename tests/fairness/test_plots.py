@@ -1,4 +1,5 @@
 """Violin plots of per-group distributions (fairness/plots.py)."""
+
 import io
 
 import numpy as np

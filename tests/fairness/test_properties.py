@@ -1,4 +1,5 @@
 """Hypothesis property tests of the SQFR measures (seeds/003, eq. 1-8)."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -31,8 +32,10 @@ def test_invariant_to_sample_order_within_groups(groups):
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.floats(min_value=0, max_value=1e6), min_size=2, max_size=8),
-       st.floats(min_value=1e-3, max_value=1e3))
+@given(
+    st.lists(st.floats(min_value=0, max_value=1e6), min_size=2, max_size=8),
+    st.floats(min_value=1e-3, max_value=1e3),
+)
 def test_gini_is_invariant_to_a_common_scale_factor(values, factor):
     scaled = [value * factor for value in values]
     assert gini(scaled) == pytest.approx(gini(values), abs=1e-9)
@@ -45,7 +48,9 @@ def test_gc_measures_are_invariant_to_a_common_scale_factor(groups, factor):
     for name in ("Mean-GC-SQFR", "Median-GC-SQFR", "Mean-GC-CSQFR", "LWM-GC-SQFR", "LWM-GC-CSQFR"):
         assert MEASURES[name](_mapping(scaled)) == pytest.approx(MEASURES[name](_mapping(groups)))
     # MDG's thresholds are in score units: scaling the step with the scores keeps it.
-    assert mean_discard_gap(_mapping(scaled), step=factor) == pytest.approx(mean_discard_gap(_mapping(groups)))
+    assert mean_discard_gap(_mapping(scaled), step=factor) == pytest.approx(
+        mean_discard_gap(_mapping(groups))
+    )
 
 
 @settings(max_examples=100, deadline=None)

@@ -1,4 +1,5 @@
 """Face quality components (automated/quality.py) on real faces: ORL stills and a GRID frame."""
+
 import math
 
 import cv2
@@ -98,7 +99,9 @@ def test_no_face_raises(detector):
 
 
 def test_video_face_quality_is_the_median_over_sampled_frames(data_dir, detector):
-    quality = video_face_quality(data_dir / "videos" / "grid_talking_heads" / "bbaf2n.mpg", detector, stride=25)
+    quality = video_face_quality(
+        data_dir / "videos" / "grid_talking_heads" / "bbaf2n.mpg", detector, stride=25
+    )
     assert quality.sharpness > 0 and 0 < quality.luminance < 1
 
 
@@ -106,6 +109,8 @@ def test_quality_fairness_on_real_faces_drops_for_a_blurred_group(data_dir, dete
     # The paper's use: one group's images are systematically blurrier -> lower SQFR.
     sharp = [detect_face_quality(_orl(data_dir, s), detector).sharpness for s in range(1, 7)]
     other = [detect_face_quality(_orl(data_dir, s), detector).sharpness for s in range(7, 13)]
-    blurred = [detect_face_quality(cv2.GaussianBlur(_orl(data_dir, s), (0, 0), 1.5), detector).sharpness
-               for s in range(7, 13)]
+    blurred = [
+        detect_face_quality(cv2.GaussianBlur(_orl(data_dir, s), (0, 0), 1.5), detector).sharpness
+        for s in range(7, 13)
+    ]
     assert mean_gc_sqfr({"a": sharp, "b": blurred}) < mean_gc_sqfr({"a": sharp, "b": other})

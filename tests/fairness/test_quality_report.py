@@ -1,4 +1,5 @@
 """Face quality fairness of real gallery stills (ORL) and a real clear video (GRID)."""
+
 import io
 
 import cv2
@@ -55,7 +56,9 @@ def test_blurred_group_has_lower_quality_fairness(stills, settings):
 
 
 def test_a_still_without_a_face_is_stored_with_its_reason(campaign, media_root):
-    GalleryImage.objects.create(identity=campaign.identities.first(), image=_png(np.zeros((60, 80, 3), np.uint8)))
+    GalleryImage.objects.create(
+        identity=campaign.identities.first(), image=_png(np.zeros((60, 80, 3), np.uint8))
+    )
     SourceVideo.objects.filter(campaign=campaign).delete()
     assert compute_face_quality(campaign) == 1
     score = FaceQualityScore.objects.get()
@@ -81,9 +84,13 @@ def test_quality_page_and_plot_for_the_organizer(stills, organizer, client, sett
     client.force_login(organizer)
     page = client.get(reverse("fairness:quality", args=[stills.pk]))
     assert page.status_code == 200 and "sharpness" in page.content.decode()
-    plot = client.get(reverse("fairness:quality_plot", args=[stills.pk]),
-                      {"kind": "gallery", "score": "sharpness", "attribute": "gender"})
+    plot = client.get(
+        reverse("fairness:quality_plot", args=[stills.pk]),
+        {"kind": "gallery", "score": "sharpness", "attribute": "gender"},
+    )
     assert plot.status_code == 200 and plot.content.startswith(b"\x89PNG")
-    bad = client.get(reverse("fairness:quality_plot", args=[stills.pk]),
-                     {"kind": "masked", "score": "sharpness", "attribute": "gender"})
+    bad = client.get(
+        reverse("fairness:quality_plot", args=[stills.pk]),
+        {"kind": "masked", "score": "sharpness", "attribute": "gender"},
+    )
     assert bad.status_code == 404

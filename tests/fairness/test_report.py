@@ -1,4 +1,5 @@
 """The "fairness" summary section built from the per-video report and identity attributes."""
+
 import json
 
 import pytest
@@ -64,7 +65,8 @@ def test_summary_json_contains_the_fairness_section(submission, test_score):
     section = payload["summary"]["fairness"]
     assert section["attributes"] == ["gender", "age_band"]
     assert section["scores"]["1 - test_reid_rate"]["by_attribute"]["gender"]["measures"]["Mean-GC-SQFR"][
-        "estimate"] == pytest.approx(2 / 3)
+        "estimate"
+    ] == pytest.approx(2 / 3)
     assert section["face_quality"] == {"gallery": {}, "clear_video": {}}
     assert "ID01" not in json.dumps(section)  # groups only, never identity codes
 

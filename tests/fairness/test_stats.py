@@ -1,4 +1,5 @@
 """Per-group descriptive statistics and stratified bootstrap intervals."""
+
 import math
 
 import numpy as np
@@ -12,7 +13,15 @@ def test_describe_groups_hand_computed():
     table = describe_groups([1, 2, 3, 4, 10, 10], groups=["a", "a", "a", "a", "b", "b"])
     assert list(table.index) == ["a", "b"]
     a = table.loc["a"]
-    assert (a["n"], a["mean"], a["median"], a["q1"], a["q3"], a["min"], a["max"]) == (4, 2.5, 2.5, 1.75, 3.25, 1, 4)
+    assert (a["n"], a["mean"], a["median"], a["q1"], a["q3"], a["min"], a["max"]) == (
+        4,
+        2.5,
+        2.5,
+        1.75,
+        3.25,
+        1,
+        4,
+    )
     assert a["std"] == pytest.approx(np.sqrt(5 / 3))  # ddof=1: sum of squares 5 over 3
     assert table.loc["b", "std"] == 0.0
 

@@ -1,4 +1,5 @@
 """Samples tables to fairness summaries (fairness/summary.py), without Django."""
+
 import math
 
 import pandas as pd
@@ -9,17 +10,20 @@ from fairness.summary import ScoreSpec, summarize, summarize_table
 
 @pytest.fixture
 def samples():
-    return pd.DataFrame({
-        "rate": [0.5, 0.5, 0.0, 0.0, 0.2, None],
-        "empty": [None] * 6,
-        "gender": ["female", "female", "male", "male", " Unknown ", "male"],
-        "age": ["20-29", "N/A", "30-39", None, "20-29", "30-39"],
-    })
+    return pd.DataFrame(
+        {
+            "rate": [0.5, 0.5, 0.0, 0.0, 0.2, None],
+            "empty": [None] * 6,
+            "gender": ["female", "female", "male", "male", " Unknown ", "male"],
+            "age": ["20-29", "N/A", "30-39", None, "20-29", "30-39"],
+        }
+    )
 
 
 def test_lower_is_better_rates_are_measured_as_one_minus_rate(samples):
-    result = summarize_table(samples, specs=[ScoreSpec("rate", "lower", 0.01)], attributes=["gender"],
-                             n_resamples=0)
+    result = summarize_table(
+        samples, specs=[ScoreSpec("rate", "lower", 0.01)], attributes=["gender"], n_resamples=0
+    )
     gender = result["1 - rate"]["by_attribute"]["gender"]
     # " Unknown " (any case, padded) names no group; the last row has no score
     assert (gender["n_samples"], gender["n_excluded"]) == (4, 2)
@@ -62,5 +66,7 @@ def test_summarize_without_intervals_and_nan_as_none():
 def test_nullable_missing_attribute_values_are_not_a_group():
     # convert_dtypes()/nullable "string" columns hold pd.NA, which str() would turn into "<NA>"
     samples = pd.DataFrame({"q": [1.0, 2.0, 3.0, 4.0], "g": ["a", None, "b", "b"]}).convert_dtypes()
-    block = summarize_table(samples, specs=[ScoreSpec("q")], attributes=["g"], n_resamples=0)["q"]["by_attribute"]["g"]
+    block = summarize_table(samples, specs=[ScoreSpec("q")], attributes=["g"], n_resamples=0)["q"][
+        "by_attribute"
+    ]["g"]
     assert set(block["groups"]) == {"a", "b"} and block["n_excluded"] == 1

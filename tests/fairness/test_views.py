@@ -1,4 +1,5 @@
 """Organizer fairness pages: staff only, own campaigns only, PNG plots."""
+
 import pytest
 from django.urls import reverse
 

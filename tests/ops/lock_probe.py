@@ -43,12 +43,14 @@ def locks(queries) -> list[dict]:
         if " FOR UPDATE" not in sql and " FOR NO KEY UPDATE" not in sql:
             continue
         table = re.search(r'FROM "(\w+)"', sql).group(1)
-        out.append({
-            "table": table,
-            "skip_locked": "SKIP LOCKED" in sql,
-            # Joined rows are locked too unless the clause names only this table (OF).
-            "joined": " JOIN " in sql and f'OF "{table}"' not in sql,
-        })
+        out.append(
+            {
+                "table": table,
+                "skip_locked": "SKIP LOCKED" in sql,
+                # Joined rows are locked too unless the clause names only this table (OF).
+                "joined": " JOIN " in sql and f'OF "{table}"' not in sql,
+            }
+        )
     return out
 
 
@@ -99,7 +101,9 @@ def main(campaign_id: int) -> dict:
     other = running_session(campaign, "probe-2")
     to_item_slot(other)
     seen = set(other.trials.exclude(source_video=None).values_list("source_video_id", flat=True))
-    candidates = list(Item.objects.least_completed_first(campaign, exclude_video_ids=seen).values_list("id", flat=True))
+    candidates = list(
+        Item.objects.least_completed_first(campaign, exclude_video_ids=seen).values_list("id", flat=True)
+    )
     free = candidates[min(5, len(candidates) - 1)]  # among the first candidates a pick reads
     held, release = threading.Event(), threading.Event()
 
@@ -118,7 +122,8 @@ def main(campaign_id: int) -> dict:
     started = time.perf_counter()
     picked = assignment.current_trial(other)
     report["pick_while_locked"] = {
-        "candidates": len(candidates), "picked_free_item": picked.item_id == free,
+        "candidates": len(candidates),
+        "picked_free_item": picked.item_id == free,
         "seconds": time.perf_counter() - started,
     }
     release.set()

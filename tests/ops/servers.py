@@ -13,6 +13,7 @@ Environment:
 - ``DEID_TEST_REDIS_URL``: a Redis server (default ``redis://127.0.0.1:6379``); each
   use takes a database number of its own and flushes it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -84,9 +85,7 @@ def postgres_database(migrate: bool = True):
         yield url
     finally:
         with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-            conn.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
-            )
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
             conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
 
 
@@ -131,7 +130,11 @@ def manage(*args: str, env: dict | None = None, timeout: float = 300) -> subproc
     """Run ``manage.py ARGS`` in a child process with ``env`` added; raise on failure."""
     proc = subprocess.run(
         [sys.executable, str(ROOT / "manage.py"), *args],
-        cwd=ROOT, env=base_env(**(env or {})), capture_output=True, text=True, timeout=timeout,
+        cwd=ROOT,
+        env=base_env(**(env or {})),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     if proc.returncode:
         raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
@@ -145,7 +148,11 @@ class Server:
         self.log = log
         self._log_file = open(log, "wb")
         self.proc = subprocess.Popen(
-            args, cwd=ROOT, env=env, stdout=self._log_file, stderr=subprocess.STDOUT,
+            args,
+            cwd=ROOT,
+            env=env,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
 
@@ -193,9 +200,23 @@ def gunicorn(env: dict, tmp_path: Path, workers: int = 4, threads: int = 4, extr
     """
     port = free_port()
     args = [
-        sys.executable, "-m", "gunicorn", *extra_args, "evalsite.wsgi:application",
-        "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--threads", str(threads),
-        "--worker-class", "gthread", "--timeout", "120", "--graceful-timeout", "5",
+        sys.executable,
+        "-m",
+        "gunicorn",
+        *extra_args,
+        "evalsite.wsgi:application",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+        "--worker-class",
+        "gthread",
+        "--timeout",
+        "120",
+        "--graceful-timeout",
+        "5",
     ]
     server = Server(args, base_env(**env), tmp_path / f"gunicorn-{port}.log")
     try:
@@ -206,16 +227,31 @@ def gunicorn(env: dict, tmp_path: Path, workers: int = 4, threads: int = 4, extr
 
 
 @contextlib.contextmanager
-def celery_worker(env: dict, tmp_path: Path, name: str = "w1", concurrency: int = 1, queues: str | None = None):
+def celery_worker(
+    env: dict, tmp_path: Path, name: str = "w1", concurrency: int = 1, queues: str | None = None
+):
     """A real Celery worker process (``celery -A evalsite worker``); yields the ``Server``.
 
     ``env`` must carry ``CELERY_BROKER_URL`` and ``DATABASE_URL``. Returns once the
     worker reports ready on the broker (``celery inspect ping``).
     """
     args = [
-        sys.executable, "-m", "celery", "-A", "evalsite", "worker", "--loglevel", "INFO",
-        "--hostname", f"{name}@%h", "--concurrency", str(concurrency), "--pool", "prefork",
-        "--without-gossip", "--without-mingle",
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "evalsite",
+        "worker",
+        "--loglevel",
+        "INFO",
+        "--hostname",
+        f"{name}@%h",
+        "--concurrency",
+        str(concurrency),
+        "--pool",
+        "prefork",
+        "--without-gossip",
+        "--without-mingle",
     ]
     if queues:
         args += ["--queues", queues]

@@ -19,7 +19,11 @@ from tests.ops.servers import ROOT, base_env, postgres_database
 
 def run(module_args, env, timeout=600):
     proc = subprocess.run(
-        [sys.executable, "-m", *module_args], cwd=ROOT, env=base_env(**env), capture_output=True, text=True,
+        [sys.executable, "-m", *module_args],
+        cwd=ROOT,
+        env=base_env(**env),
+        capture_output=True,
+        text=True,
         timeout=timeout,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -33,8 +37,14 @@ def tables(locks):
 def test_every_rater_path_locks_session_then_item_then_trial(tmp_path):
     cache = settings.CACHE_DIR / "trials-tests"
     with postgres_database() as url:
-        env = {"DATABASE_URL": url, "DEID_VAR_DIR": str(tmp_path / "var"), "DEID_DATA_DIR": str(settings.DATA_DIR)}
-        setup = run(["trials.simulation", "--setup-only", "--raters-per-video", "10", "--cache-dir", str(cache)], env)
+        env = {
+            "DATABASE_URL": url,
+            "DEID_VAR_DIR": str(tmp_path / "var"),
+            "DEID_DATA_DIR": str(settings.DATA_DIR),
+        }
+        setup = run(
+            ["trials.simulation", "--setup-only", "--raters-per-video", "10", "--cache-dir", str(cache)], env
+        )
         report = run(["tests.ops.lock_probe", str(setup["campaign"])], env)
 
     assert tables(report["record_response"]) == ["trials_ratingsession", "trials_item", "trials_trial"]

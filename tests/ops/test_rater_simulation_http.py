@@ -31,7 +31,11 @@ ACCESS_LINE = re.compile(r"^access (\d{3}) (\w+) (\S+) (\d+)$", re.MULTILINE)
 def simulation(*args: str, env: dict, timeout: float) -> dict:
     proc = subprocess.run(
         [sys.executable, "-m", "trials.simulation", *args],
-        cwd=ROOT, env=base_env(**env), capture_output=True, text=True, timeout=timeout,
+        cwd=ROOT,
+        env=base_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -43,7 +47,9 @@ def database_facts(url: str) -> dict:
 
     name = urlparse(url).path.lstrip("/")
     with psycopg.connect(POSTGRES_URL) as conn:
-        deadlocks = conn.execute("SELECT deadlocks FROM pg_stat_database WHERE datname = %s", (name,)).fetchone()
+        deadlocks = conn.execute(
+            "SELECT deadlocks FROM pg_stat_database WHERE datname = %s", (name,)
+        ).fetchone()
     with psycopg.connect(url) as conn:
         crops = [row[0] for row in conn.execute("SELECT file FROM trials_gallerycrop")]
         identities = conn.execute("SELECT count(*) FROM evalsite_galleryimage").fetchone()[0]
@@ -54,17 +60,32 @@ def test_100_raters_over_http_on_gunicorn_and_postgresql(tmp_path):
     cache = Path(settings.CACHE_DIR) / "trials-tests"  # the GRID files tests/trials makes (reused)
     with postgres_database() as url:
         env = {
-            "DATABASE_URL": url, "DEID_VAR_DIR": str(tmp_path / "var"), "DEID_DATA_DIR": str(settings.DATA_DIR),
-            "DEID_DEBUG": "0", "TRIALS_CLAIM_TIMEOUT_S": "4",
+            "DATABASE_URL": url,
+            "DEID_VAR_DIR": str(tmp_path / "var"),
+            "DEID_DATA_DIR": str(settings.DATA_DIR),
+            "DEID_DEBUG": "0",
+            "TRIALS_CLAIM_TIMEOUT_S": "4",
             "TRIALS_PLAUSIBILITY_CHECKS": "0",  # scripted raters fetch few media and answer at once
         }
-        setup = simulation("--setup-only", "--raters-per-video", "10", "--cache-dir", str(cache), env=env, timeout=900)
+        setup = simulation(
+            "--setup-only", "--raters-per-video", "10", "--cache-dir", str(cache), env=env, timeout=900
+        )
         assert setup["items"] == 40  # 10 videos x (clear, blurred) x (identity, action)
         options = ("-c", "python:evalsite.gunicorn_conf", "--access-logformat", ACCESS_FORMAT)
         with gunicorn(env, tmp_path, workers=4, threads=4, extra_args=options) as (base_url, server):
             summary = simulation(
-                "--base-url", base_url, "--campaign", str(setup["campaign"]), "--raters", "100",
-                "--abandon", "0.3", "--resend", "0.2", env=env, timeout=900,
+                "--base-url",
+                base_url,
+                "--campaign",
+                str(setup["campaign"]),
+                "--raters",
+                "100",
+                "--abandon",
+                "0.3",
+                "--resend",
+                "0.2",
+                env=env,
+                timeout=900,
             )
         log = server.output()  # the server has stopped: its database sessions are closed
         facts = database_facts(url)

@@ -1,4 +1,5 @@
 """Fixtures: a rating campaign of the 10 real GRID speakers with a blurred submission."""
+
 from pathlib import Path
 
 import pytest

@@ -1,4 +1,5 @@
 """Assignment on the real GRID campaign: balance, timeouts, idempotent answers, flags."""
+
 from datetime import timedelta
 
 import pytest
@@ -6,7 +7,7 @@ from django.utils import timezone
 
 from evalsite.reports import per_video_report, submission_summary
 from trials import assignment
-from trials.models import Item, RatingSession, Rater, Response, SessionState, Trial, TrialKind
+from trials.models import Item, RatingSession, Rater, Response, SessionState, TrialKind
 
 
 @pytest.fixture(autouse=True)
@@ -176,11 +177,21 @@ def test_human_columns_join_the_per_video_report(grid_campaign):
             answer(trial, trial.correct_choice if i % 2 == 0 else None)
     submission = grid_campaign.submissions.get()
     report = per_video_report(submission).set_index("video")
-    expected = {"human_id_accuracy_clear", "human_id_accuracy_masked", "masking_success",
-                "action_accuracy_clear", "action_accuracy_masked", "action_loss"}
+    expected = {
+        "human_id_accuracy_clear",
+        "human_id_accuracy_masked",
+        "masking_success",
+        "action_accuracy_clear",
+        "action_accuracy_masked",
+        "action_loss",
+    }
     assert expected <= set(report.columns)
     summary = submission_summary(submission)["human"]
-    assert summary["n_responses"] == Response.objects.filter(trial__kind="item").exclude(
-        trial__session__rater__flagged=True).count()
+    assert (
+        summary["n_responses"]
+        == Response.objects.filter(trial__kind="item").exclude(trial__session__rater__flagged=True).count()
+    )
     rated = report.dropna(subset=["masking_success"])
-    assert (rated["masking_success"] == rated["human_id_accuracy_clear"] - rated["human_id_accuracy_masked"]).all()
+    assert (
+        rated["masking_success"] == rated["human_id_accuracy_clear"] - rated["human_id_accuracy_masked"]
+    ).all()

@@ -5,6 +5,7 @@ clips (transcoded H.264) with ORL-free, frame-extracted gallery faces, a replay,
 (HTTP Range), a reload that resumes the same trial, a double click and a resent answer
 that store one response each, and the completion code.
 """
+
 import threading
 
 import pytest
@@ -21,9 +22,18 @@ from trials.services import open_rating
 from trials.simulation import build_grid_campaign
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--window-size=1280,1000", "--autoplay-policy=no-user-gesture-required"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1280,1000",
+    "--autoplay-policy=no-user-gesture-required",
+]
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +59,9 @@ def live_campaign(transactional_db, media_root, data_dir, grid_cache):
     campaign = build_grid_campaign(data_dir, grid_cache, raters_per_video=2)
     # Two clips imported as practice material: practice shows its answers only on those.
     first_two = SourceVideo.objects.filter(campaign=campaign).order_by("name")[:2]
-    SourceVideo.objects.filter(pk__in=[v.pk for v in first_two]).update(practice=True, in_evaluated_subset=False)
+    SourceVideo.objects.filter(pk__in=[v.pk for v in first_two]).update(
+        practice=True, in_evaluated_subset=False
+    )
     # Media prepared when rating opens, as in production: the live server's request threads
     # share one in-memory SQLite connection, so they must not create crops at the same time.
     open_rating(campaign)
@@ -83,7 +95,8 @@ def one_request_at_a_time(server):
 def trial_token(driver) -> str | None:
     url = driver.execute_script(
         "var e = document.getElementById('trial-config');"
-        "return e ? JSON.parse(e.textContent).respond_url : null;")
+        "return e ? JSON.parse(e.textContent).respond_url : null;"
+    )
     return url.split("/")[2] if url else None
 
 
@@ -98,8 +111,11 @@ def wait_for_new_page(driver, old_token, timeout=20):
 
 
 def wait_for_video_playing(driver):
-    WebDriverWait(driver, 20).until(lambda d: d.execute_script(
-        "var v = document.getElementById('video'); return v && v.readyState >= 2 && v.currentTime > 0.2;"))
+    WebDriverWait(driver, 20).until(
+        lambda d: d.execute_script(
+            "var v = document.getElementById('video'); return v && v.readyState >= 2 && v.currentTime > 0.2;"
+        )
+    )
 
 
 def test_rater_session_in_chromium(browser, server, one_request_at_a_time, live_campaign, settings):
@@ -123,16 +139,23 @@ def test_rater_session_in_chromium(browser, server, one_request_at_a_time, live_
     trial = Trial.objects.get(token=token)
     assert trial.kind == TrialKind.PRACTICE and trial.task == "identity"
     assert len(driver.find_elements(By.CSS_SELECTOR, ".gallery img")) == 5
-    WebDriverWait(driver, 20).until(lambda d: d.execute_script(
-        "return Array.from(document.querySelectorAll('.gallery img')).every(i => i.complete && i.naturalWidth)"))
+    WebDriverWait(driver, 20).until(
+        lambda d: d.execute_script(
+            "return Array.from(document.querySelectorAll('.gallery img')).every(i => i.complete && i.naturalWidth)"
+        )
+    )
     sizes = driver.execute_script(
-        "return Array.from(document.querySelectorAll('.gallery img')).map(i => [i.naturalWidth, i.naturalHeight])")
+        "return Array.from(document.querySelectorAll('.gallery img')).map(i => [i.naturalWidth, i.naturalHeight])"
+    )
     assert sizes == [[160, 160]] * 5  # every face cropped to one size
     # "Not present" looks like a button (it was borderless text beside framed photos).
     border = driver.execute_script(
         "var s = getComputedStyle(document.getElementById('not-present'));"
-        "return [s.borderTopStyle, s.borderTopColor, parseFloat(s.borderTopWidth)];")
-    assert border[0] == "solid" and border[1] not in ("rgba(0, 0, 0, 0)", "transparent") and border[2] >= 1, border
+        "return [s.borderTopStyle, s.borderTopColor, parseFloat(s.borderTopWidth)];"
+    )
+    assert border[0] == "solid" and border[1] not in ("rgba(0, 0, 0, 0)", "transparent") and border[2] >= 1, (
+        border
+    )
     wait_for_video_playing(driver)
     driver.find_element(By.ID, "replay").click()
     wait_for_video_playing(driver)
@@ -149,7 +172,8 @@ def test_rater_session_in_chromium(browser, server, one_request_at_a_time, live_
     token = trial_token(driver)
     assert Trial.objects.get(token=token).task == "action"
     action_border = driver.execute_script(
-        "return getComputedStyle(document.querySelector('.actions .choice')).borderTopColor")
+        "return getComputedStyle(document.querySelector('.actions .choice')).borderTopColor"
+    )
     assert action_border not in ("rgba(0, 0, 0, 0)", "transparent")
     driver.find_elements(By.CSS_SELECTOR, ".actions .choice")[0].click()
     WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "feedback").text)
@@ -162,8 +186,9 @@ def test_rater_session_in_chromium(browser, server, one_request_at_a_time, live_
     if driver.find_elements(By.ID, "video"):
         wait_for_video_playing(driver)
         driver.execute_script("var v = document.getElementById('video'); v.pause(); v.currentTime = 2.0;")
-        WebDriverWait(driver, 10).until(lambda d: d.execute_script(
-            "return document.getElementById('video').currentTime") > 1.9)
+        WebDriverWait(driver, 10).until(
+            lambda d: d.execute_script("return document.getElementById('video').currentTime") > 1.9
+        )
     driver.refresh()
     assert trial_token(driver) == token
 

@@ -1,4 +1,5 @@
 """Sessions bound to the browser that joined (issue 9): each test named after the leak it closes."""
+
 import hashlib
 import json
 import re
@@ -83,8 +84,9 @@ def test_second_device_with_same_code_answers_no_trials(grid_campaign):
     media = MEDIA.findall(html)
     thief, reply = _join(grid_campaign, "P-Owner2")  # another case is the same participant
     assert reply.status_code == 403
-    answer = thief.post(respond_url, json.dumps({"choice": "1", "response_time_ms": 9000}),
-                        content_type="application/json")
+    answer = thief.post(
+        respond_url, json.dumps({"choice": "1", "response_time_ms": 9000}), content_type="application/json"
+    )
     assert answer.status_code == 403 and Response.objects.count() == 0
     assert all(thief.get(url).status_code == 404 for url in media)
 
@@ -96,8 +98,11 @@ def test_copied_django_session_cookie_without_the_browser_key_is_refused(grid_ca
     copy.cookies["sessionid"] = owner.cookies["sessionid"].value  # no browser key
     page = copy.get("/session/")
     assert page.status_code == 403 and b"open in another browser" in page.content
-    reply = copy.post(RESPOND.search(html).group(1), json.dumps({"choice": "1", "response_time_ms": 9000}),
-                      content_type="application/json")
+    reply = copy.post(
+        RESPOND.search(html).group(1),
+        json.dumps({"choice": "1", "response_time_ms": 9000}),
+        content_type="application/json",
+    )
     assert reply.status_code == 403 and Response.objects.count() == 0
 
 
@@ -114,7 +119,11 @@ def test_crowd_platform_parameters_of_the_join_link_are_recorded(grid_campaign):
     client, reply = _join(grid_campaign, "5f1a2b3c4d", query=query)
     assert reply.status_code == 302
     rater = Rater.objects.get(participant_code="5f1a2b3c4d")
-    assert rater.platform_params == {"PROLIFIC_PID": "5f1a2b3c4d", "STUDY_ID": "study-77", "SESSION_ID": "sess-9"}
+    assert rater.platform_params == {
+        "PROLIFIC_PID": "5f1a2b3c4d",
+        "STUDY_ID": "study-77",
+        "SESSION_ID": "sess-9",
+    }
     # The join page pre-fills the code from the platform's parameter.
     page = Client().get(f"/join/{grid_campaign.join_code}/{query}").content.decode()
     assert 'value="5f1a2b3c4d"' in page

@@ -1,5 +1,6 @@
 """Cheating-rater tests (issue 9): each test is named after the leak it closes and fails
 if the trick beats chance."""
+
 import random
 from collections import Counter, defaultdict
 
@@ -71,9 +72,13 @@ def test_thin_stratum_is_always_target_present_whatever_the_share(share):
     people = {f"w{i}": {"g": "f"} for i in range(4)} | {f"m{i}": {"g": "m"} for i in range(7)}
     rng = random.Random(1)
     for _ in range(100):
-        lineup, present = design.trial_lineup("w0", people, ["g"], n_foils=4, target_absent_share=share, rng=rng)
+        lineup, present = design.trial_lineup(
+            "w0", people, ["g"], n_foils=4, target_absent_share=share, rng=rng
+        )
         assert present and "w0" in lineup
-        lineup, present = design.trial_lineup("m0", people, ["g"], n_foils=4, target_absent_share=share, rng=rng)
+        lineup, present = design.trial_lineup(
+            "m0", people, ["g"], n_foils=4, target_absent_share=share, rng=rng
+        )
         assert all(k.startswith("m") for k in lineup)
         if share in (0.0, 1.0):
             assert present == (share == 0.0)
@@ -156,7 +161,9 @@ def test_byte_size_or_hash_of_faces_and_videos_is_no_answer_key(grid_campaign, s
     assert size_right <= 0.05 * lookups, (size_right, lookups)
 
 
-def test_same_trial_reloaded_gets_the_same_bytes_and_the_video_still_decodes(grid_campaign, settings, tmp_path):
+def test_same_trial_reloaded_gets_the_same_bytes_and_the_video_still_decodes(
+    grid_campaign, settings, tmp_path
+):
     import cv2
 
     settings.TRIALS_MIN_VIEW_MS = 0
@@ -206,7 +213,9 @@ def test_timing_bot_is_flagged_excluded_and_not_counted(grid_campaign):
     trials = [trial for trial, _ in _play_session(bot, fetch=False)]
     rater = Rater.objects.get(participant_code="bot-no-media")
     assert rater.flagged and rater.excluded
-    assert "answered without loading every face" in rater.flag_reason or "without fetching" in rater.flag_reason
+    assert (
+        "answered without loading every face" in rater.flag_reason or "without fetching" in rater.flag_reason
+    )
     # Once excluded, no item is spent on the bot; nothing it answered counts.
     assert sum(t.kind == "item" for t in trials) <= 1
     assert responses_frame(grid_campaign.submissions.get()).empty

@@ -1,4 +1,5 @@
 """Lineups, target-absent trials and session plans (pure functions, no database)."""
+
 import random
 from collections import Counter
 
@@ -56,7 +57,9 @@ def test_target_absent_lineup_replaces_target_with_another_matched_foil():
 def test_lineup_order_is_randomised_over_positions():
     rng = random.Random(2)
     positions = Counter(
-        design.correct_choice("a", design.build_lineup("a", PEOPLE, ATTRS, n_foils=3, target_present=True, rng=rng))
+        design.correct_choice(
+            "a", design.build_lineup("a", PEOPLE, ATTRS, n_foils=3, target_present=True, rng=rng)
+        )
         for _ in range(4000)
     )
     assert set(positions) == {"1", "2", "3", "4"}
@@ -109,7 +112,9 @@ def test_session_plan_rejects_bad_rates():
 
 
 # The demo campaign's pool: 4 women, 7 men, matched on gender only.
-DEMO_POOL = {f"w{i}": {"gender": "female"} for i in range(4)} | {f"m{i}": {"gender": "male"} for i in range(7)}
+DEMO_POOL = {f"w{i}": {"gender": "female"} for i in range(4)} | {
+    f"m{i}": {"gender": "male"} for i in range(7)
+}
 
 
 @pytest.mark.parametrize(("target_present", "n_men"), [(True, 1), (False, 2)])

@@ -1,4 +1,5 @@
 """Media for raters: range parsing, one-size metadata-free face crops, one-time transcoding."""
+
 import subprocess
 from pathlib import Path
 
@@ -16,8 +17,15 @@ from trials.simulation import build_grid_campaign
 
 @pytest.mark.parametrize(
     ("header", "expected"),
-    [("bytes=0-99", (0, 99)), ("bytes=100-", (100, 999)), ("bytes=-10", (990, 999)),
-     ("bytes=900-5000", (900, 999)), ("bytes=0-0", (0, 0)), ("bytes=0-9,20-29", None), ("items=0-9", None)],
+    [
+        ("bytes=0-99", (0, 99)),
+        ("bytes=100-", (100, 999)),
+        ("bytes=-10", (990, 999)),
+        ("bytes=900-5000", (900, 999)),
+        ("bytes=0-0", (0, 0)),
+        ("bytes=0-9,20-29", None),
+        ("items=0-9", None),
+    ],
 )
 def test_parse_range_for_a_1000_byte_file(header, expected):
     assert parse_range(header, 1000) == expected
@@ -47,12 +55,19 @@ def test_open_rating_transcodes_each_video_once_and_crops_each_face(
     assert len(queued) == 1
     assert result.items_created == 40
     videos = list(SourceVideo.objects.filter(campaign=campaign)) + list(
-        MaskedVideo.objects.filter(submission__campaign=campaign))
+        MaskedVideo.objects.filter(submission__campaign=campaign)
+    )
     assert all(v.web_file for v in videos) and len(videos) == 20
-    probe = subprocess.run([ffmpeg_executable(), "-hide_banner", "-i", videos[-1].web_file.path],
-                           capture_output=True, text=True)
-    assert "Video: h264" in probe.stderr and "ffv1" in subprocess.run(
-        [ffmpeg_executable(), "-hide_banner", "-i", videos[-1].file.path], capture_output=True, text=True).stderr
+    probe = subprocess.run(
+        [ffmpeg_executable(), "-hide_banner", "-i", videos[-1].web_file.path], capture_output=True, text=True
+    )
+    assert (
+        "Video: h264" in probe.stderr
+        and "ffv1"
+        in subprocess.run(
+            [ffmpeg_executable(), "-hide_banner", "-i", videos[-1].file.path], capture_output=True, text=True
+        ).stderr
+    )
     names = {v.pk: v.web_file.name for v in SourceVideo.objects.filter(campaign=campaign)}
     with django_capture_on_commit_callbacks(execute=True):
         open_rating(campaign)  # reopening transcodes nothing
@@ -64,7 +79,9 @@ def test_open_rating_transcodes_each_video_once_and_crops_each_face(
 
 def test_campaign_with_too_few_identities_cannot_open(grid_campaign):
     grid_campaign.foils_per_trial = 10
-    with pytest.raises(CannotOpenRating, match="10 identities with a gallery face, an identity trial needs 11"):
+    with pytest.raises(
+        CannotOpenRating, match="10 identities with a gallery face, an identity trial needs 11"
+    ):
         open_rating(grid_campaign, prepare_media=False)
 
 

@@ -4,6 +4,7 @@ no transcoding inside a rater's request (503 + Retry-After until the task has ru
 A concurrent request is played out exactly: the competing call runs to completion while
 this one is cropping or transcoding (the window of the old check-then-create race).
 """
+
 import json
 import re
 from pathlib import Path
@@ -27,7 +28,9 @@ def files_in(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
 
 
-def test_a_crop_stored_by_a_concurrent_first_request_wins_and_ours_is_discarded(grid_campaign, media_root, monkeypatch):
+def test_a_crop_stored_by_a_concurrent_first_request_wins_and_ours_is_discarded(
+    grid_campaign, media_root, monkeypatch
+):
     image = GalleryImage.objects.filter(identity__campaign=grid_campaign).first()
     real_crop = media.face_crop_png
     other = {}
@@ -114,9 +117,18 @@ def test_a_video_not_prepared_is_a_503_to_retry_and_is_never_transcoded_in_the_r
     client.post("/session/start/")
     html = client.get("/session/").content.decode()
     while Trial.objects.get(token=RESPOND.search(html).group(1).split("/")[2]).source_video_id is None:
-        client.post(RESPOND.search(html).group(1), json.dumps({
-            "choice": CHOICE.findall(html)[0], "response_time_ms": 900, "replays": 0, "watch_time_ms": 0,
-        }), content_type="application/json")
+        client.post(
+            RESPOND.search(html).group(1),
+            json.dumps(
+                {
+                    "choice": CHOICE.findall(html)[0],
+                    "response_time_ms": 900,
+                    "replays": 0,
+                    "watch_time_ms": 0,
+                }
+            ),
+            content_type="application/json",
+        )
         html = client.get("/session/").content.decode()
     video_url = MEDIA.findall(html)[-1]
     waiting = client.get(video_url)
@@ -132,13 +144,18 @@ def test_a_video_not_prepared_is_a_503_to_retry_and_is_never_transcoded_in_the_r
     assert ready.status_code == 200 and b"".join(ready.streaming_content)[4:8] == b"ftyp"
     again = prepare_campaign_media(campaign.pk)  # idempotent: nothing made twice
     assert again == {"faces": 10, "videos": 20, "transcoded": 0, "failed": []}
-    videos = [*SourceVideo.objects.filter(campaign=campaign), *MaskedVideo.objects.filter(submission__campaign=campaign)]
+    videos = [
+        *SourceVideo.objects.filter(campaign=campaign),
+        *MaskedVideo.objects.filter(submission__campaign=campaign),
+    ]
     copies = {video.web_file.name for video in videos if media.web_file_ready(video)}
     assert len(videos) == len(copies) == 20
     assert len(list(media_root.rglob("*.mp4"))) == 20  # nothing made twice, nothing left over
 
 
-def test_preparation_removes_files_a_killed_writer_left_and_keeps_a_live_ones(grid_campaign, media_root, settings):
+def test_preparation_removes_files_a_killed_writer_left_and_keeps_a_live_ones(
+    grid_campaign, media_root, settings
+):
     import os
     import time
 

@@ -5,6 +5,7 @@ the video plays only while on screen. The rater here really watches (each video 
 through before the answer) with the plausibility checks on, as in production, and must
 not be flagged. Screenshots go to ``tmp_path``.
 """
+
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -12,7 +13,13 @@ from selenium.webdriver.support.ui import WebDriverWait
 from trials.models import Rater, RatingSession, SessionState, Trial
 
 from .test_browser import (  # noqa: F401
-    browser, live_campaign, one_request_at_a_time, server, trial_token, wait_for_element, wait_for_new_page,
+    browser,
+    live_campaign,
+    one_request_at_a_time,
+    server,
+    trial_token,
+    wait_for_element,
+    wait_for_new_page,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -30,14 +37,19 @@ return {inner: [window.innerWidth, window.innerHeight],
 
 
 def set_viewport(driver, width, height, mobile):
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-        "width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile})
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile},
+    )
 
 
 def assert_on_one_screen(driver, width, height, name, shots):
     driver.execute_script("window.scrollTo(0, 0)")
-    WebDriverWait(driver, 20).until(lambda d: d.execute_script(
-        "return Array.from(document.querySelectorAll('.gallery img')).every(i => i.complete && i.naturalWidth)"))
+    WebDriverWait(driver, 20).until(
+        lambda d: d.execute_script(
+            "return Array.from(document.querySelectorAll('.gallery img')).every(i => i.complete && i.naturalWidth)"
+        )
+    )
     found = driver.execute_script(BOXES)
     assert found["inner"] == [width, height], found["inner"]
     boxes = found["boxes"]
@@ -47,7 +59,13 @@ def assert_on_one_screen(driver, width, height, name, shots):
         assert sum(k.startswith("choice:") for k in kinds) == 5  # the 5 faces
     for label, left, top, right, bottom in boxes:
         assert right - left > 20 and bottom - top > 20, (name, label, left, top, right, bottom)
-        assert 0 <= left and right <= width and 0 <= top and bottom <= height, (name, label, top, bottom, height)
+        assert 0 <= left and right <= width and 0 <= top and bottom <= height, (
+            name,
+            label,
+            top,
+            bottom,
+            height,
+        )
     assert found["scroll"][0] <= width, found["scroll"]  # no horizontal scrolling either
     path = shots / f"{name}.png"
     driver.save_screenshot(str(path))
@@ -56,14 +74,25 @@ def assert_on_one_screen(driver, width, height, name, shots):
 
 def watch_through(driver):
     """Wait until the video has started, and then until it ended (a rater who looks)."""
-    WebDriverWait(driver, 20).until(lambda d: d.execute_script(
-        "var v = document.getElementById('video'); return v.currentTime > 0.1 && !v.paused;"))
-    WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.getElementById('video').ended"))
+    WebDriverWait(driver, 20).until(
+        lambda d: d.execute_script(
+            "var v = document.getElementById('video'); return v.currentTime > 0.1 && !v.paused;"
+        )
+    )
+    WebDriverWait(driver, 30).until(
+        lambda d: d.execute_script("return document.getElementById('video').ended")
+    )
 
 
 @pytest.mark.parametrize("viewport", sorted(VIEWPORTS))
 def test_video_faces_and_answers_fit_one_screen_and_a_watching_rater_is_not_flagged(
-    browser, server, one_request_at_a_time, live_campaign, settings, tmp_path, viewport  # noqa: F811
+    browser,
+    server,
+    one_request_at_a_time,
+    live_campaign,
+    settings,
+    tmp_path,
+    viewport,  # noqa: F811
 ):
     settings.TRIALS_PLAUSIBILITY_CHECKS = True
     settings.TRIALS_MIN_VIEW_MS = 1000
@@ -85,7 +114,11 @@ def test_video_faces_and_answers_fit_one_screen_and_a_watching_rater_is_not_flag
         if token is None:
             break
         trial = Trial.objects.get(token=token)
-        shots.append(assert_on_one_screen(driver, width, height, f"{viewport}-{step}-{trial.kind}-{trial.task}", tmp_path))
+        shots.append(
+            assert_on_one_screen(
+                driver, width, height, f"{viewport}-{step}-{trial.kind}-{trial.task}", tmp_path
+            )
+        )
         seen.add(trial.task)
         watch_through(driver)
         if trial.task == "identity":
@@ -119,12 +152,23 @@ def test_video_plays_only_while_on_screen(browser, server, one_request_at_a_time
     wait_for_element(driver, "start").click()
     wait_for_element(driver, "trial-config")
     # Push the video off screen: it pauses; back on screen: it plays again.
-    WebDriverWait(driver, 20).until(lambda d: d.execute_script(
-        "var v = document.getElementById('video'); return v.currentTime > 0.1 && !v.paused;"))
-    driver.execute_script("document.querySelector('.stage').style.marginTop = '3000px'; window.scrollTo(0, 0);")
-    WebDriverWait(driver, 5).until(lambda d: d.execute_script("return document.getElementById('video').paused"))
+    WebDriverWait(driver, 20).until(
+        lambda d: d.execute_script(
+            "var v = document.getElementById('video'); return v.currentTime > 0.1 && !v.paused;"
+        )
+    )
+    driver.execute_script(
+        "document.querySelector('.stage').style.marginTop = '3000px'; window.scrollTo(0, 0);"
+    )
+    WebDriverWait(driver, 5).until(
+        lambda d: d.execute_script("return document.getElementById('video').paused")
+    )
     paused_at = driver.execute_script("return document.getElementById('video').currentTime")
     driver.execute_script("document.querySelector('.stage').style.marginTop = '0';")
-    WebDriverWait(driver, 5).until(lambda d: d.execute_script(
-        "var v = document.getElementById('video'); return !v.paused && v.currentTime > arguments[0];", paused_at))
+    WebDriverWait(driver, 5).until(
+        lambda d: d.execute_script(
+            "var v = document.getElementById('video'); return !v.paused && v.currentTime > arguments[0];",
+            paused_at,
+        )
+    )
     assert RatingSession.objects.get(rater__participant_code="screen-observer").state == SessionState.RUNNING

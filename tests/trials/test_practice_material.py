@@ -1,4 +1,5 @@
 """Practice from material outside the evaluated subset (issue 9): practice harvests no answers."""
+
 import json
 import re
 
@@ -37,7 +38,9 @@ def _practice_replies(campaign, code):
         for url in MEDIA.findall(html):
             b"".join(client.get(url).streaming_content)
         body = {"choice": CHOICE.findall(html)[0], "response_time_ms": 1500}
-        replies.append((trial, client.post(match.group(1), json.dumps(body), content_type="application/json").json()))
+        replies.append(
+            (trial, client.post(match.group(1), json.dumps(body), content_type="application/json").json())
+        )
     return replies
 
 
@@ -57,7 +60,9 @@ def test_practice_gives_no_feedback_on_evaluated_videos(grid_campaign):
 
 def test_practice_uses_only_imported_practice_material_with_feedback(grid_campaign):
     practice = list(SourceVideo.objects.filter(campaign=grid_campaign).order_by("name")[:2])
-    SourceVideo.objects.filter(pk__in=[v.pk for v in practice]).update(practice=True, in_evaluated_subset=False)
+    SourceVideo.objects.filter(pk__in=[v.pk for v in practice]).update(
+        practice=True, in_evaluated_subset=False
+    )
     for code in ("learner-1", "learner-2", "learner-3"):
         replies = _practice_replies(grid_campaign, code)
         assert len(replies) == 2

@@ -4,6 +4,7 @@ Walks a whole session (join, consent, instructions, practice, identity, action a
 trials, completion) and fetches every page, JSON answer and media URL, checking bodies,
 headers and the metadata inside the served PNGs and MP4s.
 """
+
 import json
 import re
 import subprocess
@@ -44,11 +45,12 @@ def png_chunk_types(data: bytes) -> list[str]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     types, offset = [], 8
     while offset < len(data):
-        length = int.from_bytes(data[offset:offset + 4], "big")
-        kind = data[offset + 4:offset + 8].decode("ascii")
-        chunk = data[offset + 8:offset + 8 + length]
-        assert zlib.crc32(data[offset + 4:offset + 8] + chunk) == int.from_bytes(
-            data[offset + 8 + length:offset + 12 + length], "big")
+        length = int.from_bytes(data[offset : offset + 4], "big")
+        kind = data[offset + 4 : offset + 8].decode("ascii")
+        chunk = data[offset + 8 : offset + 8 + length]
+        assert zlib.crc32(data[offset + 4 : offset + 8] + chunk) == int.from_bytes(
+            data[offset + 8 + length : offset + 12 + length], "big"
+        )
         types.append(kind)
         offset += 12 + length
     return types
@@ -57,7 +59,9 @@ def png_chunk_types(data: bytes) -> list[str]:
 def mp4_metadata(path) -> dict:
     result = subprocess.run(
         [ffmpeg_executable(), "-v", "error", "-i", str(path), "-f", "ffmetadata", "-"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     pairs = [line.split("=", 1) for line in result.stdout.splitlines()[1:] if "=" in line]
     return dict(pairs)

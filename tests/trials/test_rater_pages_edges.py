@@ -1,9 +1,9 @@
 """Rater-page edges of issue 9: declining consent, a full study, an expired claim."""
+
 import json
 import re
 from datetime import timedelta
 
-import pytest
 from django.test import Client
 from django.utils import timezone
 
@@ -16,7 +16,9 @@ CHOICE = re.compile(r'data-choice="([^"]+)"')
 
 def test_declining_consent_shows_a_clear_page_and_records_only_the_decline(grid_campaign):
     client = Client()
-    client.post(f"/join/{grid_campaign.join_code}/?PROLIFIC_PID=abc&STUDY_ID=s1", {"participant_code": "p-no"})
+    client.post(
+        f"/join/{grid_campaign.join_code}/?PROLIFIC_PID=abc&STUDY_ID=s1", {"participant_code": "p-no"}
+    )
     assert b'id="decline"' in client.get("/session/").content
     client.post("/session/consent/", {"decline": "yes"})
     page = client.get("/session/").content.decode()
@@ -40,7 +42,9 @@ def test_join_link_closes_with_a_clear_page_when_every_item_is_full(grid_campaig
         RatingSession.objects.filter(pk=session.pk).update(state=SessionState.RUNNING)
         session.refresh_from_db()
         while (trial := assignment.current_trial(session)) is not None:
-            assignment.record_response(trial, {"choice": assignment.valid_choices(trial)[0], "response_time_ms": 2000})
+            assignment.record_response(
+                trial, {"choice": assignment.valid_choices(trial)[0], "response_time_ms": 2000}
+            )
         if not Item.objects.least_completed_first(grid_campaign).exists():
             break
     assert not Item.objects.least_completed_first(grid_campaign).exists()
@@ -49,7 +53,10 @@ def test_join_link_closes_with_a_clear_page_when_every_item_is_full(grid_campaig
     assert not Rater.objects.filter(participant_code="p-late").exists()
     # A participant who joined before still gets back to their session.
     again = Client().post(f"/join/{grid_campaign.join_code}/", {"participant_code": "p-early"})
-    assert again.status_code == 302 and RatingSession.objects.get(rater__participant_code="p-early").pk == returning.pk
+    assert (
+        again.status_code == 302
+        and RatingSession.objects.get(rater__participant_code="p-early").pk == returning.pk
+    )
 
 
 def test_expired_claim_tells_the_rater_instead_of_dropping_the_answer(grid_campaign, settings):
@@ -71,10 +78,21 @@ def test_expired_claim_tells_the_rater_instead_of_dropping_the_answer(grid_campa
     for i in range(trial.item.target_count):
         other = assignment.join(grid_campaign, participant_code=f"o-{i}")
         RatingSession.objects.filter(pk=other.pk).update(state=SessionState.RUNNING)
-        Trial.objects.create(session=other, position=0, kind="item", task=trial.task, item=trial.item,
-                             source_video=trial.source_video, correct_choice="1", completed=True)
-    reply = client.post(RESPOND.search(html).group(1), json.dumps({"choice": CHOICE.findall(html)[0], "response_time_ms": 3000}),
-                        content_type="application/json")
+        Trial.objects.create(
+            session=other,
+            position=0,
+            kind="item",
+            task=trial.task,
+            item=trial.item,
+            source_video=trial.source_video,
+            correct_choice="1",
+            completed=True,
+        )
+    reply = client.post(
+        RESPOND.search(html).group(1),
+        json.dumps({"choice": CHOICE.findall(html)[0], "response_time_ms": 3000}),
+        content_type="application/json",
+    )
     assert reply.status_code == 409
     assert "went to another rater" in reply.json()["message"] and "not stored" in reply.json()["message"]
     assert not Response.objects.filter(trial=trial).exists()

@@ -1,7 +1,7 @@
 """Human scores on hand-computed cases: Wilson intervals, hits/false alarms, kappa."""
+
 import math
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -17,7 +17,12 @@ def wilson_by_hand(k, n, z=1.959963984540054):
 
 @pytest.mark.parametrize(
     ("k", "n", "low", "high"),
-    [(7, 10, 0.396778, 0.892209), (10, 10, 0.722467, 1.0), (0, 10, 0.0, 0.277533), (1, 2, 0.094531, 0.905469)],
+    [
+        (7, 10, 0.396778, 0.892209),
+        (10, 10, 0.722467, 1.0),
+        (0, 10, 0.0, 0.277533),
+        (1, 2, 0.094531, 0.905469),
+    ],
 )
 def test_wilson_interval_matches_hand_computation(k, n, low, high):
     got = scoring.wilson_interval(k, n)
@@ -33,8 +38,15 @@ def test_wilson_interval_is_nan_without_trials():
 def rows(video, condition, task, outcomes):
     """outcomes: list of (choice, correct, target_present)."""
     return [
-        {"rater": f"r{i}", "video": video, "condition": condition, "task": task,
-         "choice": choice, "correct": correct, "target_present": present}
+        {
+            "rater": f"r{i}",
+            "video": video,
+            "condition": condition,
+            "task": task,
+            "choice": choice,
+            "correct": correct,
+            "target_present": present,
+        }
         for i, (choice, correct, present) in enumerate(outcomes)
     ]
 
@@ -45,7 +57,12 @@ def responses():
         # v1 clear: 4 present (3 hits), 1 absent correctly rejected -> 4/5 correct
         rows("v1", "clear", "identity", [("2", True, True)] * 3 + [("4", False, True), ("0", True, False)])
         # v1 masked: 2 present (1 hit), 2 absent (1 false alarm) -> 2/4 correct
-        + rows("v1", "masked", "identity", [("1", True, True), ("0", False, True), ("3", False, False), ("0", True, False)])
+        + rows(
+            "v1",
+            "masked",
+            "identity",
+            [("1", True, True), ("0", False, True), ("3", False, False), ("0", True, False)],
+        )
         + rows("v1", "clear", "action", [("talking", True, True)] * 4)
         + rows("v1", "masked", "action", [("talking", True, True)] * 3 + [("eating", False, True)])
         + rows("v2", "masked", "identity", [("5", True, True)])
@@ -57,7 +74,12 @@ def test_identification_scores_count_hits_and_false_alarms(responses):
     scores = scoring.identification_scores(responses)
     clear, masked = scores.loc[("v1", "clear")], scores.loc[("v1", "masked")]
     assert (clear["n"], clear["n_correct"], clear["accuracy"]) == (5, 4, 0.8)
-    assert (clear["hits"], clear["hit_rate"], clear["false_alarms"], clear["false_alarm_rate"]) == (3, 0.75, 0, 0.0)
+    assert (clear["hits"], clear["hit_rate"], clear["false_alarms"], clear["false_alarm_rate"]) == (
+        3,
+        0.75,
+        0,
+        0.0,
+    )
     assert (masked["hits"], masked["hit_rate"]) == (1, 0.5)
     assert (masked["false_alarms"], masked["false_alarm_rate"]) == (1, 0.5)
     assert (clear["ci_low"], clear["ci_high"]) == pytest.approx(wilson_by_hand(4, 5))

@@ -5,6 +5,7 @@ that the threads share a real SQLite file (``BEGIN IMMEDIATE``, 30 s busy timeou
 production, rather than the test runner's in-memory database. The same raters over real
 HTTP against gunicorn + PostgreSQL: ``tests/ops/test_rater_simulation_http.py``.
 """
+
 import json
 import os
 import subprocess
@@ -14,12 +15,37 @@ from django.conf import settings
 
 
 def test_concurrent_raters_fill_every_item_exactly_with_nothing_lost(tmp_path, grid_cache):
-    env = {**os.environ, "DEID_VAR_DIR": str(tmp_path / "var"), "DEID_DATA_DIR": str(settings.DATA_DIR),
-           "TRIALS_PLAUSIBILITY_CHECKS": "0"}  # scripted raters fetch no media and answer at once
+    env = {
+        **os.environ,
+        "DEID_VAR_DIR": str(tmp_path / "var"),
+        "DEID_DATA_DIR": str(settings.DATA_DIR),
+        "TRIALS_PLAUSIBILITY_CHECKS": "0",
+    }  # scripted raters fetch no media and answer at once
     result = subprocess.run(
-        [sys.executable, "-m", "trials.simulation", "--raters", "40", "--threads", "8", "--abandon", "0.3",
-         "--raters-per-video", "3", "--claim-timeout", "2", "--cache-dir", str(grid_cache), "--media-pages", "1"],
-        capture_output=True, text=True, env=env, cwd=settings.BASE_DIR, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "trials.simulation",
+            "--raters",
+            "40",
+            "--threads",
+            "8",
+            "--abandon",
+            "0.3",
+            "--raters-per-video",
+            "3",
+            "--claim-timeout",
+            "2",
+            "--cache-dir",
+            str(grid_cache),
+            "--media-pages",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=settings.BASE_DIR,
+        timeout=900,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads(result.stdout.strip().splitlines()[-1])

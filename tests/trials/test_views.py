@@ -1,4 +1,5 @@
 """Rater pages through Django's test client: join, consent, trials, answers, media, organizer."""
+
 import json
 import re
 
@@ -35,8 +36,13 @@ def fetch_media(client, html):
 def answer(client, html, choice=None, **extra):
     fetch_media(client, html)
     url = RESPOND.search(html).group(1)
-    body = {"choice": choice or CHOICE.findall(html)[0], "response_time_ms": 1500, "replays": 1,
-            "watch_time_ms": 3000, **extra}
+    body = {
+        "choice": choice or CHOICE.findall(html)[0],
+        "response_time_ms": 1500,
+        "replays": 1,
+        "watch_time_ms": 3000,
+        **extra,
+    }
     return client.post(url, json.dumps(body), content_type="application/json")
 
 
@@ -72,7 +78,9 @@ def test_rater_goes_from_practice_to_completion_code(grid_campaign):
     assert kinds[:2] == ["practice", "practice"]
     # One trial per source video: 10 videos, 2 of them spent on practice.
     assert kinds.count("item") == 8 and kinds.count("catch") == round(8 * 0.1)
-    seen = list(session.trials.filter(kind__in=["item", "practice"]).values_list("source_video_id", flat=True))
+    seen = list(
+        session.trials.filter(kind__in=["item", "practice"]).values_list("source_video_id", flat=True)
+    )
     assert len(seen) == len(set(seen)), "a source video was shown twice in one session"
 
 
@@ -114,7 +122,9 @@ def test_media_answers_range_requests_and_only_for_the_owner(grid_campaign):
     video_url = [u for u in MEDIA.findall(html)][-1]
     full = owner.get(video_url)
     body = b"".join(full.streaming_content)
-    assert full.status_code == 200 and full["Accept-Ranges"] == "bytes" and full["Content-Type"] == "video/mp4"
+    assert (
+        full.status_code == 200 and full["Accept-Ranges"] == "bytes" and full["Content-Type"] == "video/mp4"
+    )
     assert body[4:8] == b"ftyp" and int(full["Content-Length"]) == len(body)
     assert "Content-Disposition" not in full
     part = owner.get(video_url, HTTP_RANGE="bytes=100-199")
@@ -191,14 +201,18 @@ def test_rater_login_page_and_csrf_protected_answers(grid_campaign):
     client = Client(enforce_csrf_checks=True)
     client.get(f"/join/{grid_campaign.join_code}/")
     token = client.cookies["csrftoken"].value
-    client.post(f"/join/{grid_campaign.join_code}/", {"participant_code": "P-csrf", "csrfmiddlewaretoken": token})
+    client.post(
+        f"/join/{grid_campaign.join_code}/", {"participant_code": "P-csrf", "csrfmiddlewaretoken": token}
+    )
     client.post("/session/consent/", {"agree": "yes", "csrfmiddlewaretoken": token})
     client.post("/session/start/", {"csrfmiddlewaretoken": token})
     html = client.get("/session/").content.decode()
     url = RESPOND.search(html).group(1)
     body = json.dumps({"choice": CHOICE.findall(html)[0], "response_time_ms": 10})
     assert client.post(url, body, content_type="application/json").status_code == 403
-    ok = client.post(url, body, content_type="application/json", HTTP_X_CSRFTOKEN=client.cookies["csrftoken"].value)
+    ok = client.post(
+        url, body, content_type="application/json", HTTP_X_CSRFTOKEN=client.cookies["csrftoken"].value
+    )
     assert ok.status_code == 200
 
 
@@ -232,6 +246,8 @@ def test_organizer_progress_separates_answered_from_open_claims(grid_campaign, s
     client = Client()
     client.force_login(staff)
     page = client.get(f"/organizer/{grid_campaign.pk}/").content.decode()
-    cells = re.findall(r"<td>(\d+)</td><td>0</td><td>(\d+)</td><td>3</td>", page)  # usable, excluded, claimed, target
+    cells = re.findall(
+        r"<td>(\d+)</td><td>0</td><td>(\d+)</td><td>3</td>", page
+    )  # usable, excluded, claimed, target
     assert sorted(cells, reverse=True)[:2] == [("1", "0"), ("0", "1")]
     assert sum(int(done) for done, _ in cells) == 1 and sum(int(open_) for _, open_ in cells) == 1

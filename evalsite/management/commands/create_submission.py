@@ -1,4 +1,5 @@
 """``manage.py create_submission --campaign SLUG --team NAME --name METHOD``."""
+
 from django.core.management.base import BaseCommand, CommandError
 
 from evalsite.models import Campaign

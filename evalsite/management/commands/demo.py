@@ -1,4 +1,5 @@
 """``manage.py demo``: build, import, mask, evaluate, report, and print the login (evalsite/demo.py)."""
+
 import time
 
 from django.core.management import call_command
@@ -10,18 +11,30 @@ from evalsite.demo import run_demo
 
 
 class Command(BaseCommand):
-    help = ("Build and import the demo campaign from the real data, make every baseline submission, "
-            "run the automated face evaluation, write reports to var/reports/ and print an organizer login.")
+    help = (
+        "Build and import the demo campaign from the real data, make every baseline submission, "
+        "run the automated face evaluation, write reports to var/reports/ and print an organizer login."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--stride", type=int, default=5, help="evaluate every n-th frame (default 5)")
-        parser.add_argument("--method", action="append", dest="methods",
-                            help="only this baseline method (repeatable; default: all)")
-        parser.add_argument("--no-attack", action="store_false", dest="attack",
-                            help="skip the demo attack suite (naive/parrot attackers)")
-        parser.add_argument("--url", default="http://127.0.0.1:8000/",
-                            help="address the site is served at, for the printed login "
-                                 "(make demo passes its DEMO_ADDRESS)")
+        parser.add_argument(
+            "--method",
+            action="append",
+            dest="methods",
+            help="only this baseline method (repeatable; default: all)",
+        )
+        parser.add_argument(
+            "--no-attack",
+            action="store_false",
+            dest="attack",
+            help="skip the demo attack suite (naive/parrot attackers)",
+        )
+        parser.add_argument(
+            "--url",
+            default="http://127.0.0.1:8000/",
+            help="address the site is served at, for the printed login (make demo passes its DEMO_ADDRESS)",
+        )
 
     def handle(self, *args, stride, methods, attack, url, **options):
         started = time.monotonic()
@@ -38,10 +51,12 @@ class Command(BaseCommand):
         write(f"Campaign: {result.campaign.name} (slug {result.campaign.slug})")
         write(f"Reports:  {len(result.report_paths)} files in {result.summary_path.parent}/")
         write(f"Summary:  {result.summary_path}")
-        write(self.style.SUCCESS(
-            f"Organizer login: {url.rstrip('/')}/admin/  user '{result.username}'  "
-            f"password '{result.password}' (new on every run)"
-        ))
+        write(
+            self.style.SUCCESS(
+                f"Organizer login: {url.rstrip('/')}/admin/  user '{result.username}'  "
+                f"password '{result.password}' (new on every run)"
+            )
+        )
         write(f"Demo finished in {time.monotonic() - started:.0f} s.")
         if result.failures:
             raise CommandError("some baselines failed:\n" + "\n".join(result.failures))

@@ -1,4 +1,5 @@
 """``manage.py export_report SUBMISSION_ID --format csv|json [--output FILE]``."""
+
 from django.core.management.base import BaseCommand, CommandError
 
 from evalsite.models import Submission

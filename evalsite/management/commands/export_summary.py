@@ -1,4 +1,5 @@
 """``manage.py export_summary --campaign SLUG --output FILE``: one row per submission."""
+
 from django.core.management.base import BaseCommand, CommandError
 
 from evalsite.models import Campaign

@@ -1,4 +1,5 @@
 """``manage.py import_dataset FOLDER --campaign NAME --organizer USER``: see evalsite/importer.py."""
+
 from django.core.management.base import BaseCommand, CommandError
 
 from evalsite.importer import DatasetError, import_dataset
@@ -10,11 +11,19 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("folder", help="dataset folder (layout: see README, 'Your own data')")
         parser.add_argument("--campaign", help="campaign name (default: 'name' in campaign.json)")
-        parser.add_argument("--organizer", action="append", default=[], metavar="USER",
-                            help="username of a staff user who organizes the campaign (repeatable); "
-                                 "only organizers and superusers see a campaign")
-        parser.add_argument("--no-web-copies", action="store_true",
-                            help="skip the browser-playable H.264 copies of the clear videos")
+        parser.add_argument(
+            "--organizer",
+            action="append",
+            default=[],
+            metavar="USER",
+            help="username of a staff user who organizes the campaign (repeatable); "
+            "only organizers and superusers see a campaign",
+        )
+        parser.add_argument(
+            "--no-web-copies",
+            action="store_true",
+            help="skip the browser-playable H.264 copies of the clear videos",
+        )
 
     def handle(self, *args, folder, campaign, organizer, no_web_copies, **options):
         try:
@@ -23,5 +32,7 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from error
         self.stdout.write(self.style.SUCCESS(f"Imported {report}"))
         if not organizer:
-            self.stdout.write("No --organizer given: only superusers see this campaign until one is added "
-                              "(admin: Campaigns > organizers).")
+            self.stdout.write(
+                "No --organizer given: only superusers see this campaign until one is added "
+                "(admin: Campaigns > organizers)."
+            )

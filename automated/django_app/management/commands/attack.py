@@ -4,6 +4,7 @@ Starts the run through ``dispatch.start_run`` (face crops per masked video, shar
 workers when a broker is configured, then the suite; in this process otherwise) and, with
 a broker, prints its progress until it finishes (``--no-wait``: return at once).
 """
+
 from django.core.management.base import BaseCommand, CommandError
 
 from automated.attack.attackers import ATTACKERS
@@ -19,37 +20,81 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("submission_id", type=int)
-        parser.add_argument("--attackers", nargs="+", default=list(ATTACKERS), choices=list(ATTACKERS),
-                            help="attacker knowledge: clear = clear-on-clear bound, naive = trained on clear, "
-                                 "parrot = trained on masked, parrot_25/50/75 = that %% of training masked "
-                                 "(default: all)")
-        parser.add_argument("--recognizers", nargs="+", default=list(DEFAULT_RECOGNIZERS),
-                            choices=list(FACE_RECOGNIZERS),
-                            help="dlib_svm/dlib_knn = pretrained dlib embedding + classifier, lbph = local "
-                                 "binary patterns, eigenfaces = PCA + SVM, cnn = small CNN trained from scratch "
-                                 f"(default: {' '.join(DEFAULT_RECOGNIZERS)})")
-        parser.add_argument("--selection", nargs="+", default=["all"], choices=["all", *SELECTION_STRATEGIES],
-                            help="identity subsets (seeds/000 section 4.2.3): all identities, or subsets of "
-                                 "halving size chosen by each strategy (default: all)")
+        parser.add_argument(
+            "--attackers",
+            nargs="+",
+            default=list(ATTACKERS),
+            choices=list(ATTACKERS),
+            help="attacker knowledge: clear = clear-on-clear bound, naive = trained on clear, "
+            "parrot = trained on masked, parrot_25/50/75 = that %% of training masked "
+            "(default: all)",
+        )
+        parser.add_argument(
+            "--recognizers",
+            nargs="+",
+            default=list(DEFAULT_RECOGNIZERS),
+            choices=list(FACE_RECOGNIZERS),
+            help="dlib_svm/dlib_knn = pretrained dlib embedding + classifier, lbph = local "
+            "binary patterns, eigenfaces = PCA + SVM, cnn = small CNN trained from scratch "
+            f"(default: {' '.join(DEFAULT_RECOGNIZERS)})",
+        )
+        parser.add_argument(
+            "--selection",
+            nargs="+",
+            default=["all"],
+            choices=["all", *SELECTION_STRATEGIES],
+            help="identity subsets (seeds/000 section 4.2.3): all identities, or subsets of "
+            "halving size chosen by each strategy (default: all)",
+        )
         parser.add_argument("--stride", type=int, default=5, help="use every N-th frame (default 5)")
-        parser.add_argument("--gap", type=int, default=10,
-                            help="frames left out around a single-video identity's test segment (default 10)")
+        parser.add_argument(
+            "--gap",
+            type=int,
+            default=10,
+            help="frames left out around a single-video identity's test segment (default 10)",
+        )
         parser.add_argument("--seed", type=int, default=0, help="seed of the splits and models (default 0)")
-        parser.add_argument("--allow-incomplete", action="store_true",
-                            help="attack a submission that lacks some masked videos")
-        parser.add_argument("--no-wait", action="store_true",
-                            help="with a broker: queue the run and return (progress: admin, API)")
+        parser.add_argument(
+            "--allow-incomplete",
+            action="store_true",
+            help="attack a submission that lacks some masked videos",
+        )
+        parser.add_argument(
+            "--no-wait",
+            action="store_true",
+            help="with a broker: queue the run and return (progress: admin, API)",
+        )
 
-    def handle(self, *args, submission_id, attackers, recognizers, selection, stride, gap, seed,
-               allow_incomplete, no_wait, **options):
+    def handle(
+        self,
+        *args,
+        submission_id,
+        attackers,
+        recognizers,
+        selection,
+        stride,
+        gap,
+        seed,
+        allow_incomplete,
+        no_wait,
+        **options,
+    ):
         try:
             submission = Submission.objects.get(pk=submission_id)
         except Submission.DoesNotExist:
             raise CommandError(f"no submission with id {submission_id}") from None
         try:
-            run = dispatch.start_run("attack", submission, attackers=attackers, recognizers=recognizers,
-                                     selection=selection, stride=stride, gap=gap, seed=seed,
-                                     allow_incomplete=allow_incomplete)
+            run = dispatch.start_run(
+                "attack",
+                submission,
+                attackers=attackers,
+                recognizers=recognizers,
+                selection=selection,
+                stride=stride,
+                gap=gap,
+                seed=seed,
+                allow_incomplete=allow_incomplete,
+            )
         except ValueError as error:
             raise CommandError(str(error)) from error
         self.stdout.write(f"attack run {run.pk} of {submission}: {run.status} ({run.progress})")

@@ -1,4 +1,5 @@
 """``python manage.py make_baseline <campaign_slug> (--method M ... | --all)``."""
+
 from django.core.management.base import BaseCommand, CommandError
 
 from automated.anonymizers import BASELINE_METHODS
@@ -24,13 +25,17 @@ class Command(BaseCommand):
             raise CommandError(f"no campaign with slug {campaign_slug!r}") from None
         for method in list(BASELINE_METHODS) if all else methods:
             # Re-runs mask only what is missing; say so, so that nothing looks redone.
-            before = MaskedVideo.objects.filter(submission__campaign=campaign, submission__team__name=team,
-                                                submission__name=method).count()
+            before = MaskedVideo.objects.filter(
+                submission__campaign=campaign, submission__team__name=team, submission__name=method
+            ).count()
             try:
-                submission = create_baseline_submission(campaign, method, team_name=team,
-                                                        web_copies=not no_web_copies)
+                submission = create_baseline_submission(
+                    campaign, method, team_name=team, web_copies=not no_web_copies
+                )
             except ValueError as error:
                 raise CommandError(f"{method}: {error}") from error
             total = submission.masked_videos.count()
-            self.stdout.write(f"submission {submission.pk} {submission}: {total} masked videos "
-                              f"({total - before} new, {before} kept)")
+            self.stdout.write(
+                f"submission {submission.pk} {submission}: {total} masked videos "
+                f"({total - before} new, {before} kept)"
+            )

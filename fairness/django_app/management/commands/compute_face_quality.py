@@ -1,4 +1,5 @@
 """``manage.py compute_face_quality --campaign SLUG [--force]``."""
+
 from django.core.management.base import BaseCommand, CommandError
 
 from evalsite.models import Campaign
