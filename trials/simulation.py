@@ -234,6 +234,7 @@ class RaterLog:
     media_not_prepared: int = 0  # 503 + Retry-After
     keepalive_retries: int = 0  # requests resent after the server closed an idle connection
     finished: bool = False
+    study_full: bool = False  # turned away at the join page: every item was full
     errors: list = field(default_factory=list)  # unexpected statuses and server-side failures
     connection_errors: list = field(default_factory=list)  # resets, refused, timeouts
 
@@ -418,11 +419,11 @@ def simulate_rater(
     log = RaterLog(code)
     try:
         _expect(client.request("GET", f"/join/{join_code}/")[0], 200, what="join page")
-        _expect(
-            client.request("POST", f"/join/{join_code}/", form={"participant_code": code})[0],
-            302,
-            what="join",
-        )
+        joined = client.request("POST", f"/join/{join_code}/", form={"participant_code": code})[0]
+        if joined.status == 403 and b"This study is full" in joined.body:
+            log.study_full = log.finished = True  # every item had its target: a clear refusal
+            return log
+        _expect(joined, 302, what="join")
         _expect(client.request("GET", "/session/")[0], 200, what="consent page")
         _expect(client.request("POST", "/session/consent/", form={"agree": "yes"})[0], 302, what="consent")
         _expect(client.request("GET", "/session/")[0], 200, what="instructions page")
