@@ -70,6 +70,14 @@ class CampaignQuerySet(models.QuerySet):
         return self.filter(organizers=user)
 
 
+class LeaderboardVisibility(models.TextChoices):
+    """How much of a campaign's leaderboard its teams see (the organizer's choice)."""
+
+    HIDDEN = "hidden", "hidden from teams"
+    NAMED = "named", "published, teams named"
+    ANONYMISED = "anonymised", "published, other teams anonymised"
+
+
 class Campaign(models.Model):
     """One evaluation edition (MediaEval 2021 task overview, seeds/002, section 4)."""
 
@@ -128,6 +136,21 @@ class Campaign(models.Model):
         "error pages such as a session opened in another browser.",
     )
     organizers = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="campaigns")
+    leaderboard_visibility = models.CharField(
+        "leaderboard for teams",
+        max_length=16,
+        choices=LeaderboardVisibility.choices,
+        default=LeaderboardVisibility.HIDDEN,
+        help_text="What team members see of the leaderboard on their team page: nothing (hidden), every "
+        "row with team names (named), or the other teams' rows under neutral labels (anonymised); "
+        "their own team is always named.",
+    )
+    teams_may_upload = models.BooleanField(
+        "teams may upload",
+        default=False,
+        help_text="Team members may upload zips of masked videos to their own submissions on their team "
+        "page (the same validation and per-file report as the admin).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = CampaignQuerySet.as_manager()
