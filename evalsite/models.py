@@ -180,6 +180,12 @@ class Identity(models.Model):
         blank=True,
         help_text='e.g. {"gender": "female", "race": "white", "age_band": "30-44"}',
     )
+    practice = models.BooleanField(
+        "practice identity",
+        default=False,
+        help_text="Shown only in practice trials (its faces and videos), never in evaluated ones, "
+        "so practice feedback reveals no answer of the study.",
+    )
 
     class Meta:
         verbose_name = "identity"
