@@ -4,6 +4,7 @@ from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
 from . import api
+from .dictionary_api import DataDictionaryView
 
 # No '.json' suffix routes: formats are chosen with ?format= (custom actions take no format argument).
 router = DefaultRouter()
@@ -15,5 +16,6 @@ router.register("source-videos", api.SourceVideoViewSet, basename="source-video"
 router.register("submissions", api.SubmissionViewSet, basename="submission")
 
 urlpatterns: list = [
+    path("dictionary/", DataDictionaryView.as_view(), name="data-dictionary"),
     path("", include(router.urls)),
 ]

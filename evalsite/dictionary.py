@@ -1,0 +1,273 @@
+"""The data dictionary of the reports: one entry per column that a report emits.
+
+Every per-video column (``evalsite.reports.per_video_report``: CSV, JSON ``videos``,
+API) and every submission-summary entry (JSON ``summary``, the campaign summary table
+``<section>.<key>``, API) has an entry saying what it means, its unit, range, ideal
+value, type, the decimals it is rounded to in CSV exports, and where relevant the
+recognition model, threshold and distance behind it and its source (paper, section).
+
+Apps register the entries of their own columns, next to the provider that emits them
+(usually in ``AppConfig.ready()`` via the provider module's ``register()``)::
+
+    from evalsite import dictionary
+    from evalsite.dictionary import Column
+
+    dictionary.register("face", {
+        "face_match_rate": Column("share of masked frames verified as the true identity",
+                                  "float", unit="fraction", range="[0, 1]", ideal="0", precision=3),
+    })
+    dictionary.register("face_evaluation", {"match_rate": Column(...)}, level="summary")
+
+Names
+-----
+- ``level="video"``: the names are the per-video column names as emitted (they start
+  with the section prefix, e.g. ``face_``, ``attack_``, ``behaviour_``, ``human_``).
+- ``level="summary"``: the names are keys of the summary section ``section``; the entry's
+  full name is ``<section>.<key>`` (the campaign-summary-table column). ``section=""``
+  registers top-level summary facts (``team``, ``complete``, ...) under their bare names.
+- A name containing ``*`` is a pattern (``fnmatch`` rules, case-sensitive), e.g.
+  ``behaviour_pck_*``; an exact entry wins over a pattern.
+- An entry of dtype ``"object"`` or ``"list"`` covers everything nested below it (a JSON
+  table such as ``attack.table`` or ``fairness.scores`` is documented as a whole).
+
+Lookup: :func:`lookup` (one name; KeyError if undocumented), :func:`missing` (names
+without an entry). Publication: :func:`as_frame`, :func:`as_csv`, :func:`as_records`
+(the ``GET /api/dictionary/`` payload, ``manage.py export_report --dictionary``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from dataclasses import asdict, dataclass, fields
+
+import pandas as pd
+
+#: Column types: scalars in CSV cells, and containers nested in the JSON summary.
+DTYPES = ("int", "float", "bool", "str", "list", "object")
+LEVELS = ("video", "summary")
+CONTAINER_DTYPES = ("list", "object")
+
+
+@dataclass(frozen=True)
+class Column:
+    """What one report column means.
+
+    Attributes
+    ----------
+    meaning : str
+        One or two sentences: what is measured, on what, and how.
+    dtype : str
+        One of :data:`DTYPES`. ``int`` columns are written as whole numbers (empty when
+        missing, never ``15.0``); ``float`` ones rounded to ``precision`` decimals in CSV.
+    unit : str
+        e.g. "fraction", "dB", "degrees", "identities", "frames", "" when dimensionless.
+    range : str
+        Possible values, e.g. "[0, 1]", "[-1, 1]", ">= 0", "1 .. n_identities".
+    ideal : str
+        The value a good de-identification aims at (privacy or utility), or "" if none.
+    precision : int or None
+        Decimals of ``float`` values in CSV exports (JSON keeps full precision). None for
+        non-float columns.
+    model, threshold, distance : str
+        The recognition model, decision threshold and distance behind the value, where
+        relevant (e.g. dlib ResNet, 0.6, Euclidean L2).
+    source : str
+        Paper and section (``seeds/...`` file, section or equation) or the module defining it.
+    internal : bool
+        Bookkeeping (timings, internal references): kept out of report summaries.
+    """
+
+    meaning: str
+    dtype: str
+    unit: str = ""
+    range: str = ""
+    ideal: str = ""
+    precision: int | None = None
+    model: str = ""
+    threshold: str = ""
+    distance: str = ""
+    source: str = ""
+    internal: bool = False
+
+    def __post_init__(self):
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if not self.meaning.strip():
+            raise ValueError("meaning must not be empty")
+        if self.dtype == "float":
+            if not isinstance(self.precision, int) or isinstance(self.precision, bool) or self.precision < 0:
+                raise ValueError(f"a float column needs precision >= 0 (decimals), got {self.precision!r}")
+        elif self.precision is not None:
+            raise ValueError(f"precision is for float columns only, got {self.precision!r} for {self.dtype}")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A registered column: full ``name``, report ``level``, ``section`` and its :class:`Column`."""
+
+    name: str
+    level: str
+    section: str
+    column: Column
+
+    @property
+    def is_pattern(self) -> bool:
+        return "*" in self.name
+
+
+_ENTRIES: dict[tuple[str, str], Entry] = {}
+
+
+def register(section: str, columns: dict[str, Column], *, level: str = "video") -> None:
+    """Register the entries of ``section``'s columns (idempotent; a later entry replaces one of the same name).
+
+    Parameters
+    ----------
+    section : str
+        Report section (``"face"``, ``"face_evaluation"``, ``"human"``, ...; ``""`` for
+        top-level summary facts and base per-video columns).
+    columns : dict of str -> Column
+        Column name (``level="video"``) or section key (``level="summary"``) -> entry.
+    level : {"video", "summary"}
+
+    Raises
+    ------
+    ValueError
+        On an unknown level, or a value that is not a :class:`Column`.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
+    for key, column in columns.items():
+        if not isinstance(column, Column):
+            raise ValueError(f"entry {key!r} of section {section!r} is not a Column: {column!r}")
+        name = f"{section}.{key}" if level == "summary" and section else key
+        _ENTRIES[(level, name)] = Entry(name, level, section, column)
+
+
+def entries(level: str | None = None) -> list[Entry]:
+    """Registered entries in registration order (of one ``level``, or all)."""
+    return [e for (lvl, _), e in _ENTRIES.items() if level is None or lvl == level]
+
+
+def video_columns() -> list[str]:
+    """Non-pattern per-video column names in registration order: the report's stable column set."""
+    return [e.name for e in entries("video") if not e.is_pattern]
+
+
+def lookup(name: str, level: str = "video") -> Entry:
+    """The entry documenting ``name`` (exact, then pattern, then a container above it).
+
+    Parameters
+    ----------
+    name : str
+        A per-video column (``level="video"``), or a summary path ``section.key[.sub...]``
+        / a top-level summary key (``level="summary"``).
+
+    Raises
+    ------
+    KeyError
+        If no entry documents ``name``.
+    """
+    exact = _ENTRIES.get((level, name))
+    if exact is not None:
+        return exact
+    patterns = [e for e in entries(level) if e.is_pattern and fnmatch.fnmatchcase(name, e.name)]
+    if patterns:
+        return patterns[0]
+    parts = name.split(".")
+    for stop in range(len(parts) - 1, 0, -1):
+        try:
+            parent = lookup(".".join(parts[:stop]), level)
+        except KeyError:
+            continue
+        if parent.column.dtype in CONTAINER_DTYPES:
+            return parent
+    raise KeyError(f"no data-dictionary entry for {level} column {name!r}")
+
+
+def find(name: str, level: str = "video") -> Column | None:
+    """``lookup(name, level).column``, or None when undocumented."""
+    try:
+        return lookup(name, level).column
+    except KeyError:
+        return None
+
+
+def missing(names, level: str = "video") -> list[str]:
+    """The names (in input order) that have no entry."""
+    return [name for name in names if find(name, level) is None]
+
+
+def is_internal(name: str, level: str = "summary") -> bool:
+    """True if ``name``'s entry marks it internal (kept out of summaries)."""
+    column = find(name, level)
+    return column is not None and column.internal
+
+
+FIELDS = ["level", "section", "name"] + [f.name for f in fields(Column)]
+
+
+def as_frame() -> pd.DataFrame:
+    """The dictionary as a table: one row per entry, columns :data:`FIELDS`."""
+    rows = [{"level": e.level, "section": e.section, "name": e.name, **asdict(e.column)} for e in entries()]
+    frame = pd.DataFrame(rows, columns=FIELDS)
+    frame["precision"] = frame["precision"].astype("Int64")
+    return frame
+
+
+def as_records() -> list[dict]:
+    """The dictionary as JSON-ready records (``precision`` None where not a float)."""
+    return [{"level": e.level, "section": e.section, "name": e.name, **asdict(e.column)} for e in entries()]
+
+
+def as_csv() -> str:
+    """:func:`as_frame` as CSV text."""
+    return as_frame().to_csv(index=False)
+
+
+def as_json() -> str:
+    """:func:`as_records` as indented JSON text."""
+    return json.dumps(as_records(), indent=2)
+
+
+def typed(frame: pd.DataFrame, level: str = "video") -> pd.DataFrame:
+    """Cast ``frame``'s documented ``int`` columns to nullable ``Int64`` and ``bool`` ones to ``boolean``.
+
+    A column of whole numbers with missing cells (NaN made it float) becomes whole
+    again; a documented int column holding a non-whole number raises, naming it.
+
+    Raises
+    ------
+    ValueError
+        If an ``int`` column holds a fractional value.
+    """
+    frame = frame.copy()
+    for name in frame.columns:
+        column = find(str(name), level)
+        if column is None:
+            continue
+        values = frame[name]
+        if column.dtype == "int" and values.dtype != "Int64":
+            numeric = pd.to_numeric(values, errors="coerce")
+            whole = numeric.dropna()
+            if ((whole % 1) != 0).any():
+                raise ValueError(
+                    f"column {name!r} is documented as int but holds {whole[(whole % 1) != 0].iloc[0]}"
+                )
+            frame[name] = numeric.round().astype("Int64")
+        elif column.dtype == "bool" and values.dtype != "boolean":
+            frame[name] = values.astype("boolean")
+    return frame
+
+
+def rounded(frame: pd.DataFrame, level: str = "video") -> pd.DataFrame:
+    """``frame`` with each documented ``float`` column rounded to its ``precision`` (for CSV exports)."""
+    frame = frame.copy()
+    for name in frame.columns:
+        column = find(str(name), level)
+        if column is not None and column.dtype == "float":
+            frame[name] = (
+                pd.to_numeric(frame[name], errors="coerce").astype("float64").round(column.precision)
+            )
+    return frame
