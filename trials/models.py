@@ -25,6 +25,7 @@ from evalsite.models import (
     Identity,
     MaskedVideo,
     SourceVideo,
+    Submission,
     opaque_token,
 )
 
@@ -309,6 +310,13 @@ class Trial(models.Model):
     media_fetched_at = models.DateTimeField(null=True, blank=True, help_text="First request of the video.")
     video_bytes_served = models.BigIntegerField(default=0, help_text="Video bytes sent (all Range requests).")
     video_size = models.BigIntegerField(default=0, help_text="Bytes of the video variant served.")
+    page_views = models.PositiveIntegerField(default=0, help_text="Times the trial page was served.")
+    replays = models.PositiveIntegerField(
+        default=0, help_text="Replays so far (the rater's clicks, plus one per reload: the video restarts)."
+    )
+    watch_time_ms = models.PositiveIntegerField(
+        "watch time so far (ms)", default=0, help_text="Video playing time reported by the page so far."
+    )
     completed = models.BooleanField(default=False)
     released = models.BooleanField(
         default=False, help_text="Claim expired and the item went to someone else."
@@ -382,8 +390,9 @@ class GalleryCrop(models.Model):
     re-encoding drops any EXIF/text chunks of the upload.
     """
 
-    #: 1 = square detector crop; 2 = square crop greyed outside the face oval.
-    CURRENT_VERSION = 2
+    #: 1 = square detector crop; 2 = square crop greyed outside the face oval; 3 = aligned
+    #: on the eyes (similarity transform), Lab colour normalised, greyed outside the oval.
+    CURRENT_VERSION = 3
 
     gallery_image = models.OneToOneField(GalleryImage, on_delete=models.CASCADE, related_name="rater_crop")
     file = models.ImageField(upload_to=crop_upload_to)
@@ -397,3 +406,55 @@ class GalleryCrop(models.Model):
         help_text="A short MP4 of this face, the probe of attention-check trials.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+
+
+class RatedSubmission(models.Model):
+    """The organizer's choice whether a submission's masked videos enter human rating.
+
+    A submission without a row is undecided: the first opening of rating includes it when
+    it is complete (every source video has a valid masked video); a submission added
+    later waits until the organizer adds it (:func:`trials.services.set_submission_rated`),
+    which creates its items at once if rating is open.
+    """
+
+    submission = models.OneToOneField(Submission, on_delete=models.CASCADE, related_name="rating_choice")
+    included = models.BooleanField("rated by humans", default=True)
+    decided_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "submission in rating"
+
+    def __str__(self) -> str:
+        return f"{self.submission}: {'rated' if self.included else 'not rated'}"
+
+
+class StillCheck(models.Model):
+    """Whether a gallery still looks like a frame of its identity's evaluated videos.
+
+    Filled by :func:`trials.stills.check_stills` (perceptual hash of the still's face crop
+    against sampled frames). ``fingerprint`` names the files compared, so a replaced still
+    or video makes the check stale and it runs again.
+    """
+
+    gallery_image = models.OneToOneField(GalleryImage, on_delete=models.CASCADE, related_name="still_check")
+    matched_video = models.ForeignKey(
+        SourceVideo,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The evaluated clip the still looks like a frame of; empty if none.",
+    )
+    distance_bits = models.PositiveSmallIntegerField(
+        "closest pHash distance (bits of 64)", null=True, blank=True
+    )
+    fingerprint = models.CharField(max_length=64)
+    checked_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "gallery still check"
+
+    @property
+    def from_evaluated_clip(self) -> bool:
+        """True when the still looks like a frame of one of its identity's evaluated clips."""
+        return self.matched_video_id is not None
