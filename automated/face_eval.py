@@ -2,9 +2,10 @@
 
 The MediaEval 2021 computational evaluation (seeds/002_68b18bfdbdb94491.txt,
 "computational face recognition evaluation"): over selected frames, detect faces in the
-masked video and score the IoU with the clear face (cumulated over tested frames), and
-compare masked faces with the gallery face of the person, counting matches. Added here:
-the face detection failure rate, SSIM and PSNR of PrivHAR-Bench (seeds/004, section 3),
+masked video and score the IoU with the clear face, and compare masked faces with the gallery face of the person, counting matches. Added here:
+the IoU as a mean over reference frames rather than MediaEval's cumulated
+sum (a sum grows with the video's length, so videos and submissions of different lengths
+were not comparable), the face detection failure rate, SSIM and PSNR of PrivHAR-Bench (seeds/004, section 3),
 and closed-set identification among all gallery identities with its chance level
 (seeds/000, closed-set identification).
 
@@ -42,6 +43,10 @@ Protocol of ``evaluate_video`` (frames are streamed in lockstep, never loaded wh
 The clear side (boxes and embeddings of every tested clear frame) is computed once per
 clear video and settings and reused (``clear_side.ClearSideStore``, in memory and on
 disk); masked frames are detected and embedded in batches of ``BATCH_FRAMES`` frames.
+
+Other per-frame measurements ride on the same decoding pass: every ``observers`` object
+gets ``update(frame_index, clear_rgb, masked_rgb)`` for each tested pair (the behaviour
+evaluation, ``automated.behaviour.BehaviourPass``), so a video pair is decoded once.
 """
 
 from __future__ import annotations
@@ -94,9 +99,9 @@ class VideoEvaluation:
         Tested frames with a face in the clear video (reference frames).
     masked_faces : int
         Reference frames where a face is found in the masked video.
-    mean_iou, cumulative_iou : float
-        Mean and sum of the per-reference-frame IoU (0 where the masked frame has no
-        face); NaN when ``clear_faces == 0``.
+    mean_iou : float
+        Mean of the per-reference-frame IoU (0 where the masked frame has no face), in
+        [0, 1]; NaN when ``clear_faces == 0``.
     detection_failure_rate : float
         ``1 - masked_faces / clear_faces``; NaN when ``clear_faces == 0``.
     match_rate : float
@@ -145,7 +150,6 @@ class VideoEvaluation:
     clear_faces: int
     masked_faces: int
     mean_iou: float
-    cumulative_iou: float
     detection_failure_rate: float
     match_rate: float
     rank1_rate: float
@@ -253,6 +257,26 @@ def check_video_pair(clear_path, masked_path) -> VideoInfo:
     return clear
 
 
+def iter_frame_pairs(clear_path, masked_path, *, stride: int = 1):
+    """Yield ``(frame_index, clear_rgb, masked_rgb)`` of every ``stride``-th frame, decoded in lockstep.
+
+    Raises
+    ------
+    VideoPairError
+        While decoding, if one video ends before the other or a frame's size differs.
+    automated.video.VideoError
+        If either file is not a readable video.
+    """
+    pairs = zip_longest(iter_frames(clear_path, stride=stride), iter_frames(masked_path, stride=stride))
+    for clear_pair, masked_pair in pairs:
+        if clear_pair is None or masked_pair is None:  # one video ended early while decoding
+            raise VideoPairError(f"{masked_path} and {clear_path} decode to different frame counts")
+        (frame_index, clear_rgb), (_, masked_rgb) = clear_pair, masked_pair
+        if clear_rgb.shape != masked_rgb.shape:  # a size change mid-stream
+            raise VideoPairError(f"frame {frame_index}: clear {clear_rgb.shape}, masked {masked_rgb.shape}")
+        yield frame_index, clear_rgb, masked_rgb
+
+
 def evaluate_video(
     clear_path,
     masked_path,
@@ -268,6 +292,7 @@ def evaluate_video(
     clear_cache: dict | None = None,
     clear_cache_dir=None,
     no_face: Literal["raise", "nan"] = "raise",
+    observers: Sequence = (),
 ) -> VideoEvaluation:
     """Score one masked video against its clear video and the gallery (module protocol).
 
@@ -309,6 +334,10 @@ def evaluate_video(
         What to do when no tested clear frame has a face (module protocol, step 7):
         raise ``NoFaceError``, or return NaN detection and recognition scores (SSIM and
         PSNR are still computed) with ``clear_faces == 0``.
+    observers : sequence, optional
+        Objects with ``update(frame_index, clear_rgb, masked_rgb)``, called for every
+        tested frame pair in order (e.g. ``automated.behaviour.BehaviourPass``), so that
+        other measurements share this decoding pass; their CPU time is not in ``timings``.
 
     Returns
     -------
@@ -410,18 +439,13 @@ def evaluate_video(
         watch.add("metrics", started)
 
     try:
-        pairs = zip_longest(iter_frames(clear_path, stride=stride), iter_frames(masked_path, stride=stride))
         chunk: list = []
         started = time.process_time()
-        for clear_pair, masked_pair in pairs:
+        for frame_index, clear_rgb, masked_rgb in iter_frame_pairs(clear_path, masked_path, stride=stride):
             started = watch.add("decode", started)
-            if clear_pair is None or masked_pair is None:  # one video ended early while decoding
-                raise VideoPairError(f"{masked_path} and {clear_path} decode to different frame counts")
-            (frame_index, clear_rgb), (_, masked_rgb) = clear_pair, masked_pair
-            if clear_rgb.shape != masked_rgb.shape:  # a size change mid-stream
-                raise VideoPairError(
-                    f"frame {frame_index}: clear {clear_rgb.shape}, masked {masked_rgb.shape}"
-                )
+            for observer in observers:
+                observer.update(frame_index, clear_rgb, masked_rgb)
+            started = time.process_time()
             chunk.append((frame_index, clear_rgb, masked_rgb))
             if len(chunk) == BATCH_FRAMES:
                 analyse(chunk)
@@ -503,7 +527,7 @@ def _person_scores(
     scores["clear_faces"] = len(rows)
     scores["masked_faces"] = int(np.count_nonzero(masked_found[frame_of_face[rows]]))
     if len(rows):
-        scores["mean_iou"], scores["cumulative_iou"] = iou_summary(ious[rows])
+        scores["mean_iou"] = iou_summary(ious[rows])[0]
         scores["detection_failure_rate"] = detection_failure_rate(
             np.ones(len(rows), bool), masked_found[frame_of_face[rows]]
         )
@@ -520,7 +544,6 @@ def _person_scores(
             dict.fromkeys(
                 (
                     "mean_iou",
-                    "cumulative_iou",
                     "detection_failure_rate",
                     "match_rate",
                     "rank1_rate",
@@ -621,10 +644,8 @@ def summarize(evaluations: Iterable[VideoEvaluation]) -> dict:
 
     Rates, IoU, ranks, distances and SSIM are means over videos (each video weighs the
     same), leaving out videos where the metric is NaN (no reference frame). Counts
-    (``COUNT_FIELDS``: frames, faces, face tracks and ``faces_leaked``) and
-    ``cumulative_iou`` are sums, so ``cumulative_iou`` stays MediaEval's
-    "cumulative score for IoU across tested frames" (seeds/002) over the whole
-    submission. ``psnr_db`` is the mean of the videos' finite PSNR in dB (+inf if every
+    (``COUNT_FIELDS``: frames, faces, face tracks and ``faces_leaked``) are sums.
+    ``psnr_db`` is the mean of the videos' finite PSNR in dB (+inf if every
     video is identical to its source); ``n_identities`` and ``chance_level`` are the
     gallery's (the same for every video).
 
@@ -665,8 +686,7 @@ def summarize(evaluations: Iterable[VideoEvaluation]) -> dict:
             summary[name] = int(kept.sum()) if len(kept) else math.nan
         else:
             kept = values[~np.isnan(values)]
-            reduce = np.sum if name == "cumulative_iou" else np.mean
-            summary[name] = float(reduce(kept)) if len(kept) else math.nan
+            summary[name] = float(np.mean(kept)) if len(kept) else math.nan
     summary["masking_success_rank1"] = summary["clear_rank1_rate"] - summary["rank1_rate"]
     summary["masking_success_match"] = summary["clear_match_rate"] - summary["match_rate"]
     return summary

@@ -56,7 +56,6 @@ class VideoScore(models.Model):
     clear_faces = _metric_field("frames with a clear face", integer=True)
     masked_faces = _metric_field("of those, with a masked face", integer=True)
     mean_iou = _metric_field("mean detection IoU")
-    cumulative_iou = _metric_field("cumulative detection IoU")
     detection_failure_rate = _metric_field("face detection failure rate")
     match_rate = _metric_field("gallery match rate (masked)")
     rank1_rate = _metric_field("rank-1 rate (masked)")
@@ -85,6 +84,15 @@ class VideoScore(models.Model):
         null=True,
         blank=True,
         help_text="automated.behaviour.compare metrics and score components; NaN stored as null.",
+    )
+    # Gender-attacker evidence of the frames with a clear face (automated.behaviour.leakage):
+    # per-video samples, scored per submission against the identities' known gender.
+    attribute_samples = models.JSONField(
+        "attribute-attacker samples",
+        null=True,
+        blank=True,
+        help_text="gender probabilities (clear, masked) and masked penultimate features per tested frame "
+        "with a clear face (automated.behaviour.leakage.AttributeVideo); NULL without behaviour.",
     )
 
     class Meta:

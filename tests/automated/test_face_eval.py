@@ -62,7 +62,7 @@ def test_unmasked_identity_baseline_is_recognised_and_detected(evaluations, clip
     result = evaluations[clip, "identity"]
     assert result.frames_tested == 5 and result.clear_faces == 5 and result.masked_faces == 5
     assert result.match_rate == 1.0 and result.rank1_rate == 1.0 and result.mean_rank == 1.0
-    assert result.mean_iou == pytest.approx(1.0) and result.cumulative_iou == pytest.approx(5.0)
+    assert result.mean_iou == pytest.approx(1.0) and not hasattr(result, "cumulative_iou")
     assert result.detection_failure_rate == 0.0
     assert result.ssim == pytest.approx(1.0)
     assert result.psnr_db == math.inf and result.psnr_identical_frames == 5
@@ -103,7 +103,6 @@ def evaluation(**overrides):
         clear_faces=4,
         masked_faces=2,
         mean_iou=0.5,
-        cumulative_iou=2.0,
         detection_failure_rate=0.5,
         match_rate=0.25,
         rank1_rate=0.5,
@@ -272,15 +271,16 @@ def test_clear_video_without_a_face_raises_unless_asked_for_nan(no_face_clip):
     assert result.ssim == pytest.approx(1.0) and result.psnr_db == math.inf  # image metrics stay defined
 
 
-def test_summarize_sums_cumulative_iou_over_videos_and_keeps_the_gallery_size():
+def test_summarize_averages_mean_iou_over_videos_and_keeps_the_gallery_size():
     summary = summarize(
         [
-            evaluation(cumulative_iou=2.0),
-            evaluation(cumulative_iou=1.5, clear_faces=3),
-            evaluation(clear_faces=0, cumulative_iou=math.nan),
+            evaluation(mean_iou=0.5, frames_tested=4),
+            evaluation(mean_iou=0.2, clear_faces=3, frames_tested=40),  # a longer video weighs the same
+            evaluation(clear_faces=0, mean_iou=math.nan),
         ]
     )
-    assert summary["cumulative_iou"] == pytest.approx(3.5)  # across all tested frames of the submission
+    assert summary["mean_iou"] == pytest.approx(0.35)  # each video with a face weighs the same
+    assert "cumulative_iou" not in summary and summary["frames_tested"] == 48
     assert summary["n_identities"] == 4 and isinstance(summary["n_identities"], int)
     with pytest.raises(ValueError, match=r"scored against galleries of different sizes: \[4, 5\]"):
         summarize([evaluation(), evaluation(n_identities=5, chance_level=0.2)])

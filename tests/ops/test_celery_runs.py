@@ -35,7 +35,7 @@ ATTACK = ["--attackers", "clear", "naive", "parrot", "--recognizers", "lbph", "e
 # The heavy suite to kill: the small CNN trains for each attacker.
 KILL_ATTACK = ["--attackers", "clear", "naive", "parrot", "--recognizers", "lbph", "cnn", "--stride", "5"]
 FACE_COLUMNS = (
-    "frames_tested, clear_faces, masked_faces, mean_iou, cumulative_iou, detection_failure_rate, "
+    "frames_tested, clear_faces, masked_faces, mean_iou, detection_failure_rate, "
     "match_rate, rank1_rate, mean_rank, mean_genuine_distance, clear_match_rate, clear_rank1_rate, "
     "chance_level, n_identities, ssim, psnr_db, psnr_identical_frames"
 )
