@@ -55,6 +55,7 @@ FOLD_COLUMNS = [
     "fit_s",
     "predict_s",
 ]
+PREDICTION_COLUMNS = ["recognizer", "attacker", "fold", "sample", "group", "identity", "predicted", "correct"]
 SUMMARY_COLUMNS = [
     "recognizer",
     "attacker",
@@ -378,71 +379,139 @@ def run_cross_video_suite(
     attacker_list = get_attackers(attackers)
     roles = data.roles if data.roles is not None else np.full(data.n_samples, ROLE_EVALUATED)
     folds = video_folds(data.identities, data.groups, roles=roles, n_folds=n_folds, seed=seed)
-    labels = data.identity_labels
     restorers: dict = {}
     rows, predictions = [], []
     for fold in folds:
-        n_classes = len(set(data.identities[fold.train_idx].tolist()))
-        n_train_videos = len(set(data.groups[fold.train_idx].tolist()))
-        for name, factory in recognizers.items():
-            for attacker in attacker_list:
-                started = time.perf_counter()
-                test_idx, y_test, y_pred, n_train, timing = fit_predict(
-                    data,
-                    fold.split,
-                    factory,
-                    attacker,
-                    labels,
-                    seed,
-                    restorer=restorer,
-                    restorers=restorers,
+        fold_rows, fold_predictions = run_fold(
+            data,
+            fold,
+            recognizers=recognizers,
+            attackers=attacker_list,
+            seed=seed,
+            restorer=restorer,
+            restorers=restorers,
+            progress=progress,
+        )
+        rows += fold_rows
+        predictions.append(fold_predictions)
+    return CrossVideoResult(
+        pd.DataFrame(rows, columns=FOLD_COLUMNS),
+        pd.concat(predictions, ignore_index=True),
+        cross_video_counts(data, folds),
+    )
+
+
+def fold_of_groups(groups, tested_groups, number: int = 0) -> VideoFold:
+    """The fold that tests the videos ``tested_groups`` and trains on every other sample.
+
+    Used where the folds were planned before the samples existed (the Django layer plans
+    them from the catalogue, one task per fold, with ``video_folds`` over one row per video).
+
+    Parameters
+    ----------
+    groups : array-like of shape (n_samples,)
+        Video of each sample (``AttackData.groups``).
+    tested_groups : sequence
+        Videos tested in the fold; a video without samples simply tests nothing.
+    number : int, default=0
+
+    Returns
+    -------
+    VideoFold
+    """
+    groups = np.asarray(groups)
+    tested = list(tested_groups)
+    is_test = np.isin(groups, tested)
+    return VideoFold(number, np.flatnonzero(~is_test), np.flatnonzero(is_test), tuple(tested))
+
+
+def run_fold(
+    data: AttackData,
+    fold: VideoFold,
+    *,
+    recognizers: Mapping[str, Callable],
+    attackers: Sequence = DEFAULT_ATTACKERS,
+    seed: int = 0,
+    restorer: Callable | None = None,
+    restorers: dict | None = None,
+    progress: Callable[[dict], None] | None = None,
+) -> tuple[list[dict], pd.DataFrame]:
+    """Train and test every recognizer x attacker on one cross-video fold.
+
+    The unit a worker runs (one task per fold in the Django layer); the attacker's own
+    videos are trained on whatever the fold. A fold whose tested videos have no sample
+    gives no rows.
+
+    Returns
+    -------
+    rows : list of dict
+        One per recognizer x attacker, keys ``FOLD_COLUMNS``.
+    predictions : pandas.DataFrame
+        One row per recognizer x attacker x tested sample (``CrossVideoResult.predictions``).
+    """
+    attacker_list = get_attackers(attackers)
+    labels = data.identity_labels
+    restorers = {} if restorers is None else restorers
+    rows, predictions = [], []
+    if len(fold.test_idx) == 0 or len(fold.train_idx) == 0:
+        return rows, pd.DataFrame(columns=PREDICTION_COLUMNS)
+    n_classes = len(set(data.identities[fold.train_idx].tolist()))
+    n_train_videos = len(set(data.groups[fold.train_idx].tolist()))
+    for name, factory in recognizers.items():
+        for attacker in attacker_list:
+            started = time.perf_counter()
+            test_idx, y_test, y_pred, n_train, timing = fit_predict(
+                data, fold.split, factory, attacker, labels, seed, restorer=restorer, restorers=restorers
+            )
+            acc = accuracy(y_test, y_pred)
+            row = {
+                "recognizer": name,
+                "attacker": attacker.name,
+                "fold": fold.fold,
+                "test_videos": ",".join(str(g) for g in fold.test_groups),
+                "n_classes": n_classes,
+                "n_train": n_train,
+                "n_test": len(y_test),
+                "n_train_videos": n_train_videos,
+                "n_test_videos": len(fold.test_groups),
+                "accuracy": acc,
+                "chance_level": chance_level(n_classes),
+                "chance_normalised": chance_normalised_accuracy(acc, n_classes)
+                if n_classes >= 2
+                else float("nan"),
+                **timing,
+            }
+            rows.append(row)
+            predictions.append(
+                pd.DataFrame(
+                    {
+                        "recognizer": name,
+                        "attacker": attacker.name,
+                        "fold": fold.fold,
+                        "sample": test_idx,
+                        "group": data.groups[test_idx],
+                        "identity": y_test,
+                        "predicted": y_pred,
+                        "correct": y_test == y_pred,
+                    },
+                    columns=PREDICTION_COLUMNS,
                 )
-                acc = accuracy(y_test, y_pred)
-                row = {
-                    "recognizer": name,
-                    "attacker": attacker.name,
-                    "fold": fold.fold,
-                    "test_videos": ",".join(str(g) for g in fold.test_groups),
-                    "n_classes": n_classes,
-                    "n_train": n_train,
-                    "n_test": len(y_test),
-                    "n_train_videos": n_train_videos,
-                    "n_test_videos": len(fold.test_groups),
-                    "accuracy": acc,
-                    "chance_level": chance_level(n_classes),
-                    "chance_normalised": chance_normalised_accuracy(acc, n_classes)
-                    if n_classes >= 2
-                    else float("nan"),
-                    **timing,
-                }
-                rows.append(row)
-                predictions.append(
-                    pd.DataFrame(
-                        {
-                            "recognizer": name,
-                            "attacker": attacker.name,
-                            "fold": fold.fold,
-                            "sample": test_idx,
-                            "group": data.groups[test_idx],
-                            "identity": y_test,
-                            "predicted": y_pred,
-                            "correct": y_test == y_pred,
-                        }
-                    )
-                )
-                if progress is not None:
-                    progress({**row, "elapsed_s": time.perf_counter() - started})
-    tested = np.concatenate([f.test_idx for f in folds])
-    counts = {
-        "n_identities": len(labels),
+            )
+            if progress is not None:
+                progress({**row, "elapsed_s": time.perf_counter() - started})
+    return rows, pd.concat(predictions, ignore_index=True)
+
+
+def cross_video_counts(data: AttackData, folds: Sequence[VideoFold]) -> dict:
+    """``CrossVideoResult.counts`` of ``folds`` over ``data``."""
+    tested = np.concatenate([f.test_idx for f in folds]) if folds else np.zeros(0, np.int64)
+    return {
+        "n_identities": len(data.identity_labels),
         "n_evaluated_identities": len(set(data.identities[tested].tolist())),
         "n_videos": len(set(data.groups.tolist())),
-        "n_tested_videos": sum(len(f.test_groups) for f in folds),
+        "n_tested_videos": len(set(data.groups[tested].tolist())),
         "n_attacker_videos": len(set(data.groups[data.train_only].tolist())),
         "n_frames": data.n_samples,
         "n_tested_frames": len(tested),
-        "n_folds": len(folds),
+        "n_folds": sum(1 for f in folds if len(f.test_idx)),
     }
-    return CrossVideoResult(
-        pd.DataFrame(rows, columns=FOLD_COLUMNS), pd.concat(predictions, ignore_index=True), counts
-    )

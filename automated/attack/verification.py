@@ -318,12 +318,91 @@ def verify_masked_probes(
     )
 
 
+def verify_folds(data, folds, embed, *, fmr_targets: Sequence[float] = FMR_TARGETS, max_rank: int = MAX_RANK):
+    """Masked probes vs the clear gallery over cross-video folds, pooled (``crossvideo.VideoFold``).
+
+    In each fold the probes are the masked samples of the tested videos and the gallery the
+    clear samples of every other video (``verify_masked_probes``); the genuine and impostor
+    scores of all folds are pooled (one embedder, so one score scale) and the CMC is the
+    mean over folds weighted by their probes. Folds without probes are skipped.
+
+    Parameters
+    ----------
+    data : AttackData
+    folds : sequence of VideoFold
+    embed : callable, crops -> ndarray (n, d)
+        E.g. ``recognizers.DlibEmbedding().transform`` (cached per crop content).
+
+    Returns
+    -------
+    VerificationResult
+
+    Raises
+    ------
+    ValueError
+        If no fold has both probes and a gallery.
+    """
+    parts = [
+        verify_masked_probes(data, f.train_idx, f.test_idx, embed, fmr_targets=fmr_targets, max_rank=max_rank)
+        for f in folds
+        if len(f.test_idx) and len(f.train_idx)
+    ]
+    if not parts:
+        raise ValueError("no fold has probes and a gallery")
+    genuine = np.concatenate([p.genuine for p in parts])
+    impostor = np.concatenate([p.impostor for p in parts])
+    n_probes = sum(p.n_probes for p in parts)
+    cmc = sum(p.cmc * p.n_probes for p in parts) / n_probes
+    return VerificationResult(
+        genuine,
+        impostor,
+        operating_points(genuine, impostor),
+        equal_error_rate(genuine, impostor),
+        {float(t): fnmr_at_fmr(genuine, impostor, t)[0] for t in fmr_targets},
+        {float(t): impostor.size * t >= 1.0 for t in fmr_targets},
+        cmc,
+        n_probes,
+        int(np.mean([p.n_gallery for p in parts])),
+    )
+
+
+def curve_record(result: VerificationResult, *, n_points: int = 200) -> dict:
+    """A JSON-ready copy of ``result`` for storing and plotting later (``plot_verification``).
+
+    ``as_dict()`` plus ``cmc`` (list) and ``fmr``/``fnmr`` lists of at most ``n_points``
+    operating points (evenly spaced along the curve, the first and last kept, every point
+    where FMR crosses a power of ten kept too, so the log-axis ROC keeps its shape).
+    """
+    points = result.points
+    keep = np.unique(np.linspace(0, len(points.fmr) - 1, n_points).round().astype(int))
+    decades = [int(np.argmax(points.fmr >= 10.0**-k)) for k in range(1, 6) if (points.fmr >= 10.0**-k).any()]
+    keep = np.unique(np.concatenate([keep, decades, np.maximum(np.asarray(decades, int) - 1, 0)]))
+    return {
+        **result.as_dict(),
+        "cmc": [float(v) for v in result.cmc],
+        "fmr": [float(v) for v in points.fmr[keep]],
+        "fnmr": [float(v) for v in points.fnmr[keep]],
+    }
+
+
+def _curves(result):
+    """(cmc, fmr, fnmr, eer) of a VerificationResult or a ``curve_record`` dict."""
+    if isinstance(result, Mapping):
+        return (
+            np.asarray(result["cmc"]),
+            np.asarray(result["fmr"]),
+            np.asarray(result["fnmr"]),
+            result["eer"],
+        )
+    return result.cmc, result.points.fmr, result.points.fnmr, result.eer
+
+
 def plot_verification(results: Mapping[str, VerificationResult], *, title: str = "") -> bytes:
     """CMC, ROC and DET panels of several results as PNG bytes (matplotlib, Agg).
 
     Parameters
     ----------
-    results : mapping label -> VerificationResult
+    results : mapping label -> VerificationResult or ``curve_record`` dict
         E.g. ``{"clear": ..., "blur_face": ...}`` or one entry per recognizer.
     title : str, optional
 
@@ -342,11 +421,12 @@ def plot_verification(results: Mapping[str, VerificationResult], *, title: str =
     FigureCanvasAgg(figure)
     cmc_ax, roc_ax, det_ax = figure.subplots(1, 3)
     for label, result in results.items():
-        ranks = np.arange(1, len(result.cmc) + 1)
-        cmc_ax.plot(ranks, result.cmc, marker="o", label=label)
-        fmr = np.clip(result.points.fmr, 1e-4, 1.0)
-        roc_ax.step(fmr, 1.0 - result.points.fnmr, where="post", label=f"{label} (EER {result.eer:.3f})")
-        DetCurveDisplay(fpr=result.points.fmr, fnr=result.points.fnmr, estimator_name=label).plot(ax=det_ax)
+        cmc, fmr_points, fnmr_points, eer = _curves(result)
+        ranks = np.arange(1, len(cmc) + 1)
+        cmc_ax.plot(ranks, cmc, marker="o", label=label)
+        fmr = np.clip(fmr_points, 1e-4, 1.0)
+        roc_ax.step(fmr, 1.0 - fnmr_points, where="post", label=f"{label} (EER {eer:.3f})")
+        DetCurveDisplay(fpr=fmr_points, fnr=fnmr_points, estimator_name=label).plot(ax=det_ax)
     cmc_ax.set(xlabel="rank", ylabel="identification rate", title="CMC", ylim=(0, 1.02), xticks=ranks)
     roc_ax.set(xscale="log", xlim=(1e-4, 1.0), ylim=(0, 1.02), xlabel="FMR", ylabel="1 - FNMR", title="ROC")
     det_ax.set(xlabel="FMR", ylabel="FNMR", title="DET")

@@ -1,15 +1,18 @@
 """Django models for attack-suite runs and results (naive/parrot attackers).
 
-The science lives in ``automated/attack/`` (Django-free); these rows store the tidy table
-of ``attack.suite.run_attack_suite`` (one ``AttackResult`` per recognizer x attacker x
-identity subset) and the per-video accuracy of the worst-case pair.
+The science lives in ``automated/attack/`` (Django-free). The headline is the cross-video
+protocol (``attack.crossvideo``): one ``AttackFold`` per fold (a task each, so workers
+share them), then one ``AttackResult`` per recognizer x attacker with the mean, sd, range
+and interval over folds, and the per-video accuracy of the worst-case pair. The
+within-video (time-segment) table, a scene-memorisation figure, is kept apart on the run
+(``AttackRun.scene_memorisation``) so it can never be taken for the worst case.
 """
 
 from django.db import models
 
 from .run_models import RunBase
 
-__all__ = ["AttackRun", "AttackExtraction", "AttackResult", "AttackVideoResult"]
+__all__ = ["AttackRun", "AttackExtraction", "AttackFold", "AttackResult", "AttackVideoResult"]
 
 
 class AttackRun(RunBase):
@@ -37,6 +40,46 @@ class AttackRun(RunBase):
         help_text="Wall seconds fitting and testing all recognizer x attacker pairs.",
     )
     n_samples = models.PositiveIntegerField("face crops", null=True, blank=True)
+    planned_folds = models.JSONField(
+        "planned cross-video folds",
+        default=list,
+        blank=True,
+        help_text="Per fold, the ids of the masked videos it tests (fixed when the run was queued; one task each).",
+    )
+    folds_total = models.PositiveIntegerField("folds", default=0)
+    folds_done = models.PositiveIntegerField("folds done", default=0)
+    counts = models.JSONField(
+        "cross-video counts",
+        default=dict,
+        blank=True,
+        help_text="Identities (classes), tested identities, videos, tested and attacker videos, frames, folds.",
+    )
+    per_identity = models.JSONField(
+        "per-identity accuracy",
+        default=list,
+        blank=True,
+        help_text="Cross-video accuracy of each tested identity, per recognizer x attacker.",
+    )
+    verification = models.JSONField(
+        "verification",
+        default=dict,
+        blank=True,
+        help_text="Per pretrained recognizer: CMC ranks 1-5, EER, FNMR at FMR 1e-2 / 1e-3 and the curves "
+        "(masked probes of each fold vs the clear gallery of the others).",
+    )
+    scene_memorisation = models.JSONField(
+        "within-video table (scene memorisation)",
+        default=list,
+        blank=True,
+        help_text="Every video split in time: the attacker sees other frames of the tested recording, so "
+        "this measures scene memorisation, never the worst case.",
+    )
+    timing = models.JSONField(
+        "timing",
+        default=dict,
+        blank=True,
+        help_text="Wall seconds: features (crops, embeddings) and training per recognizer, per protocol.",
+    )
 
     class Meta(RunBase.Meta):
         verbose_name = "attack run"
@@ -75,8 +118,33 @@ class AttackExtraction(models.Model):
         return f"{self.masked_video} (attack run {self.run_id}): {self.n_crops} crops"
 
 
+class AttackFold(models.Model):
+    """One cross-video fold of an attack run: every recognizer x attacker trained and tested.
+
+    The per-fold task's result (``crossvideo.run_fold``); the summary step starts when every
+    planned fold has one.
+    """
+
+    run = models.ForeignKey(AttackRun, on_delete=models.CASCADE, related_name="folds")
+    fold = models.PositiveIntegerField("fold")
+    test_videos = models.JSONField("tested masked videos", default=list)
+    rows = models.JSONField("results", default=list, help_text="One per recognizer x attacker.")
+    predictions = models.JSONField(
+        "predictions", default=dict, help_text="Per tested frame: pair, sample, group, identity, predicted."
+    )
+    fit_s = models.FloatField("training and testing (s)")
+
+    class Meta:
+        verbose_name = "attack fold"
+        ordering = ["run", "fold"]
+        constraints = [models.UniqueConstraint(fields=["run", "fold"], name="one_attack_fold_result")]
+
+    def __str__(self) -> str:
+        return f"fold {self.fold} of attack run {self.run_id}"
+
+
 class AttackResult(models.Model):
-    """Accuracy of one recognizer x attacker on one identity subset (a row of the tidy table)."""
+    """Cross-video accuracy of one recognizer x attacker (mean over folds), the headline table."""
 
     run = models.ForeignKey(AttackRun, on_delete=models.CASCADE, related_name="results")
     recognizer = models.CharField("recognizer", max_length=64)
@@ -94,6 +162,15 @@ class AttackResult(models.Model):
     chance_normalised = models.FloatField("chance-normalised accuracy")
     fit_s = models.FloatField("fit (s)", null=True, blank=True)
     predict_s = models.FloatField("predict (s)", null=True, blank=True)
+    n_folds = models.PositiveIntegerField("folds", null=True, blank=True)
+    sd = models.FloatField("sd over folds", null=True, blank=True)
+    min_accuracy = models.FloatField("lowest fold accuracy", null=True, blank=True)
+    max_accuracy = models.FloatField("highest fold accuracy", null=True, blank=True)
+    ci_low = models.FloatField("95 % interval, low", null=True, blank=True)
+    ci_high = models.FloatField("95 % interval, high", null=True, blank=True)
+    frame_accuracy = models.FloatField(
+        "accuracy over all tested frames", null=True, blank=True, help_text="Pooled over folds."
+    )
 
     class Meta:
         verbose_name = "attack result"
