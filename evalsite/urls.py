@@ -8,6 +8,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("evalsite.api_urls")),
     path("staff/", include("evalsite.staff_urls")),
+    path("team/", include("evalsite.team_urls")),
     path("organizer/fairness/", include("fairness.django_app.urls")),
     path("organizer/automated/", include("automated.django_app.urls")),
     # The site root (and the admin's "View site") lands on the organizer pages.

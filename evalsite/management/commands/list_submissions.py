@@ -1,0 +1,88 @@
+"""``manage.py list_submissions [--campaign ID|SLUG] [--format table|csv]``: submissions with ids and state."""
+
+import pandas as pd
+from django.core.management.base import BaseCommand, CommandError
+
+from automated.django_app.dispatch import RUN_KINDS
+from evalsite.models import Campaign, MaskedVideo, Submission
+
+
+def _latest_run(model, submission) -> str:
+    run = model.objects.filter(submission=submission).order_by("-created_at", "-id").first()
+    return "-" if run is None else f"{run.status} {run.progress.removesuffix(' videos')}"
+
+
+def submissions_table(campaign: Campaign | None = None) -> pd.DataFrame:
+    """One row per submission (of ``campaign``, or of all), by id.
+
+    Columns: ``id``, ``campaign`` (id), ``team``, ``name``, ``baseline`` (method or '-'),
+    ``videos`` (``"<valid>/<source videos>"``: current masked videos that match their clear
+    video), ``upload`` (latest upload's status, '-' if none), then one column per run kind
+    (``face``, ``attack``, ...): the latest run's status and ``done/total`` videos, '-' if
+    never run.
+    """
+    submissions = Submission.objects.select_related("team", "campaign").order_by("pk")
+    if campaign is not None:
+        submissions = submissions.filter(campaign=campaign)
+    rows = []
+    for s in submissions:
+        upload = s.uploads.order_by("-uploaded_at", "-id").first()
+        valid = MaskedVideo.objects.filter(submission=s).valid().count()
+        rows.append(
+            {
+                "id": s.pk,
+                "campaign": s.campaign_id,
+                "team": s.team.name,
+                "name": s.name,
+                "baseline": s.baseline_method or "-",
+                "videos": f"{valid}/{s.campaign.source_videos.count()}",
+                "upload": upload.status if upload else "-",
+                **{kind: _latest_run(run_type.kind.model, s) for kind, run_type in RUN_KINDS.items()},
+            }
+        )
+    columns = ["id", "campaign", "team", "name", "baseline", "videos", "upload", *RUN_KINDS]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def find_campaign(value: str) -> Campaign:
+    """The campaign with id or slug ``value``.
+
+    Raises
+    ------
+    CommandError
+        If there is none (naming ``list_campaigns``).
+    """
+    campaign = Campaign.objects.filter(pk=int(value)).first() if value.isdigit() else None
+    campaign = campaign or Campaign.objects.filter(slug=value).first()
+    if campaign is None:
+        raise CommandError(f"no campaign with id or slug {value!r} (manage.py list_campaigns lists them)")
+    return campaign
+
+
+class Command(BaseCommand):
+    help = (
+        "List submissions with their ids (what export_report, upload_submission and the runs take), "
+        "team, valid masked videos, latest upload and the latest run of each kind."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--campaign",
+            metavar="ID_OR_SLUG",
+            help="only this campaign's submissions (its id or slug, see list_campaigns; default: all)",
+        )
+        parser.add_argument(
+            "--format",
+            choices=("table", "csv"),
+            default="table",
+            help="an aligned table for reading (default) or CSV for scripts",
+        )
+
+    def handle(self, *args, campaign, format, **options):
+        table = submissions_table(find_campaign(campaign) if campaign else None)
+        if format == "csv":
+            self.stdout.write(table.to_csv(index=False), ending="")
+        elif table.empty:
+            self.stdout.write("No submissions" + (" in this campaign." if campaign else " yet."))
+        else:
+            self.stdout.write(table.to_string(index=False))

@@ -1,0 +1,241 @@
+"""The team view (mounted under /team/): team members see and upload their own submissions.
+
+A team member (``Team.members``, a plain account: no staff flag) logs in at
+``/team/login/`` and sees
+
+- every submission of their team(s), with its per-video report (page, CSV, JSON:
+  :mod:`evalsite.reports`, the same report the organizer exports) and its uploads;
+- a campaign's leaderboard once its organizer publishes it
+  (``Campaign.leaderboard_visibility``: other teams named or anonymised, their own team
+  always named);
+- an upload page for a submission when the organizer allows it
+  (``Campaign.teams_may_upload``), which goes through :func:`evalsite.uploads.receive_upload`:
+  the same validation, background processing and per-file report as the admin.
+
+Access rule, in one place (:func:`own_submissions`, :func:`own_uploads`,
+:func:`leaderboard_campaigns`): rows of the user's teams only. Anything else answers 404,
+so a page does not even confirm that another team's submission or upload exists.
+Organizer pages stay closed to team members (they are not staff); team pages show no
+media at all.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import wraps
+
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import LoginView
+from django.db.models import Q, QuerySet
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse_lazy
+
+from . import reports, services
+from .forms import SubmissionZipForm
+from .models import Campaign, LeaderboardVisibility, MaskedVideo, Submission, SubmissionUpload, Team
+from .uploads import FINISHED, receive_upload
+from .validation import report_rows_as_csv
+
+LOGIN_URL = reverse_lazy("team:login")
+CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
+
+
+def team_login_required(view):
+    """``login_required`` with the team login page."""
+    return wraps(view)(login_required(view, login_url=LOGIN_URL))
+
+
+class TeamLoginView(LoginView):
+    """Django's login view with the team page as the place to land."""
+
+    template_name = "team/login.html"
+    redirect_authenticated_user = False
+    next_page = reverse_lazy("team:home")
+
+
+# --- the access rule ------------------------------------------------------------------
+
+
+def own_teams(user) -> QuerySet[Team]:
+    """Teams ``user`` is a member of (none for an anonymous or inactive user)."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return Team.objects.none()
+    return Team.objects.filter(members=user)
+
+
+def own_submissions(user) -> QuerySet[Submission]:
+    """Submissions of ``user``'s teams, in every campaign they entered."""
+    return Submission.objects.filter(team__in=own_teams(user)).select_related("team", "campaign")
+
+
+def own_uploads(user) -> QuerySet[SubmissionUpload]:
+    """Uploads to submissions of ``user``'s teams (whoever uploaded them)."""
+    return SubmissionUpload.objects.filter(submission__in=own_submissions(user)).select_related(
+        "submission__team", "submission__campaign"
+    )
+
+
+def leaderboard_campaigns(user) -> QuerySet[Campaign]:
+    """Campaigns whose leaderboard ``user`` may see: published, and entered by one of their teams."""
+    return Campaign.objects.filter(
+        ~Q(leaderboard_visibility=LeaderboardVisibility.HIDDEN),
+        pk__in=own_submissions(user).values("campaign"),
+    )
+
+
+def _own_submission(request, pk: int) -> Submission:
+    return get_object_or_404(own_submissions(request.user), pk=pk)
+
+
+# --- helpers --------------------------------------------------------------------------
+
+
+def _download(text: str, filename: str, fmt: str) -> HttpResponse:
+    response = HttpResponse(text, content_type=CONTENT_TYPES[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
+    return response
+
+
+def format_cell(value) -> str:
+    """A report value for an HTML table: '' for missing, yes/no for booleans, floats to 3 decimals."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if hasattr(value, "item"):  # numpy scalar
+        value = value.item()
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.3f}"
+    return str(value)
+
+
+def _submission_facts(submission: Submission) -> dict:
+    valid = MaskedVideo.objects.filter(submission=submission).valid().count()
+    return {
+        "submission": submission,
+        "valid_videos": valid,
+        "source_videos": submission.campaign.source_videos.count(),
+        "latest_upload": submission.uploads.first(),
+        "may_upload": _may_upload(submission),
+    }
+
+
+def _may_upload(submission: Submission) -> bool:
+    # Platform-made baselines are the organizer's; only the admin changes them.
+    return submission.campaign.teams_may_upload and not submission.baseline_method
+
+
+# --- pages ----------------------------------------------------------------------------
+
+
+@team_login_required
+def home(request):
+    """The user's teams, each campaign they entered and its submissions."""
+    teams = []
+    for team in own_teams(request.user).order_by("name"):
+        submissions = team.submissions.select_related("campaign", "team").order_by("campaign__name", "name")
+        campaigns: dict[int, dict] = {}
+        for submission in submissions:
+            entry = campaigns.setdefault(
+                submission.campaign_id, {"campaign": submission.campaign, "submissions": []}
+            )
+            entry["submissions"].append(_submission_facts(submission))
+        teams.append({"team": team, "campaigns": list(campaigns.values())})
+    return render(request, "team/home.html", {"teams": teams})
+
+
+@team_login_required
+def submission_page(request, pk: int):
+    """One own submission: its state, summary and per-video report, uploads."""
+    submission = _own_submission(request, pk)
+    report = reports.per_video_report(submission)
+    summary = reports.summary_row(submission)
+    context = {
+        **_submission_facts(submission),
+        "columns": list(report.columns),
+        "rows": [[format_cell(v) for v in row] for row in report.itertuples(index=False)],
+        "summary": [(key, format_cell(value)) for key, value in summary.items()],
+        "uploads": submission.uploads.all()[:20],
+        "missing": list(submission.missing_source_videos().values_list("name", flat=True)),
+        "leaderboard_published": submission.campaign.leaderboard_visibility != LeaderboardVisibility.HIDDEN,
+    }
+    return render(request, "team/submission.html", context)
+
+
+@team_login_required
+def submission_report(request, pk: int, fmt: str):
+    """The per-video report of an own submission as a CSV or JSON download."""
+    submission = _own_submission(request, pk)
+    if fmt not in services.REPORT_FORMATS:
+        raise Http404("unknown report format")
+    return _download(services.render_report(submission, fmt), reports.report_basename(submission), fmt)
+
+
+@team_login_required
+def upload(request, pk: int):
+    """Upload a zip of masked videos to an own submission, if the organizer allows it."""
+    submission = _own_submission(request, pk)
+    if not _may_upload(submission):
+        return render(request, "team/upload_closed.html", {"submission": submission}, status=403)
+    form = SubmissionZipForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        zip_file = form.cleaned_data["file"]
+        stored = receive_upload(
+            submission,
+            zip_file,
+            original_name=zip_file.name,
+            replace=form.cleaned_data["replace"],
+            uploaded_by=request.user,
+        )
+        return redirect("team:upload_detail", pk=stored.pk)
+    context = {
+        "submission": submission,
+        "form": form,
+        "source_names": list(submission.campaign.source_videos.values_list("name", flat=True)),
+    }
+    return render(request, "team/upload.html", context)
+
+
+@team_login_required
+def upload_detail(request, pk: int):
+    """An upload to an own submission: its status and per-file validation report."""
+    stored = get_object_or_404(own_uploads(request.user), pk=pk)
+    context = {
+        "upload": stored,
+        "submission": stored.submission,
+        "files": stored.report.get("files", []),
+        "missing": stored.report.get("missing_videos", []),
+        "finished": stored.status in FINISHED,
+    }
+    return render(request, "team/upload_detail.html", context)
+
+
+@team_login_required
+def upload_report(request, pk: int, fmt: str):
+    """An upload's per-file validation report as a CSV or JSON download."""
+    stored = get_object_or_404(own_uploads(request.user), pk=pk)
+    if fmt not in CONTENT_TYPES:
+        raise Http404("unknown report format")
+    text = report_rows_as_csv(stored.report) if fmt == "csv" else json.dumps(stored.report, indent=2)
+    return _download(text, f"upload-{stored.pk}-validation", fmt)
+
+
+@team_login_required
+def leaderboard(request, pk: int):
+    """A campaign's leaderboard as published to its teams (404 while hidden)."""
+    campaign = get_object_or_404(leaderboard_campaigns(request.user), pk=pk)
+    viewer_team = own_teams(request.user).filter(submissions__campaign=campaign).order_by("name").first()
+    anonymise = campaign.leaderboard_visibility == LeaderboardVisibility.ANONYMISED
+    context = {"campaign": campaign, "viewer_team": viewer_team, "anonymised": anonymise}
+    try:
+        from .leaderboard import leaderboard_frame
+    except ImportError:  # the leaderboard module is not there yet
+        context["table"] = None
+    else:
+        frame = leaderboard_frame(campaign, anonymise_teams=anonymise, viewer_team=viewer_team)
+        context["table"] = frame
+        context["columns"] = list(frame.columns)
+        context["rows"] = [[format_cell(v) for v in row] for row in frame.itertuples(index=False)]
+    return render(request, "team/leaderboard.html", context)

@@ -1,0 +1,203 @@
+"""The team view (/team/): a team member's own submissions, reports, uploads and leaderboard.
+
+Two teams enter the tiny campaign (3 real GRID clips); team A's member must see A's
+report exactly as the organizer exports it, upload through the same validation as the
+admin when the organizer allows it, and get nothing of team B.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+
+from evalsite import reports
+from evalsite.models import Campaign, LeaderboardVisibility, MaskedVideo, SubmissionUpload
+from evalsite.services import create_submission
+from evalsite.validation import ingest_submission_zip
+
+from .conftest import make_zip
+
+
+@pytest.fixture
+def teams(campaign, masked_files, tmp_path):
+    """Team A (member 'alice', one valid masked video) and team B (member 'bob', one video)."""
+    sub_a = create_submission(campaign, "Team A", "method-a")
+    sub_b = create_submission(campaign, "Team B", "method-bee-secret")
+    for submission, name in [(sub_a, "a.zip"), (sub_b, "bee-secret.zip")]:
+        archive = make_zip(tmp_path / name, {"bbaf2n.mp4": masked_files["good_bbaf2n"]})
+        ingest_submission_zip(submission, archive, original_name=name, web_copies=False)
+    alice = User.objects.create_user("alice", password="pw-alice-123")
+    bob = User.objects.create_user("bob", password="pw-bob-123")
+    sub_a.team.members.add(alice)
+    sub_b.team.members.add(bob)
+    return {"a": sub_a, "b": sub_b, "alice": alice, "bob": bob}
+
+
+def _client(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_anonymous_visitors_go_to_the_team_login_and_a_member_logs_in_there(teams):
+    response = Client().get(reverse("team:submission", args=[teams["a"].pk]))
+    assert response.status_code == 302
+    assert response["Location"] == f"/team/login/?next=/team/submission/{teams['a'].pk}/"
+    client = Client()
+    assert "Team login" in client.get(reverse("team:login")).content.decode()
+    response = client.post(reverse("team:login"), {"username": "alice", "password": "pw-alice-123"})
+    assert response.status_code == 302 and response["Location"] == "/team/"
+    home = client.get("/team/").content.decode()
+    assert "Team A" in home and "method-a" in home
+    assert "Team B" not in home and "method-bee-secret" not in home
+    assert "1 / 3" in home  # one of the three source videos has a valid masked video
+    response = client.post(reverse("team:logout"))
+    assert response.status_code == 302 and client.get("/team/").status_code == 302
+
+
+def test_a_member_reads_their_own_report_exactly_as_the_organizer_exports_it(teams):
+    client = _client(teams["alice"])
+    page = client.get(reverse("team:submission", args=[teams["a"].pk]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Per-video report (3 videos)" in html
+    assert html.count("<tr><td>bbaf2n</td>") == 1 and "<td>brbk7n</td>" in html
+    assert "1 of 3 source videos have a valid masked video; missing: brbk7n, id2_vcd_swwp2s" in html
+    assert "a.zip" in html and "bee-secret.zip" not in html
+    csv_response = client.get(reverse("team:submission_report", args=[teams["a"].pk, "csv"]))
+    assert csv_response["Content-Type"] == "text/csv; charset=utf-8"
+    assert csv_response.content.decode() == reports.report_as_csv(teams["a"])
+    rows = list(csv.DictReader(io.StringIO(csv_response.content.decode())))
+    assert [(r["video"], r["has_masked_video"]) for r in rows] == [
+        ("bbaf2n", "True"),
+        ("brbk7n", "False"),
+        ("id2_vcd_swwp2s", "False"),
+    ]
+    payload = json.loads(client.get(reverse("team:submission_report", args=[teams["a"].pk, "json"])).content)
+    assert payload["summary"]["team"] == "Team A" and payload["summary"]["masked_videos"] == 1
+    assert client.get(reverse("team:submission_report", args=[teams["a"].pk, "xlsx"])).status_code == 404
+
+
+def test_nothing_of_another_team_answers_a_member(teams):
+    client = _client(teams["alice"])
+    upload_b = SubmissionUpload.objects.get(submission=teams["b"])
+    masked_b = MaskedVideo.objects.get(submission=teams["b"])
+    urls = [
+        reverse("team:submission", args=[teams["b"].pk]),
+        reverse("team:submission_report", args=[teams["b"].pk, "csv"]),
+        reverse("team:submission_report", args=[teams["b"].pk, "json"]),
+        reverse("team:upload", args=[teams["b"].pk]),
+        reverse("team:upload_detail", args=[upload_b.pk]),
+        reverse("team:upload_report", args=[upload_b.pk, "csv"]),
+        reverse("team:upload_report", args=[upload_b.pk, "json"]),
+    ]
+    Campaign.objects.update(teams_may_upload=True)
+    for url in urls:
+        for method in ("get", "post"):
+            response = getattr(client, method)(url)
+            assert response.status_code == 404, (method, url, response.status_code)
+            assert b"bee-secret" not in response.content
+    assert SubmissionUpload.objects.filter(submission=teams["b"]).count() == 1
+    # Organizer pages, the API and media stay closed to a member (not staff).
+    assert client.get(reverse("trials:organizer")).status_code == 302
+    assert client.get(reverse("admin:evalsite_submission_changelist")).status_code == 302
+    assert client.get(f"/api/submissions/{teams['b'].pk}/report/").status_code == 403
+    assert client.get(f"/api/submissions/{teams['a'].pk}/report/").status_code == 403
+    assert client.get(reverse("evalsite_staff:masked_video", args=[masked_b.token])).status_code == 302
+
+
+def test_a_submission_of_the_same_team_in_another_campaign_is_theirs_another_teams_is_not(
+    teams, tiny_dataset
+):
+    from evalsite.importer import import_dataset
+
+    other = import_dataset(tiny_dataset, "Other Campaign", web_copies=False).campaign
+    mine = create_submission(other, "Team A", "method-a-elsewhere")
+    theirs = create_submission(other, "Team C", "method-c")
+    client = _client(teams["alice"])
+    home = client.get("/team/").content.decode()
+    assert "Other Campaign" in home and "method-a-elsewhere" in home and "method-c" not in home
+    assert client.get(reverse("team:submission", args=[mine.pk])).status_code == 200
+    assert client.get(reverse("team:submission", args=[theirs.pk])).status_code == 404
+
+
+def test_uploads_stay_closed_until_the_organizer_allows_them(teams, masked_files, tmp_path):
+    client = _client(teams["alice"])
+    archive = make_zip(tmp_path / "second.zip", {"brbk7n.mp4": masked_files["good_brbk7n"]})
+    url = reverse("team:upload", args=[teams["a"].pk])
+    page = client.get(url)
+    assert page.status_code == 403 and "has not opened uploads to teams" in page.content.decode()
+    with archive.open("rb") as handle:
+        assert client.post(url, {"file": handle}).status_code == 403
+    assert SubmissionUpload.objects.filter(submission=teams["a"]).count() == 1
+    assert "upload</a>" not in client.get("/team/").content.decode()
+
+
+def test_a_member_upload_gets_the_admins_validation_and_per_file_report(teams, masked_files, tmp_path):
+    Campaign.objects.update(teams_may_upload=True)
+    client = _client(teams["alice"])
+    archive = make_zip(
+        tmp_path / "mixed.zip",
+        {
+            "brbk7n.mp4": masked_files["good_brbk7n"],
+            "id2_vcd_swwp2s.mp4": masked_files["short"],  # 70 of 75 frames
+            "bbaf2n.mp4": masked_files["good_bbaf2n"],  # already stored, no "replace"
+        },
+    )
+    with archive.open("rb") as handle:
+        response = client.post(reverse("team:upload", args=[teams["a"].pk]), {"file": handle})
+    upload = SubmissionUpload.objects.filter(submission=teams["a"]).order_by("-id").first()
+    assert response.status_code == 302 and response["Location"] == f"/team/upload/{upload.pk}/"
+    assert upload.uploaded_by == teams["alice"] and upload.original_name == "mixed.zip"
+    assert (upload.status, upload.accepted_count, upload.rejected_count) == ("done", 1, 2)
+    statuses = {row["file"]: (row["status"], row["code"]) for row in upload.report["files"]}
+    assert statuses == {
+        "brbk7n.mp4": ("accepted", "accepted"),
+        "id2_vcd_swwp2s.mp4": ("rejected", "frame_count_mismatch"),
+        "bbaf2n.mp4": ("rejected", "already_uploaded"),
+    }
+    assert set(
+        MaskedVideo.objects.filter(submission=teams["a"]).values_list("source_video__name", flat=True)
+    ) == {
+        "bbaf2n",
+        "brbk7n",
+    }
+    page = client.get(response["Location"]).content.decode()
+    assert "1 file(s) accepted, 2 rejected" in page and "frame_count_mismatch" in page
+    assert "1 source video(s) missing: id2_vcd_swwp2s" in page
+    report_csv = client.get(reverse("team:upload_report", args=[upload.pk, "csv"])).content.decode()
+    assert "id2_vcd_swwp2s.mp4,rejected,frame_count_mismatch" in report_csv
+    # Bob (team B) cannot read it.
+    assert _client(teams["bob"]).get(response["Location"]).status_code == 404
+
+
+def test_a_baseline_submission_is_never_uploaded_to_by_a_team(teams):
+    Campaign.objects.update(teams_may_upload=True)
+    teams["a"].baseline_method = "blur_face"
+    teams["a"].save()
+    page = _client(teams["alice"]).get(reverse("team:upload", args=[teams["a"].pk]))
+    assert page.status_code == 403 and "reference submission made by the platform" in page.content.decode()
+
+
+def test_the_leaderboard_answers_only_once_published_and_only_to_teams_of_the_campaign(teams, tiny_dataset):
+    from evalsite.importer import import_dataset
+
+    url = reverse("team:leaderboard", args=[teams["a"].campaign.pk])
+    alice = _client(teams["alice"])
+    assert alice.get(url).status_code == 404  # hidden by default
+    assert "Leaderboard not published yet." in alice.get("/team/").content.decode()
+    Campaign.objects.filter(pk=teams["a"].campaign.pk).update(
+        leaderboard_visibility=LeaderboardVisibility.NAMED
+    )
+    assert alice.get(url).status_code == 200
+    # A member of a team of another campaign only: 404.
+    other = import_dataset(tiny_dataset, "Other Campaign", web_copies=False).campaign
+    outsider = User.objects.create_user("carol")
+    create_submission(other, "Team C", "method-c").team.members.add(outsider)
+    assert _client(outsider).get(url).status_code == 404
