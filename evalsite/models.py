@@ -308,6 +308,12 @@ class SourceVideo(VideoMetadataMixin):
         default=False,
         help_text="Shown only in practice trials (with feedback); never in the evaluated subset.",
     )
+    attacker_train = models.BooleanField(
+        "attacker training material",
+        default=False,
+        help_text="The automated attacker's own labelled video of this identity: teams mask it too, the "
+        "attack trains on it and never tests it, raters never see it (not evaluated, not practice).",
+    )
     token = models.CharField(max_length=40, unique=True, default=opaque_token, editable=False)
     file_replaced_at = models.DateTimeField(
         "clear file replaced at",
@@ -320,7 +326,23 @@ class SourceVideo(VideoMetadataMixin):
     class Meta:
         verbose_name = "source video"
         ordering = ["campaign", "name"]
-        constraints = [models.UniqueConstraint(fields=["campaign", "name"], name="unique_source_video_name")]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "name"], name="unique_source_video_name"),
+            models.CheckConstraint(
+                condition=~models.Q(attacker_train=True)
+                | models.Q(practice=False, in_evaluated_subset=False),
+                name="attacker_video_neither_evaluated_nor_practice",
+                violation_error_message="An attacker training video is neither in the evaluated subset "
+                "nor practice material (raters never see it).",
+            ),
+        ]
+
+    @property
+    def role(self) -> str:
+        """``"attacker_train"``, ``"practice"`` or ``"evaluated"`` (the ``role`` column of videos.csv)."""
+        if self.attacker_train:
+            return "attacker_train"
+        return "practice" if self.practice else "evaluated"
 
     def __str__(self) -> str:
         return self.name
