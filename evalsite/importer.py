@@ -9,17 +9,24 @@ Folder layout (also in README.md, "Your own data")::
                                "attention_check_rate", "consent_text"}
       identities.csv           column ``identity`` (pseudonymous code, e.g. ID01) plus one
                                column per demographic attribute (e.g. gender, race,
-                               age_band); empty cells are stored as "unknown"
+                               age_band); empty cells are stored as "unknown".
+                               Optional ``practice`` (true/false/1/0/yes/no; empty:
+                               false): practice identities appear only in practice
+                               trials (their faces and videos), never in evaluated ones;
+                               all their videos must be practice videos
       gallery/<identity>/*     one or more stills per identity (.png, .jpg, .jpeg)
       videos.csv               columns ``video`` (file name inside videos/, e.g.
                                clip01.mp4), ``identity``, ``action``; optional
                                ``resolution_tier`` (high/low; empty: high when the frame
                                height is >= 480 pixels) and ``in_evaluated_subset``
                                (true/false/1/0/yes/no; empty: true), ``role``
-                               (evaluated/practice; empty: evaluated) or ``practice``
-                               (true/false): practice videos are shown only in practice
-                               trials, with feedback, and never evaluated. Other columns
-                               are ignored (e.g. provenance notes).
+                               (evaluated/practice/attacker_train; empty: evaluated) or
+                               ``practice`` (true/false): practice videos are shown only
+                               in practice trials, with feedback, and never evaluated;
+                               attacker_train videos are the automated attacker's own
+                               labelled material (teams mask them, the attack trains on
+                               them and never tests them, raters never see them). Other
+                               columns are ignored (e.g. provenance notes).
       videos/*                 the clear source videos (any container ffmpeg/OpenCV reads)
 
 The *video name* that masked videos must be named after is the file stem (``clip01``).
@@ -102,6 +109,7 @@ class _VideoRow:
     in_evaluated_subset: bool
     info: VideoInfo
     practice: bool = False
+    attacker_train: bool = False
 
 
 def _read_csv(path: Path, required: list[str], problems: list[str]) -> list[dict]:
@@ -136,10 +144,18 @@ def _read_campaign_json(folder: Path, problems: list[str]) -> dict:
     return {k: v for k, v in config.items() if k in CAMPAIGN_KEYS}
 
 
-def _check_identities(rows: list[dict], problems: list[str]) -> dict[str, dict]:
+def _check_identities(rows: list[dict], problems: list[str], practice: set[str]) -> dict[str, dict]:
+    """Attributes by identity code; codes of practice identities are added to ``practice``."""
     identities: dict[str, dict] = {}
     for line, row in enumerate(rows, start=2):
         code = row.pop("identity")
+        flag = (row.pop("practice", "") or "").strip().lower()
+        if flag and flag not in _TRUE | _FALSE:
+            problems.append(
+                f"identities.csv line {line}: practice must be true/false/1/0/yes/no, got {flag!r}"
+            )
+        elif flag in _TRUE - {""}:
+            practice.add(code)
         if not _CODE_PATTERN.match(code):
             problems.append(
                 f"identities.csv line {line}: identity code {code!r} must be 1-64 letters, "
@@ -192,15 +208,22 @@ def _parse_subset(value: str, where: str, problems: list[str]) -> bool:
     return True
 
 
-def _parse_role(row: dict, where: str, problems: list[str]) -> bool:
-    """True for a practice video: column ``role`` = practice, or ``practice`` = true."""
+ROLES = ("evaluated", "practice", "attacker_train")
+
+
+def _parse_role(row: dict, where: str, problems: list[str]) -> str:
+    """``"evaluated"``, ``"practice"`` (column ``role``, or ``practice`` = true) or ``"attacker_train"``."""
     role = (row.get("role") or "").strip().lower()
-    if role not in {"", "evaluated", "practice"}:
-        problems.append(f"{where}: role must be 'evaluated' or 'practice', got {row.get('role')!r}")
+    if role not in {"", *ROLES}:
+        problems.append(f"{where}: role must be one of {', '.join(ROLES)}, got {row.get('role')!r}")
     flag = (row.get("practice") or "").strip().lower()
     if flag and flag not in _TRUE | _FALSE:
         problems.append(f"{where}: practice must be true/false/1/0/yes/no, got {row.get('practice')!r}")
-    return role == "practice" or (bool(flag) and flag in _TRUE)
+    if role == "attacker_train":
+        if flag in _TRUE - {""}:
+            problems.append(f"{where}: an attacker_train video cannot be practice material")
+        return role
+    return "practice" if role == "practice" or (bool(flag) and flag in _TRUE) else "evaluated"
 
 
 def _check_videos(
@@ -238,10 +261,11 @@ def _check_videos(
         if tier and tier not in tiers:
             problems.append(f"{where}: resolution_tier must be one of {sorted(tiers)}, got {tier!r}")
         subset = _parse_subset(row.get("in_evaluated_subset", ""), where, problems)
-        practice = _parse_role(row, where, problems)
-        if practice and row.get("in_evaluated_subset", "").strip().lower() in _TRUE - {""}:
-            problems.append(f"{where}: a practice video cannot be in the evaluated subset")
-        subset = subset and not practice
+        role = _parse_role(row, where, problems)
+        practice, attacker_train = role == "practice", role == "attacker_train"
+        if role != "evaluated" and row.get("in_evaluated_subset", "").strip().lower() in _TRUE - {""}:
+            problems.append(f"{where}: a {role} video cannot be in the evaluated subset")
+        subset = subset and role == "evaluated"
         if not path.is_file():
             problems.append(f"{where}: file videos/{file_name} is missing")
             continue
@@ -254,7 +278,7 @@ def _check_videos(
             tier = (
                 ResolutionTier.HIGH if info.resolution_wh[1] >= HIGH_TIER_MIN_HEIGHT else ResolutionTier.LOW
             )
-        videos.append(_VideoRow(name, path, code, action, tier, subset, info, practice))
+        videos.append(_VideoRow(name, path, code, action, tier, subset, info, practice, attacker_train))
     listed = {Path(r["video"]).name for r in rows}
     if (folder / "videos").is_dir():
         for path in sorted((folder / "videos").iterdir()):
@@ -329,7 +353,8 @@ def import_dataset(
 
     organizer_users = _organizer_users(organizers, problems)
     identity_rows = _read_csv(folder / "identities.csv", ["identity"], problems)
-    identities = _check_identities(identity_rows, problems)
+    practice_codes: set[str] = set()
+    identities = _check_identities(identity_rows, problems, practice_codes)
     attributes = config.get("demographic_attributes")
     columns = sorted({k for attrs in identities.values() for k in attrs})
     if attributes is None:
@@ -342,6 +367,12 @@ def import_dataset(
     video_rows = _read_csv(folder / "videos.csv", ["video", "identity", "action"], problems)
     vocabulary = config.get("action_vocabulary")
     videos = _check_videos(folder, video_rows, identities, vocabulary, problems)
+    for row in videos:
+        if row.identity in practice_codes and not row.practice:
+            problems.append(
+                f"videos.csv: video {row.name!r} of practice identity {row.identity!r} must be a "
+                "practice video (role=practice): a practice identity is never evaluated"
+            )
     if not videos and not problems:
         problems.append("videos.csv lists no video")
     if problems:
@@ -369,7 +400,7 @@ def import_dataset(
             n_images = 0
             for code, attrs in identities.items():
                 identity_objects[code] = Identity.objects.create(
-                    campaign=campaign, code=code, attributes=attrs
+                    campaign=campaign, code=code, attributes=attrs, practice=code in practice_codes
                 )
                 for path in gallery[code]:
                     image = GalleryImage(identity=identity_objects[code], original_name=path.name)
@@ -386,6 +417,7 @@ def import_dataset(
                     resolution_tier=row.resolution_tier,
                     in_evaluated_subset=row.in_evaluated_subset,
                     practice=row.practice,
+                    attacker_train=row.attacker_train,
                 )
                 stored_files += video.store_video(row.path, row.info, name=row.path.name, web_copy=web_copies)
                 video.save()

@@ -79,14 +79,45 @@ def campaign_tasks(campaign: Campaign) -> list[str]:
     return [Task.IDENTITY] + ([Task.ACTION] if campaign.action_vocabulary else [])
 
 
-def identity_pool(campaign: Campaign) -> dict[int, dict]:
-    """``{identity_pk: attributes}`` for identities with a gallery image (can be shown)."""
+def identity_pool(campaign: Campaign, *, practice: bool = False) -> dict[int, dict]:
+    """``{identity_pk: attributes}`` for identities with a gallery image (can be shown).
+
+    Evaluated trials and catch trials draw from the evaluated identities; with
+    ``practice=True`` the pool is the practice identities (``Identity.practice``), whose
+    faces and videos appear in practice trials only.
+    """
     rows = (
-        GalleryImage.objects.filter(identity__campaign=campaign)
+        GalleryImage.objects.filter(identity__campaign=campaign, identity__practice=practice)
         .values_list("identity_id", "identity__attributes")
         .distinct()
     )
     return {pk: attrs or {} for pk, attrs in rows}
+
+
+def practice_pool(campaign: Campaign) -> tuple[dict[int, dict], list[int]]:
+    """The practice identities with a gallery face, and the practice videos of them.
+
+    Practice with feedback needs both: at least ``foils_per_trial + 1`` practice
+    identities for a lineup (of practice faces only) and a video of one of them that is
+    outside the evaluated subset. Without them the pool is empty and practice falls back
+    to material that gives no feedback (:func:`gives_feedback`).
+
+    Returns
+    -------
+    pool : dict
+        ``{identity_pk: attributes}``; empty if practice material is insufficient.
+    video_ids : list of int
+        Practice source videos of those identities.
+    """
+    pool = identity_pool(campaign, practice=True)
+    if len(pool) < campaign.foils_per_trial + 1:
+        return {}, []
+    videos = list(
+        SourceVideo.objects.filter(
+            campaign=campaign, identity_id__in=list(pool), in_evaluated_subset=False, attacker_train=False
+        ).values_list("id", flat=True)
+    )
+    return (pool, videos) if videos else ({}, [])
 
 
 def sync_items(campaign: Campaign) -> int:
@@ -103,9 +134,11 @@ def sync_items(campaign: Campaign) -> int:
     """
     pool = identity_pool(campaign)
     created = 0
-    videos = SourceVideo.objects.filter(
-        campaign=campaign, in_evaluated_subset=True, practice=False
-    ).prefetch_related("masked_videos")
+    videos = (
+        SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=True, practice=False)
+        .exclude(identity__practice=True)  # a practice identity is never evaluated
+        .prefetch_related("masked_videos")
+    )
     with transaction.atomic():
         for video in videos:
             for task in campaign_tasks(campaign):
@@ -193,17 +226,23 @@ def join(
     return session
 
 
-def _plan_for(campaign: Campaign) -> list[str]:
-    videos = SourceVideo.objects.filter(campaign=campaign)
+def evaluated_trials_per_session(campaign: Campaign) -> int:
+    """Evaluated (item) trials in one session of ``campaign``, attention checks not counted.
+
+    ``TRIALS_PER_SESSION``, fewer when the campaign has fewer evaluated videos: a rater
+    sees each source video at most once, and practice takes videos outside the evaluated
+    subset first, then evaluated ones, which the rater then cannot rate.
+    """
+    videos = SourceVideo.objects.filter(campaign=campaign, attacker_train=False)  # never shown to raters
     n_videos = videos.filter(in_evaluated_subset=True).count()
-    n_practice = practice_trials()
-    # A rater sees each source video at most once: practice takes videos outside the
-    # evaluated subset first, then evaluated ones, which the rater then cannot rate.
-    spent = max(0, n_practice - videos.filter(in_evaluated_subset=False).count())
-    n_evaluated = max(0, min(trials_per_session(), n_videos - spent))
+    spent = max(0, practice_trials() - videos.filter(in_evaluated_subset=False).count())
+    return max(0, min(trials_per_session(), n_videos - spent))
+
+
+def _plan_for(campaign: Campaign) -> list[str]:
     return design.session_plan(
-        n_practice=n_practice,
-        n_evaluated=n_evaluated,
+        n_practice=practice_trials(),
+        n_evaluated=evaluated_trials_per_session(campaign),
         attention_check_rate=campaign.attention_check_rate,
         rng=random.Random(),
     )
@@ -385,10 +424,21 @@ def _claim_item(session, pk, rng, now, *, wait: bool):
 
 
 def _practice_trial(session, seen, rng, n_before) -> Trial:
+    """A practice trial: practice identities and videos when imported (feedback), else
+    other material of the campaign, whose practice gives no feedback (:func:`gives_feedback`)."""
     campaign = session.campaign
     tasks = campaign_tasks(campaign)
     task = tasks[n_before % len(tasks)]
-    videos = SourceVideo.objects.filter(campaign=campaign).exclude(pk__in=seen)
+    pool, practice_videos = practice_pool(campaign)
+    if practice_videos:
+        videos = SourceVideo.objects.filter(pk__in=practice_videos).exclude(pk__in=seen)
+        if task == Task.ACTION:
+            videos = videos.filter(action__in=campaign.action_vocabulary)
+        video = videos.order_by("?").first()
+        if video is not None:
+            return _build_trial(session, TrialKind.PRACTICE, task, video, rng, pool=pool)
+    # The attacker's own material (SourceVideo.attacker_train) is never shown to raters.
+    videos = SourceVideo.objects.filter(campaign=campaign, attacker_train=False).exclude(pk__in=seen)
     if videos.filter(practice=True).exists():
         videos = videos.filter(practice=True)  # imported practice material only
     if task == Task.ACTION:
@@ -402,7 +452,8 @@ def _practice_trial(session, seen, rng, n_before) -> Trial:
     return _build_trial(session, TrialKind.PRACTICE, task, video, rng)
 
 
-def _build_trial(session, kind, task, video, rng, *, item=None, now=None) -> Trial:
+def _build_trial(session, kind, task, video, rng, *, item=None, now=None, pool=None) -> Trial:
+    """A trial of ``video``; identity lineups come from ``pool`` (default: the evaluated identities)."""
     campaign = session.campaign
     trial = Trial(
         session=session,
@@ -421,7 +472,7 @@ def _build_trial(session, kind, task, video, rng, *, item=None, now=None) -> Tri
         # Make-up independent of the answer; no target-absent trials for a thin stratum.
         lineup, trial.target_present = design.trial_lineup(
             video.identity_id,
-            identity_pool(campaign),
+            pool if pool is not None else identity_pool(campaign),
             campaign.demographic_attributes,
             n_foils=campaign.foils_per_trial,
             target_absent_share=campaign.target_absent_share,
@@ -485,12 +536,24 @@ def _add_faces(trial: Trial, lineup, rng) -> None:
 
 
 def gives_feedback(trial: Trial) -> bool:
-    """Practice shows the correct answer only on material outside the evaluated subset
-    (imported practice videos, other unevaluated videos, still-probe practice): feedback
-    on an evaluated video would hand its answer to whoever practises (throw-away sessions)."""
+    """Practice shows the correct answer only where it reveals nothing about evaluated trials.
+
+    That is a still-probe practice trial, or a practice video outside the evaluated
+    subset of a person with no evaluated video (a practice identity, or one only ever
+    shown as a foil). Feedback on an evaluated video, or on another video of a person in
+    evaluated videos (same clothes, same room), would hand its answer to whoever practises
+    (throw-away sessions).
+    """
     if trial.kind != TrialKind.PRACTICE:
         return False
-    return trial.source_video_id is None or not trial.source_video.in_evaluated_subset
+    if trial.source_video_id is None:
+        return True
+    video = trial.source_video
+    if video.in_evaluated_subset:
+        return False
+    return not SourceVideo.objects.filter(
+        identity_id=video.identity_id, in_evaluated_subset=True, practice=False
+    ).exists()
 
 
 def valid_choices(trial: Trial) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from evalsite.models import Campaign, Identity, SourceVideo
 
 from . import design
-from .assignment import campaign_tasks, identity_pool, practice_trials
+from .assignment import campaign_tasks, identity_pool, practice_pool, practice_trials
 from .models import Task
 
 
@@ -60,14 +60,14 @@ def campaign_warnings(campaign: Campaign) -> list[str]:
             warnings.append(f"submission {submission}: {missing} evaluated videos have no masked video")
     if not evaluated.exists():
         warnings.append("no video is in the evaluated subset")
-    if (
-        practice_trials()
-        and not SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=False).exists()
-    ):
+    if practice_trials() and not practice_pool(campaign)[1]:
+        n_practice = len(identity_pool(campaign, practice=True))
         warnings.append(
-            "no practice material: every video is evaluated, so practice trials show evaluated "
-            "videos and give no correctness feedback (feedback would reveal their answers); "
-            "import practice videos (videos.csv column role=practice) for practice with feedback"
+            f"no practice material: practice with feedback needs {needed} practice identities "
+            f"with gallery faces (found {n_practice}; identities.csv column practice=true) and "
+            "practice videos of them (videos.csv column role=practice). Until then practice trials "
+            "show other material of the campaign and give no correctness feedback on anything "
+            "tied to an evaluated person (feedback would reveal answers)"
         )
     if not campaign.consent_text.strip():
         warnings.append("the consent text is empty: raters would be asked to agree to a text they cannot see")

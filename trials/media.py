@@ -6,7 +6,9 @@
   hair style") with ``automated.face_crop``, then everything outside one fixed oval is
   painted flat grey (the square detector crop still shows hair at the sides, ears,
   collars and the studio background in the corners), and written as fresh PNGs, so no
-  EXIF or text chunk of the upload survives.
+  EXIF or text chunk of the upload survives. Before that every face is aligned on its
+  eyes and colour normalised (:mod:`trials.face_norm`), so crop geometry, face size and
+  colour are the same for every identity.
 - Videos are transcoded once to H.264 MP4 with ``automated.video.transcode_for_web``
   (metadata stripped) and cached in the catalogue's ``web_file``, by
   :func:`trials.tasks.prepare_campaign_media` when rating opens, never inside a rater's
@@ -36,9 +38,9 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.http import HttpResponse, StreamingHttpResponse
 
-from automated.face_crop import NoFaceFoundError, crop_internal_face, detect_and_crop_face
 from automated.video import transcode_for_web
 
+from . import face_norm
 from .models import GalleryCrop
 
 logger = logging.getLogger("deid.trials")
@@ -58,6 +60,14 @@ def crop_size_px() -> int:
     return settings.TRIALS_FACE_SIZE_PX
 
 
+def oval_alpha(size: int) -> np.ndarray:
+    """Opacity of the face oval in a ``size`` x ``size`` crop, float32 in [0, 1] (anti-aliased edge)."""
+    mask = np.zeros((size, size), np.uint8)
+    axes = (int(round(size * OVAL_SEMI_AXES[0])), int(round(size * OVAL_SEMI_AXES[1])))
+    cv2.ellipse(mask, (size // 2, size // 2), axes, 0, 0, 360, 255, -1, cv2.LINE_AA)
+    return mask.astype(np.float32) / 255.0
+
+
 def oval_mask(crop_rgb: np.ndarray) -> np.ndarray:
     """Paint everything outside the centred face oval :data:`OVAL_GREY` (anti-aliased edge).
 
@@ -70,11 +80,7 @@ def oval_mask(crop_rgb: np.ndarray) -> np.ndarray:
     -------
     ndarray of shape (size, size, 3), dtype uint8
     """
-    size = crop_rgb.shape[0]
-    mask = np.zeros(crop_rgb.shape[:2], np.uint8)
-    axes = (int(round(size * OVAL_SEMI_AXES[0])), int(round(size * OVAL_SEMI_AXES[1])))
-    cv2.ellipse(mask, (size // 2, size // 2), axes, 0, 0, 360, 255, -1, cv2.LINE_AA)
-    alpha = mask[..., None].astype(np.float32) / 255.0
+    alpha = oval_alpha(crop_rgb.shape[0])[..., None]
     blended = crop_rgb.astype(np.float32) * alpha + OVAL_GREY * (1.0 - alpha)
     return np.round(blended).astype(np.uint8)
 
@@ -94,11 +100,45 @@ def read_image_rgb(path) -> np.ndarray:
     return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
 
 
-def face_crop_png(image_rgb: np.ndarray, *, size_px: int) -> bytes:
-    """The oval internal-face crop of a still as PNG bytes without metadata.
+def normalised_face(image_rgb: np.ndarray, *, size_px: int) -> np.ndarray:
+    """The rater crop of a still: aligned on the eyes, Lab-normalised, grey outside the oval.
 
-    A still in which no detector finds a face (e.g. a tight 92x112 ORL face, already
-    internal) is cropped around its centre square, which is what the detector box would be.
+    See :mod:`trials.face_norm`. A still in which no detector finds a face (e.g. a tight
+    92x112 ORL face, already internal) is taken as framed: its centre square is used.
+
+    Parameters
+    ----------
+    image_rgb : ndarray of shape (height, width, 3), dtype uint8, RGB
+    size_px : int
+        Side of the square crop in pixels.
+
+    Returns
+    -------
+    ndarray of shape (size_px, size_px, 3), dtype uint8
+        Eye centres at ``face_norm.EYE_TARGETS``; inside the oval, L*, a*, b* have the
+        means and deviations of ``face_norm.LAB_TARGETS``.
+
+    Raises
+    ------
+    ValueError
+        If the image is not uint8 (height, width, 3).
+    """
+    if not isinstance(image_rgb, np.ndarray) or image_rgb.ndim != 3 or image_rgb.shape[2] != 3:
+        raise ValueError(f"image_rgb must be (height, width, 3), got {getattr(image_rgb, 'shape', None)}")
+    if image_rgb.dtype != np.uint8:
+        raise ValueError(f"image_rgb must be uint8, got {image_rgb.dtype}")
+    eyes = face_norm.eye_centres(image_rgb)
+    if eyes is None:
+        eyes = face_norm.centre_square_eyes(image_rgb)
+    aligned = face_norm.align_on_eyes(image_rgb, eyes, size_px)
+    inside = oval_alpha(size_px) >= 0.5
+    # Twice: gamut clipping of the first pass moves the statistics a little.
+    normalised = face_norm.normalise_lab(face_norm.normalise_lab(aligned, inside), inside)
+    return oval_mask(normalised)
+
+
+def face_crop_png(image_rgb: np.ndarray, *, size_px: int) -> bytes:
+    """The rater crop of a still (:func:`normalised_face`) as PNG bytes without metadata.
 
     Parameters
     ----------
@@ -117,12 +157,8 @@ def face_crop_png(image_rgb: np.ndarray, *, size_px: int) -> bytes:
     ValueError
         If the image is not uint8 RGB or PNG encoding fails.
     """
-    try:
-        crop_rgb = detect_and_crop_face(image_rgb, size_px=size_px)
-    except NoFaceFoundError:
-        height, width = image_rgb.shape[:2]
-        crop_rgb = crop_internal_face(image_rgb, [0, 0, width, height], size_px=size_px)
-    ok, encoded = cv2.imencode(".png", cv2.cvtColor(oval_mask(crop_rgb), cv2.COLOR_RGB2BGR))
+    crop_rgb = normalised_face(image_rgb, size_px=size_px)
+    ok, encoded = cv2.imencode(".png", cv2.cvtColor(crop_rgb, cv2.COLOR_RGB2BGR))
     if not ok:
         raise ValueError("PNG encoding of the face crop failed")
     return encoded.tobytes()

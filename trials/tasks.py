@@ -11,7 +11,7 @@ from celery import shared_task
 from django.conf import settings
 
 from automated.video import VideoError
-from evalsite.models import GalleryImage, MaskedVideo, SourceVideo
+from evalsite.models import Campaign, GalleryImage, MaskedVideo, SourceVideo
 
 from . import media
 
@@ -31,8 +31,10 @@ def prepare_campaign_media(campaign_id: int) -> dict:
     Returns
     -------
     dict
-        ``{"faces": n, "videos": n, "transcoded": n, "failed": [names]}``: media now
-        ready, how many copies this run made, and what could not be prepared.
+        ``{"faces": n, "videos": n, "transcoded": n, "failed": [names], "stills_checked": n}``:
+        media now ready, how many copies this run made, what could not be prepared, and
+        how many gallery stills were (re)compared with their identity's evaluated videos
+        (:func:`trials.stills.check_stills`, for the organizer's warnings).
     """
     # A worker killed mid-transcode leaves its temporary file: gone once surely dead.
     media.remove_stale_partials(settings.MEDIA_ROOT, older_than_s=2 * settings.DEID_TRANSCODE_TIMEOUT_S)
@@ -55,4 +57,13 @@ def prepare_campaign_media(campaign_id: int) -> dict:
         except VideoError as error:
             logger.warning("%s %s: %s", type(video).__name__, video.pk, error)
             failed.append(f"{type(video).__name__} {video.pk}: {error}")
-    return {"faces": faces, "videos": videos, "transcoded": transcoded, "failed": failed}
+    from .stills import check_stills  # imports media and models, like this module
+
+    stills_checked = check_stills(Campaign.objects.get(pk=campaign_id))
+    return {
+        "faces": faces,
+        "videos": videos,
+        "transcoded": transcoded,
+        "failed": failed,
+        "stills_checked": stills_checked,
+    }

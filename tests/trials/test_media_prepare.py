@@ -139,11 +139,11 @@ def test_a_video_not_prepared_is_a_503_to_retry_and_is_never_transcoded_in_the_r
     assert all(client.get(url).status_code == 200 for url in MEDIA.findall(html)[:-1])
 
     result = prepare_campaign_media(campaign.pk)  # what opening rating queues
-    assert result == {"faces": 10, "videos": 20, "transcoded": 20, "failed": []}
+    assert result == {"faces": 10, "videos": 20, "transcoded": 20, "failed": [], "stills_checked": 10}
     ready = client.get(video_url)
     assert ready.status_code == 200 and b"".join(ready.streaming_content)[4:8] == b"ftyp"
     again = prepare_campaign_media(campaign.pk)  # idempotent: nothing made twice
-    assert again == {"faces": 10, "videos": 20, "transcoded": 0, "failed": []}
+    assert again == {"faces": 10, "videos": 20, "transcoded": 0, "failed": [], "stills_checked": 0}
     videos = [
         *SourceVideo.objects.filter(campaign=campaign),
         *MaskedVideo.objects.filter(submission__campaign=campaign),

@@ -3,12 +3,15 @@
 import json
 import re
 
+import cv2
 import pytest
+from django.core.files import File
 from django.test import Client
 
-from evalsite.models import SourceVideo
+from automated.video import transcode_for_web
+from evalsite.models import GalleryImage, Identity, SourceVideo
 from trials.checks import campaign_warnings
-from trials.models import Item, Trial
+from trials.models import Item, Trial, TrialFace
 
 RESPOND = re.compile(r'"respond_url": "(/t/[^"]+/respond/)"')
 CHOICE = re.compile(r'data-choice="([^"]+)"')
@@ -58,18 +61,83 @@ def test_practice_gives_no_feedback_on_evaluated_videos(grid_campaign):
     assert "no practice material" in warnings and "give no correctness feedback" in warnings
 
 
-def test_practice_uses_only_imported_practice_material_with_feedback(grid_campaign):
-    practice = list(SourceVideo.objects.filter(campaign=grid_campaign).order_by("name")[:2])
-    SourceVideo.objects.filter(pk__in=[v.pk for v in practice]).update(
-        practice=True, in_evaluated_subset=False
-    )
+def add_orl_practice_identities(campaign, data_dir, tmp_path, n=5):
+    """``n`` practice identities from the ORL faces (real people outside the study): gallery
+    still = picture 1 of subject k, practice video = 2 s of picture 2 of the same subject."""
+    orl = data_dir / "faces" / "orl_att_faces"
+    videos = []
+    for k in range(1, n + 1):
+        identity = Identity.objects.create(
+            campaign=campaign, code=f"practice-orl-{k}", attributes={"gender": "male"}, practice=True
+        )
+        image = GalleryImage(identity=identity, original_name="1.pgm")
+        with open(orl / f"s{k}" / "1.pgm", "rb") as handle:
+            image.image.save("1.pgm", File(handle), save=True)
+        frame = cv2.resize(cv2.imread(str(orl / f"s{k}" / "2.pgm")), (184, 224))
+        raw = tmp_path / f"orl{k}.avi"
+        writer = cv2.VideoWriter(str(raw), cv2.VideoWriter_fourcc(*"MJPG"), 25, (184, 224))
+        for _ in range(50):
+            writer.write(frame)
+        writer.release()
+        web = transcode_for_web(raw, tmp_path / f"orl{k}.mp4")
+        video = SourceVideo(
+            campaign=campaign,
+            identity=identity,
+            name=f"practice-orl-{k}",
+            action=campaign.action_vocabulary[0],
+            in_evaluated_subset=False,
+            practice=True,
+        )
+        with open(raw, "rb") as handle:
+            video.file.save(raw.name, File(handle), save=False)
+        with open(web, "rb") as handle:
+            video.web_file.save(web.name, File(handle), save=False)
+        video.save()
+        videos.append(video)
+    return videos
+
+
+def test_practice_uses_only_practice_identities_and_videos_with_feedback(grid_campaign, data_dir, tmp_path):
+    practice = add_orl_practice_identities(grid_campaign, data_dir, tmp_path)
+    practice_identities = {v.identity_id for v in practice}
+    assert "no practice material" not in " ".join(campaign_warnings(grid_campaign))
     for code in ("learner-1", "learner-2", "learner-3"):
         replies = _practice_replies(grid_campaign, code)
         assert len(replies) == 2
         assert {trial.source_video_id for trial, _ in replies} <= {v.pk for v in practice}
         for trial, reply in replies:
             assert reply["feedback"]["correct_choice"] == trial.correct_choice
-    # Practice videos are never evaluated: no item of theirs takes trials.
-    assert not Item.objects.evaluated(grid_campaign).filter(source_video__in=practice).exists()
+            # Every face of a practice lineup is a practice identity's: no practice file
+            # or face appears in an evaluated trial.
+            faces = set(trial.faces.values_list("gallery_image__identity_id", flat=True))
+            assert faces <= practice_identities
+    # Practice identities are never evaluated: no item, no evaluated or catch trial shows them.
+    assert not Item.objects.filter(source_video__in=practice).exists()
     assert not Trial.objects.filter(kind="item", source_video__in=practice).exists()
-    assert "no practice material" not in " ".join(campaign_warnings(grid_campaign))
+    assert (
+        not TrialFace.objects.exclude(trial__kind="practice")
+        .filter(gallery_image__identity_id__in=practice_identities)
+        .exists()
+    )
+
+
+def test_practice_without_practice_identities_gives_no_feedback_on_evaluated_people(grid_campaign):
+    """Unevaluated videos of people who also appear in evaluated videos give no feedback:
+    a rater would learn the face (and clothes, room) of an evaluated person's video."""
+    evaluated = SourceVideo.objects.filter(campaign=grid_campaign).order_by("name").first()
+    pwij = SourceVideo.objects.create(  # a second, unevaluated row of that person's clip
+        campaign=grid_campaign,
+        identity=evaluated.identity,
+        name=f"{evaluated.name}-practice",
+        file=evaluated.file.name,
+        web_file=evaluated.web_file.name,
+        action=evaluated.action,
+        in_evaluated_subset=False,
+        practice=True,
+    )
+    for code in ("learner-1", "learner-2"):
+        replies = _practice_replies(grid_campaign, code)
+        assert replies[0][0].source_video_id == pwij.pk  # the flagged practice video first
+        for _, reply in replies:
+            assert reply["stored"] and "feedback" not in reply
+    assert "no practice material" in " ".join(campaign_warnings(grid_campaign))
