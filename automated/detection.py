@@ -15,6 +15,8 @@ Detectors (both load their models from the installed wheels, never from the netw
 - ``MmodFaceDetector``: dlib's MMOD CNN face detector (King 2015, arXiv:1502.00046) in
   PyTorch (``automated.dlib_torch``), batched over frames; ``DlibMmodFaceDetector`` is
   dlib's own run of it (slow; the reference).
+- ``insightface_backend.InsightFaceDetector`` (``"insightface"``): SCRFD from an
+  InsightFace model pack the user placed under ``$DEID_MODELS_DIR`` (README).
 
 The face detection step of the automated evaluation follows the MediaEval 2021 video
 privacy task (seeds/002_68b18bfdbdb94491.txt, section "computational face recognition
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-DETECTOR_NAMES = ("mediapipe", "dlib_hog", "mmod", "mmod_native")
+DETECTOR_NAMES = ("mediapipe", "dlib_hog", "mmod", "mmod_native", "insightface")
 
 
 @dataclass(frozen=True)
@@ -467,12 +469,20 @@ def detector_key(detector) -> str:
     return f"{type(detector).__module__}.{type(detector).__qualname__}{settings}"
 
 
+def _insightface_detector(**options):
+    """``insightface_backend.InsightFaceDetector`` (imported on use: it needs a model pack)."""
+    from .insightface_backend import InsightFaceDetector
+
+    return InsightFaceDetector(**options)
+
+
 #: Face detectors by name (``make_face_detector``).
 DETECTORS = {
     "mediapipe": MediaPipeFaceDetector,
     "dlib_hog": DlibHogFaceDetector,
     "mmod": MmodFaceDetector,
     "mmod_native": DlibMmodFaceDetector,
+    "insightface": _insightface_detector,
 }
 
 
@@ -480,7 +490,8 @@ def make_face_detector(name: str, **options):
     """Build a detector by name (``DETECTORS``); ``options`` go to its constructor.
 
     ``"mediapipe"`` (BlazeFace), ``"dlib_hog"`` (dlib's HOG), ``"mmod"`` (dlib's MMOD CNN
-    in PyTorch; ``num_threads``) or ``"mmod_native"`` (the same run by dlib).
+    in PyTorch; ``num_threads``), ``"mmod_native"`` (the same run by dlib) or
+    ``"insightface"`` (SCRFD of an InsightFace model pack; ``pack``, ``models_dir``).
 
     Raises
     ------

