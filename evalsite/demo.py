@@ -60,6 +60,43 @@ class DemoResult:
     failures: list[str] = field(default_factory=list)
 
 
+def check_arguments(*, stride: int, methods: list[str] | None) -> list[str]:
+    """The baseline methods to run, after checking the demo's arguments (nothing is touched).
+
+    Raises
+    ------
+    ValueError
+        If ``stride`` is below 1 or a method is not one of ``BASELINE_METHODS`` (the
+        message names the known ones).
+    """
+    if isinstance(stride, bool) or not isinstance(stride, int) or stride < 1:
+        raise ValueError(f"stride must be a whole number >= 1, got {stride!r}")
+    unknown = [m for m in methods or () if m not in BASELINE_METHODS]
+    if unknown:
+        raise ValueError(
+            f"unknown baseline method(s) {', '.join(map(repr, unknown))}; choose from {', '.join(BASELINE_METHODS)}"
+        )
+    return list(dict.fromkeys(methods)) if methods else list(BASELINE_METHODS)
+
+
+def site_url(bind: str) -> str:
+    """The browser address of a gunicorn ``bind`` (``DEID_WEB_BIND``), e.g. ``http://127.0.0.1:8001/``.
+
+    A wildcard host (``0.0.0.0``, ``[::]``) is shown as ``127.0.0.1`` (this machine).
+
+    Raises
+    ------
+    ValueError
+        If ``bind`` is not ``host:port`` with a port in 1..65535 (e.g. a ``unix:`` socket).
+    """
+    host, _, port = bind.strip().rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535 or host.startswith("unix"):
+        raise ValueError(f"cannot make a browser address of the bind {bind!r}: expected host:port")
+    if host in ("0.0.0.0", "[::]", "::", "*"):
+        host = "127.0.0.1"
+    return f"http://{host}:{int(port)}/"
+
+
 def ensure_demo_campaign(data_dir: Path, demo_dir: Path, log: Callable[[str], None]) -> Campaign:
     """The demo campaign, built and imported on the first call only."""
     existing = Campaign.objects.filter(name=DEMO_CAMPAIGN_NAME).first()
@@ -126,12 +163,19 @@ def run_demo(
     attack : bool, default=True
         Also run the ``DEMO_ATTACK`` suite on each baseline.
 
+    Raises
+    ------
+    ValueError
+        For a bad argument (:func:`check_arguments`, before anything is changed) or
+        missing real data.
+
     Returns
     -------
     DemoResult
         ``failures`` lists methods whose masking or evaluation raised (the others still
         run and are reported).
     """
+    methods = check_arguments(stride=stride, methods=methods)  # before anything is touched
     data_dir = Path(data_dir or settings.DATA_DIR)
     var_dir = Path(var_dir or settings.VAR_DIR)
     if not (data_dir / "videos").is_dir():
@@ -140,7 +184,7 @@ def run_demo(
     username, password = ensure_organizer(campaign)
     result = DemoResult(campaign, username, password)
     reports_dir = var_dir / "reports"
-    for method in methods or list(BASELINE_METHODS):
+    for method in methods:
         started = time.monotonic()
         try:
             submission = create_baseline_submission(campaign, method)

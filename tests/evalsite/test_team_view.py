@@ -172,7 +172,7 @@ def test_a_member_upload_gets_the_admins_validation_and_per_file_report(teams, m
     assert "1 file(s) accepted, 2 rejected" in page and "frame_count_mismatch" in page
     assert "1 source video(s) missing: id2_vcd_swwp2s" in page
     report_csv = client.get(reverse("team:upload_report", args=[upload.pk, "csv"])).content.decode()
-    assert "id2_vcd_swwp2s.mp4,rejected,frame_count_mismatch" in report_csv
+    assert "id2_vcd_swwp2s.mp4,id2_vcd_swwp2s,rejected,frame_count_mismatch" in report_csv
     # Bob (team B) cannot read it.
     assert _client(teams["bob"]).get(response["Location"]).status_code == 404
 

@@ -10,10 +10,12 @@ class Command(BaseCommand):
     help = "Create a team's submission (one masking method) in a campaign; prints its id."
 
     def add_arguments(self, parser):
-        parser.add_argument("--campaign", required=True, help="campaign slug")
+        parser.add_argument(
+            "--campaign", required=True, help="campaign slug (manage.py list_campaigns lists them)"
+        )
         parser.add_argument("--team", required=True, help="team name (created if new)")
         parser.add_argument("--name", required=True, help="method name")
-        parser.add_argument("--description", default="")
+        parser.add_argument("--description", default="", help="what the method does (shown with its reports)")
 
     def handle(self, *args, campaign, team, name, description, **options):
         found = Campaign.objects.filter(slug=campaign).first()

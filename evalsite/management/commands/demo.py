@@ -1,13 +1,26 @@
 """``manage.py demo``: build, import, mask, evaluate, report, and print the login (evalsite/demo.py)."""
 
 import time
+from urllib.parse import urlsplit
 
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from evalsite.demo import run_demo
+from automated.anonymizers import BASELINE_METHODS
+from evalsite import env
+from evalsite.demo import check_arguments, run_demo, site_url
+
+
+def _checked_url(url: str) -> str:
+    """``url`` with one trailing slash; a clear error unless it is an http(s) address."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(
+            f"--url must be an http:// or https:// address such as http://127.0.0.1:8000/, got {url!r}"
+        )
+    return url.rstrip("/") + "/"
 
 
 class Command(BaseCommand):
@@ -17,12 +30,15 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--stride", type=int, default=5, help="evaluate every n-th frame (default 5)")
+        parser.add_argument(
+            "--stride", type=int, default=5, metavar="N", help="evaluate every N-th frame, N >= 1 (default 5)"
+        )
         parser.add_argument(
             "--method",
             action="append",
             dest="methods",
-            help="only this baseline method (repeatable; default: all)",
+            metavar="METHOD",
+            help=f"only this baseline method (repeatable; default: all of {', '.join(BASELINE_METHODS)})",
         )
         parser.add_argument(
             "--no-attack",
@@ -32,12 +48,17 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--url",
-            default="http://127.0.0.1:8000/",
-            help="address the site is served at, for the printed login (make demo passes its DEMO_ADDRESS)",
+            help="address the site is served at, for the printed logins (default: made from DEID_WEB_BIND, "
+            "the address gunicorn binds, default 127.0.0.1:8000; make demo passes its DEMO_ADDRESS)",
         )
 
     def handle(self, *args, stride, methods, attack, url, **options):
         started = time.monotonic()
+        try:  # every argument is checked before the database (or the organizer's password) is touched
+            check_arguments(stride=stride, methods=methods)
+            url = _checked_url(url) if url else site_url(env.string("DEID_WEB_BIND", "127.0.0.1:8000"))
+        except ValueError as error:
+            raise CommandError(str(error)) from error
         executor = MigrationExecutor(connection)
         if executor.migration_plan(executor.loader.graph.leaf_nodes()):  # e.g. a new checkout
             self.stdout.write("Setting up the database (manage.py migrate) ...")
@@ -53,9 +74,12 @@ class Command(BaseCommand):
         write(f"Summary:  {result.summary_path}")
         write(
             self.style.SUCCESS(
-                f"Organizer login: {url.rstrip('/')}/admin/  user '{result.username}'  "
+                f"Organizer login: {url}admin/  user '{result.username}'  "
                 f"password '{result.password}' (new on every run)"
             )
+        )
+        write(
+            f"Team pages:      {url}team/  (log in as a member of a team: add members on the team's admin page)"
         )
         write(f"Demo finished in {time.monotonic() - started:.0f} s.")
         if result.failures:

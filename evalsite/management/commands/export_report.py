@@ -10,8 +10,15 @@ class Command(BaseCommand):
     help = "Write a submission's per-video score report (CSV or JSON with the summary)."
 
     def add_arguments(self, parser):
-        parser.add_argument("submission_id", type=int)
-        parser.add_argument("--format", choices=REPORT_FORMATS, default="csv")
+        parser.add_argument(
+            "submission_id", type=int, help="id of the submission (manage.py list_submissions)"
+        )
+        parser.add_argument(
+            "--format",
+            choices=REPORT_FORMATS,
+            default="csv",
+            help="csv: one row per video; json: the summary plus the rows (default csv)",
+        )
         parser.add_argument("--output", help="output file (default: standard output)")
 
     def handle(self, *args, submission_id, format, output, **options):

@@ -11,7 +11,9 @@ class Command(BaseCommand):
     help = "Write the cross-team summary of a campaign as CSV (one row per submission, summary means)."
 
     def add_arguments(self, parser):
-        parser.add_argument("--campaign", required=True, help="campaign slug")
+        parser.add_argument(
+            "--campaign", required=True, help="campaign slug (manage.py list_campaigns lists them)"
+        )
         parser.add_argument("--output", help="output CSV file (default: standard output)")
 
     def handle(self, *args, campaign, output, **options):

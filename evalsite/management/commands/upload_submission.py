@@ -19,7 +19,9 @@ class Command(BaseCommand):
     help = "Validate a zip of masked videos against the campaign's source videos and store the good ones."
 
     def add_arguments(self, parser):
-        parser.add_argument("submission_id", type=int, nargs="?")
+        parser.add_argument(
+            "submission_id", type=int, nargs="?", help="id of the submission (manage.py list_submissions)"
+        )
         parser.add_argument("zip", nargs="?", help="zip of masked videos named after the source videos")
         parser.add_argument(
             "--replace",
