@@ -101,9 +101,11 @@ class CampaignAdmin(CampaignScopedAdmin):
         "identity_count",
         "video_count",
         "submission_count",
+        "leaderboard_visibility",
+        "teams_may_upload",
         "created_at",
     ]
-    list_filter = ["rating_open"]
+    list_filter = ["rating_open", "leaderboard_visibility", "teams_may_upload"]
     search_fields = ["name", "slug", "description"]
     prepopulated_fields = {"slug": ["name"]}
     filter_horizontal = ["organizers"]
