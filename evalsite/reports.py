@@ -15,6 +15,24 @@ whose result for the video predates a replacement of its masked or clear file:
 ``evalsite/staleness.py``). :func:`campaign_summary_table` puts the summaries of all
 submissions of a campaign side by side (one row per submission, nested sections
 flattened to ``section.key`` columns).
+
+Self-explaining (issue 13): every column has an entry in the data dictionary
+(``evalsite/dictionary.py``; apps register the entries of their columns beside their
+providers). The dictionary fixes the report's shape and types:
+
+- the per-video report always has every documented column of every registered section,
+  empty where a result is missing (the column set does not grow once ratings exist);
+  per-video columns carry their section prefix (``face_``, ``human_``, ``attack_``,
+  ``behaviour_``);
+- ``int`` columns stay whole numbers (``Int64``, empty when missing), CSV exports round
+  ``float`` columns to the dictionary's precision (JSON keeps full precision);
+- ``caveats`` (per video) names what limits a row's reading: providers registered with
+  :func:`register_video_caveats` add theirs (e.g. a gallery still taken from the
+  evaluated clip), the report adds stale results;
+- a summary section whose provider has nothing yet says why: ``{"status": "not run" |
+  "pending" | "running" | "failed", "run_id": ...}`` instead of null; sections with a
+  result say ``"status": "completed"``; entries marked ``internal`` (timings, internal
+  references) are left out of summaries.
 """
 
 from __future__ import annotations
@@ -24,15 +42,132 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
+from django.apps import apps
 from django.utils.text import slugify
 
 from automated.privacy_utility import privacy_utility_score
 
+from . import dictionary
+from .dictionary import Column
 from .models import MaskedVideo
 from .staleness import RUN_SECTIONS, stale_results, stale_videos
 
 VIDEO_COLUMN_PROVIDERS: list[tuple[str, Callable]] = []
 SUMMARY_PROVIDERS: list[tuple[str, Callable]] = []
+CAVEAT_PROVIDERS: list[tuple[str, Callable]] = []
+
+BASE_COLUMNS = ["video", "identity_code", "action", "has_masked_video", "stale", "stale_results", "caveats"]
+CAVEAT_SEPARATOR = "; "
+
+dictionary.register(
+    "",
+    {
+        "video": Column("source-video name (the clear clip the row is about)", "str", source="videos.csv"),
+        "identity_code": Column(
+            "pseudonymous code of the person in the video (never a name)", "str", source="identities.csv"
+        ),
+        "action": Column("action label of the clear video (campaign vocabulary)", "str", source="videos.csv"),
+        "has_masked_video": Column(
+            "the submission has a current masked video for this source that matches it (frames, size)",
+            "bool",
+            ideal="true",
+        ),
+        "stale": Column(
+            "a result in this row predates a replacement of the masked or clear file", "bool", ideal="false"
+        ),
+        "stale_results": Column(
+            "space-separated sections whose result for this video is stale ('' if none)",
+            "str",
+            source="evalsite/staleness.py",
+        ),
+        "caveats": Column(
+            "what limits this row's reading, '; '-separated ('' if none): e.g. a gallery still "
+            "taken from the evaluated clip (recognition is easier than with a different recording), "
+            "stale results, too few ratings",
+            "str",
+            ideal="''",
+        ),
+    },
+)
+dictionary.register(
+    "privacy_utility",
+    {
+        "pu_score": Column(
+            "privacy-utility score: (masked / clear human action accuracy) x (1 - face SSIM); "
+            "empty without human action ratings of both conditions",
+            "float",
+            range="[0, 1]",
+            ideal="1",
+            precision=4,
+            source="seeds/004 (PrivHAR-Bench) composite score; automated/privacy_utility.py",
+        ),
+    },
+)
+SUMMARY_FACTS = {
+    "submission": Column("submission label: team / method", "str"),
+    "submission_id": Column("submission id (use it with export_report and the API)", "int", range=">= 1"),
+    "campaign": Column("campaign name", "str"),
+    "team": Column("team name", "str"),
+    "method": Column("the team's name for the masking method (the submission)", "str"),
+    "baseline_method": Column("baseline anonymizer name for reference submissions, '' for teams", "str"),
+    "complete": Column("every source video has a current, matching masked video", "bool", ideal="true"),
+    "masked_videos": Column("current masked videos that match their clear video", "int", unit="videos"),
+    "source_videos": Column("source videos of the campaign", "int", unit="videos"),
+    "flagged_videos": Column(
+        "videos whose masked file no longer matches a replaced clear video (space-separated in CSV)", "list"
+    ),
+    "stale": Column("some section's result predates a replaced masked or clear file", "bool", ideal="false"),
+    "stale_videos": Column("videos with a stale result (space-separated in CSV)", "list"),
+    "stale_results": Column("per stale section: {run_id, videos}", "object", source="evalsite/staleness.py"),
+    "caveats": Column(
+        "the per-video caveats with how many videos each affects ('; '-separated in CSV)", "list", ideal="[]"
+    ),
+    "privacy_utility": Column("submission-level privacy-utility section", "object"),
+}
+dictionary.register("", SUMMARY_FACTS, level="summary")
+dictionary.register(
+    "privacy_utility",
+    {
+        "status": Column(
+            "completed, or not available (no video has human action ratings and face SSIM)",
+            "str",
+            range="completed | not available",
+        ),
+        "reason": Column("why the section is not available", "str"),
+        "videos": Column("videos with every PU input", "int", unit="videos"),
+        "action_accuracy_masked": Column(
+            "mean human action accuracy on the masked videos",
+            "float",
+            unit="fraction",
+            range="[0, 1]",
+            ideal="1",
+            precision=4,
+        ),
+        "action_accuracy_clear": Column(
+            "mean human action accuracy on the clear videos",
+            "float",
+            unit="fraction",
+            range="[0, 1]",
+            precision=4,
+        ),
+        "ssim": Column(
+            "mean SSIM of masked vs clear frames",
+            "float",
+            range="[-1, 1]",
+            ideal="low (privacy)",
+            precision=4,
+        ),
+        "pu_score": Column(
+            "privacy-utility score from the means above: (masked / clear action accuracy) x (1 - SSIM)",
+            "float",
+            range="[0, 1]",
+            ideal="1",
+            precision=4,
+            source="seeds/004 (PrivHAR-Bench) composite score; automated/privacy_utility.py",
+        ),
+    },
+    level="summary",
+)
 
 
 def register_video_columns(name: str, provider: Callable) -> None:
@@ -42,9 +177,48 @@ def register_video_columns(name: str, provider: Callable) -> None:
 
 
 def register_summary_section(name: str, provider: Callable) -> None:
-    """Register ``provider(submission) -> dict`` as the summary section ``name``."""
+    """Register ``provider(submission) -> dict`` as the summary section ``name``.
+
+    Also documents the section's ``status`` entries (:func:`section_status`); the
+    provider's module documents its own keys (``dictionary.register(name, ..., level="summary")``).
+    """
     if name not in {n for n, _ in SUMMARY_PROVIDERS}:
         SUMMARY_PROVIDERS.append((name, provider))
+    entries = STATUS_ENTRIES if name in RUN_SECTIONS else {"status": STATUS_ENTRIES["status"]}
+    # The provider's module may document its own status (registered before this call).
+    missing = {k: c for k, c in entries.items() if dictionary.find(f"{name}.{k}", "summary") is None}
+    dictionary.register(name, missing, level="summary")
+
+
+#: Entries every run section has (``section_status``), documented once for all.
+STATUS_ENTRIES = {
+    "status": Column(
+        "state of this section's result: completed (result shown), not run, pending or running "
+        "(a run is queued or under way; nothing to show yet), failed (see error), not available",
+        "str",
+        range="completed | not run | pending | running | failed | not available",
+        ideal="completed",
+        source="evalsite/reports.py, section_status",
+    ),
+    "run_id": Column(
+        "id of the run whose result the section shows (or that is pending)", "int", range=">= 1"
+    ),
+    "videos_done": Column(
+        "videos the pending/running run has finished", "int", unit="videos", range="0 .. videos_total"
+    ),
+    "videos_total": Column("videos the pending/running run covers", "int", unit="videos", range=">= 0"),
+    "error": Column("why the latest run failed (empty otherwise)", "str"),
+}
+
+
+def register_video_caveats(name: str, provider: Callable) -> None:
+    """Register ``provider(submission) -> {video name: [caveat text, ...]}`` (joined into ``caveats``).
+
+    A caveat is a short, self-contained sentence fragment naming what limits the row,
+    e.g. ``"gallery still taken from this clip"``; prefix it with the section it affects.
+    """
+    if name not in {n for n, _ in CAVEAT_PROVIDERS}:
+        CAVEAT_PROVIDERS.append((name, provider))
 
 
 def _stale(submission) -> dict[str, dict]:
@@ -67,8 +241,10 @@ def per_video_report(submission, *, stale: dict | None = None) -> pd.DataFrame:
     pandas.DataFrame
         Columns ``video``, ``identity_code``, ``action``, ``has_masked_video``,
         ``stale`` (bool), ``stale_results`` (space-separated section names, '' if
-        none), then each provider's columns (missing values are NaN, e.g. a video not
-        yet evaluated).
+        none), ``caveats`` (``"; "``-separated, '' if none), then every documented
+        column of each provider in registration order, then ``pu_score`` (missing
+        values are NaN / <NA>, e.g. a video not yet evaluated). ``int`` columns of the
+        dictionary are ``Int64``, ``bool`` ones ``boolean``.
     """
     stale = _stale(submission) if stale is None else stale
     videos = submission.campaign.source_videos.select_related("identity").order_by("name")
@@ -87,17 +263,52 @@ def per_video_report(submission, *, stale: dict | None = None) -> pd.DataFrame:
             }
             for v in videos
         ],
-        columns=["video", "identity_code", "action", "has_masked_video", "stale", "stale_results"],
+        columns=BASE_COLUMNS[:-1],
     ).set_index("video", drop=False)
     for _, provider in VIDEO_COLUMN_PROVIDERS:
         columns = provider(submission)
         if columns is not None and len(columns.columns):
             base = base.join(columns, how="left")
-    return _with_pu_score(base.reset_index(drop=True))
+    base["caveats"] = _caveats(submission, base, stale)
+    report = base.reindex(columns=_video_column_order(base.columns)).reset_index(drop=True)
+    return dictionary.typed(_with_pu_score(report))
+
+
+def _video_column_order(present) -> list[str]:
+    """Base columns, each provider's documented columns (registration order), the rest, extras last.
+
+    Documented columns of the registered sections are always there (stable column set);
+    a column a provider emits without an entry is kept at the end (the dictionary test
+    names it).
+    """
+    sections = [name for name, _ in VIDEO_COLUMN_PROVIDERS]
+    documented = dictionary.entries("video")
+    order = list(BASE_COLUMNS)
+    for section in sections:
+        order += [e.name for e in documented if e.section == section and not e.is_pattern]
+    order += [
+        e.name for e in documented if e.section not in sections and e.section != "" and not e.is_pattern
+    ]
+    order += [c for c in present if c not in order]
+    return list(dict.fromkeys(order))
+
+
+def _caveats(submission, base: pd.DataFrame, stale: dict) -> list[str]:
+    """Per-video ``caveats`` text: each caveat provider's, then the stale results."""
+    found: dict[str, list[str]] = {name: [] for name in base.index}
+    for _, provider in CAVEAT_PROVIDERS:
+        for video, caveats in (provider(submission) or {}).items():
+            if video in found:
+                found[video] += [c for c in caveats if c not in found[video]]
+    for section, entry in stale.items():
+        for video in entry["videos"]:
+            if video in found:
+                found[video].append(f"{section}: result predates a replaced video file")
+    return [CAVEAT_SEPARATOR.join(found[name]) for name in base.index]
 
 
 # Human action accuracy (utility) and automated SSIM (privacy) feed the PU score.
-PU_INPUTS = ("action_accuracy_masked", "action_accuracy_clear", "face_ssim")
+PU_INPUTS = ("human_action_accuracy_masked", "human_action_accuracy_clear", "face_ssim")
 
 
 def _pu_or_nan(masked_accuracy, clear_accuracy, ssim) -> float:
@@ -134,8 +345,8 @@ def privacy_utility_summary(report: pd.DataFrame) -> dict | None:
     means = rated.mean()
     return {
         "videos": int(len(rated)),
-        "action_accuracy_masked": float(means["action_accuracy_masked"]),
-        "action_accuracy_clear": float(means["action_accuracy_clear"]),
+        "action_accuracy_masked": float(means["human_action_accuracy_masked"]),
+        "action_accuracy_clear": float(means["human_action_accuracy_clear"]),
         "ssim": float(means["face_ssim"]),
         "pu_score": _pu_or_nan(*means.to_numpy(dtype=np.float64)),
     }
@@ -148,7 +359,13 @@ def submission_summary(submission) -> dict:
     clear video (replaced ones are kept but not counted; ``flagged_videos`` names those
     that no longer match a replaced clear video). ``stale`` says whether a section's
     result predates a replaced masked or clear file; ``stale_videos`` names the videos
-    and ``stale_results`` maps each stale section to its run and videos.
+    and ``stale_results`` maps each stale section to its run and videos. ``caveats``
+    counts the per-video caveats (``"<caveat> (k of n videos)"``).
+
+    A section whose provider has no result is ``{"status": ..., "run_id": ...}``
+    (:func:`section_status`), never None; a section with one gets ``"status":
+    "completed"`` unless it states its own. Entries the dictionary marks internal are
+    left out.
     """
     current = MaskedVideo.objects.filter(submission=submission)
     summary = {
@@ -166,15 +383,74 @@ def submission_summary(submission) -> dict:
     for name, provider in SUMMARY_PROVIDERS:
         summary[name] = provider(submission)
     stale = stale_results(submission, summary)
+    for name, _ in SUMMARY_PROVIDERS:
+        section = summary[name]
+        if section is None:
+            summary[name] = section_status(submission, name)
+        elif isinstance(section, dict):
+            summary[name] = {"status": "completed", **_public(name, section)}
     summary["stale"] = bool(stale)
     summary["stale_videos"] = stale_videos(stale)
     summary["stale_results"] = stale
-    summary["privacy_utility"] = privacy_utility_summary(per_video_report(submission, stale=stale))
+    report = per_video_report(submission, stale=stale)
+    summary["caveats"] = caveat_counts(report)
+    pu = privacy_utility_summary(report)
+    summary["privacy_utility"] = (
+        {"status": "completed", **pu}
+        if pu is not None
+        else {
+            "status": "not available",
+            "reason": "needs human action ratings and face SSIM of the same videos",
+        }
+    )
     return summary
 
 
+def _public(section: str, entries: dict) -> dict:
+    """``entries`` without the ones the dictionary marks internal (timings, internal paths)."""
+    return {k: v for k, v in entries.items() if not dictionary.is_internal(f"{section}.{k}")}
+
+
+def section_status(submission, name: str) -> dict:
+    """Why the summary section ``name`` has no result yet.
+
+    Returns
+    -------
+    dict
+        ``status``: ``"not run"`` (no run of the section's kind, or none that produced
+        this section), ``"pending"`` / ``"running"`` (the latest run, with
+        ``videos_done`` / ``videos_total``), ``"failed"`` (with ``error``), or
+        ``"not available"`` for a section without runs; ``run_id`` of that run or None.
+    """
+    if name not in RUN_SECTIONS:
+        return {"status": "not available", "run_id": None}
+    label, model_name = RUN_SECTIONS[name]
+    try:
+        model = apps.get_model(label, model_name)
+    except LookupError:
+        return {"status": "not available", "run_id": None}
+    run = model.objects.filter(submission=submission).order_by("-created_at", "-pk").first()
+    if run is None or run.status == "completed":
+        return {"status": "not run", "run_id": None}
+    out = {"status": run.status, "run_id": run.pk}
+    if run.status in ("pending", "running"):
+        out.update(videos_done=run.videos_done, videos_total=run.videos_total)
+    else:
+        out["error"] = run.error
+    return out
+
+
+def caveat_counts(report: pd.DataFrame) -> list[str]:
+    """Each distinct per-video caveat of ``report`` with its count, e.g. ``"... (6 of 10 videos)"``."""
+    counts: dict[str, int] = {}
+    for text in report["caveats"]:
+        for caveat in filter(None, str(text).split(CAVEAT_SEPARATOR)):
+            counts[caveat] = counts.get(caveat, 0) + 1
+    return [f"{caveat} ({n} of {len(report)} videos)" for caveat, n in counts.items()]
+
+
 def _jsonable(value):
-    if isinstance(value, float) and value != value:  # NaN -> null
+    if value is pd.NA or (isinstance(value, float) and value != value):  # <NA>, NaN -> null
         return None
     if hasattr(value, "item"):
         return _jsonable(value.item())
@@ -186,8 +462,9 @@ def _jsonable(value):
 
 
 def report_as_csv(submission) -> str:
-    """The per-video report as CSV text (header row, one row per video)."""
-    return per_video_report(submission).to_csv(index=False)
+    """The per-video report as CSV text (header row, one row per video), floats rounded
+    to the dictionary's precision, whole numbers without ``.0``, missing values empty."""
+    return dictionary.rounded(per_video_report(submission)).to_csv(index=False)
 
 
 def report_as_json(submission) -> str:
@@ -212,7 +489,7 @@ def summary_row(submission) -> dict:
         elif _scalar(value):
             row[key] = value
         elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-            row[key] = " ".join(value)  # e.g. stale_videos
+            row[key] = (CAVEAT_SEPARATOR if key == "caveats" else " ").join(value)  # e.g. stale_videos
     return row
 
 
@@ -224,9 +501,11 @@ def campaign_summary_table(campaign) -> pd.DataFrame:
     pandas.DataFrame
         Columns ``submission_id``, ``team``, ``method``, ``baseline_method``,
         ``complete``, ``masked_videos``, ``source_videos``, ``stale``, ``stale_videos``
-        (space-separated names), ``flagged_videos``, then one column per scalar
-        summary entry named ``<section>.<key>`` (e.g. ``face_evaluation.rank1_rate``).
-        Rows are ordered by team, then method.
+        (space-separated names), ``flagged_videos``, ``caveats``, then one column per
+        scalar summary entry named ``<section>.<key>`` (e.g.
+        ``face_evaluation.rank1_rate``): every documented one of each section, empty
+        where a submission has none (stable column set), in section order. Documented
+        ``int`` columns are ``Int64``. Rows are ordered by team, then method.
     """
     submissions = campaign.submissions.select_related("team", "campaign").order_by("team__name", "name")
     rows = [summary_row(s) for s in submissions]
@@ -250,13 +529,26 @@ def campaign_summary_table(campaign) -> pd.DataFrame:
         "stale",
         "stale_videos",
     ]
-    ordered = first + [c for c in table.columns if c not in first]
-    return table.reindex(columns=ordered)
+    ordered = list(dict.fromkeys(first + _summary_column_order() + list(table.columns)))
+    table = table.reindex(columns=[c for c in ordered if c not in ("submission", "campaign")])
+    return dictionary.typed(table, "summary")
+
+
+SCALAR_DTYPES = ("int", "float", "bool", "str")
+
+
+def _summary_column_order() -> list[str]:
+    """Documented summary-table columns: top-level facts, then each section's scalar, public entries."""
+    documented = [e for e in dictionary.entries("summary") if not e.is_pattern and not e.column.internal]
+    order = [e.name for e in documented if e.section == "" and e.column.dtype != "object"]
+    for section in [name for name, _ in SUMMARY_PROVIDERS] + ["privacy_utility"]:
+        order += [e.name for e in documented if e.section == section and e.column.dtype in SCALAR_DTYPES]
+    return order
 
 
 def summary_table_as_csv(campaign) -> str:
-    """:func:`campaign_summary_table` as CSV text."""
-    return campaign_summary_table(campaign).to_csv(index=False)
+    """:func:`campaign_summary_table` as CSV text, floats rounded to the dictionary's precision."""
+    return dictionary.rounded(campaign_summary_table(campaign), "summary").to_csv(index=False)
 
 
 def report_basename(submission) -> str:

@@ -8,12 +8,9 @@ class TrialsConfig(AppConfig):
     verbose_name = "human evaluation"
 
     def ready(self):
-        from evalsite.reports import register_summary_section, register_video_columns
-
         from . import human_report
 
-        register_video_columns("human", human_report.video_columns)
-        register_summary_section("human", human_report.summary)
+        human_report.register()  # columns, summary section, caveats, data-dictionary entries
 
         from evalsite.signals import masked_video_replaced
 

@@ -11,8 +11,14 @@ from __future__ import annotations
 import pandas as pd
 from django.db.models import Q
 
+from evalsite import dictionary, reports
+from evalsite.dictionary import Column
+
 from . import scoring
 from .models import Response, TrialKind
+
+SEED = "seeds/002_68b18bfdbdb94491.txt"
+CONDITIONS = {"clear": "the clear (unmasked) video", "masked": "the masked video"}
 
 
 def responses_frame(submission, *, include_excluded: bool = False) -> pd.DataFrame:
@@ -56,20 +62,284 @@ def responses_frame(submission, *, include_excluded: bool = False) -> pd.DataFra
     return frame
 
 
+def chance_levels(campaign) -> dict:
+    """Accuracy of a rater who guesses uniformly: identity 1 / (faces + 1), action 1 / labels.
+
+    An identity trial offers ``foils_per_trial + 1`` gallery faces and "not present"
+    (seeds/002, section 4.2), so a uniform guess over the ``foils + 2`` choices is right
+    with probability ``1 / (foils + 2)`` whether or not the target is shown. The action
+    task offers the campaign's action vocabulary (NaN when it is empty).
+
+    Returns
+    -------
+    dict
+        ``lineup_size`` (int, faces shown), ``id_chance_level``, ``action_chance_level``
+        (floats in (0, 1] or NaN).
+    """
+    faces = int(campaign.foils_per_trial) + 1
+    labels = len(campaign.action_vocabulary or [])
+    return {
+        "lineup_size": faces,
+        "id_chance_level": 1.0 / (faces + 1),
+        "action_chance_level": 1.0 / labels if labels else float("nan"),
+    }
+
+
 def video_columns(submission) -> pd.DataFrame:
-    """Per-video human columns for ``evalsite.reports`` (index: source-video name)."""
+    """Per-video human columns for ``evalsite.reports`` (index: source-video name), with
+    the chance levels ``human_id_chance_level`` and ``human_action_chance_level``."""
     frame = responses_frame(submission)
     if frame.empty:
         return pd.DataFrame(index=pd.Index([], name="video"))
-    return scoring.per_video_scores(frame)
+    out = scoring.per_video_scores(frame)
+    chance = chance_levels(submission.campaign)
+    out["human_id_chance_level"] = chance["id_chance_level"]
+    out["human_action_chance_level"] = chance["action_chance_level"]
+    return out
 
 
 def summary(submission) -> dict:
     """The ``human`` summary section for ``evalsite.reports``: scores of usable responses,
-    plus ``n_excluded_responses`` / ``n_excluded_raters`` (left out, not counted)."""
+    plus ``n_excluded_responses`` / ``n_excluded_raters`` (left out, not counted), the
+    chance levels (:func:`chance_levels`), ``raters_per_video`` (the campaign's target)
+    and ``status``: "not rated" (no usable response), "rating open", "rating closed"."""
     usable = responses_frame(submission)
     every = responses_frame(submission, include_excluded=True)
-    out = scoring.summary_scores(usable)
+    campaign = submission.campaign
+    out = {
+        "status": "not rated"
+        if usable.empty
+        else ("rating open" if campaign.rating_open else "rating closed"),
+        **scoring.summary_scores(usable),
+    }
     out["n_excluded_responses"] = len(every) - len(usable)
     out["n_excluded_raters"] = len(set(every["rater"]) - set(usable["rater"]))
+    out["raters_per_video"] = int(campaign.raters_per_video)
+    out.update(chance_levels(campaign))
     return out
+
+
+def human_caveats(submission) -> dict[str, list[str]]:
+    """Videos rated by fewer raters than the campaign's target in some task and condition."""
+    frame = responses_frame(submission)
+    if frame.empty:
+        return {}
+    target = int(submission.campaign.raters_per_video)
+    counts = frame.groupby(["video", "task", "condition"]).size()
+    out: dict[str, list[str]] = {}
+    for video, per_video in counts.groupby(level="video"):
+        short = [
+            f"{task} {condition} {per_video.get((video, task, condition), 0)}"
+            for task in ("identity", "action")
+            for condition in scoring.CONDITIONS
+            if per_video.get((video, task, condition), 0) < target
+        ]
+        if short:
+            out[video] = [f"human: fewer ratings than the target of {target} ({', '.join(short)})"]
+    return out
+
+
+def _video_entries() -> dict[str, Column]:
+    entries: dict[str, Column] = {}
+    for condition, shown in CONDITIONS.items():
+        entries |= {
+            f"human_id_n_{condition}": Column(
+                f"identity-matching responses for {shown} (usable raters)",
+                "int",
+                unit="responses",
+                range=">= 0",
+            ),
+            f"human_id_accuracy_{condition}": Column(
+                f"share of identity-matching responses for {shown} that picked the right face, or 'not "
+                "present' when the person was not among the faces",
+                "float",
+                unit="fraction",
+                range="[0, 1]",
+                ideal="human_id_chance_level" if condition == "masked" else "",
+                precision=4,
+                source=f"{SEED}, section 4.2",
+            ),
+            f"human_id_ci_low_{condition}": Column(
+                f"lower end of the 95 % Wilson interval of human_id_accuracy_{condition}",
+                "float",
+                unit="fraction",
+                range="[0, 1]",
+                precision=4,
+                source="Wilson 1927; statsmodels proportion_confint",
+            ),
+            f"human_id_ci_high_{condition}": Column(
+                f"upper end of the 95 % Wilson interval of human_id_accuracy_{condition}",
+                "float",
+                unit="fraction",
+                range="[0, 1]",
+                precision=4,
+                source="Wilson 1927; statsmodels proportion_confint",
+            ),
+            f"human_id_hit_rate_{condition}": Column(
+                f"share of target-present identity trials for {shown} answered with the target's face",
+                "float",
+                unit="fraction",
+                range="[0, 1]",
+                precision=4,
+                source="trials/scoring.py, identification_scores",
+            ),
+            f"human_id_false_alarm_rate_{condition}": Column(
+                f"share of target-absent identity trials for {shown} answered with a face instead of "
+                "'not present' (empty without target-absent trials)",
+                "float",
+                unit="fraction",
+                range="[0, 1]",
+                ideal="0",
+                precision=4,
+                source="trials/scoring.py, identification_scores",
+            ),
+            f"human_action_n_{condition}": Column(
+                f"action-labelling responses for {shown}", "int", unit="responses", range=">= 0"
+            ),
+            f"human_action_accuracy_{condition}": Column(
+                f"share of action-labelling responses for {shown} naming the video's action",
+                "float",
+                unit="fraction",
+                range="[0, 1]",
+                ideal="as on the clear video" if condition == "masked" else "",
+                precision=4,
+                source=f"{SEED}, section 5",
+            ),
+            f"human_action_ci_low_{condition}": Column(
+                f"lower end of the 95 % Wilson interval of human_action_accuracy_{condition}",
+                "float",
+                unit="fraction",
+                range="[0, 1]",
+                precision=4,
+            ),
+            f"human_action_ci_high_{condition}": Column(
+                f"upper end of the 95 % Wilson interval of human_action_accuracy_{condition}",
+                "float",
+                unit="fraction",
+                range="[0, 1]",
+                precision=4,
+            ),
+        }
+    order = [
+        f"human_id_{k}_{c}"
+        for k in ("n", "accuracy", "ci_low", "ci_high", "hit_rate", "false_alarm_rate")
+        for c in CONDITIONS
+    ]
+    order += ["human_masking_success", "human_id_chance_level"]
+    order += [f"human_action_{k}_{c}" for k in ("n", "accuracy", "ci_low", "ci_high") for c in CONDITIONS]
+    order += ["human_action_loss", "human_action_chance_level"]
+    entries |= {
+        "human_masking_success": Column(
+            "human_id_accuracy_clear - human_id_accuracy_masked: how much masking lowered human identification",
+            "float",
+            unit="fraction",
+            range="[-1, 1]",
+            ideal="human_id_accuracy_clear - human_id_chance_level (masked at chance)",
+            precision=4,
+            source=f"{SEED}, section 4.3",
+        ),
+        "human_id_chance_level": Column(
+            "identification accuracy of a uniform guess over the lineup's faces and 'not present': "
+            "1 / (lineup_size + 1)",
+            "float",
+            unit="fraction",
+            range="(0, 1]",
+            precision=4,
+            source=f"{SEED}, section 4.2 (5 faces + not present: 1/6)",
+        ),
+        "human_action_loss": Column(
+            "human_action_accuracy_clear - human_action_accuracy_masked: action recognisability lost by masking",
+            "float",
+            unit="fraction",
+            range="[-1, 1]",
+            ideal="0",
+            precision=4,
+            source=f"{SEED}, section 5",
+        ),
+        "human_action_chance_level": Column(
+            "action accuracy of a uniform guess over the campaign's action vocabulary: 1 / labels",
+            "float",
+            unit="fraction",
+            range="(0, 1]",
+            precision=4,
+        ),
+    }
+    return {name: entries[name] for name in order}
+
+
+def _summary_entries() -> dict[str, Column]:
+    video = _video_entries()
+    entries = {
+        "status": Column(
+            "not rated (no usable response), rating open, rating closed",
+            "str",
+            range="not rated | rating open | rating closed",
+        ),
+        "n_responses": Column(
+            "usable evaluated responses (both tasks and conditions)", "int", unit="responses"
+        ),
+        "n_raters": Column("raters with a usable response", "int", unit="raters"),
+    }
+    for key, task in (("id", "identity-matching"), ("action", "action-labelling")):
+        for condition, shown in CONDITIONS.items():
+            base = video[f"human_{key}_accuracy_{condition}"]
+            entries[f"{key}_accuracy_{condition}"] = Column(
+                **{**base.__dict__, "meaning": f"pooled over videos: {base.meaning}"}
+            )
+            entries[f"{key}_ci_{condition}"] = Column(
+                f"[low, high] 95 % Wilson interval of {key}_accuracy_{condition}", "list", unit="fraction"
+            )
+            entries[f"{key}_n_{condition}"] = Column(f"{task} responses for {shown}", "int", unit="responses")
+    entries["masking_success"] = Column(
+        **{
+            **video["human_masking_success"].__dict__,
+            "meaning": "mean over videos rated in both conditions of "
+            "human_masking_success (clear - masked identification accuracy)",
+        }
+    )
+    entries["action_loss"] = Column(
+        **{
+            **video["human_action_loss"].__dict__,
+            "meaning": "mean over videos rated in both conditions of "
+            "human_action_loss (clear - masked action accuracy)",
+        }
+    )
+    entries["n_videos_both_conditions"] = Column(
+        "videos with identity responses in both conditions (the masking_success mean is over these)",
+        "int",
+        unit="videos",
+    )
+    for condition, shown in CONDITIONS.items():
+        entries[f"action_agreement_{condition}"] = Column(
+            f"Fleiss' kappa of the action labels for {shown}: {{fleiss_kappa, n_videos, raters_per_video}} "
+            "(videos with the most common number of ratings)",
+            "object",
+            source="Fleiss 1971; statsmodels fleiss_kappa",
+        )
+    entries |= {
+        "n_excluded_responses": Column(
+            "responses of excluded raters (failed attention checks), left out",
+            "int",
+            unit="responses",
+            ideal="0",
+        ),
+        "n_excluded_raters": Column("raters excluded and left out", "int", unit="raters", ideal="0"),
+        "raters_per_video": Column(
+            "the campaign's target of responses per video and condition", "int", unit="raters"
+        ),
+        "lineup_size": Column(
+            "gallery faces shown in an identity trial (foils + target)", "int", unit="faces"
+        ),
+        "id_chance_level": video["human_id_chance_level"],
+        "action_chance_level": video["human_action_chance_level"],
+    }
+    return entries
+
+
+def register() -> None:
+    """Register the ``human`` columns, summary section, caveats and their dictionary entries."""
+    dictionary.register("human", _video_entries())
+    dictionary.register("human", _summary_entries(), level="summary")
+    reports.register_video_columns("human", video_columns)
+    reports.register_summary_section("human", summary)
+    reports.register_video_caveats("human", human_caveats)

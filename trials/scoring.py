@@ -171,9 +171,12 @@ def per_video_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> pd.Data
         ``human_id_n_<c>``, ``human_id_accuracy_<c>``, ``human_id_ci_low_<c>``,
         ``human_id_ci_high_<c>``, ``human_id_hit_rate_<c>``,
         ``human_id_false_alarm_rate_<c>`` for c in (clear, masked);
-        ``masking_success`` = accuracy clear - accuracy masked;
-        ``action_n_<c>``, ``action_accuracy_<c>``, ``action_ci_low_<c>``, ``action_ci_high_<c>``;
-        ``action_loss`` = action accuracy clear - action accuracy masked (lower is better).
+        ``human_masking_success`` = accuracy clear - accuracy masked;
+        ``human_action_n_<c>``, ``human_action_accuracy_<c>``, ``human_action_ci_low_<c>``,
+        ``human_action_ci_high_<c>``; ``human_action_loss`` = action accuracy clear -
+        action accuracy masked (lower is better). Every column starts with ``human_``
+        (the report's section prefix; the summary keys of :func:`summary_scores` do not,
+        their section names them).
         All rates and differences in [0, 1] or [-1, 1]; NaN where a condition has no
         responses.
 
@@ -187,18 +190,20 @@ def per_video_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> pd.Data
         "human_id",
         ["n", "accuracy", "ci_low", "ci_high", "hit_rate", "false_alarm_rate"],
     )
-    action = _wide(action_scores(responses, alpha=alpha), "action", ["n", "accuracy", "ci_low", "ci_high"])
+    action = _wide(
+        action_scores(responses, alpha=alpha), "human_action", ["n", "accuracy", "ci_low", "ci_high"]
+    )
     out = identity.join(action, how="outer")
     for name in (
         "human_id_accuracy_clear",
         "human_id_accuracy_masked",
-        "action_accuracy_clear",
-        "action_accuracy_masked",
+        "human_action_accuracy_clear",
+        "human_action_accuracy_masked",
     ):
         if name not in out:
             out[name] = np.nan
-    out["masking_success"] = out["human_id_accuracy_clear"] - out["human_id_accuracy_masked"]
-    out["action_loss"] = out["action_accuracy_clear"] - out["action_accuracy_masked"]
+    out["human_masking_success"] = out["human_id_accuracy_clear"] - out["human_id_accuracy_masked"]
+    out["human_action_loss"] = out["human_action_accuracy_clear"] - out["human_action_accuracy_masked"]
     out.index.name = "video"
     return out.sort_index()
 
@@ -265,11 +270,11 @@ def summary_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> dict:
             summary[f"{key}_n_{condition}"] = n
     per_video = per_video_scores(responses, alpha=alpha)
     summary["masking_success"] = (
-        float(per_video["masking_success"].mean()) if len(per_video) else float("nan")
+        float(per_video["human_masking_success"].mean()) if len(per_video) else float("nan")
     )
-    summary["action_loss"] = float(per_video["action_loss"].mean()) if len(per_video) else float("nan")
+    summary["action_loss"] = float(per_video["human_action_loss"].mean()) if len(per_video) else float("nan")
     summary["n_videos_both_conditions"] = (
-        int(per_video["masking_success"].notna().sum()) if len(per_video) else 0
+        int(per_video["human_masking_success"].notna().sum()) if len(per_video) else 0
     )
     for condition in CONDITIONS:
         summary[f"action_agreement_{condition}"] = action_agreement(responses, condition)

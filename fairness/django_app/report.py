@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from evalsite import reports
+from evalsite import dictionary, reports
+from evalsite.dictionary import Column
 
 from .services import compute_face_quality, quality_samples, video_samples
 from fairness.groups import split_by_group
@@ -59,13 +60,13 @@ DEFAULT_SCORE_COLUMNS = [
         "description": "human: share of raters who picked the right identity for the masked video",
     },
     {
-        "column": "masking_success",
+        "column": "human_masking_success",
         "favourable": "higher",
         "mdg_step": 0.01,
         "description": "human: identification accuracy clear - masked (can be negative)",
     },
     {
-        "column": "action_accuracy_masked",
+        "column": "human_action_accuracy_masked",
         "favourable": "higher",
         "mdg_step": 0.01,
         "description": "human: share of raters who labelled the action of the masked video right",
@@ -135,8 +136,32 @@ def fairness_section(submission) -> dict:
     }
 
 
+SUMMARY_ENTRIES = {
+    "source": Column("paper the measures come from", "str", source=SOURCE, internal=True),
+    "attributes": Column("demographic attributes the videos are grouped by (campaign setting)", "list"),
+    "ideal": Column("how to read the SQFR measures", "str"),
+    "scores": Column(
+        "per score column and attribute: per-group statistics (n, mean, ...) and the SQFR measures "
+        "(Gini-based GC-SQFR, CSQFR, LWM, MDG-SQFR) with stratified bootstrap 95 % intervals; "
+        "1 = every group alike",
+        "object",
+        range="[0, 1] (SQFR measures)",
+        ideal="1",
+        source=SOURCE,
+    ),
+    "face_quality": Column(
+        "the same measures of face quality (sharpness, luminance) of the gallery stills and clear videos",
+        "object",
+        range="[0, 1] (SQFR measures)",
+        ideal="1",
+        source=SOURCE,
+    ),
+}
+
+
 def register() -> None:
-    """Register the section (called from ``FairnessConfig.ready``)."""
+    """Register the section and its data-dictionary entries (called from ``FairnessConfig.ready``)."""
+    dictionary.register("fairness", SUMMARY_ENTRIES, level="summary")
     reports.register_summary_section("fairness", fairness_section)
 
 

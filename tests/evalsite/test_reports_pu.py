@@ -9,7 +9,9 @@ from evalsite.reports import _with_pu_score, privacy_utility_summary
 
 
 def _report(masked, clear, ssim):
-    return pd.DataFrame({"action_accuracy_masked": masked, "action_accuracy_clear": clear, "face_ssim": ssim})
+    return pd.DataFrame(
+        {"human_action_accuracy_masked": masked, "human_action_accuracy_clear": clear, "face_ssim": ssim}
+    )
 
 
 def test_pu_per_video_is_accuracy_ratio_times_one_minus_ssim():

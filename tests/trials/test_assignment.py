@@ -180,10 +180,10 @@ def test_human_columns_join_the_per_video_report(grid_campaign):
     expected = {
         "human_id_accuracy_clear",
         "human_id_accuracy_masked",
-        "masking_success",
-        "action_accuracy_clear",
-        "action_accuracy_masked",
-        "action_loss",
+        "human_masking_success",
+        "human_action_accuracy_clear",
+        "human_action_accuracy_masked",
+        "human_action_loss",
     }
     assert expected <= set(report.columns)
     summary = submission_summary(submission)["human"]
@@ -191,7 +191,7 @@ def test_human_columns_join_the_per_video_report(grid_campaign):
         summary["n_responses"]
         == Response.objects.filter(trial__kind="item").exclude(trial__session__rater__flagged=True).count()
     )
-    rated = report.dropna(subset=["masking_success"])
+    rated = report.dropna(subset=["human_masking_success"])
     assert (
-        rated["masking_success"] == rated["human_id_accuracy_clear"] - rated["human_id_accuracy_masked"]
+        rated["human_masking_success"] == rated["human_id_accuracy_clear"] - rated["human_id_accuracy_masked"]
     ).all()

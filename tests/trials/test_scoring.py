@@ -91,10 +91,10 @@ def test_per_video_scores_give_masking_success_and_action_loss(responses):
     per_video = scoring.per_video_scores(responses)
     assert per_video.loc["v1", "human_id_accuracy_clear"] == 0.8
     assert per_video.loc["v1", "human_id_accuracy_masked"] == 0.5
-    assert per_video.loc["v1", "masking_success"] == pytest.approx(0.3)
-    assert per_video.loc["v1", "action_loss"] == pytest.approx(1.0 - 0.75)  # 4/4 clear, 3/4 masked
+    assert per_video.loc["v1", "human_masking_success"] == pytest.approx(0.3)
+    assert per_video.loc["v1", "human_action_loss"] == pytest.approx(1.0 - 0.75)  # 4/4 clear, 3/4 masked
     assert "action_preservation" not in per_video
-    assert math.isnan(per_video.loc["v2", "masking_success"])  # no clear responses for v2
+    assert math.isnan(per_video.loc["v2", "human_masking_success"])  # no clear responses for v2
 
 
 def test_summary_averages_per_video_differences(responses):
