@@ -18,13 +18,14 @@ the two (Django-free; one job per module):
 - ``features`` + ``extractor``: per-frame features, one ``update(frame_rgb)`` per tested frame.
 - ``compare``: metrics of masked against clear features; ``score``: the
   behaviour-preservation score in [0, 1] and the per-submission aggregate.
-- ``evaluate``: one masked video against its clear video from the files (cached clear side).
+- ``evaluate``: one masked video against its clear video, fed pair by pair by the face
+  evaluation's decoding pass (``BehaviourPass``) or from the files (cached clear side).
 - ``leakage``: gender inference from masked faces (pretrained and parrot attackers).
 - ``frontier``: the privacy-utility frontier figure.
 """
 
 from .compare import compare
-from .evaluate import BehaviourEvaluation, evaluate_behaviour
+from .evaluate import BehaviourEvaluation, BehaviourPass, evaluate_behaviour
 from .extractor import BehaviourExtractor
 from .features import BehaviourFeatures
 from .frontier import FrontierPoint, frontier_figure
@@ -35,6 +36,7 @@ __all__ = [
     "BehaviourEvaluation",
     "BehaviourExtractor",
     "BehaviourFeatures",
+    "BehaviourPass",
     "AttributeVideo",
     "FrontierPoint",
     "attribute_leakage",

@@ -72,6 +72,23 @@ class AttributeVideo:
     masked_features: np.ndarray
 
     @classmethod
+    def from_samples(cls, samples: dict, identity, gender) -> AttributeVideo:
+        """From ``attribute_samples`` output (e.g. read back from JSON).
+
+        Raises
+        ------
+        ValueError
+            If the gender label is unknown or the samples are inconsistent.
+        """
+        clear = np.asarray(samples["clear_probabilities"], np.float64).reshape(-1, 2)
+        masked = np.asarray(samples["masked_probabilities"], np.float64).reshape(-1, 2)
+        features = np.asarray(samples["masked_features"], np.float32)
+        features = features.reshape(len(masked), -1) if len(masked) else np.zeros((0, 128), np.float32)
+        if len(clear) != len(masked):
+            raise ValueError(f"{len(clear)} clear and {len(masked)} masked attribute samples")
+        return cls(str(identity), gender_index(gender), clear, masked, features)
+
+    @classmethod
     def from_features(
         cls, clear: BehaviourFeatures, masked: BehaviourFeatures, identity, gender
     ) -> AttributeVideo:
@@ -93,6 +110,35 @@ class AttributeVideo:
             masked.attribute[rows],
             masked.attribute_features[rows],
         )
+
+
+def attribute_samples(clear: BehaviourFeatures, masked: BehaviourFeatures, *, decimals: int = 4) -> dict:
+    """The attacker evidence of one video pair as plain lists (for JSON storage; ``from_samples``).
+
+    Frames where both sides have an attribute reading (the clear frame has a face).
+    Values are rounded to ``decimals`` (probabilities and features of this size change no
+    prediction at 1e-4).
+
+    Returns
+    -------
+    dict
+        ``clear_probabilities`` and ``masked_probabilities`` (m lists of 2 floats),
+        ``masked_features`` (m lists of 128 floats).
+
+    Raises
+    ------
+    ValueError
+        If the features hold no attribute readings (extracted without ``attribute=True``).
+    """
+    if "no-attribute" in clear.settings:
+        raise ValueError("no attribute readings: extract the features with attribute=True")
+    rows = np.isfinite(clear.attribute[:, 0]) & np.isfinite(masked.attribute[:, 0])
+    features = np.nan_to_num(masked.attribute_features[rows].astype(np.float64))
+    return {
+        "clear_probabilities": np.round(clear.attribute[rows], decimals).tolist(),
+        "masked_probabilities": np.round(masked.attribute[rows], decimals).tolist(),
+        "masked_features": np.round(features, decimals).tolist(),
+    }
 
 
 def majority_rate(labels: Sequence[int]) -> float:

@@ -11,6 +11,13 @@ metrics and ``score.behaviour_score`` components; the score itself is
 automated behaviour score as the utility kept instead of human action ratings; it is
 labelled automated, and ``evalsite.reports`` blanks it where the human ``pu_score``
 exists (human ratings take precedence).
+
+Attribute leakage (``automated.behaviour.leakage``, seeds/000 section 3.1): the same run
+stores the gender attacker's samples per video (``VideoScore.attribute_samples``);
+videos whose identity has a known ``gender`` attribute get the per-video columns
+``behaviour_gender_clear_accuracy`` / ``behaviour_gender_masked_accuracy`` (pretrained
+attacker), and the ``attribute_leakage`` summary section scores the submission:
+pretrained and parrot attackers, leakage above the majority-class rate.
 """
 
 from __future__ import annotations
@@ -19,8 +26,11 @@ import math
 
 import pandas as pd
 
+from automated.behaviour.leakage import AttributeVideo, attribute_leakage, gender_index, pretrained_accuracy
 from automated.behaviour.score import automated_pu_score, summarize_behaviour
 from evalsite import reports
+
+from . import behaviour_dictionary
 
 from .face_models import AutomatedRun, VideoScore
 
@@ -38,7 +48,26 @@ def _scores(run):
     # Scores of a replaced (superseded) masked video describe a file no longer current.
     return VideoScore.objects.filter(
         run=run, masked_video__current=True, behaviour_metrics__isnull=False
-    ).select_related("masked_video__source_video")
+    ).select_related("masked_video__source_video__identity")
+
+
+def _known_gender(score):
+    """The video's person's gender label if the campaign records a known one, else None."""
+    gender = (score.masked_video.source_video.identity.attributes or {}).get("gender")
+    try:
+        gender_index(gender)
+    except ValueError:
+        return None
+    return gender
+
+
+def _attribute_video(score) -> AttributeVideo | None:
+    """The gender attacker's evidence of one scored video; None without samples or a known gender."""
+    gender = _known_gender(score)
+    if score.attribute_samples is None or gender is None:
+        return None
+    identity = score.masked_video.source_video.identity
+    return AttributeVideo.from_samples(score.attribute_samples, identity.code, gender)
 
 
 def _nan(value) -> float:
@@ -64,6 +93,10 @@ def behaviour_video_columns(submission) -> pd.DataFrame:
             {f"behaviour_{key}": _nan(value) for key, value in metrics.items() if key != "behaviour_score"}
         )
         row[PU_AUTOMATED] = _pu(score.behaviour_score, score.ssim)
+        video = _attribute_video(score)
+        if video is not None:
+            row["behaviour_gender_clear_accuracy"] = pretrained_accuracy([video], side="clear")
+            row["behaviour_gender_masked_accuracy"] = pretrained_accuracy([video], side="masked")
         rows.append(row)
     if not rows:
         return pd.DataFrame(columns=["behaviour_score", PU_AUTOMATED])
@@ -87,7 +120,42 @@ def behaviour_summary(submission) -> dict | None:
     return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in summary.items()}
 
 
+_LEAKAGE_CACHE: dict = {}  # (run, scores, genders) -> section: the parrot refits per identity
+_LEAKAGE_CACHE_MAX = 64
+
+
+def leakage_summary(submission) -> dict | None:
+    """``attribute_leakage`` of the behaviour run's videos with a known gender, or None.
+
+    Adds ``run_id``, ``attribute`` ("gender") and ``n_videos_unknown_gender`` (videos
+    whose person has no known gender: left out). None when no video has both samples
+    and a known gender (e.g. a campaign without a gender attribute).
+    """
+    run = behaviour_run(submission)
+    scores = list(_scores(run)) if run is not None else []
+    videos = [_attribute_video(s) for s in scores]
+    known = [v for v in videos if v is not None]
+    if not known:
+        return None
+    key = (run.pk, tuple((s.pk, _known_gender(s)) for s in scores))
+    if key not in _LEAKAGE_CACHE:
+        if len(_LEAKAGE_CACHE) >= _LEAKAGE_CACHE_MAX:
+            _LEAKAGE_CACHE.clear()
+        result = {
+            "run_id": run.pk,
+            "attribute": "gender",
+            **attribute_leakage(known),
+            "n_videos_unknown_gender": len(videos) - len(known),
+        }
+        _LEAKAGE_CACHE[key] = {
+            k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in result.items()
+        }
+    return dict(_LEAKAGE_CACHE[key])
+
+
 def register() -> None:
-    """Register this module's video columns and summary section."""
+    """Register this module's video columns, summary sections and their dictionary entries."""
     reports.register_video_columns("behaviour", behaviour_video_columns)
     reports.register_summary_section("behaviour", behaviour_summary)
+    reports.register_summary_section("attribute_leakage", leakage_summary)
+    behaviour_dictionary.register()

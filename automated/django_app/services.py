@@ -23,7 +23,8 @@ from django.conf import settings
 from evalsite.models import Campaign, GalleryImage, MaskedVideo, Submission, Team, delete_stored
 
 from automated.anonymizers import BASELINE_METHODS, anonymize_video
-from automated.behaviour import evaluate_behaviour
+from automated.behaviour import BehaviourPass
+from automated.behaviour.leakage import attribute_samples
 from automated.detection import detector_key, make_face_detector
 from automated.face_eval import METRIC_FIELDS, VideoEvaluation, embed_gallery_image, evaluate_video, summarize
 from . import lifecycle
@@ -386,8 +387,15 @@ class FaceRunKind(lifecycle.RunKind):
                 local_path(source.file) as clear_path,
                 local_path(masked.file) as masked_path,
                 torch_threads(settings.TORCH_NUM_THREADS),
+                contextlib.ExitStack() as stack,
             ):
                 try:
+                    # Behaviour rides on the face evaluation's decoding pass (one decode per pair).
+                    behaviour = (
+                        stack.enter_context(_behaviour_pass(clear_path, stride))
+                        if config.get("behaviour", True)
+                        else None
+                    )
                     evaluation = evaluate_video(
                         clear_path,
                         masked_path,
@@ -401,28 +409,28 @@ class FaceRunKind(lifecycle.RunKind):
                         clear_cache=_CLEAR_CACHE,
                         clear_cache_dir=Path(settings.CACHE_DIR) / "clear_side",
                         no_face="nan",
+                        observers=[behaviour] if behaviour is not None else [],
                     )
+                    values = VideoScore.metric_values(evaluation)
+                    if behaviour is not None:
+                        result = behaviour.result()
+                        values.update(VideoScore.behaviour_values(result.metrics))
+                        values["attribute_samples"] = attribute_samples(result.clear, result.masked)
                 except ValueError as error:  # stored files have opaque names: say which video
                     raise type(error)(f"source video {source.name!r}: {error}") from error
-                values = VideoScore.metric_values(evaluation)
-                if config.get("behaviour", True):
-                    values.update(self._behaviour(clear_path, masked_path, stride, source.name))
         return values
 
-    @staticmethod
-    def _behaviour(clear_path, masked_path, stride: int, source_name: str) -> dict:
-        """``VideoScore.behaviour_*`` values of one video pair (``automated.behaviour.evaluate_behaviour``).
 
-        A second decoding pass after the face evaluation's (not yet the same pass); the
-        clear side is cached on disk under ``CACHE_DIR/behaviour`` for every later run.
-        """
-        try:
-            result = evaluate_behaviour(
-                clear_path, masked_path, stride=stride, cache_dir=Path(settings.CACHE_DIR) / "behaviour"
-            )
-        except ValueError as error:
-            raise type(error)(f"source video {source_name!r}, behaviour: {error}") from error
-        return VideoScore.behaviour_values(result.metrics)
+def _behaviour_pass(clear_path, stride: int) -> BehaviourPass:
+    """The behaviour measurement of a face run's video (``automated.behaviour.BehaviourPass``).
+
+    Every model, with the gender attacker (``attribute``) for the leakage report; the
+    clear side is cached on disk under ``CACHE_DIR/behaviour`` (content hash + settings)
+    for every later video of the same source and every later run.
+    """
+    return BehaviourPass(
+        clear_path, stride=stride, cache_dir=Path(settings.CACHE_DIR) / "behaviour", attribute=True
+    )
 
 
 #: The face evaluation's run kind (``dispatch.RUN_KINDS["face"]``).

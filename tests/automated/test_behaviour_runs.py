@@ -9,7 +9,10 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from automated import face_eval
+from automated.behaviour import evaluate as behaviour_evaluate
 from automated.behaviour.score import automated_pu_score
+from automated.django_app import services
 from automated.django_app.attack_models import AttackResult, AttackRun
 from automated.django_app.face_models import AutomatedRun, VideoScore
 from automated.django_app.frontier_view import frontier_points
@@ -23,11 +26,42 @@ pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 STRIDE = 40  # 2 tested frames per clip
 
 
+# Apparent gender of the fixture's GRID people (clips.csv ``apparent_gender_unofficial``).
+GENDERS = {"ID01": "male", "ID03": "male", "ID07": "female"}
+
+
 @pytest.fixture
-def evaluated(campaign):  # noqa: F811
+def evaluated(campaign, monkeypatch):  # noqa: F811
+    for identity in campaign.identities.filter(code__in=GENDERS):
+        identity.attributes = {"gender": GENDERS[identity.code]}
+        identity.save()
     identity = create_baseline_submission(campaign, "identity", web_copies=False)
     blurred = create_baseline_submission(campaign, "blur_frame", web_copies=False)
-    runs = {s.name: run_face_evaluation(s, stride=STRIDE) for s in (identity, blurred)}
+    # Spy on the decoding and on the behaviour passes: one decode per video pair, clear side reused.
+    decoded, passes = [], []
+    real_iter_frames, real_pass = face_eval.iter_frames, services._behaviour_pass
+
+    def counting_iter_frames(path, **options):
+        decoded.append(path)
+        return real_iter_frames(path, **options)
+
+    def spied_pass(clear_path, stride):
+        behaviour = real_pass(clear_path, stride)
+        passes.append(behaviour)
+        return behaviour
+
+    monkeypatch.setattr(face_eval, "iter_frames", counting_iter_frames)
+    monkeypatch.setattr(behaviour_evaluate, "iter_frames", counting_iter_frames)
+    monkeypatch.setattr(services, "_behaviour_pass", spied_pass)
+    runs = {}
+    for submission in (identity, blurred):
+        decoded.clear()
+        passes.clear()
+        runs[submission.name] = run_face_evaluation(submission, stride=STRIDE)
+        # the face evaluation's pass feeds behaviour: each of the 3 pairs decoded once (clear + masked)
+        assert len(decoded) == 6 and len(passes) == 3
+    # the second submission reuses every clear side measured for the first (CACHE_DIR/behaviour)
+    assert all(p.clear_from_cache for p in passes)
     return identity, blurred, runs
 
 
@@ -76,6 +110,37 @@ def test_face_run_stores_behaviour_and_the_reports_show_it(evaluated):
     assert lighter.config["behaviour"] is False
     assert not VideoScore.objects.filter(run=lighter, behaviour_score__isnull=False).exists()
     assert reports.submission_summary(identity)["behaviour"]["run_id"] == runs["identity"].pk
+
+
+def test_gender_leakage_per_video_and_per_submission(evaluated):
+    identity, blurred, runs = evaluated
+    report = reports.per_video_report(identity).set_index("video")
+    # the identity baseline shows the attacker the clear crops: masked accuracy = clear accuracy
+    assert (report["behaviour_gender_masked_accuracy"] == report["behaviour_gender_clear_accuracy"]).all()
+    assert report["behaviour_gender_clear_accuracy"].between(0, 1).all()
+    section = reports.submission_summary(identity)["attribute_leakage"]
+    assert section["run_id"] == runs["identity"].pk and section["attribute"] == "gender"
+    assert (
+        section["n_videos"] == 3 and section["n_identities"] == 3 and section["n_videos_unknown_gender"] == 0
+    )
+    assert section["majority_rate"] == pytest.approx(2 / 3)  # two men, one woman
+    assert section["leakage_pretrained"] == section["leakage_clear"]
+    assert section["leakage_pretrained"] == pytest.approx(section["pretrained_masked_accuracy"] - 2 / 3)
+    # the woman's fold trains on men only and is left out; the men's folds train on both genders
+    assert section["parrot_accuracy"] is not None and 0 <= section["parrot_accuracy"] <= 1
+    assert section["leakage_worst"] == max(section["leakage_pretrained"], section["leakage_parrot"])
+    blurred_section = reports.submission_summary(blurred)["attribute_leakage"]
+    assert blurred_section["run_id"] == runs["blur_frame"].pk
+    assert blurred_section["leakage_clear"] == section["leakage_clear"]  # same clear crops, cached clear side
+    # the API's submission summary carries the section
+    staff = User.objects.create_superuser("admin", password="pw")
+    client = Client()
+    client.force_login(staff)
+    payload = client.get(f"/api/submissions/{blurred.pk}/summary/").json()
+    assert payload["attribute_leakage"]["leakage_worst"] == blurred_section["leakage_worst"]
+    assert payload["behaviour"]["behaviour_score"] == pytest.approx(
+        reports.submission_summary(blurred)["behaviour"]["behaviour_score"]
+    )
 
 
 def _attack_run(submission, chance_normalised: dict):

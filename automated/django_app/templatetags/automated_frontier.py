@@ -1,0 +1,39 @@
+"""``{% frontier campaign [submission] %}``: the privacy-utility frontier partial (issue 12).
+
+Renders ``templates/automated/_frontier.html``: the campaign's frontier figure (served
+by ``frontier_view``: staff only, the user's own campaigns) and a table of every
+submission's point (worst-case re-identification, behaviour-preservation score), its
+automated PU score and its worst gender leakage, with ``submission`` (if given)
+highlighted. Used on the organizer's campaign page and on a submission's admin page
+(where its report is downloaded).
+"""
+
+from django import template
+
+from ..behaviour_report import behaviour_summary, leakage_summary
+from ..frontier_view import frontier_points
+
+register = template.Library()
+
+
+@register.inclusion_tag("automated/_frontier.html")
+def frontier(campaign, submission=None) -> dict:
+    """Context of the partial: ``campaign``, ``rows`` (one per submission), ``highlight``."""
+    submissions = list(campaign.submissions.select_related("team").order_by("name", "pk"))
+    points = frontier_points(campaign)  # the same order
+    rows = []
+    for item, point in zip(submissions, points):
+        behaviour = behaviour_summary(item) or {}
+        leakage = leakage_summary(item) or {}
+        rows.append(
+            {
+                "label": point.label,
+                "kind": point.kind,
+                "reidentification": point.reidentification,
+                "behaviour": point.behaviour,
+                "pu_automated": behaviour.get("pu_score_automated"),
+                "gender_leakage": leakage.get("leakage_worst"),
+                "current": submission is not None and item.pk == submission.pk,
+            }
+        )
+    return {"campaign": campaign, "rows": rows, "highlight": submission}
