@@ -5,6 +5,7 @@ from rest_framework.routers import DefaultRouter
 
 from . import api
 from .dictionary_api import DataDictionaryView
+from .leaderboard_views import ComparisonsAPIView, LeaderboardAPIView
 
 # No '.json' suffix routes: formats are chosen with ?format= (custom actions take no format argument).
 router = DefaultRouter()
@@ -17,5 +18,11 @@ router.register("submissions", api.SubmissionViewSet, basename="submission")
 
 urlpatterns: list = [
     path("dictionary/", DataDictionaryView.as_view(), name="data-dictionary"),
+    path("campaigns/<int:pk>/leaderboard/", LeaderboardAPIView.as_view(), name="campaign-leaderboard"),
+    path(
+        "campaigns/<int:pk>/leaderboard/comparisons/",
+        ComparisonsAPIView.as_view(),
+        name="campaign-leaderboard-comparisons",
+    ),
     path("", include(router.urls)),
 ]

@@ -477,17 +477,22 @@ def pooled_rate_interval(
     return Estimate(float(successes.sum() / trials.sum()), float(low), float(high), int(len(trials)), method)
 
 
+#: The fields of :class:`Comparison`, in order (the columns of :func:`comparisons_frame`).
+COMPARISON_COLUMNS = [
+    "a",
+    "b",
+    "difference",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "share_a_greater",
+    "n_videos",
+    "method",
+]
+
+
 def comparisons_frame(comparisons: Sequence[Comparison]) -> pd.DataFrame:
-    """Comparisons as a table: columns of :class:`Comparison` in order, one row each."""
-    columns = [
-        "a",
-        "b",
-        "difference",
-        "ci_low",
-        "ci_high",
-        "p_value",
-        "share_a_greater",
-        "n_videos",
-        "method",
-    ]
-    return pd.DataFrame([[getattr(c, name) for name in columns] for c in comparisons], columns=columns)
+    """Comparisons as a table: columns :data:`COMPARISON_COLUMNS`, one row each."""
+    return pd.DataFrame(
+        [[getattr(c, name) for name in COMPARISON_COLUMNS] for c in comparisons], columns=COMPARISON_COLUMNS
+    )

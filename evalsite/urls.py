@@ -11,6 +11,7 @@ urlpatterns = [
     path("team/", include("evalsite.team_urls")),
     path("organizer/fairness/", include("fairness.django_app.urls")),
     path("organizer/automated/", include("automated.django_app.urls")),
+    path("organizer/", include("evalsite.leaderboard_urls")),
     # The site root (and the admin's "View site") lands on the organizer pages.
     path("", RedirectView.as_view(pattern_name="trials:organizer"), name="home"),
     path("", include("trials.urls")),

@@ -1,0 +1,16 @@
+"""The organizer's leaderboard pages (mounted under /organizer/). Views: evalsite/leaderboard_views.py."""
+
+from django.urls import path
+
+from . import leaderboard_views
+
+app_name = "leaderboard"
+urlpatterns = [
+    path("<int:campaign_id>/leaderboard/", leaderboard_views.leaderboard_page, name="page"),
+    path("<int:campaign_id>/leaderboard.csv", leaderboard_views.leaderboard_csv, name="csv"),
+    path(
+        "<int:campaign_id>/leaderboard/submission/<int:submission_id>/bars.png",
+        leaderboard_views.video_bars,
+        name="video_bars",
+    ),
+]

@@ -1,0 +1,168 @@
+"""The campaign leaderboard for organizers: page, CSV, per-video bars (PNG) and the REST API.
+
+Staff only, and only campaigns the user organizes (``evalsite.scoping``): another
+campaign's organizer gets 404, as on every organizer page. The figures and comparisons
+are ``evalsite.leaderboard``; the frontier plot on the page is the automated app's
+``automated:frontier_svg`` view.
+
+Routes (evalsite/urls.py, evalsite/api_urls.py):
+
+- ``/organizer/<campaign>/leaderboard/``: the page (``?compare=<figure>`` chooses the
+  paired comparisons, ``?submission=<id>`` the per-video bars);
+- ``/organizer/<campaign>/leaderboard.csv``: the table (``?table=comparisons&compare=``
+  for the comparisons);
+- ``/organizer/<campaign>/leaderboard/submission/<id>/bars.png``;
+- ``GET /api/campaigns/<id>/leaderboard/`` and ``.../leaderboard/comparisons/?figure=``:
+  JSON (``?format=csv`` for CSV).
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib.admin.views.decorators import staff_member_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.utils.text import slugify
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from . import leaderboard
+from .api import REPORT_RENDERERS, _wants_csv
+from .models import Campaign
+from .scoping import scope
+
+
+def _campaign(request, campaign_id: int) -> Campaign:
+    return get_object_or_404(scope(Campaign.objects.all(), request.user), pk=campaign_id)
+
+
+def _figure(value: str | None, scores: leaderboard.CampaignScores) -> str:
+    """The chosen comparison figure; default: human masking success if rated, else re-identification."""
+    if value:
+        leaderboard.headline(value)  # ValueError for an unknown key
+        return value
+    human = scores.human_bootstrap("human_masking_success")
+    return "human_masking_success" if human is not None else "reidentification"
+
+
+def _csv_response(text: str, filename: str) -> HttpResponse:
+    response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Cache-Control"] = "private, no-store"
+    return response
+
+
+@staff_member_required
+def leaderboard_page(request, campaign_id: int):
+    """The leaderboard, the paired comparisons of one figure, the frontier and per-video bars."""
+    campaign = _campaign(request, campaign_id)
+    scores = leaderboard.campaign_scores(campaign)
+    try:
+        figure = _figure(request.GET.get("compare"), scores)
+    except ValueError as error:
+        return HttpResponse(str(error), status=400, content_type="text/plain; charset=utf-8")
+    frame = leaderboard.leaderboard_frame(campaign, scores=scores)
+    pairs = leaderboard.comparison_frame(campaign, figure, scores=scores)
+    submissions = scores.submissions
+    chosen = request.GET.get("submission")
+    bar_submission = next(
+        (s for s in submissions if str(s.pk) == chosen), submissions[0] if submissions else None
+    )
+    context = {
+        "campaign": campaign,
+        **leaderboard.table_context(frame),
+        "figure": leaderboard.headline(figure),
+        "figures": leaderboard.HEADLINES,
+        "comparisons": pairs.to_dict(orient="records"),
+        "submissions": submissions,
+        "bar_submission": bar_submission,
+        "protocols": sorted({p for p in frame["reidentification_protocol"] if p}),
+    }
+    return render(request, "evalsite/leaderboard.html", context)
+
+
+@staff_member_required
+def leaderboard_csv(request, campaign_id: int):
+    """The leaderboard (or, with ``?table=comparisons``, the comparisons) as a CSV download."""
+    campaign = _campaign(request, campaign_id)
+    scores = leaderboard.campaign_scores(campaign)
+    stem = f"{campaign.pk}-{slugify(campaign.name)}-leaderboard"
+    if request.GET.get("table") == "comparisons":
+        try:
+            figure = _figure(request.GET.get("compare"), scores)
+        except ValueError as error:
+            return HttpResponse(str(error), status=400, content_type="text/plain; charset=utf-8")
+        table = leaderboard.comparison_frame(campaign, figure, scores=scores)
+        return _csv_response(table.to_csv(index=False), f"{stem}-comparisons-{figure}.csv")
+    frame = leaderboard.leaderboard_frame(campaign, scores=scores)
+    return _csv_response(frame.to_csv(index=False), f"{stem}.csv")
+
+
+@staff_member_required
+def video_bars(request, campaign_id: int, submission_id: int):
+    """Per-video bars of every headline figure of one submission, as PNG (404 without values)."""
+    campaign = _campaign(request, campaign_id)
+    submission = get_object_or_404(campaign.submissions.select_related("team"), pk=submission_id)
+    scores = leaderboard.campaign_scores(campaign)
+    table = leaderboard.per_video_frame(scores, submission)
+    if table.empty:
+        raise Http404("this submission has no per-video figures yet")
+    png = leaderboard.per_video_bars_png(table, title=f"{submission.team.name}: {submission.name}, per video")
+    response = HttpResponse(png, content_type="image/png")
+    response["Cache-Control"] = "private, no-store"
+    return response
+
+
+# --- REST API -----------------------------------------------------------------------------
+
+
+def _records(frame) -> list[dict]:
+    return json.loads(frame.to_json(orient="records"))  # NaN -> null
+
+
+class LeaderboardAPIView(APIView):
+    """``GET /api/campaigns/<id>/leaderboard/``: ``{"campaign", "columns", "rows"}``; CSV with ``?format=csv``.
+
+    ``columns`` describes each headline figure (key, label, unit, better, description);
+    ``rows`` are :func:`evalsite.leaderboard.leaderboard_frame` records (NaN -> null).
+    """
+
+    renderer_classes = REPORT_RENDERERS
+
+    def get(self, request, pk: int):
+        campaign = _campaign(request, pk)
+        frame = leaderboard.leaderboard_frame(campaign)
+        if _wants_csv(request):
+            return Response(frame.to_csv(index=False))
+        columns = [
+            {"key": h.key, "label": h.label, "unit": h.unit, "better": h.better, "description": h.description}
+            for h in leaderboard.HEADLINES
+        ]
+        return Response({"campaign": campaign.pk, "columns": columns, "rows": _records(frame)})
+
+
+class ComparisonsAPIView(APIView):
+    """``GET /api/campaigns/<id>/leaderboard/comparisons/?figure=<key>``: paired comparisons of every pair.
+
+    JSON ``{"campaign", "figure", "better", "rows"}`` (rows as
+    :func:`evalsite.leaderboard.comparison_frame`); CSV with ``?format=csv``; 400 for an
+    unknown figure.
+    """
+
+    renderer_classes = REPORT_RENDERERS
+
+    def get(self, request, pk: int):
+        campaign = _campaign(request, pk)
+        scores = leaderboard.campaign_scores(campaign)
+        try:
+            figure = _figure(request.query_params.get("figure"), scores)
+        except ValueError as error:
+            return Response({"figure": [{"message": str(error), "code": "unknown_figure"}]}, status=400)
+        table = leaderboard.comparison_frame(campaign, figure, scores=scores)
+        if _wants_csv(request):
+            return Response(table.to_csv(index=False))
+        entry = leaderboard.headline(figure)
+        return Response(
+            {"campaign": campaign.pk, "figure": figure, "better": entry.better, "rows": _records(table)}
+        )
