@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
 from automated.django_app.api import submission_runs
+from automated.django_app.frontier_view import automated_fields
 from automated.video import VideoError
 from trials.services import CannotOpenRating, close_rating, open_rating
 
@@ -132,6 +133,9 @@ class SubmissionSerializer(serializers.ModelSerializer):
     masked_videos = serializers.SerializerMethodField()
     source_videos = serializers.SerializerMethodField()
     missing_videos = serializers.SerializerMethodField()
+    automated = serializers.SerializerMethodField(
+        help_text="behaviour score, automated PU score, worst-case re-identification, gender leakage"
+    )
 
     class Meta:
         model = Submission
@@ -146,6 +150,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
             "masked_videos",
             "source_videos",
             "missing_videos",
+            "automated",
             "created_at",
         ]
         read_only_fields = ["baseline_method", "created_at"]
@@ -161,6 +166,9 @@ class SubmissionSerializer(serializers.ModelSerializer):
 
     def get_source_videos(self, submission):
         return submission.campaign.source_videos.count()
+
+    def get_automated(self, submission):
+        return automated_fields(submission)
 
     def get_missing_videos(self, submission):
         return list(submission.missing_source_videos().order_by("name").values_list("name", flat=True))

@@ -4,12 +4,15 @@ Runs show their progress (videos done / total); runs are started from the Submis
 changelist (``admin_actions.SUBMISSION_ACTIONS``) and can be re-queued from here.
 """
 
+import math
+
 from django.contrib import admin
 
 from automated.face_eval import METRIC_FIELDS
 from evalsite.scoping import CampaignScopedAdminMixin, ReadOnlyAdminMixin
 from .admin_actions import requeue_runs
 from .attack_models import AttackExtraction, AttackResult, AttackRun
+from .behaviour_report import automated_pu
 from .face_models import AutomatedRun, VideoScore
 
 
@@ -71,10 +74,39 @@ class VideoScoreAdmin(ReadOnlyAdmin):
         "ssim",
         "psnr_db",
         "behaviour_score",
+        "pu_score_automated",
     ]
     list_filter = ["run__submission__campaign", "run__status"]
     search_fields = ["masked_video__source_video__name", "run__submission__name"]
-    readonly_fields = ["run", "masked_video", *METRIC_FIELDS, "behaviour_score", "behaviour_metrics"]
+    exclude = ["attribute_samples"]  # per-frame features: summarised by gender_attacker
+    readonly_fields = [
+        "run",
+        "masked_video",
+        *METRIC_FIELDS,
+        "behaviour_score",
+        "pu_score_automated",
+        "behaviour_metrics",
+        "gender_attacker",
+    ]
+
+    @admin.display(description="PU score (automated)")
+    def pu_score_automated(self, score):
+        """Behaviour score x (1 - SSIM) (``behaviour_report``); "-" where either is missing."""
+        value = automated_pu(score.behaviour_score, score.ssim)
+        return "-" if math.isnan(value) else f"{value:.3f}"
+
+    @admin.display(description="gender attacker (frames with a clear face)")
+    def gender_attacker(self, score):
+        """Frames and mean P(man) of the pretrained gender attacker, clear and masked (``leakage``)."""
+        samples = score.attribute_samples
+        if not samples or not samples.get("clear_probabilities"):
+            return "-"
+        clear = [p[1] for p in samples["clear_probabilities"]]
+        masked = [p[1] for p in samples["masked_probabilities"]]
+        return (
+            f"{len(clear)} frames; mean P(man) clear {sum(clear) / len(clear):.3f}, "
+            f"masked {sum(masked) / len(masked):.3f}"
+        )
 
 
 class AttackResultInline(CampaignScopedAdminMixin, admin.TabularInline):

@@ -74,7 +74,8 @@ def _nan(value) -> float:
     return math.nan if value is None else float(value)
 
 
-def _pu(behaviour, ssim) -> float:
+def automated_pu(behaviour, ssim) -> float:
+    """``score.automated_pu_score`` of stored values (None -> NaN)."""
     return automated_pu_score(_nan(behaviour), _nan(ssim))
 
 
@@ -92,7 +93,7 @@ def behaviour_video_columns(submission) -> pd.DataFrame:
         row.update(
             {f"behaviour_{key}": _nan(value) for key, value in metrics.items() if key != "behaviour_score"}
         )
-        row[PU_AUTOMATED] = _pu(score.behaviour_score, score.ssim)
+        row[PU_AUTOMATED] = automated_pu(score.behaviour_score, score.ssim)
         video = _attribute_video(score)
         if video is not None:
             row["behaviour_gender_clear_accuracy"] = pretrained_accuracy([video], side="clear")
@@ -115,7 +116,7 @@ def behaviour_summary(submission) -> dict | None:
         return None
     summary = summarize_behaviour({k: _nan(v) for k, v in s.behaviour_metrics.items()} for s in scores)
     ssim = [s.ssim for s in scores if s.ssim is not None and s.behaviour_score is not None]
-    pu = _pu(summary.get("behaviour_score"), sum(ssim) / len(ssim) if ssim else None)
+    pu = automated_pu(summary.get("behaviour_score"), sum(ssim) / len(ssim) if ssim else None)
     summary = {"run_id": run.pk, **summary, PU_AUTOMATED: pu, "pu_score_automated_kind": PU_AUTOMATED_LABEL}
     return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in summary.items()}
 

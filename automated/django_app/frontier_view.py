@@ -25,7 +25,7 @@ from evalsite.models import Campaign
 from evalsite.scoping import scope
 
 from .attack_models import AttackResult, AttackRun
-from .behaviour_report import behaviour_summary
+from .behaviour_report import behaviour_summary, leakage_summary
 
 CONTENT_TYPES = {"png": "image/png", "svg": "image/svg+xml"}
 
@@ -60,6 +60,28 @@ def frontier_points(campaign: Campaign) -> list[FrontierPoint]:
             )
         )
     return points
+
+
+def _finite(value):
+    return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else value
+
+
+def automated_fields(submission) -> dict:
+    """The automated headline of a submission (API ``SubmissionSerializer.automated``; None = not measured).
+
+    ``behaviour_score`` and ``pu_score_automated`` (with its label) of the behaviour run,
+    ``worst_case_reidentification`` (the frontier's x) and ``gender_leakage`` (the worst
+    attacker's leakage above the majority rate); the full sections are in the summary.
+    """
+    behaviour = behaviour_summary(submission) or {}
+    leakage = leakage_summary(submission) or {}
+    return {
+        "behaviour_score": behaviour.get("behaviour_score"),
+        "pu_score_automated": behaviour.get("pu_score_automated"),
+        "pu_score_automated_kind": behaviour.get("pu_score_automated_kind"),
+        "worst_case_reidentification": _finite(worst_case_reidentification(submission)),
+        "gender_leakage": leakage.get("leakage_worst"),
+    }
 
 
 @staff_member_required

@@ -141,6 +141,15 @@ def test_gender_leakage_per_video_and_per_submission(evaluated):
     assert payload["behaviour"]["behaviour_score"] == pytest.approx(
         reports.submission_summary(blurred)["behaviour"]["behaviour_score"]
     )
+    headline = client.get(f"/api/submissions/{blurred.pk}/").json()["automated"]
+    assert headline["gender_leakage"] == blurred_section["leakage_worst"]
+    assert headline["behaviour_score"] == pytest.approx(payload["behaviour"]["behaviour_score"])
+    assert headline["pu_score_automated"] == pytest.approx(payload["behaviour"]["pu_score_automated"])
+    assert headline["worst_case_reidentification"] is None  # no attack run yet
+    # the admin shows the automated PU score and the gender attacker's frames, not the raw samples
+    score = VideoScore.objects.filter(run=runs["blur_frame"]).first()
+    page = client.get(reverse("admin:automated_videoscore_change", args=[score.pk])).content.decode()
+    assert "mean P(man) clear" in page and "masked_features" not in page
 
 
 def _attack_run(submission, chance_normalised: dict):
