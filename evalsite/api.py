@@ -17,7 +17,7 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
-from automated.django_app.api import submission_runs
+from automated.django_app.api import submission_evaluate, submission_runs
 from automated.django_app.frontier_view import automated_fields
 from automated.video import VideoError
 from trials.services import CannotOpenRating, close_rating, open_rating
@@ -387,3 +387,8 @@ class SubmissionViewSet(
     def runs(self, request, pk=None):
         """Automated runs with progress; ``POST {"kind": "face"|"attack", ...}`` starts one (automated/django_app/api.py)."""
         return submission_runs(request, self.get_object())
+
+    @action(detail=True, methods=["post"], parser_classes=[JSONParser])
+    def evaluate(self, request, pk=None):
+        """Evaluate everything: face evaluation with behaviour, then the attack (automated/django_app/api.py)."""
+        return submission_evaluate(request, self.get_object())

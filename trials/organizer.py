@@ -1,5 +1,9 @@
 """The organizer page: rating progress, raters, flagged raters, open/close, foil warnings.
 
+Rating progress is rolled up per condition (clear videos, each submission) above the
+per-item table, with the raters still needed (``trials.progress``); each submission row
+shows its automated runs and starts "evaluate everything" (``automated.django_app.evaluate_all``).
+
 Staff only, and only campaigns the user organizes (``evalsite.scoping``). Opening rating
 goes through ``trials.services.open_rating``, as in the admin and the API.
 """
@@ -13,9 +17,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from automated.django_app.evaluate_all import may_evaluate, part_states
 from evalsite.models import Campaign
 from evalsite.scoping import scope
 
+from . import progress
+from .assignment import evaluated_trials_per_session
 from .checks import campaign_warnings
 from .models import Item, Rater, SessionState
 from .services import CannotOpenRating, close_rating, open_rating
@@ -49,7 +56,13 @@ def campaign_progress(request, pk: int):
             filter=Q(session__trials__kind="catch", session__trials__response__correct=False),
         ),
     )
-    evaluated = [item for item in items if item.source_video.in_evaluated_subset]
+    evaluated_ids = set(Item.objects.evaluated(campaign).values_list("pk", flat=True))
+    evaluated = [item for item in items if item.pk in evaluated_ids]
+    submissions = list(campaign.submissions.select_related("team").order_by("team__name", "name"))
+    rollup = [
+        (row, part_states(row.submission) if row.submission is not None else [])
+        for row in progress.rollup(evaluated, submissions)
+    ]
     context = {
         "campaign": campaign,
         "join_url": request.build_absolute_uri(reverse("trials:join", args=[campaign.join_code])),
@@ -63,6 +76,9 @@ def campaign_progress(request, pk: int):
         "responses_excluded": sum(item.n_excluded for item in evaluated),
         "responses_wanted": sum(item.target_count for item in evaluated),
         "warnings": campaign_warnings(campaign),
+        "rollup": rollup,
+        "estimate": progress.raters_needed(evaluated, evaluated_trials_per_session(campaign)),
+        "may_evaluate": may_evaluate(request.user),
     }
     return render(request, "trials/organizer/progress.html", context)
 

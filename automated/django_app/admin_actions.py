@@ -12,7 +12,7 @@ from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html
 
-from . import dispatch
+from . import dispatch, evaluate_all
 
 
 def _start_runs(request, submissions, kind: str) -> None:
@@ -53,8 +53,29 @@ def run_attack_suite(modeladmin, request, queryset):
     _start_runs(request, queryset, "attack")
 
 
+@admin.action(
+    description="Evaluate everything (face with behaviour, then attack) on the selected submissions"
+)
+def evaluate_everything(modeladmin, request, queryset):
+    """``evaluate_all.evaluate_everything`` per submission: starts only the parts not running or up to date."""
+    if not evaluate_all.may_evaluate(request.user):
+        messages.error(request, "You may not start automated runs (face evaluation and attack).")
+        return
+    for submission in queryset:
+        try:
+            outcomes = evaluate_all.evaluate_everything(submission)
+        except Exception as error:  # one failed submission must not hide the others
+            messages.error(request, f"{submission}: {error}")
+            continue
+        url = reverse("automated:submission_progress", args=[submission.pk])
+        parts = "; ".join(f"{o.kind} {o.state}: {o.detail}" for o in outcomes)
+        messages.info(
+            request, format_html('{}: {}. <a href="{}">Follow the progress</a>.', submission, parts, url)
+        )
+
+
 #: Actions for ``evalsite.admin.SubmissionAdmin``.
-SUBMISSION_ACTIONS = [run_face_evaluation, run_attack_suite]
+SUBMISSION_ACTIONS = [evaluate_everything, run_face_evaluation, run_attack_suite]
 
 
 @admin.action(description="Re-queue the unfinished videos of the selected runs")

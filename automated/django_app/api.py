@@ -10,12 +10,20 @@ looked up among the user's campaigns, so another campaign's submission is a 404)
   path of the commands and the admin action); 202 with the run while workers run it, 201
   when it already finished in-process (no broker), 400 naming a bad option, 403 without
   the add permission of the run model, 503 if the broker cannot be reached.
+- ``POST /api/submissions/<id>/evaluate/`` with an optional ``{"face": {...}, "attack":
+  {...}}`` (each the options above, without ``kind``): evaluate everything
+  (``evaluate_all.evaluate_everything``): starts each part not already running or up to
+  date. ``{"parts": [{"kind", "state", "run_id", "detail", "run"}], "progress_url"}``;
+  202 while a run of a part is pending or running, 201 when this call started runs that
+  already finished in-process, 200 when it started none, 400 naming a bad option, 403
+  without the add permission of every run model, 503 if the broker cannot be reached.
 """
 
 from __future__ import annotations
 
 from kombu.exceptions import OperationalError as BrokerError
 from rest_framework import serializers, status
+from django.urls import reverse
 from rest_framework.response import Response
 
 from automated.attack.attackers import ATTACKERS, DEFAULT_ATTACKERS
@@ -25,7 +33,7 @@ from automated.attack.suite import ALL
 from automated.detection import DETECTOR_NAMES
 from automated.recognition import DEFAULT_EMBEDDER, EMBEDDER_NAMES, MATCH_THRESHOLD
 
-from . import dispatch, lifecycle
+from . import dispatch, evaluate_all, lifecycle, run_progress
 from .attack_service import DEFAULT_RECOGNIZERS
 
 
@@ -100,9 +108,7 @@ def run_payload(run) -> dict:
 def submission_runs(request, submission) -> Response:
     """``GET``: the runs of ``submission``; ``POST``: start one (see the module docstring)."""
     if request.method != "POST":
-        runs = [*submission.automated_runs.all(), *submission.attack_runs.all()]
-        runs.sort(key=lambda run: (run.created_at, run.pk), reverse=True)
-        return Response([run_payload(run) for run in runs])
+        return Response([run_payload(run) for run in run_progress.submission_runs(submission)])
     data = request.data
     if not isinstance(data, dict):
         return Response(
@@ -142,3 +148,58 @@ def submission_runs(request, submission) -> Response:
     run.refresh_from_db()
     done = run.status in (run.Status.COMPLETED, run.Status.FAILED)
     return Response(run_payload(run), status=status.HTTP_201_CREATED if done else status.HTTP_202_ACCEPTED)
+
+
+def submission_evaluate(request, submission) -> Response:
+    """``POST``: evaluate everything for ``submission`` (see the module docstring)."""
+    data = request.data if request.data is not None else {}
+    if not isinstance(data, dict):
+        return Response(
+            {"detail": "send a JSON object (optionally with 'face' and 'attack' options)"},
+            status=status.HTTP_400_BAD_REQUEST,
+        )
+    unknown = sorted(set(data) - set(evaluate_all.PARTS))
+    if unknown:
+        return Response(
+            {name: [f"unknown part; parts are {', '.join(evaluate_all.PARTS)}"] for name in unknown},
+            status=status.HTTP_400_BAD_REQUEST,
+        )
+    if not evaluate_all.may_evaluate(request.user):
+        return Response(
+            {"detail": "you may not start automated runs (face evaluation and attack)"},
+            status=status.HTTP_403_FORBIDDEN,
+        )
+    options, errors = {}, {}
+    for kind in evaluate_all.PARTS:
+        if kind not in data:
+            continue  # the part's default options (evaluate_all.DEFAULT_OPTIONS)
+        given = data[kind] if data[kind] is not None else {}
+        if not isinstance(given, dict):
+            errors[kind] = ["send the part's options as a JSON object"]
+            continue
+        checked = OPTIONS[kind](data=given)
+        if not checked.is_valid():
+            errors[kind] = checked.errors
+            continue
+        # Only the options given: the others keep the run's own defaults (e.g. the embedder's threshold).
+        options[kind] = {name: value for name, value in checked.validated_data.items() if name in given}
+    if errors:
+        return Response(errors, status=status.HTTP_400_BAD_REQUEST)
+    outcomes = evaluate_all.evaluate_everything(submission, options)
+    parts = [{**o.as_dict(), "run": None if o.run is None else run_payload(o.run)} for o in outcomes]
+    body = {
+        "submission": submission.pk,
+        "parts": parts,
+        "progress_url": request.build_absolute_uri(
+            reverse("automated:submission_progress", args=[submission.pk])
+        ),
+    }
+    if any(o.state == evaluate_all.NOT_QUEUED for o in outcomes):
+        code = status.HTTP_503_SERVICE_UNAVAILABLE
+    elif any(o.run is not None and o.run.status in lifecycle.ACTIVE for o in outcomes):
+        code = status.HTTP_202_ACCEPTED
+    elif any(o.state == evaluate_all.STARTED for o in outcomes):
+        code = status.HTTP_201_CREATED
+    else:
+        code = status.HTTP_200_OK
+    return Response(body, status=code)

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import frontier_view
+from . import frontier_view, progress_views
 
 app_name = "automated"
 urlpatterns = [
@@ -17,5 +17,12 @@ urlpatterns = [
         frontier_view.campaign_frontier,
         {"fmt": "svg"},
         name="frontier_svg",
+    ),
+    path("submission/<int:submission_id>/evaluate/", progress_views.evaluate, name="submission_evaluate"),
+    path("submission/<int:submission_id>/progress/", progress_views.progress, name="submission_progress"),
+    path(
+        "submission/<int:submission_id>/progress.json",
+        progress_views.progress_json,
+        name="submission_progress_json",
     ),
 ]

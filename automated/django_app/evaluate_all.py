@@ -1,0 +1,232 @@
+"""Evaluate everything for a submission: the face evaluation (with behaviour), then the attack suite.
+
+One call brings every automated part of a submission's report up to date, and starts only
+what is missing: a part is left alone when a run of its kind is already pending or running,
+or when the run its report shows (the latest completed one) is *current*: it covered
+exactly the submission's current masked videos, none of them (nor a clear video) was
+replaced since it was queued (``evalsite.staleness``), and it has the options asked for.
+So a double click, a resent API call or a second organizer starts nothing twice; a failed
+run is started again.
+
+The parts, in order (``PARTS``):
+
+- ``face``: ``services.create_face_run`` (detection, verification, identification, image
+  metrics and, unless ``behaviour`` is false, behaviour preservation: ``automated.behaviour``);
+- ``attack``: ``attack_service.create_attack_run``, once its inputs are ready: the attack
+  needs every source video masked (unless ``allow_incomplete``) and at least two
+  identities; until then the part is ``waiting``, with the reason.
+
+Runs start through ``dispatch`` (``create_run`` then ``queue``), the path of the commands,
+the admin actions and the API: queued on the broker once committed, face videos before
+attack videos; without a broker they run here, one after the other. Callers: the admin
+action ``evaluate_everything``, the organizer page (``progress_views``) and
+``POST /api/submissions/<id>/evaluate/`` (``api.submission_evaluate``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+from evalsite.models import Submission
+from evalsite.staleness import videos_changed_since
+from kombu.exceptions import OperationalError as BrokerError
+
+from . import dispatch, lifecycle
+from .run_models import RunBase
+
+#: The parts of "evaluate everything", in the order they are started.
+PARTS = ("face", "attack")
+
+#: Options of each part when the caller gives none (each run's own defaults; deployments
+#: and tests may set e.g. ``{"attack": {"recognizers": ["eigenfaces"]}}``).
+DEFAULT_OPTIONS: dict[str, dict] = {"face": {}, "attack": {}}
+
+#: What ``evaluate_everything`` did with a part.
+STARTED, RUNNING, UP_TO_DATE, WAITING, NOT_QUEUED = (
+    "started",
+    "running",
+    "up to date",
+    "waiting",
+    "not queued",
+)
+
+
+@dataclass(frozen=True)
+class PartOutcome:
+    """What ``evaluate_everything`` did with one part.
+
+    Attributes
+    ----------
+    kind : {"face", "attack"}
+    state : str
+        ``"started"`` (a new run), ``"running"`` (one was already pending or running),
+        ``"up to date"`` (the reported run is current), ``"waiting"`` (the part cannot
+        start yet: ``detail`` says why) or ``"not queued"`` (the broker could not be
+        reached; the new run was marked failed).
+    run : RunBase or None
+        The run that covers the part (new, active or current); None when waiting.
+    detail : str
+        One line for people, e.g. ``"run 7 completed (3/3 videos)"`` or the reason.
+    """
+
+    kind: str
+    state: str
+    run: RunBase | None
+    detail: str
+
+    def as_dict(self) -> dict:
+        """JSON-ready: ``{"kind", "state", "run_id", "detail"}``."""
+        return {
+            "kind": self.kind,
+            "state": self.state,
+            "run_id": None if self.run is None else self.run.pk,
+            "detail": self.detail,
+        }
+
+
+def run_permissions() -> list[str]:
+    """The permissions needed to evaluate everything: adding a run of every part's kind."""
+    perms = []
+    for kind in PARTS:
+        opts = dispatch.RUN_KINDS[kind].kind.model._meta
+        perms.append(f"{opts.app_label}.add_{opts.model_name}")
+    return perms
+
+
+def may_evaluate(user) -> bool:
+    """True if ``user`` may start every part (staff scoping of the submission is the caller's)."""
+    return user.has_perms(run_permissions())
+
+
+def is_current(run: RunBase, submission: Submission, options: dict | None = None) -> bool:
+    """True if completed ``run`` still describes ``submission``'s current videos with ``options``.
+
+    Current means: its planned masked videos are exactly the submission's current ones, no
+    masked or clear file among them was replaced after the run was created
+    (``evalsite.staleness.videos_changed_since``), and every option in ``options`` (those
+    the caller asked for explicitly, e.g. ``{"stride": 10}``) has that value in the run's
+    configuration. A face run of a configuration without ``behaviour`` measured it.
+    """
+    current = set(submission.masked_videos.values_list("pk", flat=True))
+    if set(run.planned_videos) != current:
+        return False
+    config = {"behaviour": True, **run.config} if dispatch.kind_name(run) == "face" else run.config
+    if any(config.get(name) != value for name, value in (options or {}).items()):
+        return False
+    return not videos_changed_since(submission, run.created_at)
+
+
+def covering_run(kind: str, submission: Submission, options: dict | None = None) -> RunBase | None:
+    """The run that already covers part ``kind``: a pending or running one, else the current completed one.
+
+    A pending or running run covers the part whatever its options (it is finishing; a
+    second run of the same work would double the load). Returns None when the part has
+    to be started.
+    """
+    model = dispatch.RUN_KINDS[kind].kind.model
+    active = model.objects.filter(submission=submission, status__in=lifecycle.ACTIVE).order_by("pk").first()
+    if active is not None:
+        return active
+    latest = model.objects.latest_completed_for(submission)
+    if latest is not None and is_current(latest, submission, options):
+        return latest
+    return None
+
+
+def _describe(run: RunBase) -> str:
+    return f"{dispatch.kind_name(run)} run {run.pk}: {dispatch.describe(run)}"
+
+
+def evaluate_everything(submission: Submission, options: dict | None = None) -> list[PartOutcome]:
+    """Start every part of ``submission``'s automated evaluation that is not covered yet.
+
+    Parameters
+    ----------
+    submission : Submission
+    options : dict, optional
+        ``{"face": {...}, "attack": {...}}``: options of each part's run, as for
+        ``dispatch.start_run`` (``services.create_face_run``,
+        ``attack_service.attack_config``); a part not given takes ``DEFAULT_OPTIONS``,
+        keys not given the run's defaults. The options also decide whether a completed
+        run is current (``is_current``).
+
+    Returns
+    -------
+    list of PartOutcome
+        One per part of ``PARTS``, in that order; runs refreshed after queueing (with no
+        broker they are finished: completed, or failed with the error stored on them).
+
+    Raises
+    ------
+    ValueError
+        Naming the unknown part if ``options`` has a key other than ``PARTS``.
+
+    Notes
+    -----
+    Deciding and creating happen in one transaction that locks the submission row, so two
+    calls at once create one set of runs (the second sees the first's pending runs).
+    A part that cannot start is ``waiting`` with the reason (e.g. an incomplete
+    submission, fewer than two identities for the attack); the other parts still start.
+    """
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(PARTS))
+    if unknown:
+        raise ValueError(f"unknown part(s) {', '.join(unknown)}; parts are {', '.join(PARTS)}")
+    outcomes: dict[str, PartOutcome] = {}
+    created: list[RunBase] = []
+    with transaction.atomic():
+        Submission.objects.select_for_update().filter(pk=submission.pk).first()
+        for kind in PARTS:
+            asked = dict(options[kind] if kind in options else DEFAULT_OPTIONS.get(kind) or {})
+            run = covering_run(kind, submission, asked)
+            if run is not None:
+                state = RUNNING if run.status in lifecycle.ACTIVE else UP_TO_DATE
+                outcomes[kind] = PartOutcome(kind, state, run, _describe(run))
+                continue
+            try:
+                run = dispatch.create_run(kind, submission, **asked)
+            except ValueError as error:  # inputs not ready (or bad options): nothing created
+                outcomes[kind] = PartOutcome(kind, WAITING, None, str(error))
+                continue
+            created.append(run)
+    for run in created:  # committed: queue on the broker, or run here without one
+        kind = dispatch.kind_name(run)
+        try:
+            dispatch.queue(run)
+        except BrokerError as error:
+            lifecycle.fail(type(run), run.pk, f"could not queue the run: {error}")
+            run.refresh_from_db()
+            outcomes[kind] = PartOutcome(kind, NOT_QUEUED, run, _describe(run))
+            continue
+        except Exception:
+            run.refresh_from_db()
+            if run.status != run.Status.FAILED:
+                raise
+            # In-process the run failed; the error is stored on it and shown in its log.
+        run.refresh_from_db()
+        outcomes[kind] = PartOutcome(kind, STARTED, run, _describe(run))
+    return [outcomes[kind] for kind in PARTS]
+
+
+def part_states(submission: Submission) -> list[dict]:
+    """Each part's newest run as one line for the organizer page, e.g. ``"face run 7: running: 2/3 videos"``.
+
+    Returns
+    -------
+    list of dict
+        ``{"kind", "run" (or None), "text"}`` per part of ``PARTS``; ``text`` adds
+        ``"(out of date)"`` to a completed run that is no longer current (``is_current``).
+    """
+    states = []
+    for kind in PARTS:
+        model = dispatch.RUN_KINDS[kind].kind.model
+        run = model.objects.filter(submission=submission).order_by("-created_at", "-pk").first()
+        if run is None:
+            states.append({"kind": kind, "run": None, "text": f"{kind}: not run"})
+            continue
+        text = _describe(run)
+        if run.status == run.Status.COMPLETED and not is_current(run, submission):
+            text += " (out of date)"
+        states.append({"kind": kind, "run": run, "text": text})
+    return states

@@ -1,0 +1,81 @@
+"""Organizer pages of a submission's automated runs: evaluate everything, follow the progress.
+
+Mounted under /organizer/automated/ (``urls.py``); staff only, and the submission looked up
+among the campaigns the user organizes (``evalsite.scoping``), so another campaign's
+submission is a 404:
+
+- ``POST submission/<id>/evaluate/``: ``evaluate_all.evaluate_everything``, then back to the
+  progress page (403 without the add permission of every run kind);
+- ``GET submission/<id>/progress/``: each run with a progress bar (videos done / total)
+  and its log (``run_progress.run_log``), updating itself from
+- ``GET submission/<id>/progress.json``: ``{"submission", "active", "runs": [...]}``.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.core.exceptions import PermissionDenied
+from django.http import JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+from evalsite.models import Submission
+from evalsite.scoping import scope
+
+from . import evaluate_all, run_progress
+
+#: Runs shown on the progress page (newest first); older ones are in the admin.
+MAX_RUNS = 6
+
+
+def _submission(request, submission_id: int) -> Submission:
+    visible = scope(Submission.objects.select_related("team", "campaign"), request.user)
+    return get_object_or_404(visible, pk=submission_id)
+
+
+@staff_member_required
+@require_POST
+def evaluate(request, submission_id: int):
+    """Start what is missing of the submission's automated evaluation; say what happened to each part."""
+    submission = _submission(request, submission_id)
+    if not evaluate_all.may_evaluate(request.user):
+        raise PermissionDenied("you may not start automated runs")
+    for outcome in evaluate_all.evaluate_everything(submission):
+        level = (
+            messages.WARNING
+            if outcome.state in (evaluate_all.WAITING, evaluate_all.NOT_QUEUED)
+            else messages.INFO
+        )
+        messages.add_message(request, level, f"{outcome.kind}: {outcome.state}: {outcome.detail}")
+    return redirect("automated:submission_progress", submission_id=submission.pk)
+
+
+def _runs(submission) -> list[dict]:
+    return [run_progress.progress_payload(run) for run in run_progress.submission_runs(submission)[:MAX_RUNS]]
+
+
+@staff_member_required
+@require_GET
+def progress(request, submission_id: int):
+    """Each recent run of the submission with its progress bar and log."""
+    submission = _submission(request, submission_id)
+    runs = _runs(submission)
+    context = {
+        "submission": submission,
+        "campaign": submission.campaign,
+        "runs": runs,
+        "active": any(run["active"] for run in runs),
+        "may_evaluate": evaluate_all.may_evaluate(request.user),
+    }
+    return render(request, "automated/progress.html", context)
+
+
+@staff_member_required
+@require_GET
+def progress_json(request, submission_id: int):
+    """The progress page's data: ``{"submission", "active", "runs"}`` (runs as ``run_progress.progress_payload``)."""
+    submission = _submission(request, submission_id)
+    runs = _runs(submission)
+    return JsonResponse(
+        {"submission": str(submission), "active": any(run["active"] for run in runs), "runs": runs}
+    )

@@ -1,0 +1,127 @@
+"""A run's progress and event log, derived from the rows the run lifecycle already writes.
+
+No log is stored: the events come from the run row (``created_at``, ``started_at``,
+``finished_at``, ``status``, ``error``, ``videos_done`` / ``videos_total``) and its per-video
+result rows (``VideoScore``, ``AttackExtraction``; one per done video, in the order they
+were stored). Per-video rows carry no timestamp, so "video N done" events have no time;
+the attack's rows carry their extraction seconds. The failed video is named by the run's
+error (the face and attack units prefix their errors with the source video's name) and
+the planned videos left undone are listed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from evalsite.models import MaskedVideo
+
+from . import dispatch
+from .run_models import RunBase, RunStatus
+
+
+@dataclass(frozen=True)
+class LogEvent:
+    """One line of a run's log.
+
+    Attributes
+    ----------
+    at : datetime or None
+        When it happened (aware); None for per-video events (their rows have no time).
+    event : str
+        ``"queued"``, ``"started"``, ``"video done"``, ``"videos done"``, ``"failed"``,
+        ``"not done"`` or ``"finished"``.
+    text : str
+        The line shown, e.g. ``"video 2/3 done: bbaf2n"``.
+    """
+
+    at: datetime | None
+    event: str
+    text: str
+
+    def as_dict(self) -> dict:
+        return {
+            "at": None if self.at is None else self.at.isoformat(),
+            "event": self.event,
+            "text": self.text,
+        }
+
+
+def _video_names(ids) -> dict[int, str]:
+    rows = MaskedVideo.all_versions.filter(pk__in=list(ids)).values_list("pk", "source_video__name")
+    return dict(rows)
+
+
+def _done_detail(kind: str, row) -> str:
+    if kind == "attack":
+        return f" ({row.n_crops} face crops, {row.extraction_s:.1f} s)"
+    if row.frames_tested is None:
+        return ""
+    return f" ({row.frames_tested} frames tested)"
+
+
+def run_log(run: RunBase) -> list[LogEvent]:
+    """The events of ``run`` in order: queued, started, each video done, then failed or finished.
+
+    Returns
+    -------
+    list of LogEvent
+        For a failed run, the ``failed`` event carries the stored error (e.g. ``"ValueError:
+        source video 'bbaf2n': cannot decode frame 7"``) and a ``not done`` event lists the
+        planned videos without a result.
+    """
+    kind = dispatch.kind_name(run)
+    spec = dispatch.RUN_KINDS[kind].kind
+    rows = list(spec.result_model.objects.filter(run=run).order_by("pk"))
+    names = _video_names(run.planned_videos)
+    total = run.videos_total
+    events = [LogEvent(run.created_at, "queued", f"queued: {total} video{'s' if total != 1 else ''} planned")]
+    if run.started_at is not None:
+        events.append(LogEvent(run.started_at, "started", "started"))
+    for n, row in enumerate(rows, start=1):
+        name = names.get(row.masked_video_id, f"masked video {row.masked_video_id}")
+        events.append(
+            LogEvent(None, "video done", f"video {n}/{total} done: {name}{_done_detail(kind, row)}")
+        )
+    if spec.has_final_step and rows and len(rows) >= total and run.status == RunStatus.RUNNING:
+        events.append(
+            LogEvent(None, "videos done", "every video done; the final step (attack suite) is running")
+        )
+    if run.status == RunStatus.FAILED:
+        events.append(LogEvent(run.finished_at, "failed", f"failed: {run.error or 'no reason stored'}"))
+        done = {row.masked_video_id for row in rows}
+        undone = [names.get(pk, f"masked video {pk}") for pk in run.planned_videos if pk not in done]
+        if undone:
+            events.append(LogEvent(None, "not done", f"not done: {', '.join(undone)}"))
+    elif run.status == RunStatus.COMPLETED:
+        took = ""
+        if run.started_at is not None and run.finished_at is not None:
+            took = f" in {(run.finished_at - run.started_at).total_seconds():.1f} s"
+        events.append(
+            LogEvent(run.finished_at, "finished", f"finished: {run.videos_done}/{total} videos{took}")
+        )
+    return events
+
+
+def percent_done(run: RunBase) -> int:
+    """Videos done as a whole percentage of the planned videos (0 for a run planning none)."""
+    return round(100 * run.videos_done / run.videos_total) if run.videos_total else 0
+
+
+def progress_payload(run: RunBase) -> dict:
+    """JSON of one run for the progress page: ``api.run_payload`` plus ``percent``, ``active`` and ``log``."""
+    from .api import run_payload
+
+    return {
+        **run_payload(run),
+        "percent": percent_done(run),
+        "active": run.status in (RunStatus.PENDING, RunStatus.RUNNING),
+        "log": [event.as_dict() for event in run_log(run)],
+    }
+
+
+def submission_runs(submission) -> list[RunBase]:
+    """The submission's runs of every kind, newest first (as ``GET /api/submissions/<id>/runs/``)."""
+    runs = [*submission.automated_runs.all(), *submission.attack_runs.all()]
+    runs.sort(key=lambda run: (run.created_at, run.pk), reverse=True)
+    return runs
