@@ -470,6 +470,9 @@ def test_organizer_of_b_sees_nothing_of_a_on_any_url(world):
         "trials:organizer_campaign",
         "fairness:submission",
         "fairness:index",
+        "leaderboard:page",
+        "leaderboard:csv",
+        "campaign-leaderboard",
     } <= control["secrets"]
     assert {
         "evalsite_staff:gallery_image",
@@ -478,6 +481,8 @@ def test_organizer_of_b_sees_nothing_of_a_on_any_url(world):
         "gallery-image-download",
         "source-video-download",
         "fairness:quality",
+        "leaderboard:video_bars",
+        "campaign-leaderboard-comparisons",  # one submission in A: no pair, no names
     } <= control["ok"]
 
 
