@@ -41,9 +41,10 @@ from collections.abc import Mapping
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Prefetch
 from django.utils import timezone
 
-from evalsite.models import Campaign, GalleryImage, SourceVideo
+from evalsite.models import Campaign, GalleryImage, MaskedVideo, SourceVideo
 
 from . import browser, design, plausibility
 from .models import (
@@ -121,7 +122,8 @@ def practice_pool(campaign: Campaign) -> tuple[dict[int, dict], list[int]]:
 
 
 def sync_items(campaign: Campaign) -> int:
-    """Create the items of the evaluated subset (clear + every masked video, each task).
+    """Create the items of the evaluated subset (clear + every masked video of a rated
+    submission, each task).
 
     Identity items need the video's identity to have a gallery face and action items
     need an action label; videos lacking them get no such item (reported by
@@ -137,7 +139,13 @@ def sync_items(campaign: Campaign) -> int:
     videos = (
         SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=True, practice=False)
         .exclude(identity__practice=True)  # a practice identity is never evaluated
-        .prefetch_related("masked_videos")
+        .prefetch_related(
+            # Only submissions the organizer put into rating (trials.services).
+            Prefetch(
+                "masked_videos",
+                queryset=MaskedVideo.objects.filter(submission__rating_choice__included=True),
+            )
+        )
     )
     with transaction.atomic():
         for video in videos:

@@ -164,12 +164,20 @@ class ItemQuerySet(models.QuerySet):
     def evaluated(self, campaign):
         """Items of ``campaign`` whose source video is in the evaluated subset.
 
-        Items of a replaced (superseded) masked video, or of one flagged as no longer
-        matching its clear video, are left out: they take no new trials.
+        Items of a replaced (superseded) masked video, of one flagged as no longer
+        matching its clear video, or of a submission taken out of rating
+        (:class:`RatedSubmission`) are left out: they take no new trials.
         """
         return self.filter(
             campaign=campaign, source_video__in_evaluated_subset=True, source_video__practice=False
-        ).filter(Q(masked_video__isnull=True) | Q(masked_video__current=True, masked_video__check_code=""))
+        ).filter(
+            Q(masked_video__isnull=True)
+            | Q(
+                masked_video__current=True,
+                masked_video__check_code="",
+                masked_video__submission__rating_choice__included=True,
+            )
+        )
 
     def with_counts(self, now=None):
         """Annotate ``n_completed`` (usable responses), ``n_live`` (those + live unexpired

@@ -13,10 +13,12 @@ from functools import partial
 
 from django.db import transaction
 
-from evalsite.models import Campaign
+from evalsite.models import Campaign, Submission
 
 from .assignment import identity_pool, sync_items
 from .checks import campaign_warnings
+from .models import RatedSubmission
+from .stills import material_warnings
 from .tasks import prepare_campaign_media
 
 
@@ -68,13 +70,75 @@ def rating_blockers(campaign: Campaign) -> list[str]:
     return []
 
 
-def open_rating(campaign: Campaign, *, prepare_media: bool = True) -> OpenResult:
+def submissions_in_rating(campaign: Campaign) -> list[tuple[Submission, bool, bool]]:
+    """Each submission of ``campaign`` with whether it is rated and whether it is complete.
+
+    Returns
+    -------
+    list of (submission, rated, decided)
+        ``rated``: its masked videos get rating items; ``decided``: the organizer (or the
+        first opening of rating) chose so. An undecided submission is not rated yet.
+    """
+    rows = []
+    for submission in campaign.submissions.select_related("team", "rating_choice").order_by(
+        "team__name", "name"
+    ):
+        choice = getattr(submission, "rating_choice", None)
+        rows.append((submission, bool(choice and choice.included), choice is not None))
+    return rows
+
+
+def _decide_submissions(campaign: Campaign, submissions) -> None:
+    """Record the organizer's choice (``submissions``: ids or rows to rate; the others are
+    not rated), or, with None, include every undecided complete submission."""
+    if submissions is not None:
+        wanted = {getattr(s, "pk", s) for s in submissions}
+        unknown = wanted - set(campaign.submissions.values_list("pk", flat=True))
+        if unknown:
+            raise CannotOpenRating([f"campaign {campaign.name!r} has no submission(s) {sorted(unknown)}"])
+        for submission in campaign.submissions.all():
+            RatedSubmission.objects.update_or_create(
+                submission=submission, defaults={"included": submission.pk in wanted}
+            )
+        return
+    for submission in campaign.submissions.filter(rating_choice__isnull=True):
+        RatedSubmission.objects.create(submission=submission, included=submission.is_complete)
+
+
+def set_submission_rated(submission: Submission, included: bool, *, prepare_media: bool = True) -> int:
+    """Add a submission to human rating or take it out; items follow at once.
+
+    Adding creates the items of its masked videos now if rating is open (a late
+    submission joins the running study; again later: items of masked videos uploaded
+    since), or at the next opening. Taking it out stops new trials of its items
+    (``ItemQuerySet.evaluated``); responses already given stay stored.
+
+    Returns
+    -------
+    int
+        Items created.
+    """
+    with transaction.atomic():
+        list(Campaign.objects.select_for_update().filter(pk=submission.campaign_id).values_list("pk"))
+        RatedSubmission.objects.update_or_create(submission=submission, defaults={"included": included})
+        campaign = Campaign.objects.get(pk=submission.campaign_id)
+        created = sync_items(campaign) if included and campaign.rating_open else 0
+        if created and prepare_media:
+            transaction.on_commit(partial(prepare_campaign_media.delay, campaign.pk))
+    return created
+
+
+def open_rating(campaign: Campaign, *, prepare_media: bool = True, submissions=None) -> OpenResult:
     """Check the campaign, create its rating items and open it to raters (idempotent).
 
     Parameters
     ----------
     campaign : Campaign
         Its in-memory settings are the ones checked (the admin passes the edited form).
+    submissions : iterable of Submission or int, optional
+        The submissions to rate (the others are not). None keeps earlier choices and
+        includes every undecided submission that is complete; an incomplete one waits
+        for the organizer (:func:`set_submission_rated`), as does one added later.
     prepare_media : bool, default=True
         Queue :func:`trials.tasks.prepare_campaign_media` (crop gallery faces, transcode
         videos for browsers) once the transaction commits: on a Celery worker with a
@@ -88,7 +152,8 @@ def open_rating(campaign: Campaign, *, prepare_media: bool = True) -> OpenResult
     Raises
     ------
     CannotOpenRating
-        With :func:`rating_blockers`' problems; nothing is changed then.
+        With :func:`rating_blockers`' problems, or naming submissions not of this
+        campaign; nothing is changed then.
     """
     with transaction.atomic():
         # One opening at a time per campaign: a double click must not race sync_items.
@@ -96,12 +161,13 @@ def open_rating(campaign: Campaign, *, prepare_media: bool = True) -> OpenResult
         problems = rating_blockers(campaign)
         if problems:
             raise CannotOpenRating(problems)
+        _decide_submissions(campaign, submissions)
         created = sync_items(campaign)
         Campaign.objects.filter(pk=campaign.pk).update(rating_open=True)
         if prepare_media:
             transaction.on_commit(partial(prepare_campaign_media.delay, campaign.pk))
     campaign.rating_open = True
-    return OpenResult(created, campaign_warnings(campaign))
+    return OpenResult(created, campaign_warnings(campaign) + material_warnings(campaign))
 
 
 def close_rating(campaign: Campaign) -> None:
