@@ -210,6 +210,13 @@ class SubmissionUploadSerializer(serializers.ModelSerializer):
 
 class RatingSerializer(serializers.Serializer):
     open = serializers.BooleanField(help_text="true opens rating (after the checks), false closes it")
+    submissions = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="ids of the submissions humans rate (the others are not); omitted: earlier choices, "
+        "plus every new complete submission. Sent again while open: a late submission is added "
+        "(its items are created at once).",
+    )
 
 
 class CampaignViewSet(CampaignScopedViewSetMixin, viewsets.ReadOnlyModelViewSet):
@@ -228,7 +235,7 @@ class CampaignViewSet(CampaignScopedViewSetMixin, viewsets.ReadOnlyModelViewSet)
             close_rating(campaign)
             return Response({"rating_open": False})
         try:
-            result = open_rating(campaign)
+            result = open_rating(campaign, submissions=body.validated_data.get("submissions"))
         except CannotOpenRating as error:
             return Response(
                 {"open": [{"message": problem, "code": "cannot_open_rating"} for problem in error.problems]},

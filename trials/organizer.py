@@ -25,7 +25,8 @@ from . import progress
 from .assignment import evaluated_trials_per_session
 from .checks import campaign_warnings
 from .models import Item, Rater, SessionState
-from .services import CannotOpenRating, close_rating, open_rating
+from .services import CannotOpenRating, close_rating, open_rating, set_submission_rated, submissions_in_rating
+from .stills import material_warnings
 
 
 def _campaign(request, pk: int) -> Campaign:
@@ -76,6 +77,8 @@ def campaign_progress(request, pk: int):
         "responses_excluded": sum(item.n_excluded for item in evaluated),
         "responses_wanted": sum(item.target_count for item in evaluated),
         "warnings": campaign_warnings(campaign),
+        "material_warnings": material_warnings(campaign),  # _warnings.html
+        "submissions_in_rating": submissions_in_rating(campaign),  # _submissions.html
         "rollup": rollup,
         "estimate": progress.raters_needed(evaluated, evaluated_trials_per_session(campaign)),
         "may_evaluate": may_evaluate(request.user),
@@ -111,4 +114,19 @@ def set_rating_open(request, pk: int):
 def set_rater_excluded(request, pk: int, rater_pk: int):
     campaign = _campaign(request, pk)
     Rater.objects.filter(campaign=campaign, pk=rater_pk).update(excluded=request.POST.get("excluded") == "1")
+    return redirect("trials:organizer_campaign", pk=campaign.pk)
+
+
+@staff_member_required
+@require_POST
+def set_submission_in_rating(request, pk: int, submission_pk: int):
+    """Add a submission to human rating (items at once if rating is open) or take it out."""
+    campaign = _campaign(request, pk)
+    submission = get_object_or_404(campaign.submissions, pk=submission_pk)
+    included = request.POST.get("rated") == "1"
+    created = set_submission_rated(submission, included)
+    if included:
+        messages.success(request, f"{submission}: rated by humans ({created} new items).")
+    else:
+        messages.success(request, f"{submission}: no new rating trials (responses given are kept).")
     return redirect("trials:organizer_campaign", pk=campaign.pk)

@@ -18,6 +18,11 @@ urlpatterns = [
     path("organizer/<int:pk>/", organizer.campaign_progress, name="organizer_campaign"),
     path("organizer/<int:pk>/rating/", organizer.set_rating_open, name="organizer_rating"),
     path(
+        "organizer/<int:pk>/submissions/<int:submission_pk>/rated/",
+        organizer.set_submission_in_rating,
+        name="organizer_submission_rated",
+    ),
+    path(
         "organizer/<int:pk>/raters/<int:rater_pk>/excluded/",
         organizer.set_rater_excluded,
         name="organizer_rater_excluded",
