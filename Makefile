@@ -3,6 +3,10 @@ PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# InsightFace without its dependencies: it names opencv-python, which would sit beside the
+# opencv-contrib-python that mediapipe needs (two distributions of cv2); what it imports
+# (onnx, onnxruntime, scikit-image, scipy, requests, tqdm) is in pyproject.toml.
+INSIGHTFACE := insightface==2.1
 # Where the site keeps its state (as settings.py: $$DEID_VAR_DIR, default var/).
 VAR_DIR := $(if $(DEID_VAR_DIR),$(DEID_VAR_DIR),var)
 # The demo's address: loopback only (0.0.0.0:8000 would expose it to the network).
@@ -18,6 +22,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip<26"
 	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet --no-deps "$(INSIGHTFACE)"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -125,8 +125,13 @@ class InsightFacePack:
         return int(self.recognizer.output_shape[-1])
 
 
-def _missing(path: Path, what: str) -> FileNotFoundError:
-    return FileNotFoundError(
+class ModelPackNotFoundError(FileNotFoundError, ValueError):
+    """A model pack folder is missing or incomplete (also a ValueError: a bad setting, so
+    run validation and the API report it as such)."""
+
+
+def _missing(path: Path, what: str) -> ModelPackNotFoundError:
+    return ModelPackNotFoundError(
         f"InsightFace model pack {what}: {path}. Place the pack's .onnx files there "
         f"(e.g. buffalo_l/det_10g.onnx and w600k_r50.onnx) or set DEID_MODELS_DIR; nothing is "
         f"downloaded. See {README_SECTION}."
@@ -199,7 +204,7 @@ def load_pack(
 
     Raises
     ------
-    FileNotFoundError
+    ModelPackNotFoundError (a FileNotFoundError and ValueError)
         If the pack folder is missing, has no ``.onnx`` file, or lacks a detector or an
         ArcFace recognizer; the message names the folder and the README section.
     ValueError

@@ -167,6 +167,7 @@ def test_missing_pack_names_the_folder_and_readme_section(tmp_path):
     with pytest.raises(FileNotFoundError) as missing:
         backend.load_pack("buffalo_l", models_dir=tmp_path)
     message = str(missing.value)
+    assert isinstance(missing.value, ValueError)  # a bad setting for run validation and the API
     assert str(tmp_path / "insightface" / "models" / "buffalo_l") in message
     assert "InsightFace model packs" in message and "nothing is downloaded" in message
     make_pack(tmp_path, "detector_only", recognizer=False)
