@@ -134,6 +134,12 @@ LEAKAGE_SUMMARY = {
     "n_videos_unknown_gender": Column(
         "videos left out: gender unknown", "int", unit="videos", source=LEAKAGE
     ),
+    "n_videos_unofficial_gender": Column(
+        "of the scored videos, those whose gender is a by-eye label (gender_unofficial), not the dataset's",
+        "int",
+        unit="videos",
+        source=LEAKAGE,
+    ),
     "n_identities": Column("identities of the scored videos", "int", unit="identities", source=LEAKAGE),
     "majority_rate": _fraction(
         "share of videos with the most common gender (the label prior)", "", source=LEAKAGE

@@ -14,7 +14,7 @@ exists (human ratings take precedence).
 
 Attribute leakage (``automated.behaviour.leakage``, seeds/000 section 3.1): the same run
 stores the gender attacker's samples per video (``VideoScore.attribute_samples``);
-videos whose identity has a known ``gender`` attribute get the per-video columns
+videos whose identity has a known gender (``GENDER_ATTRIBUTES``) get the per-video columns
 ``behaviour_gender_clear_accuracy`` / ``behaviour_gender_masked_accuracy`` (pretrained
 attacker), and the ``attribute_leakage`` summary section scores the submission:
 pretrained and parrot attackers, leakage above the majority-class rate.
@@ -51,14 +51,26 @@ def _scores(run):
     ).select_related("masked_video__source_video__identity")
 
 
+#: Identity attributes read as the gender label, in order: the dataset's official label,
+#: then a by-eye label (the demo's ``gender_unofficial`` for GRID); counted apart in the section.
+GENDER_ATTRIBUTES = ("gender", "gender_unofficial")
+
+
+def _gender_and_source(score) -> tuple[str | None, str | None]:
+    """(gender label, attribute it came from) of the video's person, or (None, None) if unknown."""
+    attributes = score.masked_video.source_video.identity.attributes or {}
+    for key in GENDER_ATTRIBUTES:
+        try:
+            gender_index(attributes.get(key))
+        except ValueError:  # missing, "unknown" or a label the attacker has no class for
+            continue
+        return attributes[key], key
+    return None, None
+
+
 def _known_gender(score):
-    """The video's person's gender label if the campaign records a known one, else None."""
-    gender = (score.masked_video.source_video.identity.attributes or {}).get("gender")
-    try:
-        gender_index(gender)
-    except ValueError:
-        return None
-    return gender
+    """The video's person's gender label if the campaign records a known one (``GENDER_ATTRIBUTES``), else None."""
+    return _gender_and_source(score)[0]
 
 
 def _attribute_video(score) -> AttributeVideo | None:
@@ -147,6 +159,9 @@ def leakage_summary(submission) -> dict | None:
             "attribute": "gender",
             **attribute_leakage(known),
             "n_videos_unknown_gender": len(videos) - len(known),
+            "n_videos_unofficial_gender": sum(
+                1 for s, v in zip(scores, videos) if v is not None and _gender_and_source(s)[1] != "gender"
+            ),
         }
         _LEAKAGE_CACHE[key] = {
             k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in result.items()
