@@ -628,8 +628,9 @@ def _store_response(trial: Trial, answer: Mapping) -> Response:
         choice=answer["choice"],
         correct=answer["choice"] == trial.correct_choice,
         response_time_ms=answer["response_time_ms"],
-        replays=answer.get("replays", 0),
-        watch_time_ms=answer.get("watch_time_ms", 0),
+        # The page continues the counts of earlier loads of this trial (views.trial_state).
+        replays=max(answer.get("replays", 0), trial.replays),
+        watch_time_ms=max(answer.get("watch_time_ms", 0), trial.watch_time_ms),
         server_time_ms=max(0, int((now - shown).total_seconds() * 1000)),
     )
     trial.completed = True

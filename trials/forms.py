@@ -33,3 +33,10 @@ class ResponseForm(forms.Form):
         data["replays"] = data.get("replays") or 0
         data["watch_time_ms"] = data.get("watch_time_ms") or 0
         return data
+
+
+class TrialStateForm(forms.Form):
+    """Replays and watch time of an unanswered trial so far (``views.trial_state``)."""
+
+    replays = forms.IntegerField(min_value=0, max_value=10_000)
+    watch_time_ms = forms.IntegerField(min_value=0, max_value=24 * 3600 * 1000)

@@ -7,8 +7,9 @@ only their own trials. URLs carry opaque random tokens only (DESIGN.md, security
 
 from __future__ import annotations
 
-from django.db.models import F
-from django.http import Http404, HttpResponseForbidden, HttpResponseNotAllowed, JsonResponse
+from django.db.models import F, Value
+from django.db.models.functions import Greatest
+from django.http import Http404, HttpResponse, HttpResponseForbidden, HttpResponseNotAllowed, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -19,7 +20,8 @@ from evalsite.bodies import BadBody, json_object_body
 from evalsite.models import Campaign
 
 from . import assignment, browser
-from .forms import JoinForm, ResponseForm
+from .design import PRACTICE
+from .forms import JoinForm, ResponseForm, TrialStateForm
 from .media import ensure_catch_video, ensure_gallery_crop
 from .variants import mp4_variant_response, png_variant_response
 from .models import Item, Rater, RatingSession, SessionState, Task, Trial, TrialFace, TrialKind
@@ -135,14 +137,32 @@ def _instructions_context(session):
 
 def _trial_context(session, trial: Trial) -> dict:
     session.refresh_from_db(fields=["position"])
+    now = timezone.now()
     # Server-side start of the response time: the first time this trial page was served.
-    Trial.objects.filter(pk=trial.pk, shown_at=None).update(shown_at=timezone.now())
+    # A reload keeps it, keeps the replays and watch time so far (trial_state) and counts
+    # as a replay (the video starts again).
+    if not Trial.objects.filter(pk=trial.pk, shown_at=None).update(shown_at=now, page_views=1):
+        Trial.objects.filter(pk=trial.pk).update(page_views=F("page_views") + 1, replays=F("replays") + 1)
+    trial.refresh_from_db(fields=["shown_at", "replays", "watch_time_ms"])
+    practice = trial.kind == TrialKind.PRACTICE
+    kinds = session.plan
+    # Headings and the progress bar count trials of the study (evaluated and checks, which
+    # look alike), practice separately; skipped positions are not counted twice.
+    n_done = (
+        session.trials.filter(completed=True, position__lt=session.position)
+        .exclude(kind=TrialKind.PRACTICE)
+        .count()
+    )
     faces = list(trial.faces.order_by("position")) if trial.task == Task.IDENTITY else []
     actions = list(session.campaign.action_vocabulary) if trial.task == Task.ACTION else []
     config = {
         "respond_url": reverse("trials:respond", args=[trial.token]),
         "next_url": reverse("trials:session"),
-        "practice": trial.kind == TrialKind.PRACTICE,
+        "practice": practice,
+        "state_url": reverse("trials:trial_state", args=[trial.token]),
+        "replays": trial.replays,
+        "watch_time_ms": trial.watch_time_ms,
+        "elapsed_ms": max(0, int((now - trial.shown_at).total_seconds() * 1000)),
         "keys": [str(face.position) for face in faces] + ["0"]
         if faces
         else [str(i) for i in range(1, len(actions) + 1)],
@@ -153,8 +173,9 @@ def _trial_context(session, trial: Trial) -> dict:
         "faces": faces,
         "actions": actions,
         "media_url": reverse("trials:media", args=[trial.media_token]),
-        "position": session.position + 1,
-        "total": len(session.plan),
+        "position": (kinds[: session.position].count(PRACTICE) + 1) if practice else n_done + 1,
+        "total": kinds.count(PRACTICE) if practice else len(kinds) - kinds.count(PRACTICE),
+        "n_done": 0 if practice else n_done,
         "config": config,
     }
 
@@ -224,6 +245,32 @@ def respond(request, token: str):
     if assignment.gives_feedback(trial):
         body["feedback"] = {"correct": response.correct, "correct_choice": trial.correct_choice}
     return JsonResponse(body)
+
+
+def trial_state(request, token: str):
+    """Replays and watch time so far of the rater's unanswered trial (JSON body), sent by
+    the trial page when it is hidden or left, so a reload continues from them.
+
+    Values only grow (a late or repeated report changes nothing); 204 on success.
+    """
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    session = _rating_session(request)
+    if session is None:
+        return JsonResponse({"error": "no rating session"}, status=403)
+    try:
+        form = TrialStateForm(json_object_body(request))
+    except BadBody as error:
+        return JsonResponse({"error": str(error)}, status=error.status)
+    if not form.is_valid():
+        return JsonResponse({"error": "invalid state", "fields": form.errors.get_json_data()}, status=400)
+    updated = Trial.objects.filter(token=token, session=session, completed=False).update(
+        replays=Greatest("replays", Value(form.cleaned_data["replays"])),
+        watch_time_ms=Greatest("watch_time_ms", Value(form.cleaned_data["watch_time_ms"])),
+    )
+    if not updated:
+        return JsonResponse({"error": "unknown or answered trial"}, status=404)
+    return HttpResponse(status=204)
 
 
 def media(request, token: str):

@@ -86,11 +86,16 @@ def test_api_chooses_the_rated_submissions(grid_campaign):
     api = APIClient()
     api.force_authenticate(user)
     url = f"/api/campaigns/{grid_campaign.pk}/rating/"
-    reply = api.post(url, json.dumps({"open": True, "submissions": [late.pk]}), content_type="application/json")
+    reply = api.post(
+        url, json.dumps({"open": True, "submissions": [late.pk]}), content_type="application/json"
+    )
     assert reply.status_code == 200 and reply.json()["items_created"] == 6
     assert Item.objects.evaluated(grid_campaign).filter(masked_video__submission=late).count() == 6
-    assert not Item.objects.evaluated(grid_campaign).exclude(masked_video=None).exclude(
-        masked_video__submission=late
-    ).exists()
+    assert (
+        not Item.objects.evaluated(grid_campaign)
+        .exclude(masked_video=None)
+        .exclude(masked_video__submission=late)
+        .exists()
+    )
     bad = api.post(url, json.dumps({"open": True, "submissions": ["x"]}), content_type="application/json")
     assert bad.status_code == 400 and "submissions" in bad.json()
