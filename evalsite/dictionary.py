@@ -28,7 +28,9 @@ Names
 - A name containing ``*`` is a pattern (``fnmatch`` rules, case-sensitive), e.g.
   ``behaviour_pck_*``; an exact entry wins over a pattern.
 - An entry of dtype ``"object"`` or ``"list"`` covers everything nested below it (a JSON
-  table such as ``attack.table`` or ``fairness.scores`` is documented as a whole).
+  table such as ``attack.table`` or ``fairness.scores`` is documented as a whole); a
+  ``"section"`` entry (registered by ``evalsite.reports.register_summary_section``)
+  does not: each key of a section needs its own entry.
 
 Lookup: :func:`lookup` (one name; KeyError if undocumented), :func:`missing` (names
 without an entry). Publication: :func:`as_frame`, :func:`as_csv`, :func:`as_records`
@@ -43,8 +45,9 @@ from dataclasses import asdict, dataclass, fields
 
 import pandas as pd
 
-#: Column types: scalars in CSV cells, and containers nested in the JSON summary.
-DTYPES = ("int", "float", "bool", "str", "list", "object")
+#: Column types: scalars in CSV cells, containers nested in the JSON summary, and
+#: ``section`` (a summary section: a dict whose keys have entries of their own).
+DTYPES = ("int", "float", "bool", "str", "list", "object", "section")
 LEVELS = ("video", "summary")
 CONTAINER_DTYPES = ("list", "object")
 

@@ -122,7 +122,7 @@ SUMMARY_FACTS = {
     "caveats": Column(
         "the per-video caveats with how many videos each affects ('; '-separated in CSV)", "list", ideal="[]"
     ),
-    "privacy_utility": Column("submission-level privacy-utility section", "object"),
+    "privacy_utility": Column("submission-level privacy-utility score (section)", "section"),
 }
 dictionary.register("", SUMMARY_FACTS, level="summary")
 dictionary.register(
@@ -188,6 +188,9 @@ def register_summary_section(name: str, provider: Callable) -> None:
     # The provider's module may document its own status (registered before this call).
     missing = {k: c for k, c in entries.items() if dictionary.find(f"{name}.{k}", "summary") is None}
     dictionary.register(name, missing, level="summary")
+    if dictionary.find(name, "summary") is None:
+        section = Column(f"summary section {name!r} (its keys are documented as {name}.<key>)", "section")
+        dictionary.register("", {name: section}, level="summary")
 
 
 #: Entries every run section has (``section_status``), documented once for all.

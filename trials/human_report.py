@@ -139,6 +139,38 @@ def human_caveats(submission) -> dict[str, list[str]]:
     return out
 
 
+GALLERY_FROM_THIS_CLIP = (
+    "gallery still is a frame of this clip (matching it is pixel matching, not recognition: "
+    "clear-video and lightly masked identification, human and automated, are easier)"
+)
+
+
+def gallery_caveats(submission) -> dict[str, list[str]]:
+    """Videos whose identity's gallery still looks like a frame of an evaluated clip.
+
+    Reads the stored still checks (:func:`trials.stills.stills_from_evaluated_clips`,
+    made when rating media are prepared; unchecked stills give no caveat). The clip the
+    still matches gets :data:`GALLERY_FROM_THIS_CLIP`; the identity's other videos get a
+    note naming that clip (their recognition is against the same still).
+    """
+    from .stills import stills_from_evaluated_clips
+
+    matched = stills_from_evaluated_clips(submission.campaign)
+    out: dict[str, list[str]] = {}
+    videos = submission.campaign.source_videos.filter(identity_id__in=matched).values_list(
+        "name", "identity_id"
+    )
+    for name, identity in videos:
+        clips = matched[identity]
+        if name in clips:
+            out[name] = [GALLERY_FROM_THIS_CLIP]
+        else:
+            out[name] = [
+                f"gallery still of this identity is a frame of its evaluated clip {', '.join(clips)}"
+            ]
+    return out
+
+
 def _video_entries() -> dict[str, Column]:
     entries: dict[str, Column] = {}
     for condition, shown in CONDITIONS.items():
@@ -342,4 +374,5 @@ def register() -> None:
     dictionary.register("human", _summary_entries(), level="summary")
     reports.register_video_columns("human", video_columns)
     reports.register_summary_section("human", summary)
+    reports.register_video_caveats("gallery", gallery_caveats)
     reports.register_video_caveats("human", human_caveats)
