@@ -13,8 +13,11 @@ What the demo holds (``DEMO_PEOPLE``): 11 identities with pseudonymous codes ID0
 (never names or dataset speaker ids) and 18 clear videos. The gallery still of an
 identity is the middle frame of a *different* clip of the same person where one exists
 (ID01, ID03, ID07, ID11); the other GRID speakers have a single clip, so their still is
-the middle frame of that same clip (``gallery_sources.csv`` says which), which makes
-recognition easier for them than for the others. Stills are full PNG frames.
+the middle frame of that same clip (``gallery_sources.csv`` column
+``from_evaluated_clip``: yes for ID02, ID04, ID05, ID06, ID08, ID09, ID10), which makes
+their clear trials answerable by pixel matching. The organizer page and the reports name
+them too: ``trials.stills`` finds such stills in any campaign by perceptual hash
+(``trials.stills.stills_from_evaluated_clips``). Stills are full PNG frames.
 
 Demographics, honestly labelled: ``gender`` is an official dataset label (CREMA-D only,
 "unknown" for GRID); ``gender_unofficial`` is the by-eye guess from GRID's clips.csv
@@ -209,6 +212,8 @@ def build_demo_dataset(data_dir, out_dir) -> Path:
                 "source_clip": person.gallery_clip,
                 "frame_index": frame,
                 "from_a_different_clip": "no" if person.gallery_clip in person.videos else "yes",
+                # The still is a frame of a clip raters are shown (evaluated subset).
+                "from_evaluated_clip": "yes" if person.gallery_clip in person.videos else "no",
             }
         )
         for clip in person.videos:
@@ -276,6 +281,8 @@ def _sources_text() -> str:
         "(believed; see the data folder's SOURCE.md files).\n"
         "- CREMA-D (Cao et al. 2014), actor 1001, ODbL 1.0 + DbCL 1.0.\n\n"
         "Identity codes are pseudonymous. `gender_unofficial` is a by-eye guess for GRID "
-        "speakers, not a dataset label. Gallery stills: see gallery_sources.csv (some come "
-        "from the same clip as the identity's only video).\n"
+        "speakers, not a dataset label. Gallery stills: see gallery_sources.csv; where "
+        "from_evaluated_clip is yes the still is a frame of the identity's only clip, which "
+        "raters are shown (no other clip of that person is in the data), so its clear trials "
+        "can be answered by matching pixels.\n"
     )
