@@ -11,6 +11,7 @@ from automated.behaviour.frontier import FrontierPoint, frontier_figure, pareto_
 from automated.behaviour.leakage import (
     AttributeVideo,
     attribute_leakage,
+    attribute_samples,
     gender_index,
     majority_rate,
     parrot_accuracy,
@@ -61,6 +62,31 @@ def test_parrot_learns_a_gender_signal_the_masking_left_and_not_a_missing_one():
     assert abs(parrot_accuracy(noise) - 0.5) < 0.25
     # a fold whose training identities all share one gender cannot train: left out, NaN if none can
     assert math.isnan(parrot_accuracy(signal[:2]))
+
+
+def test_attribute_samples_round_trip_through_json_and_leave_out_frames_without_a_clear_face():
+    import json
+
+    clear = BehaviourFeatures.empty_rows(3, (64, 64), "features-v1|attribute")
+    masked = BehaviourFeatures.empty_rows(3, (64, 64), "features-v1|attribute")
+    clear.attribute[[0, 2]] = [[0.2, 0.8], [0.6, 0.4]]  # frame 1: no clear face
+    masked.attribute[[0, 1, 2]] = [[0.7, 0.3], [0.5, 0.5], [0.123456, 0.876544]]
+    masked.attribute_features[[0, 2]] = 0.5
+    samples = json.loads(json.dumps(attribute_samples(clear, masked)))
+    assert samples["clear_probabilities"] == [[0.2, 0.8], [0.6, 0.4]]
+    assert samples["masked_probabilities"] == [[0.7, 0.3], [0.1235, 0.8765]]  # 4 decimals
+    assert len(samples["masked_features"]) == 2 and samples["masked_features"][0] == [0.5] * 128
+    again = AttributeVideo.from_samples(samples, "P01", "male")
+    assert again.label == 1 and again.masked_features.shape == (2, 128)
+    assert pretrained_accuracy([again], side="clear") == 0.5 and pretrained_accuracy([again]) == 0.5
+    empty = AttributeVideo.from_samples(
+        {"clear_probabilities": [], "masked_probabilities": [], "masked_features": []}, "P02", "F"
+    )
+    assert empty.masked_features.shape == (0, 128) and empty.label == 0
+    with pytest.raises(ValueError, match="attribute=True"):
+        attribute_samples(BehaviourFeatures.empty_rows(1, (8, 8), "no-attribute"), masked)
+    with pytest.raises(ValueError, match="unknown gender"):
+        AttributeVideo.from_samples(samples, "P01", "unknown")
 
 
 def test_gender_labels_and_empty_input():

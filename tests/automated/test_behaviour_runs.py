@@ -123,6 +123,7 @@ def test_gender_leakage_per_video_and_per_submission(evaluated):
     assert (
         section["n_videos"] == 3 and section["n_identities"] == 3 and section["n_videos_unknown_gender"] == 0
     )
+    assert section["n_videos_unofficial_gender"] == 0  # official "gender" labels here
     assert section["majority_rate"] == pytest.approx(2 / 3)  # two men, one woman
     assert section["leakage_pretrained"] == section["leakage_clear"]
     assert section["leakage_pretrained"] == pytest.approx(section["pretrained_masked_accuracy"] - 2 / 3)
