@@ -15,5 +15,6 @@ urlpatterns = [
     path("submission/<int:pk>/upload/", team_views.upload, name="upload"),
     path("upload/<int:pk>/", team_views.upload_detail, name="upload_detail"),
     path("upload/<int:pk>/report/<str:fmt>/", team_views.upload_report, name="upload_report"),
-    path("campaign/<int:pk>/leaderboard/", team_views.leaderboard, name="leaderboard"),
+    path("campaign/<int:pk>/leaderboard/", team_views.leaderboard_page, name="leaderboard"),
+    path("campaign/<int:pk>/leaderboard.csv", team_views.leaderboard_csv, name="leaderboard_csv"),
 ]

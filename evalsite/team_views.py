@@ -32,7 +32,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse_lazy
 
-from . import reports, services
+from . import leaderboard, reports, services
 from .forms import SubmissionZipForm
 from .models import Campaign, LeaderboardVisibility, MaskedVideo, Submission, SubmissionUpload, Team
 from .uploads import FINISHED, receive_upload
@@ -151,12 +151,19 @@ def submission_page(request, pk: int):
     """One own submission: its state, summary and per-video report, uploads."""
     submission = _own_submission(request, pk)
     report = reports.per_video_report(submission)
+    # The submission's own leaderboard row (its headline figures with intervals); the other
+    # rows are dropped, and anonymised, before anything is rendered.
+    frame = leaderboard.leaderboard_frame(
+        submission.campaign, anonymise_teams=True, viewer_team=submission.team
+    )
+    own_rows = frame[(frame["submission_id"] == submission.pk).fillna(False)].reset_index(drop=True)
     summary = reports.summary_row(submission)
     context = {
         **_submission_facts(submission),
-        "columns": list(report.columns),
-        "rows": [[format_cell(v) for v in row] for row in report.itertuples(index=False)],
+        "report_columns": list(report.columns),
+        "report_rows": [[format_cell(v) for v in row] for row in report.itertuples(index=False)],
         "summary": [(key, format_cell(value)) for key, value in summary.items()],
+        **leaderboard.table_context(own_rows),
         "uploads": submission.uploads.all()[:20],
         "missing": list(submission.missing_source_videos().values_list("name", flat=True)),
         "leaderboard_published": submission.campaign.leaderboard_visibility != LeaderboardVisibility.HIDDEN,
@@ -222,20 +229,45 @@ def upload_report(request, pk: int, fmt: str):
     return _download(text, f"upload-{stored.pk}-validation", fmt)
 
 
-@team_login_required
-def leaderboard(request, pk: int):
-    """A campaign's leaderboard as published to its teams (404 while hidden)."""
+def _published_leaderboard(request, pk: int):
+    """(campaign, viewer team, anonymised?, scores) of a leaderboard the user may see, else 404."""
     campaign = get_object_or_404(leaderboard_campaigns(request.user), pk=pk)
     viewer_team = own_teams(request.user).filter(submissions__campaign=campaign).order_by("name").first()
     anonymise = campaign.leaderboard_visibility == LeaderboardVisibility.ANONYMISED
-    context = {"campaign": campaign, "viewer_team": viewer_team, "anonymised": anonymise}
+    return campaign, viewer_team, anonymise, leaderboard.campaign_scores(campaign)
+
+
+@team_login_required
+def leaderboard_page(request, pk: int):
+    """A campaign's leaderboard as published to its teams, with the paired comparisons of one
+    figure (404 while hidden; other teams anonymised if the organizer chose so)."""
+    campaign, viewer_team, anonymise, scores = _published_leaderboard(request, pk)
+    figure = request.GET.get("compare") or "human_masking_success"
     try:
-        from .leaderboard import leaderboard_frame
-    except ImportError:  # the leaderboard module is not there yet
-        context["table"] = None
-    else:
-        frame = leaderboard_frame(campaign, anonymise_teams=anonymise, viewer_team=viewer_team)
-        context["table"] = frame
-        context["columns"] = list(frame.columns)
-        context["rows"] = [[format_cell(v) for v in row] for row in frame.itertuples(index=False)]
+        leaderboard.headline(figure)
+    except ValueError as error:
+        return HttpResponse(str(error), status=400, content_type="text/plain; charset=utf-8")
+    names = {"anonymise_teams": anonymise, "viewer_team": viewer_team, "scores": scores}
+    frame = leaderboard.leaderboard_frame(campaign, **names)
+    pairs = leaderboard.comparison_frame(campaign, figure, **names)
+    context = {
+        "campaign": campaign,
+        "viewer_team": viewer_team,
+        "anonymised": anonymise,
+        **leaderboard.table_context(frame),
+        "figure": leaderboard.headline(figure),
+        "figures": leaderboard.HEADLINES,
+        "comparisons": pairs.to_dict(orient="records"),
+        "protocols": sorted({p for p in frame["reidentification_protocol"] if p}),
+    }
     return render(request, "team/leaderboard.html", context)
+
+
+@team_login_required
+def leaderboard_csv(request, pk: int):
+    """The published leaderboard as a CSV download (named or anonymised as on the page)."""
+    campaign, viewer_team, anonymise, scores = _published_leaderboard(request, pk)
+    frame = leaderboard.leaderboard_frame(
+        campaign, anonymise_teams=anonymise, viewer_team=viewer_team, scores=scores
+    )
+    return _download(frame.to_csv(index=False), f"{campaign.slug}-leaderboard", "csv")

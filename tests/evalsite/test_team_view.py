@@ -26,9 +26,9 @@ from .conftest import make_zip
 
 @pytest.fixture
 def teams(campaign, masked_files, tmp_path):
-    """Team A (member 'alice', one valid masked video) and team B (member 'bob', one video)."""
-    sub_a = create_submission(campaign, "Team A", "method-a")
-    sub_b = create_submission(campaign, "Team B", "method-bee-secret")
+    """Team Owl (member 'alice', one valid masked video) and team Bee Secret (member 'bob', one video)."""
+    sub_a = create_submission(campaign, "Team Owl", "method-a")
+    sub_b = create_submission(campaign, "Team Bee Secret", "method-bee-secret")
     for submission, name in [(sub_a, "a.zip"), (sub_b, "bee-secret.zip")]:
         archive = make_zip(tmp_path / name, {"bbaf2n.mp4": masked_files["good_bbaf2n"]})
         ingest_submission_zip(submission, archive, original_name=name, web_copies=False)
@@ -54,8 +54,8 @@ def test_anonymous_visitors_go_to_the_team_login_and_a_member_logs_in_there(team
     response = client.post(reverse("team:login"), {"username": "alice", "password": "pw-alice-123"})
     assert response.status_code == 302 and response["Location"] == "/team/"
     home = client.get("/team/").content.decode()
-    assert "Team A" in home and "method-a" in home
-    assert "Team B" not in home and "method-bee-secret" not in home
+    assert "Team Owl" in home and "method-a" in home
+    assert "Team Bee Secret" not in home and "method-bee-secret" not in home
     assert "1 / 3" in home  # one of the three source videos has a valid masked video
     response = client.post(reverse("team:logout"))
     assert response.status_code == 302 and client.get("/team/").status_code == 302
@@ -80,7 +80,7 @@ def test_a_member_reads_their_own_report_exactly_as_the_organizer_exports_it(tea
         ("id2_vcd_swwp2s", "False"),
     ]
     payload = json.loads(client.get(reverse("team:submission_report", args=[teams["a"].pk, "json"])).content)
-    assert payload["summary"]["team"] == "Team A" and payload["summary"]["masked_videos"] == 1
+    assert payload["summary"]["team"] == "Team Owl" and payload["summary"]["masked_videos"] == 1
     assert client.get(reverse("team:submission_report", args=[teams["a"].pk, "xlsx"])).status_code == 404
 
 
@@ -118,7 +118,7 @@ def test_a_submission_of_the_same_team_in_another_campaign_is_theirs_another_tea
     from evalsite.importer import import_dataset
 
     other = import_dataset(tiny_dataset, "Other Campaign", web_copies=False).campaign
-    mine = create_submission(other, "Team A", "method-a-elsewhere")
+    mine = create_submission(other, "Team Owl", "method-a-elsewhere")
     theirs = create_submission(other, "Team C", "method-c")
     client = _client(teams["alice"])
     home = client.get("/team/").content.decode()
@@ -195,7 +195,26 @@ def test_the_leaderboard_answers_only_once_published_and_only_to_teams_of_the_ca
     Campaign.objects.filter(pk=teams["a"].campaign.pk).update(
         leaderboard_visibility=LeaderboardVisibility.NAMED
     )
-    assert alice.get(url).status_code == 200
+    named = alice.get(url).content.decode()
+    assert "Team Bee Secret" in named and "method-bee-secret" in named
+    assert named.count('<tr class=" own">') == 1  # alice's own row is marked "your team"
+    # Anonymised: the other team's name and method appear nowhere, neither on the page nor in the CSV.
+    Campaign.objects.filter(pk=teams["a"].campaign.pk).update(
+        leaderboard_visibility=LeaderboardVisibility.ANONYMISED
+    )
+    for compare in ("human_masking_success", "ssim", "reidentification"):
+        page = alice.get(url, {"compare": compare}).content.decode()
+        assert "Bee" not in page and "bee" not in page, compare
+        assert "Team Owl" in page and "method-a" in page and "Team A" in page and ">A1<" in page
+    table = list(csv.DictReader(io.StringIO(alice.get(url.rstrip("/") + ".csv").content.decode())))
+    assert [(r["team"], r["method"], r["submission_id"], r["own_team"]) for r in table] == [
+        ("Team Owl", "method-a", str(teams["a"].pk), "True"),
+        ("Team A", "A1", "", "False"),
+    ]
+    assert alice.get(url, {"compare": "bogus"}).status_code == 400
+    # Bob sees the same table from his side: his team named, alice's anonymised.
+    bob_table = _client(teams["bob"]).get(url.rstrip("/") + ".csv").content.decode()
+    assert "Team Owl" not in bob_table and "method-a" not in bob_table and "method-bee-secret" in bob_table
     # A member of a team of another campaign only: 404.
     other = import_dataset(tiny_dataset, "Other Campaign", web_copies=False).campaign
     outsider = User.objects.create_user("carol")
