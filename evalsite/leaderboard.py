@@ -590,6 +590,10 @@ def per_video_bars_png(table: pd.DataFrame, *, title: str) -> bytes:
             axis.text(0, position, " n/a", va="center", fontsize=7, color="#777")
         axis.set_title(entry.label + (f"\n({entry.better} is better)" if entry.better else ""), fontsize=9)
         axis.axvline(0, color="#333", linewidth=0.6)
+        low, high = entry.bounds  # the figure's whole range, so submissions' bars compare
+        finite = values[np.isfinite(values)]
+        low = min(0.0, float(finite.min()) if len(finite) else 0.0) if not math.isfinite(low) else low
+        axis.set_xlim(low, high)
         axis.tick_params(labelsize=7)
         axis.grid(axis="x", color="#ddd", linewidth=0.5)
     axes[0].set_yticks(positions, table.index, fontsize=7)
