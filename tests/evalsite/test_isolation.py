@@ -473,6 +473,8 @@ def test_organizer_of_b_sees_nothing_of_a_on_any_url(world):
         "leaderboard:page",
         "leaderboard:csv",
         "campaign-leaderboard",
+        "automated:submission_progress",  # evaluate everything: progress bars and run logs
+        "automated:submission_progress_json",
     } <= control["secrets"]
     assert {
         "evalsite_staff:gallery_image",
