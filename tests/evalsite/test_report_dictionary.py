@@ -1,0 +1,137 @@
+"""Every column any report emits has a data-dictionary entry (issue 13), on a realistic campaign.
+
+The campaign: the 10 real GRID speakers with a blurred submission (``trials.simulation``,
+the rating tests' campaign), rated by 4 scripted raters, with a real face evaluation
+(detection, recognition, behaviour), a real attack run, the gallery-still checks and the
+fairness section computed from those columns; a second submission has nothing yet but a
+queued attack run. Every per-video column (DataFrame, CSV, JSON, API), every summary
+entry (JSON, nested; API) and every campaign-summary-table column (CSV, API) must be
+documented; a new column without an entry fails here, naming it.
+"""
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from automated.django_app.attack_models import AttackRun
+from automated.django_app.attack_service import run_attack
+from automated.django_app.services import run_face_evaluation
+from evalsite import dictionary, reports
+from evalsite.models import Submission, Team
+from trials import assignment
+from trials.models import RatingSession, SessionState
+from trials.services import open_rating
+from trials.simulation import build_grid_campaign, prepare_grid_files
+from trials.stills import check_stills
+
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
+
+STRIDE = 40  # 2 tested frames per 75-frame clip
+
+
+@pytest.fixture(scope="session")
+def grid_files(data_dir) -> Path:
+    """The rating tests' cached GRID stills and blurred copies (``trials.simulation``)."""
+    cache = Path(settings.CACHE_DIR) / "trials-tests"
+    prepare_grid_files(data_dir, cache)
+    return cache
+
+
+def _rate(campaign, raters: int) -> None:
+    """Scripted raters answer every trial: even ones the correct choice, odd ones the first face."""
+    for i in range(raters):
+        session = assignment.join(campaign, participant_code=f"P-{i}")
+        RatingSession.objects.filter(pk=session.pk).update(state=SessionState.RUNNING)
+        session.refresh_from_db()
+        while (trial := assignment.current_trial(session)) is not None:
+            choice = trial.correct_choice if i % 2 == 0 else assignment.valid_choices(trial)[1]
+            answer = {"choice": choice, "response_time_ms": 1000, "replays": 0, "watch_time_ms": 3000}
+            assignment.record_response(trial, answer)
+
+
+@pytest.fixture
+def evaluated(media_root, data_dir, grid_files):
+    campaign = build_grid_campaign(data_dir, grid_files, raters_per_video=3)
+    open_rating(campaign, prepare_media=False)
+    check_stills(campaign)  # what preparing rating media does: the gallery-still caveats
+    _rate(campaign, raters=4)
+    blurred = campaign.submissions.get()
+    run_face_evaluation(blurred, stride=STRIDE)
+    run_attack(blurred, attackers=["naive", "parrot"], recognizers=["lbph"], stride=25)
+    waiting = Submission.objects.create(
+        campaign=campaign, team=Team.objects.create(name="Late"), name="none yet"
+    )
+    AttackRun.objects.create(submission=waiting, config={}, status=AttackRun.Status.PENDING)
+    organizer = get_user_model().objects.create_user("organizer", password="x", is_staff=True)
+    campaign.organizers.add(organizer)
+    client = Client()
+    client.force_login(organizer)
+    return campaign, blurred, waiting, client
+
+
+def summary_paths(value, prefix=""):
+    """Every key path of a nested summary dict (``section.key.sub``), containers included."""
+    for key, item in value.items():
+        path = f"{prefix}.{key}" if prefix else key
+        yield path
+        if isinstance(item, dict):
+            yield from summary_paths(item, path)
+
+
+def undocumented_summary(summary: dict) -> list[str]:
+    return dictionary.missing(summary_paths(summary), "summary")
+
+
+def test_every_column_of_every_report_has_an_entry(evaluated):
+    campaign, blurred, waiting, client = evaluated
+    missing = {}  # where -> undocumented names (all of them, not just the first)
+    for submission in (blurred, waiting):
+        label = submission.team.name
+        frame = reports.per_video_report(submission)
+        missing[f"{label} per-video report"] = dictionary.missing(frame.columns)
+        header = next(csv.reader(io.StringIO(reports.report_as_csv(submission))))
+        assert header == list(frame.columns)
+        payload = json.loads(reports.report_as_json(submission))
+        missing[f"{label} JSON videos"] = dictionary.missing(payload["videos"][0])
+        missing[f"{label} JSON summary"] = undocumented_summary(payload["summary"])
+        # The REST API emits the same columns.
+        api_report = client.get(f"/api/submissions/{submission.pk}/report/").json()
+        missing[f"{label} API videos"] = dictionary.missing(api_report["videos"][0])
+        missing[f"{label} API summary"] = undocumented_summary(api_report["summary"])
+        api_csv = client.get(f"/api/submissions/{submission.pk}/report/?format=csv").content.decode()
+        assert next(csv.reader(io.StringIO(api_csv))) == header
+        summary = client.get(f"/api/submissions/{submission.pk}/summary/").json()
+        missing[f"{label} API submission summary"] = undocumented_summary(summary)
+
+    table = reports.campaign_summary_table(campaign)
+    missing["campaign summary table"] = dictionary.missing(table.columns, "summary")
+    api_table = client.get(f"/api/campaigns/{campaign.pk}/summary/?format=csv").content.decode()
+    missing["API summary CSV"] = dictionary.missing(next(csv.reader(io.StringIO(api_table))), "summary")
+    for summary in client.get(f"/api/campaigns/{campaign.pk}/summary/").json():
+        missing[f"API campaign summary {summary['team']}"] = undocumented_summary(summary)
+    undocumented = {where: names for where, names in missing.items() if names}
+    assert undocumented == {}, "columns without a data-dictionary entry:\n" + json.dumps(
+        undocumented, indent=1
+    )
+
+    # Every section reported something real, so the check above covered real columns.
+    report = reports.per_video_report(blurred).set_index("video")
+    assert report["face_ssim"].notna().all() and report["behaviour_score"].notna().any()
+    assert report["human_id_n_clear"].notna().any() and report["attack_worst_case_accuracy"].notna().any()
+    assert reports.submission_summary(blurred)["fairness"]["scores"]
+
+
+def test_dictionary_is_published_as_json_and_csv(evaluated):
+    *_, client = evaluated
+    records = {r["name"]: r for r in client.get("/api/dictionary/").json() if r["level"] == "video"}
+    assert records["face_match_rate"]["unit"] == "fraction" and records["face_match_rate"]["precision"] == 4
+    assert "L2" in records["face_match_rate"]["distance"] and "0.6" in records["face_match_rate"]["threshold"]
+    rows = list(csv.DictReader(io.StringIO(client.get("/api/dictionary/?format=csv").content.decode())))
+    assert {"face_match_rate", "human_masking_success", "caveats"} <= {r["name"] for r in rows}
+    assert Client().get("/api/dictionary/").status_code in (401, 403)  # signed-in users only
