@@ -94,9 +94,9 @@ def leaderboard_csv(request, campaign_id: int):
         except ValueError as error:
             return HttpResponse(str(error), status=400, content_type="text/plain; charset=utf-8")
         table = leaderboard.comparison_frame(campaign, figure, scores=scores)
-        return _csv_response(table.to_csv(index=False), f"{stem}-comparisons-{figure}.csv")
+        return _csv_response(leaderboard.as_csv(table), f"{stem}-comparisons-{figure}.csv")
     frame = leaderboard.leaderboard_frame(campaign, scores=scores)
-    return _csv_response(frame.to_csv(index=False), f"{stem}.csv")
+    return _csv_response(leaderboard.as_csv(frame), f"{stem}.csv")
 
 
 @staff_member_required
@@ -134,7 +134,7 @@ class LeaderboardAPIView(APIView):
         campaign = _campaign(request, pk)
         frame = leaderboard.leaderboard_frame(campaign)
         if _wants_csv(request):
-            return Response(frame.to_csv(index=False))
+            return Response(leaderboard.as_csv(frame))
         columns = [
             {"key": h.key, "label": h.label, "unit": h.unit, "better": h.better, "description": h.description}
             for h in leaderboard.HEADLINES
@@ -161,7 +161,7 @@ class ComparisonsAPIView(APIView):
             return Response({"figure": [{"message": str(error), "code": "unknown_figure"}]}, status=400)
         table = leaderboard.comparison_frame(campaign, figure, scores=scores)
         if _wants_csv(request):
-            return Response(table.to_csv(index=False))
+            return Response(leaderboard.as_csv(table))
         entry = leaderboard.headline(figure)
         return Response(
             {"campaign": campaign.pk, "figure": figure, "better": entry.better, "rows": _records(table)}

@@ -331,6 +331,13 @@ def test_csv_download_and_bars_png(board):
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
     assert [r["method"] for r in rows] == ["method-a", "method-b", "blur_face"]
     assert float(rows[0]["face_detection_failure_rate"]) == pytest.approx(0.9)
+    # rounded to 4 decimals (0.9 - t(0.975, 2) x 0.1 / sqrt(3)); counts stay whole
+    assert rows[0]["face_detection_failure_rate_ci_low"] == "0.6516"
+    assert (rows[0]["human_raters"], rows[0]["face_tracks"], rows[0]["submission_id"]) == (
+        "4",
+        "6",
+        str(submissions["A"].pk),
+    )
     pairs = client.get(
         reverse("leaderboard:csv", args=[campaign.pk]), {"table": "comparisons", "compare": "ssim"}
     )
