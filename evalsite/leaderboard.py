@@ -182,6 +182,8 @@ class CampaignScores:
         ``comparisons.HUMAN_RESPONSE_COLUMNS``, ``submission`` = pk as str).
     attack : dict
         Submission pk -> its ``attack`` summary section (None before an attack run).
+    attack_videos : dict
+        Submission pk -> its ``attack_worst_case_*`` per-video columns.
     face : dict
         Submission pk -> its ``face_`` per-video columns.
     """
@@ -190,6 +192,7 @@ class CampaignScores:
     per_video: dict = field(default_factory=dict)
     responses: dict = field(default_factory=dict)
     attack: dict = field(default_factory=dict)
+    attack_videos: dict = field(default_factory=dict)
     face: dict = field(default_factory=dict)
     _human: dict = field(default_factory=dict)
 
@@ -263,6 +266,7 @@ def campaign_scores(campaign) -> CampaignScores:
         section = attack_section(submission)
         scores.attack[submission.pk] = section
         attack = attack_video_columns(submission)
+        scores.attack_videos[submission.pk] = attack
         if section and len(attack):
             columns["reidentification"][label] = pd.Series(
                 _chance_normalised(attack["attack_worst_case_accuracy"], section.get("chance_level")),
@@ -278,41 +282,35 @@ def campaign_scores(campaign) -> CampaignScores:
 # --- the figures of one submission -------------------------------------------------------
 
 
-def _reidentification(section: dict | None, attack_per_video: pd.DataFrame) -> tuple[Estimate, str]:
+def _reidentification(section: dict | None, attack_per_video: pd.DataFrame | None) -> tuple[Estimate, str]:
     """The worst-case chance-normalised re-identification, its interval, n and protocol label.
 
-    Reads the attack summary section: a cross-video worst case (``protocol`` or
-    ``worst_case_protocol`` = "cross_video", or a nested ``cross_video`` dict) carries the
-    attack suite's own interval over folds (``ci_low``/``ci_high`` or
-    ``worst_case_ci_low``/``worst_case_ci_high``, accuracy scale, chance-normalised here).
-    Otherwise the interval is a bootstrap over the worst-case pair's test videos of the
-    pooled share of frames re-identified.
+    Reads the ``attack`` summary section (``attack_service.attack_summary``). A
+    cross-video worst case (``protocol`` "cross_video") carries the attack suite's own
+    t interval over folds (``worst_case_ci_low`` / ``worst_case_ci_high``, accuracy
+    scale, chance-normalised here) with ``n`` the tested videos. Otherwise (a summary
+    without a protocol: the within-video time split, labelled scene memorisation; or a
+    single fold, no interval) the interval is a bootstrap over the worst-case pair's test
+    videos of the pooled share of frames re-identified (``attack_worst_case_*`` columns).
     """
-    if not section or section.get("worst_case_chance_normalised", section.get("chance_normalised")) is None:
-        if not (section and isinstance(section.get("cross_video"), dict)):
-            return Estimate.missing(), ""
-    nested = section.get("cross_video")
-    source = nested if isinstance(nested, dict) else section
-    protocol = source.get("protocol") or section.get("worst_case_protocol") or section.get("protocol")
-    label = CROSS_VIDEO if protocol in ("cross_video", CROSS_VIDEO) else WITHIN_VIDEO
-    value = source.get("worst_case_chance_normalised", source.get("chance_normalised"))
-    chance = source.get("chance_level", section.get("chance_level"))
-    low = source.get("worst_case_ci_low", source.get("ci_low"))
-    high = source.get("worst_case_ci_high", source.get("ci_high"))
-    counts = source.get("counts") if isinstance(source.get("counts"), dict) else source
+    if not section:
+        return Estimate.missing(), ""
+    label = CROSS_VIDEO if section.get("protocol") == "cross_video" else WITHIN_VIDEO
+    value, chance = section.get("worst_case_chance_normalised"), section.get("chance_level")
     if value is None:
         return Estimate.missing(), label
+    low, high = section.get("worst_case_ci_low"), section.get("worst_case_ci_high")
     if label == CROSS_VIDEO and low is not None and high is not None:
-        n = counts.get("n_tested_videos") or source.get("n_folds") or 0
         bounds = _chance_normalised([low, high], chance)
+        n = int(section.get("n_tested_videos") or section.get("n_folds") or 0)
         return Estimate(
-            float(value), float(bounds[0]), float(bounds[1]), int(n), "t over folds (attack suite)"
+            float(value), float(bounds[0]), float(bounds[1]), n, "t over folds (attack suite)"
         ), label
-    if len(attack_per_video) and chance is not None:
-        tested = attack_per_video[pd.to_numeric(attack_per_video["attack_worst_case_test_frames"]) > 0]
-        frames = pd.to_numeric(tested["attack_worst_case_test_frames"]).to_numpy(dtype=float)
-        hits = np.round(pd.to_numeric(tested["attack_worst_case_accuracy"]).to_numpy(dtype=float) * frames)
-        pooled = pooled_rate_interval(hits, frames)
+    if attack_per_video is not None and len(attack_per_video) and chance is not None:
+        frames = pd.to_numeric(attack_per_video["attack_worst_case_test_frames"]).to_numpy(dtype=float)
+        shares = pd.to_numeric(attack_per_video["attack_worst_case_accuracy"]).to_numpy(dtype=float)
+        tested = frames > 0
+        pooled = pooled_rate_interval(np.round(shares[tested] * frames[tested]), frames[tested])
         bounds = _chance_normalised([pooled.ci_low, pooled.ci_high], chance)
         return Estimate(float(value), float(bounds[0]), float(bounds[1]), pooled.n, pooled.method), label
     return Estimate(float(value), math.nan, math.nan, 0, ""), label
@@ -356,7 +354,7 @@ def _estimates(scores: CampaignScores, submission) -> dict:
     out["faces_leaked"], leaked, tracks = _faces_leaked(scores.face[submission.pk])
     out["reidentification"], protocol = _reidentification(
         scores.attack[submission.pk],
-        attack_video_columns(submission) if scores.attack[submission.pk] else pd.DataFrame(),
+        scores.attack_videos[submission.pk],
     )
     identity = scores.responses.get("identity")
     raters = 0

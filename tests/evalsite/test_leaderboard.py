@@ -226,8 +226,8 @@ def test_cross_video_summaries_give_their_interval_over_folds():
         "protocol": "cross_video",
         "worst_case_chance_normalised": 0.4,
         "chance_level": 0.2,
-        "ci_low": 0.36,
-        "ci_high": 0.68,
+        "worst_case_ci_low": 0.36,
+        "worst_case_ci_high": 0.68,
         "n_tested_videos": 7,
     }
     estimate, label = leaderboard._reidentification(section, attack_per_video=None)
