@@ -2,24 +2,24 @@
 
 Starts the run through ``dispatch.start_run`` (face crops per masked video, shared by the
 workers when a broker is configured, then the suite; in this process otherwise) and, with
-a broker, prints its progress until it finishes (``--no-wait``: return at once).
+a broker, prints its progress until it finishes (``--no-wait``: return at once;
+``run_cli.start_and_follow``, shared with ``evaluate``).
 """
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from automated.attack.attackers import ATTACKERS
 from automated.attack.recognizers import FACE_RECOGNIZERS
 from automated.attack.selection import SELECTION_STRATEGIES
-from automated.django_app import dispatch
+from automated.django_app import run_cli
 from automated.django_app.attack_service import DEFAULT_RECOGNIZERS, attack_summary
-from evalsite.models import Submission
 
 
 class Command(BaseCommand):
     help = "Run the attack suite (naive/parrot attackers x recognizers) against a submission."
 
     def add_arguments(self, parser):
-        parser.add_argument("submission_id", type=int)
+        run_cli.add_common_arguments(parser)
         parser.add_argument(
             "--attackers",
             nargs="+",
@@ -59,11 +59,6 @@ class Command(BaseCommand):
             action="store_true",
             help="attack a submission that lacks some masked videos",
         )
-        parser.add_argument(
-            "--no-wait",
-            action="store_true",
-            help="with a broker: queue the run and return (progress: admin, API)",
-        )
 
     def handle(
         self,
@@ -79,31 +74,20 @@ class Command(BaseCommand):
         no_wait,
         **options,
     ):
-        try:
-            submission = Submission.objects.get(pk=submission_id)
-        except Submission.DoesNotExist:
-            raise CommandError(f"no submission with id {submission_id}") from None
-        try:
-            run = dispatch.start_run(
-                "attack",
-                submission,
-                attackers=attackers,
-                recognizers=recognizers,
-                selection=selection,
-                stride=stride,
-                gap=gap,
-                seed=seed,
-                allow_incomplete=allow_incomplete,
-            )
-        except ValueError as error:
-            raise CommandError(str(error)) from error
-        self.stdout.write(f"attack run {run.pk} of {submission}: {run.status} ({run.progress})")
-        if no_wait:
-            return
-        run = dispatch.wait(run, lambda line: self.stdout.write(f"  {line}"))
-        if run.status == run.Status.FAILED:
-            raise CommandError(f"attack run {run.pk} failed: {run.error}")
-        if run.status != run.Status.COMPLETED:
+        run = run_cli.start_and_follow(
+            self,
+            "attack",
+            submission_id,
+            no_wait=no_wait,
+            attackers=attackers,
+            recognizers=recognizers,
+            selection=selection,
+            stride=stride,
+            gap=gap,
+            seed=seed,
+            allow_incomplete=allow_incomplete,
+        )
+        if run is None:
             return
         summary = attack_summary(run)
         bound = summary["clear_bound"]

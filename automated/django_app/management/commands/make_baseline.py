@@ -11,12 +11,24 @@ class Command(BaseCommand):
     help = "Mask every source video of a campaign with baseline anonymizers, one submission per method."
 
     def add_arguments(self, parser):
-        parser.add_argument("campaign_slug")
+        parser.add_argument("campaign_slug", help="slug of the campaign (python manage.py list_campaigns)")
         group = parser.add_mutually_exclusive_group(required=True)
-        group.add_argument("--method", action="append", choices=sorted(BASELINE_METHODS), dest="methods")
+        group.add_argument(
+            "--method",
+            action="append",
+            choices=sorted(BASELINE_METHODS),
+            dest="methods",
+            help="a baseline anonymizer (automated.anonymizers.BASELINE_METHODS); repeat for several",
+        )
         group.add_argument("--all", action="store_true", help="every baseline method")
-        parser.add_argument("--team", default="Baselines", help="team name of the baseline submissions")
-        parser.add_argument("--no-web-copies", action="store_true", help="skip the H.264 copies for raters")
+        parser.add_argument(
+            "--team", default="Baselines", help="team name of the baseline submissions (default Baselines)"
+        )
+        parser.add_argument(
+            "--no-web-copies",
+            action="store_true",
+            help="skip the H.264 copies raters' browsers play (masking only, e.g. for automated runs)",
+        )
 
     def handle(self, *args, campaign_slug, methods, all, team, no_web_copies, **options):
         try:
