@@ -94,6 +94,11 @@ DEMO_PEOPLE: tuple[DemoPerson, ...] = (
     ),
 )
 IDENTITY_COLUMNS = ["identity", "gender_unofficial", "gender", "race", "ethnicity", "age_band"]
+#: The attacker's own labelled material (``videos.csv`` role ``attacker_train``): one clip of
+#: each identity with three or more (ID01, ID11), which keeps at least two evaluated clips
+#: for the cross-video attack (each tested once, trained on with this one otherwise).
+#: Teams mask them, the attack never tests them, raters never see them.
+ATTACKER_TRAIN_CLIPS = frozenset({f"{GID}/s1/lgwazp.mpg", f"{CREMAD}/1001_DFA_SAD_XX.flv"})
 
 
 def _read_rows(path: Path) -> list[dict]:
@@ -224,7 +229,8 @@ def build_demo_dataset(data_dir, out_dir) -> Path:
                     "video": source.name,
                     "identity": person.code,
                     "action": labels[clip]["action"],
-                    "in_evaluated_subset": "true",
+                    "in_evaluated_subset": "false" if clip in ATTACKER_TRAIN_CLIPS else "true",
+                    "role": "attacker_train" if clip in ATTACKER_TRAIN_CLIPS else "evaluated",
                     "source_clip": clip,
                 }
             )
@@ -232,7 +238,7 @@ def build_demo_dataset(data_dir, out_dir) -> Path:
     _write_csv(out_dir / "identities.csv", IDENTITY_COLUMNS, identity_rows)
     _write_csv(
         out_dir / "videos.csv",
-        ["video", "identity", "action", "in_evaluated_subset", "source_clip"],
+        ["video", "identity", "action", "in_evaluated_subset", "role", "source_clip"],
         video_rows,
     )
     _write_csv(out_dir / "gallery_sources.csv", list(gallery_rows[0]), gallery_rows)
