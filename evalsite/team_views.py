@@ -25,6 +25,8 @@ import json
 import math
 from functools import wraps
 
+import pandas as pd
+
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
 from django.db.models import Q, QuerySet
@@ -100,7 +102,7 @@ def _download(text: str, filename: str, fmt: str) -> HttpResponse:
 
 def format_cell(value) -> str:
     """A report value for an HTML table: '' for missing, yes/no for booleans, floats to 3 decimals."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
         return ""
     if hasattr(value, "item"):  # numpy scalar
         value = value.item()
@@ -242,7 +244,9 @@ def leaderboard_page(request, pk: int):
     """A campaign's leaderboard as published to its teams, with the paired comparisons of one
     figure (404 while hidden; other teams anonymised if the organizer chose so)."""
     campaign, viewer_team, anonymise, scores = _published_leaderboard(request, pk)
-    figure = request.GET.get("compare") or "human_masking_success"
+    # Default figure as on the organizer's page: human masking success once rated, else re-identification.
+    rated = scores.human_bootstrap("human_masking_success") is not None
+    figure = request.GET.get("compare") or ("human_masking_success" if rated else "reidentification")
     try:
         leaderboard.headline(figure)
     except ValueError as error:
