@@ -141,9 +141,11 @@ def _trial_context(session, trial: Trial) -> dict:
     # Server-side start of the response time: the first time this trial page was served.
     # A reload keeps it, keeps the replays and watch time so far (trial_state) and counts
     # as a replay (the video starts again).
-    if not Trial.objects.filter(pk=trial.pk, shown_at=None).update(shown_at=now, page_views=1):
+    if Trial.objects.filter(pk=trial.pk, shown_at=None).update(shown_at=now, page_views=1):
+        trial.shown_at = now
+    else:
         Trial.objects.filter(pk=trial.pk).update(page_views=F("page_views") + 1, replays=F("replays") + 1)
-    trial.refresh_from_db(fields=["shown_at", "replays", "watch_time_ms"])
+        trial.refresh_from_db(fields=["shown_at", "replays", "watch_time_ms"])
     practice = trial.kind == TrialKind.PRACTICE
     kinds = session.plan
     # Headings and the progress bar count trials of the study (evaluated and checks, which
