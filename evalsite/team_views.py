@@ -34,7 +34,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse_lazy
 
-from . import leaderboard, reports, services
+from . import dictionary, leaderboard, reports, services
 from .forms import SubmissionZipForm
 from .models import Campaign, LeaderboardVisibility, MaskedVideo, Submission, SubmissionUpload, Team
 from .uploads import FINISHED, receive_upload
@@ -101,7 +101,8 @@ def _download(text: str, filename: str, fmt: str) -> HttpResponse:
 
 
 def format_cell(value) -> str:
-    """A report value for an HTML table: '' for missing, yes/no for booleans, floats to 3 decimals."""
+    """A report value for an HTML table: '' for missing, yes/no for booleans, floats to 6 significant
+    digits (the per-video report is first rounded to the data dictionary's precision)."""
     if value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
         return ""
     if hasattr(value, "item"):  # numpy scalar
@@ -109,8 +110,18 @@ def format_cell(value) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.3f}"
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.6g}"
     return str(value)
+
+
+def _headers(names, level: str) -> list[dict]:
+    """Column names with their data-dictionary meaning and unit (a tooltip), where documented."""
+    headers = []
+    for name in names:
+        column = dictionary.find(str(name), level)
+        title = "" if column is None else column.meaning + (f" ({column.unit})" if column.unit else "")
+        headers.append({"name": name, "title": title})
+    return headers
 
 
 def _submission_facts(submission: Submission) -> dict:
@@ -152,7 +163,7 @@ def home(request):
 def submission_page(request, pk: int):
     """One own submission: its state, summary and per-video report, uploads."""
     submission = _own_submission(request, pk)
-    report = reports.per_video_report(submission)
+    report = dictionary.rounded(reports.per_video_report(submission))
     # The submission's own leaderboard row (its headline figures with intervals); the other
     # rows are dropped, and anonymised, before anything is rendered.
     frame = leaderboard.leaderboard_frame(
@@ -162,9 +173,11 @@ def submission_page(request, pk: int):
     summary = reports.summary_row(submission)
     context = {
         **_submission_facts(submission),
-        "report_columns": list(report.columns),
+        "report_columns": _headers(report.columns, "video"),
         "report_rows": [[format_cell(v) for v in row] for row in report.itertuples(index=False)],
-        "summary": [(key, format_cell(value)) for key, value in summary.items()],
+        "summary": [
+            (header, format_cell(summary[header["name"]])) for header in _headers(summary, "summary")
+        ],
         **leaderboard.table_context(own_rows),
         "uploads": submission.uploads.all()[:20],
         "missing": list(submission.missing_source_videos().values_list("name", flat=True)),

@@ -15,6 +15,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
+from django.utils.html import escape
 
 from evalsite import reports
 from evalsite.models import Campaign, LeaderboardVisibility, MaskedVideo, SubmissionUpload
@@ -70,6 +71,13 @@ def test_a_member_reads_their_own_report_exactly_as_the_organizer_exports_it(tea
     assert html.count("<tr><td>bbaf2n</td>") == 1 and "<td>brbk7n</td>" in html
     assert "1 of 3 source videos have a valid masked video; missing: brbk7n, id2_vcd_swwp2s" in html
     assert "a.zip" in html and "bee-secret.zip" not in html
+    # Column headings carry their data-dictionary meaning; the dictionary itself is open to members.
+    from evalsite import dictionary
+
+    meaning = dictionary.lookup("has_masked_video").column.meaning
+    assert f'<th scope="col" title="{escape(meaning)}">has_masked_video</th>' in html
+    glossary = client.get("/api/dictionary/?format=csv")
+    assert glossary.status_code == 200 and "has_masked_video" in glossary.content.decode()
     csv_response = client.get(reverse("team:submission_report", args=[teams["a"].pk, "csv"]))
     assert csv_response["Content-Type"] == "text/csv; charset=utf-8"
     assert csv_response.content.decode() == reports.report_as_csv(teams["a"])
