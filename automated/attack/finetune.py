@@ -55,6 +55,12 @@ class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
         29 convolutions and the embedding layer.
     num_threads : int, default=1
         ``torch.set_num_threads`` (several processes share the 2 cores).
+    photometric : float, default=0.0
+        Training augmentation that commutes with any masking that moves or keeps pixels
+        (a block permutation, a blur): each training crop's pixels scaled by a gain in
+        [1 - p, 1 + p] and shifted by an offset in [-p/2, p/2] (in the network's input
+        units), per crop and step. Geometric augmentation (flips, shifts) would not
+        commute with a permutation and is not offered. 0 disables it.
     random_state : int, default=0
         Seeds batch order: the same crops give the same model.
 
@@ -75,6 +81,7 @@ class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
         input_px: int = 150,
         trainable_from: int = 0,
         num_threads: int = 1,
+        photometric: float = 0.0,
         random_state: int = 0,
     ):
         self.epochs = epochs
@@ -85,6 +92,7 @@ class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
         self.input_px = input_px
         self.trainable_from = trainable_from
         self.num_threads = num_threads
+        self.photometric = photometric
         self.random_state = random_state
 
     def _inputs(self, X):
@@ -176,9 +184,13 @@ class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
             total = 0.0
             for start in range(0, len(order), self.batch_size):
                 batch = order[start : start + self.batch_size]
-                logits = (
-                    self.scale * self._embed(features[batch]) @ nn.functional.normalize(self.head_, dim=1).T
-                )
+                x = features[batch]
+                if self.photometric and self.trainable_from == 0:
+                    p = self.photometric
+                    gain = 1.0 + p * (2.0 * torch.rand(len(batch), 1, 1, 1, generator=generator) - 1.0)
+                    offset = 0.5 * p * (2.0 * torch.rand(len(batch), 1, 1, 1, generator=generator) - 1.0)
+                    x = x * gain + offset
+                logits = self.scale * self._embed(x) @ nn.functional.normalize(self.head_, dim=1).T
                 loss = nn.functional.cross_entropy(logits, targets[batch])
                 optimiser.zero_grad()
                 loss.backward()

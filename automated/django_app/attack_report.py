@@ -1,13 +1,16 @@
 """Report providers of the attack evaluation (see evalsite/reports.py).
 
 Both read the submission's *strongest* completed ``AttackRun`` (the one whose best
-non-baseline pair on the full identity set reached the highest accuracy; a later,
+non-baseline pair reached the highest mean accuracy over cross-video folds; a later,
 lighter run never hides a stronger attack: seeds/000, section 4.2.2, the worst case is
 what a masking must survive): the ``attack`` summary section
 (worst-case accuracy and the recognizer x attacker pair that reached it, chance level, the
 clear-on-clear bound and the accuracy table) and per-video columns ``attack_worst_case_*``
-(the worst-case pair's share of re-identified test frames of each masked video; videos
-that fell in the training split have none).
+(the worst-case pair's share of re-identified frames of each masked video in the fold that
+tested it; the attacker's own videos and single-video identities have none). The
+within-video (scene-memorisation) table is in the section under ``scene_memorisation``,
+apart from the worst case. The report page with the verification plot is
+``attack_views.attack_run_report``.
 """
 
 import pandas as pd
@@ -61,6 +64,9 @@ def attack_section(submission) -> dict | None:
 
 
 def register() -> None:
-    """Register this module's video columns and summary section."""
+    """Register this module's video columns, summary section and their dictionary entries."""
+    from . import attack_dictionary
+
+    attack_dictionary.register()
     reports.register_video_columns("attack", attack_video_columns)
     reports.register_summary_section("attack", attack_section)

@@ -21,7 +21,7 @@ from django.db import transaction
 from . import lifecycle
 from .attack_models import AttackRun
 from .attack_service import ATTACK_RUN, create_attack_run
-from .attack_tasks import attack_suite_task, attack_video_task
+from .attack_tasks import attack_fold_task, attack_suite_task, attack_video_task
 from .face_models import AutomatedRun
 from .face_tasks import face_video_task
 from .run_models import RunBase, RunStatus
@@ -36,12 +36,13 @@ class RunType:
     create: Callable[..., RunBase]
     video_task: Task
     final_task: Task | None = None
+    fold_task: Task | None = None
 
 
 #: ``kind`` name (API, admin) -> run type.
 RUN_KINDS = {
     "face": RunType(FACE_RUN, create_face_run, face_video_task),
-    "attack": RunType(ATTACK_RUN, create_attack_run, attack_video_task, attack_suite_task),
+    "attack": RunType(ATTACK_RUN, create_attack_run, attack_video_task, attack_suite_task, attack_fold_task),
 }
 _BY_MODEL = {AutomatedRun: "face", AttackRun: "attack"}
 
@@ -97,8 +98,9 @@ def enqueue(run: RunBase) -> int:
 
     Idempotent, so it also re-queues a run whose tasks were lost (e.g. a broker restarted
     without persistence): units already done are not queued, duplicates store nothing
-    twice. When every video is done but the final step is not, the final step is queued
-    (as the task that claimed it, if one did, so it takes over from a lost one).
+    twice. When every video is done, the folds without a result are queued (kinds with
+    per-fold units); when they are done too but the final step is not, the final step is
+    queued (as the task that claimed it, if one did, so it takes over from a lost one).
     A finished run queues nothing. With no broker the tasks run here, now.
     """
     spec = RUN_KINDS[kind_name(run)]
@@ -108,7 +110,10 @@ def enqueue(run: RunBase) -> int:
     pending = lifecycle.pending_videos(spec.kind, run)
     for masked_video_id in pending:
         spec.video_task.delay(run.pk, masked_video_id)
-    if not pending and spec.final_task is not None and run.status == RunStatus.RUNNING:
+    folds = lifecycle.pending_folds(spec.kind, run) if not pending and run.status == RunStatus.RUNNING else []
+    for fold in folds:
+        spec.fold_task.delay(run.pk, fold)
+    if not pending and not folds and spec.final_task is not None and run.status == RunStatus.RUNNING:
         # Under the id of the task that claimed the step, if one did: that claim admits only
         # its own redelivery, so a new id would be a no-op and a lost suite task never rerun.
         spec.final_task.apply_async((run.pk,), task_id=run.final_task or None)
@@ -168,7 +173,11 @@ def describe(run: RunBase) -> str:
         and RUN_KINDS[kind_name(run)].final_task is not None
         and run.videos_done >= run.videos_total
     ):
-        text += " extracted, suite running"
+        total = getattr(run, "folds_total", 0)
+        if total and run.folds_done < total:
+            text += f" extracted, {run.folds_done}/{total} folds"
+        else:
+            text += " extracted, suite running"
     if run.status == RunStatus.FAILED:
         text += f" ({run.error})"
     return text

@@ -13,6 +13,10 @@ masked video and, for kinds that need it, one final step (the attack suite):
   is recounted from those rows, and the run completes when the last one is stored. A
   redelivered or duplicated unit therefore stores nothing twice and counts nothing twice;
   a unit whose worker died mid-video stored nothing and is simply redone.
+- **per-fold units** (kinds with ``fold_model``, the attack suite's cross-video folds):
+  once every video is done, one unit per planned fold (``run.folds_total``), stored like
+  the per-video results (``get_or_create`` under a unique (run, fold) constraint,
+  ``folds_done`` recounted under the run lock), so workers share the folds too;
 - **final step**: claimed for one task id (a redelivery of that same task, after its
   worker died, takes over; a different duplicate is a no-op), computed outside a
   transaction, then written with the COMPLETED status in one transaction that first
@@ -54,15 +58,23 @@ class RunKind:
     has_final_step : bool
         True when the run needs a final step after every video (``compute_final``,
         ``write_final``); False: the run completes with its last video.
+    fold_model : model with ``run`` foreign key and ``fold`` number, unique together, optional
+        Kinds with per-fold units between the videos and the final step (``compute_fold``);
+        their run model has ``folds_total`` and ``folds_done``.
     """
 
     name: str = ""
     model: type[RunBase]
     result_model = None
     has_final_step = False
+    fold_model = None
 
     def compute_video(self, run, masked_video) -> dict:
         """Heavy per-video work; return the result row's field values. Raise on failure."""
+        raise NotImplementedError
+
+    def compute_fold(self, run, fold: int) -> dict:
+        """Heavy per-fold work once every video is done; return the fold row's field values."""
         raise NotImplementedError
 
     def compute_final(self, run):
@@ -123,11 +135,21 @@ class VideoOutcome:
     stored : bool
         This call stored the video's result row.
     final_due : bool
-        Every planned video is done and the kind's final step has yet to run.
+        Every planned video (and fold) is done and the kind's final step has yet to run.
+    folds_due : bool
+        Every planned video is done and some planned fold is not (queue the fold units).
     """
 
     stored: bool
     final_due: bool
+    folds_due: bool = False
+
+
+def _folds_left(kind: RunKind, run) -> int:
+    """Planned folds of ``run`` without a stored result (0 for kinds without folds)."""
+    if kind.fold_model is None:
+        return 0
+    return max(0, run.folds_total - run.folds_done)
 
 
 def process_video(kind: RunKind, run_id: int, masked_video_id: int) -> VideoOutcome:
@@ -179,10 +201,53 @@ def process_video(kind: RunKind, run_id: int, masked_video_id: int) -> VideoOutc
         stored = _store_video(kind, run_id, masked_video_id, values)
     else:
         stored = False
-    run.refresh_from_db(fields=["status", "videos_done", "videos_total"])
-    final_due = (
-        kind.has_final_step and run.status == RunStatus.RUNNING and run.videos_done >= run.videos_total
+    fields = ["status", "videos_done", "videos_total"]
+    run.refresh_from_db(fields=fields + (["folds_done", "folds_total"] if kind.fold_model else []))
+    videos_done = run.status == RunStatus.RUNNING and run.videos_done >= run.videos_total
+    folds_left = _folds_left(kind, run)
+    return VideoOutcome(
+        stored, kind.has_final_step and videos_done and not folds_left, videos_done and folds_left > 0
     )
+
+
+def process_fold(kind: RunKind, run_id: int, fold: int) -> VideoOutcome:
+    """Run one per-fold unit of run ``run_id`` (the body of the per-fold tasks).
+
+    A no-op unless the run is RUNNING with every video done and ``fold`` planned and not
+    yet stored; the result (``kind.compute_fold``) is stored idempotently and ``folds_done``
+    recounted under the run lock.
+
+    Returns
+    -------
+    VideoOutcome
+        ``stored``, and ``final_due`` when every fold is done.
+
+    Raises
+    ------
+    Exception
+        Whatever ``compute_fold`` raised, after the run was marked FAILED with it.
+    """
+    run = _running(kind.model, run_id)
+    if run is None or run.videos_done < run.videos_total or not 0 <= fold < run.folds_total:
+        return VideoOutcome(False, False)
+    stored = False
+    if not kind.fold_model.objects.filter(run_id=run_id, fold=fold).exists():
+        try:
+            values = kind.compute_fold(run, fold)
+        except Exception as error:  # not SystemExit: a stopping worker's task is redelivered
+            fail(kind.model, run_id, error)
+            raise
+        with transaction.atomic():
+            locked = (
+                kind.model.objects.select_for_update().filter(pk=run_id, status=RunStatus.RUNNING).first()
+            )
+            if locked is None:
+                return VideoOutcome(False, False)  # failed or deleted meanwhile: drop the result
+            _, stored = kind.fold_model.objects.get_or_create(run_id=run_id, fold=fold, defaults=values)
+            done = kind.fold_model.objects.filter(run_id=run_id).count()
+            kind.model.objects.filter(pk=run_id).update(folds_done=done)
+    run.refresh_from_db(fields=["status", "folds_done", "folds_total"])
+    final_due = kind.has_final_step and run.status == RunStatus.RUNNING and not _folds_left(kind, run)
     return VideoOutcome(stored, final_due)
 
 
@@ -220,12 +285,15 @@ def run_final_step(kind: RunKind, run_id: int, owner: str) -> bool:
         Whatever ``compute_final`` or ``write_final`` raised, after the run was marked
         FAILED with it.
     """
-    claimed = kind.model.objects.filter(
+    due = kind.model.objects.filter(
         Q(final_task="") | Q(final_task=owner),
         pk=run_id,
         status=RunStatus.RUNNING,
         videos_done__gte=F("videos_total"),
-    ).update(final_task=owner)
+    )
+    if kind.fold_model is not None:
+        due = due.filter(folds_done__gte=F("folds_total"))
+    claimed = due.update(final_task=owner)
     if not claimed:
         return False
     run = _running(kind.model, run_id)
@@ -256,6 +324,14 @@ def pending_videos(kind: RunKind, run: RunBase) -> list[int]:
     return [pk for pk in run.planned_videos if pk not in done]
 
 
+def pending_folds(kind: RunKind, run: RunBase) -> list[int]:
+    """Planned fold numbers of ``run`` without a result yet (none for kinds without folds)."""
+    if kind.fold_model is None:
+        return []
+    done = set(kind.fold_model.objects.filter(run=run).values_list("fold", flat=True))
+    return [fold for fold in range(run.folds_total) if fold not in done]
+
+
 def execute_inline(kind: RunKind, run: RunBase) -> RunBase:
     """Execute every unit of ``run`` in this process, in order (no Celery); return it refreshed.
 
@@ -265,6 +341,10 @@ def execute_inline(kind: RunKind, run: RunBase) -> RunBase:
     for masked_video_id in pending_videos(kind, run):
         process_video(kind, run.pk, masked_video_id)
     run.refresh_from_db()
+    if run.status == RunStatus.RUNNING:
+        for fold in pending_folds(kind, run):
+            process_fold(kind, run.pk, fold)
+        run.refresh_from_db()
     if kind.has_final_step and run.status == RunStatus.RUNNING:
         run_final_step(kind, run.pk, owner=f"inline-{run.pk}")
         run.refresh_from_db()

@@ -2,10 +2,16 @@
 
 from django.urls import path
 
-from . import frontier_view, progress_views
+from . import attack_views, frontier_view, progress_views
 
 app_name = "automated"
 urlpatterns = [
+    path("attack-run/<int:run_id>/", attack_views.attack_run_report, name="attack_run_report"),
+    path(
+        "attack-run/<int:run_id>/verification.png",
+        attack_views.attack_run_verification_png,
+        name="attack_run_verification_png",
+    ),
     path(
         "campaign/<int:campaign_id>/frontier.png",
         frontier_view.campaign_frontier,

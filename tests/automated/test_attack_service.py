@@ -1,7 +1,8 @@
 """Django layer of the attack suite on real GRID clips (3 identities, 9 videos).
 
-Identities with several clips (GRID s1, probable s4, s2) are split by video, so the test
-frames come from clips the attacker never trained on. The baseline masking is the 16-pixel
+The headline is the cross-video protocol: every identity has several clips, so each clip is
+tested once (leave one video out: 9 folds, one task each) by attackers trained on the
+other clips, never on frames of the tested recording. The baseline masking is the 16-pixel
 block permutation with one key and nonce for all frames (``block_permute_fixed``).
 """
 
@@ -12,8 +13,8 @@ from django.core.files import File
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from automated.django_app.attack_models import AttackResult, AttackRun, AttackVideoResult
-from automated.django_app.attack_service import attack_summary, run_attack
+from automated.django_app.attack_models import AttackFold, AttackResult, AttackRun, AttackVideoResult
+from automated.django_app.attack_service import attack_summary, create_attack_run, run_attack
 from automated.django_app.services import create_baseline_submission
 from evalsite import reports
 from evalsite.models import Campaign, Identity, SourceVideo
@@ -49,7 +50,9 @@ def submission(data_dir, media_root):
     return create_baseline_submission(campaign, "block_permute_fixed", key=bytes(range(32)), web_copies=False)
 
 
-def test_attack_run_stores_the_table_worst_case_and_per_video_results(submission, settings):
+def test_attack_run_stores_the_table_worst_case_and_per_video_results(
+    submission, settings, admin_client, client, django_user_model
+):
     run = run_attack(submission, **OPTIONS)
     assert run.status == AttackRun.Status.COMPLETED, run.error
     assert AttackResult.objects.filter(run=run).count() == 2 * 3
@@ -70,16 +73,66 @@ def test_attack_run_stores_the_table_worst_case_and_per_video_results(submission
     assert summary["worst_case_attacker"] == "parrot"
     assert summary["worst_case_accuracy"] == best["parrot"]
     assert summary["clear_bound"] == best["clear"] >= 0.9
-    # Per-video results cover test videos only (1 of 2..4 clips per identity: 3 videos).
-    assert AttackVideoResult.objects.filter(run=run).count() == 3
+    # Leave one video out: 9 folds, each stored once by its own unit.
+    assert run.folds_total == 9 and AttackFold.objects.filter(run=run).count() == 9
+    assert summary["protocol"] == "cross_video" and summary["n_folds"] == 9
+    assert (summary["n_identities"], summary["n_videos"], summary["n_tested_videos"]) == (3, 9, 9)
+    assert (
+        summary["n_attacker_videos"] == 0
+        and summary["n_tested_frames"] == summary["n_frames"] == run.n_samples
+    )
+    # The spread over folds: parrot re-identifies every frame of every held-out clip here.
+    assert summary["worst_case_min"] <= summary["worst_case_accuracy"] <= summary["worst_case_max"]
+    assert summary["worst_case_ci_low"] <= summary["worst_case_accuracy"] <= summary["worst_case_ci_high"]
+    assert summary["worst_case_sd"] >= 0
+    assert sorted(r["identity"] for r in summary["per_identity"]) == ["ID01", "ID02", "ID04"]
+    assert sum(r["n_videos"] for r in summary["per_identity"]) == 9
+    # Verification of the pretrained embedding: masked probes vs the clear gallery.
+    figures = summary["verification"]["dlib_resnet"]
+    assert 0 <= figures["eer"] <= 1 and figures["cmc_rank_1"] <= figures["cmc_rank_5"] <= 1
+    assert figures["n_probes"] == summary["n_tested_frames"]
+    # The within-video table is there, apart and labelled, never the headline.
+    scene = summary["scene_memorisation"]
+    assert scene["protocol"] == "within_video" and "not the worst case" in scene["meaning"]
+    # Per-video results: the worst-case pair on every tested clip (all 9 here).
+    assert AttackVideoResult.objects.filter(run=run).count() == 9
     # Crops were cached on disk: one clear and one masked file per video.
     cached = list((Path(settings.CACHE_DIR) / "attack_faces").glob("*.npz"))
     assert len(cached) == 2 * 9
+    assert set(run.timing) >= {"extraction_s", "cross_video_s", "scene_memorisation_s"}
 
     section = reports.submission_summary(submission)["attack"]
     assert section["worst_case_accuracy"] == summary["worst_case_accuracy"]
     report = reports.per_video_report(submission)
-    assert report["attack_worst_case_accuracy"].notna().sum() == 3
+    assert report["attack_worst_case_accuracy"].notna().sum() == 9
+
+    page = admin_client.get(f"/organizer/automated/attack-run/{run.pk}/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "scene memorisation, not the worst case" in text and 'id="verification-plot"' in text
+    png = admin_client.get(f"/organizer/automated/attack-run/{run.pk}/verification.png")
+    assert png.status_code == 200 and png["Content-Type"] == "image/png"
+    assert png.content.startswith(b"\x89PNG")
+    # An organizer of another campaign (staff, not this campaign's) gets 404 on both.
+    other = django_user_model.objects.create_user("other-organizer", password="x", is_staff=True)
+    client.force_login(other)
+    assert client.get(f"/organizer/automated/attack-run/{run.pk}/").status_code == 404
+    assert client.get(f"/organizer/automated/attack-run/{run.pk}/verification.png").status_code == 404
+
+
+def test_attacker_training_videos_train_in_every_fold_and_are_never_tested(submission):
+    # ID01's first clip becomes the attacker's own material: it is never a fold of its own.
+    SourceVideo.objects.filter(name="bbal6n").update(attacker_train=True, in_evaluated_subset=False)
+    run = create_attack_run(submission, **OPTIONS)
+    attacker_video = submission.masked_videos.get(source_video__name="bbal6n").pk
+    assert run.folds_total == 8 and len(run.planned_folds) == 8
+    assert all(attacker_video not in fold for fold in run.planned_folds)
+    assert sorted(pk for fold in run.planned_folds for pk in fold) == sorted(
+        m.pk for m in submission.masked_videos.exclude(pk=attacker_video)
+    )
+    # Three folds of 3 videos each, by identity round-robin: ID01's 3 evaluated clips split.
+    folds3 = create_attack_run(submission, **OPTIONS, n_folds=3, seed=1)
+    assert folds3.folds_total == 3 and sum(len(f) for f in folds3.planned_folds) == 8
 
 
 def test_report_shows_the_strongest_run_not_the_latest(submission):

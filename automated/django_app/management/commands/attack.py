@@ -90,6 +90,9 @@ class Command(BaseCommand):
         if run is None:
             return
         summary = attack_summary(run)
+        if summary["worst_case_accuracy"] is None:
+            self.stdout.write(f"  no worst case: {summary['no_worst_case']}")
+            return
         bound = summary["clear_bound"]
         self.stdout.write(
             f"  worst case {summary['worst_case_accuracy']:.4f} ({summary['worst_case_recognizer']} x "

@@ -1,0 +1,139 @@
+"""Data-dictionary entries of the attack report columns (``evalsite.dictionary``).
+
+Per-video columns ``attack_*`` and the summary section ``attack``
+(``attack_service.attack_summary``). Definitions: ``automated.attack.crossvideo`` (the
+headline cross-video protocol), ``automated.attack.suite`` (the within-video table) and
+``automated.attack.verification``.
+"""
+
+from __future__ import annotations
+
+from evalsite import dictionary
+from evalsite.dictionary import Column
+
+CROSS = "automated.attack.crossvideo; seeds/000 sections 4.2.2 and 5.2 (worst case), seeds/002 section 3"
+VERIFY = "automated.attack.verification; ISO/IEC 19795-1 terms; seeds/000 section 2 (ROC and CMC)"
+PAIR = "the recognizer x attacker pair with the highest mean accuracy over cross-video folds"
+
+
+def _fraction(meaning, ideal="chance level", source=CROSS) -> Column:
+    return Column(meaning, "float", unit="fraction", range="[0, 1]", ideal=ideal, precision=3, source=source)
+
+
+def _count(meaning, unit) -> Column:
+    return Column(meaning, "int", unit=unit, range=">= 0", source=CROSS)
+
+
+VIDEO = {
+    "attack_worst_case_accuracy": _fraction(
+        f"share of this masked video's tested frames re-identified by {PAIR}, in the fold that tested "
+        "it (the attacker trained on other videos only); empty for the attacker's own videos and "
+        "identities with a single video"
+    ),
+    "attack_worst_case_test_frames": _count("tested frames of this video in its cross-video fold", "frames"),
+}
+
+SUMMARY = {
+    "protocol": Column("protocol of the headline: cross_video (folds over videos)", "str", source=CROSS),
+    "attackers": Column(
+        "attackers run (clear, naive, parrot_25/50/75, parrot, reversal)", "list", source=CROSS
+    ),
+    "recognizers": Column("recognizers run", "list", source=CROSS),
+    "selection": Column("identity selections of the within-video table", "list", source=CROSS),
+    "stride": Column("every n-th frame used", "int", unit="frames", range=">= 1", source=CROSS),
+    "n_folds": Column(
+        "cross-video folds that tested frames (configured: empty = leave one video out)",
+        "int",
+        unit="folds",
+        range=">= 0",
+        source=CROSS,
+    ),
+    "worst_case_accuracy": _fraction(f"mean over folds of rank-1 identification accuracy of {PAIR}"),
+    "no_worst_case": Column(
+        "why there is no cross-video worst case (empty when there is)", "str", source=CROSS
+    ),
+    "worst_case_chance_normalised": Column(
+        "(worst_case_accuracy - chance) / (1 - chance)",
+        "float",
+        range="[-1/(n-1), 1]",
+        ideal="0",
+        precision=3,
+        source=CROSS,
+    ),
+    "worst_case_recognizer": Column("recognizer of the worst-case pair", "str", source=CROSS),
+    "worst_case_attacker": Column("attacker knowledge of the worst-case pair", "str", source=CROSS),
+    "worst_case_sd": Column(
+        "sample standard deviation (ddof 1) of the worst-case pair's per-fold accuracy",
+        "float",
+        unit="fraction",
+        range=">= 0",
+        precision=3,
+        source=CROSS,
+    ),
+    "worst_case_min": _fraction("lowest per-fold accuracy of the worst-case pair"),
+    "worst_case_max": _fraction("highest per-fold accuracy of the worst-case pair"),
+    "worst_case_ci_low": _fraction(
+        "95 % Student-t interval of the mean over folds, low end (folds share data)"
+    ),
+    "worst_case_ci_high": _fraction("95 % Student-t interval of the mean over folds, high end"),
+    "chance_level": _fraction("1 / identities trained on (classes of the closed set)", ideal=""),
+    "clear_bound": _fraction("best mean clear-on-clear accuracy over recognizers (the worst-case bound)", ""),
+    "clear_bound_recognizer": Column("recognizer of the clear bound", "str", source=CROSS),
+    "n_identities": _count(
+        "identities of the closed set (single-video identities are extra classes)", "identities"
+    ),
+    "n_evaluated_identities": _count("identities with a tested video", "identities"),
+    "n_videos": _count("videos with a face crop", "videos"),
+    "n_tested_videos": _count("videos tested in some fold", "videos"),
+    "n_attacker_videos": _count(
+        "the attacker's own videos (role attacker_train): trained on, never tested", "videos"
+    ),
+    "n_frames": _count("face crops used", "frames"),
+    "n_tested_frames": _count("face crops tested over all folds", "frames"),
+    "table": Column(
+        "per recognizer x attacker: mean accuracy over folds, sd, 95 % interval, folds", "list", source=CROSS
+    ),
+    "per_identity": Column(
+        "per tested identity: tested videos, frames and accuracy of the worst-case pair", "list", source=CROSS
+    ),
+    "verification": Column(
+        "per pretrained embedder, masked probes of each fold vs the clear gallery of the others: eer, "
+        "fnmr_at_fmr_0_01, fnmr_at_fmr_0_001 (with fmr_*_resolved), cmc_rank_1..5, comparison counts",
+        "object",
+        source=VERIFY,
+    ),
+    "scene_memorisation": Column(
+        "the within-video table (every video split in time: the attacker trains on other frames of the "
+        "tested recording); its highest accuracy, pair and table; shown apart, never the worst case",
+        "object",
+        source="automated.attack.suite (within_video=True)",
+    ),
+    "extraction_s": Column(
+        "wall seconds cropping faces (all videos)",
+        "float",
+        unit="s",
+        precision=1,
+        source=CROSS,
+        internal=True,
+    ),
+    "training_s": Column(
+        "wall seconds training and testing (folds, verification, within-video table)",
+        "float",
+        unit="s",
+        precision=1,
+        source=CROSS,
+        internal=True,
+    ),
+    "timing": Column(
+        "wall seconds: extraction, per recognizer per protocol, verification",
+        "object",
+        source=CROSS,
+        internal=True,
+    ),
+}
+
+
+def register() -> None:
+    """Register every column and summary key the attack report emits."""
+    dictionary.register("attack", VIDEO)
+    dictionary.register("attack", SUMMARY, level="summary")

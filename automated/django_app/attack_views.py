@@ -1,0 +1,55 @@
+"""Organizer pages of an attack run: the cross-video report and its verification curves (PNG).
+
+The page shows the headline (the cross-video worst case: its recognizer x attacker pair,
+mean over folds, sd, range, 95 % interval, chance level and clear bound), the counts of
+identities, videos and frames, the per-pair table, per-identity accuracy of the
+worst-case pair, the verification figures of the pretrained embedding (CMC ranks 1-5,
+EER, FNMR at FMR 1e-2 / 1e-3) with their CMC / ROC / DET plot, and, apart, the
+within-video scene-memorisation table, which is never the worst case.
+
+Staff only, and only runs of campaigns the user organizes (``evalsite.scoping``): another
+campaign's organizer gets 404, as for every organizer page.
+"""
+
+from __future__ import annotations
+
+from django.contrib.admin.views.decorators import staff_member_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from automated.attack.verification import plot_verification
+from evalsite.scoping import scope
+
+from .attack_models import AttackRun
+from .attack_service import attack_summary
+
+
+def _run(request, run_id: int) -> AttackRun:
+    runs = scope(AttackRun.objects.select_related("submission__campaign"), request.user)
+    return get_object_or_404(runs, pk=run_id, status=AttackRun.Status.COMPLETED)
+
+
+@staff_member_required
+def attack_run_report(request, run_id: int):
+    """The report page of completed attack run ``run_id``."""
+    run = _run(request, run_id)
+    summary = attack_summary(run)
+    return render(
+        request,
+        "automated/attack_run.html",
+        {"run": run, "submission": run.submission, "summary": summary, "has_plot": bool(run.verification)},
+    )
+
+
+@staff_member_required
+def attack_run_verification_png(request, run_id: int):
+    """CMC, ROC and DET of the run's verification figures as PNG; 404 when none were computed."""
+    run = _run(request, run_id)
+    if not run.verification:
+        raise Http404("this attack run has no verification figures")
+    image = plot_verification(
+        run.verification, title=f"Masked probes vs clear gallery, cross-video folds: {run.submission}"
+    )
+    response = HttpResponse(image, content_type="image/png")
+    response["Cache-Control"] = "private, no-store"
+    return response
