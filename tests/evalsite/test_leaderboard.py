@@ -387,3 +387,13 @@ def test_another_organizer_and_non_staff_get_nothing(board):
         response = _client(other).get(url)
         assert response.status_code == 404 and b"Aurora" not in response.content, url
         assert _client(member).get(url).status_code in (302, 403), url
+
+
+def test_a_campaign_without_submissions_has_an_empty_leaderboard(campaign):
+    organizer = User.objects.create_user("lb-empty", password="pw-lb-empty", is_staff=True)
+    campaign.organizers.add(organizer)
+    assert leaderboard.leaderboard_frame(campaign).empty
+    assert leaderboard.comparison_frame(campaign, "ssim").empty
+    page = _client(organizer).get(reverse("leaderboard:page", args=[campaign.pk]))
+    assert page.status_code == 200 and "No submissions yet." in page.content.decode()
+    assert _client(organizer).get(reverse("campaign-leaderboard", args=[campaign.pk])).json()["rows"] == []
