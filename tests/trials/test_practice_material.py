@@ -3,12 +3,15 @@
 import json
 import re
 
+import shutil
+
 import cv2
 import pytest
 from django.core.files import File
 from django.test import Client
 
 from automated.video import transcode_for_web
+from evalsite.importer import DatasetError, import_dataset
 from evalsite.models import GalleryImage, Identity, SourceVideo
 from trials.checks import campaign_warnings
 from trials.models import Item, Trial, TrialFace
@@ -141,3 +144,41 @@ def test_practice_without_practice_identities_gives_no_feedback_on_evaluated_peo
         for _, reply in replies:
             assert reply["stored"] and "feedback" not in reply
     assert "no practice material" in " ".join(campaign_warnings(grid_campaign))
+
+
+def _dataset(folder, data_dir, *, practice_flag, video_role):
+    """Two GRID speakers, the second a practice identity per ``practice_flag``."""
+    (folder / "gallery" / "ID01").mkdir(parents=True)
+    (folder / "gallery" / "ID02").mkdir(parents=True)
+    (folder / "videos").mkdir()
+    grid = data_dir / "videos" / "grid_talking_heads"
+    for code, clip in (("ID01", "bbaf2n"), ("ID02", "brbk7n")):
+        shutil.copyfile(grid / f"{clip}.mpg", folder / "videos" / f"{clip}.mpg")
+    (folder / "identities.csv").write_text(
+        f"identity,gender,practice\nID01,male,\nID02,female,{practice_flag}\n"
+    )
+    (folder / "videos.csv").write_text(
+        f"video,identity,action,role\nbbaf2n.mpg,ID01,talking,\nbrbk7n.mpg,ID02,talking,{video_role}\n"
+    )
+    # The stills must decode as images: write real PNGs of the ORL face.
+    for code in ("ID01", "ID02"):
+        image = cv2.imread(str(data_dir / "faces" / "orl_att_faces" / "s1" / "1.pgm"))
+        cv2.imwrite(str(folder / "gallery" / code / "1.png"), image)
+    return folder
+
+
+@pytest.mark.django_db
+def test_importer_reads_the_practice_identity_column(tmp_path, data_dir, media_root):
+    folder = _dataset(tmp_path / "ok", data_dir, practice_flag="yes", video_role="practice")
+    report = import_dataset(folder, "Practice import", web_copies=False)
+    identities = {i.code: i for i in Identity.objects.filter(campaign=report.campaign)}
+    assert (identities["ID01"].practice, identities["ID02"].practice) == (False, True)
+    assert identities["ID02"].attributes == {"gender": "female"}  # not a demographic attribute
+    assert report.campaign.demographic_attributes == ["gender"]
+    assert SourceVideo.objects.get(name="brbk7n").practice
+
+    with pytest.raises(DatasetError) as error:
+        import_dataset(_dataset(tmp_path / "bad", data_dir, practice_flag="yes", video_role=""), "Bad")
+    assert "video 'brbk7n' of practice identity 'ID02' must be a practice video" in str(error.value)
+    with pytest.raises(DatasetError, match="identities.csv line 3: practice must be true/false"):
+        import_dataset(_dataset(tmp_path / "odd", data_dir, practice_flag="maybe", video_role=""), "Odd")
