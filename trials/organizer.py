@@ -27,6 +27,7 @@ from .checks import campaign_warnings
 from .models import Item, Rater, SessionState
 from .services import CannotOpenRating, close_rating, open_rating, set_submission_rated, submissions_in_rating
 from .stills import material_warnings
+from .tasks import check_campaign_stills
 
 
 def _campaign(request, pk: int) -> Campaign:
@@ -129,4 +130,14 @@ def set_submission_in_rating(request, pk: int, submission_pk: int):
         messages.success(request, f"{submission}: rated by humans ({created} new items).")
     else:
         messages.success(request, f"{submission}: no new rating trials (responses given are kept).")
+    return redirect("trials:organizer_campaign", pk=campaign.pk)
+
+
+@staff_member_required
+@require_POST
+def check_stills_now(request, pk: int):
+    """Compare gallery stills with evaluated videos before rating opens (the lineup-material warnings)."""
+    campaign = _campaign(request, pk)
+    check_campaign_stills.delay(campaign.pk)
+    messages.success(request, "Gallery stills are being compared with the evaluated videos.")
     return redirect("trials:organizer_campaign", pk=campaign.pk)

@@ -67,3 +67,18 @@ def prepare_campaign_media(campaign_id: int) -> dict:
         "failed": failed,
         "stills_checked": stills_checked,
     }
+
+
+@shared_task(acks_late=True)  # idempotent: unchanged stills are not compared again
+def check_campaign_stills(campaign_id: int) -> int:
+    """Compare the campaign's gallery stills with their identities' evaluated videos now
+    (:func:`trials.stills.check_stills`; also part of :func:`prepare_campaign_media`).
+
+    Returns
+    -------
+    int
+        Stills (re)checked.
+    """
+    from .stills import check_stills
+
+    return check_stills(Campaign.objects.get(pk=campaign_id))
