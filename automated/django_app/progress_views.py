@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from evalsite.models import Submission
 from evalsite.scoping import scope
 
-from . import evaluate_all, run_progress
+from . import dispatch, evaluate_all, run_progress
 
 #: Runs shown on the progress page (newest first); older ones are in the admin.
 MAX_RUNS = 6
@@ -51,7 +51,12 @@ def evaluate(request, submission_id: int):
 
 
 def _runs(submission) -> list[dict]:
-    return [run_progress.progress_payload(run) for run in run_progress.submission_runs(submission)[:MAX_RUNS]]
+    """The newest run of each part (face, then attack), then the older runs, newest first."""
+    runs = run_progress.submission_runs(submission)
+    latest = [next((r for r in runs if dispatch.kind_name(r) == kind), None) for kind in evaluate_all.PARTS]
+    latest = [r for r in latest if r is not None]
+    ordered = latest + [r for r in runs if r not in latest]
+    return [run_progress.progress_payload(run) for run in ordered[:MAX_RUNS]]
 
 
 @staff_member_required
