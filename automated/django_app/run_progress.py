@@ -84,9 +84,9 @@ def run_log(run: RunBase) -> list[LogEvent]:
             LogEvent(None, "video done", f"video {n}/{total} done: {name}{_done_detail(kind, row)}")
         )
     if spec.has_final_step and rows and len(rows) >= total and run.status == RunStatus.RUNNING:
-        events.append(
-            LogEvent(None, "videos done", "every video done; the final step (attack suite) is running")
-        )
+        folds = getattr(run, "folds_total", 0)  # the attack's cross-video folds, where it has them
+        step = f"cross-video folds {run.folds_done}/{folds} done" if folds else "the final step is running"
+        events.append(LogEvent(None, "videos done", f"every video done; {step} (attack suite)"))
     if run.status == RunStatus.FAILED:
         events.append(LogEvent(run.finished_at, "failed", f"failed: {run.error or 'no reason stored'}"))
         done = {row.masked_video_id for row in rows}
