@@ -86,12 +86,15 @@ def chance_levels(campaign) -> dict:
 
 
 def video_columns(submission) -> pd.DataFrame:
-    """Per-video human columns for ``evalsite.reports`` (index: source-video name), with
-    the chance levels ``human_id_chance_level`` and ``human_action_chance_level``."""
+    """Per-video human columns for ``evalsite.reports`` (index: source-video name; every
+    video of the campaign), with the chance levels ``human_id_chance_level`` and
+    ``human_action_chance_level`` (also for videos not rated yet)."""
     frame = responses_frame(submission)
-    if frame.empty:
-        return pd.DataFrame(index=pd.Index([], name="video"))
-    out = scoring.per_video_scores(frame)
+    videos = pd.Index(
+        submission.campaign.source_videos.order_by("name").values_list("name", flat=True), name="video"
+    )
+    out = scoring.per_video_scores(frame) if not frame.empty else pd.DataFrame(index=videos)
+    out = out.reindex(videos.union(out.index))  # the chance levels hold for unrated videos too
     chance = chance_levels(submission.campaign)
     out["human_id_chance_level"] = chance["id_chance_level"]
     out["human_action_chance_level"] = chance["action_chance_level"]
@@ -102,13 +105,14 @@ def summary(submission) -> dict:
     """The ``human`` summary section for ``evalsite.reports``: scores of usable responses,
     plus ``n_excluded_responses`` / ``n_excluded_raters`` (left out, not counted), the
     chance levels (:func:`chance_levels`), ``raters_per_video`` (the campaign's target)
-    and ``status``: "not rated" (no usable response), "rating open", "rating closed"."""
+    and ``status``: "not rated" (no usable response to this submission's masked videos;
+    clear-video responses are shared by the campaign), "rating open", "rating closed"."""
     usable = responses_frame(submission)
     every = responses_frame(submission, include_excluded=True)
     campaign = submission.campaign
     out = {
         "status": "not rated"
-        if usable.empty
+        if not (usable["condition"] == "masked").any()
         else ("rating open" if campaign.rating_open else "rating closed"),
         **scoring.summary_scores(usable),
     }
@@ -139,10 +143,7 @@ def human_caveats(submission) -> dict[str, list[str]]:
     return out
 
 
-GALLERY_FROM_THIS_CLIP = (
-    "gallery still is a frame of this clip (matching it is pixel matching, not recognition: "
-    "clear-video and lightly masked identification, human and automated, are easier)"
-)
+GALLERY_FROM_THIS_CLIP = "gallery still is a frame of this clip (identification by pixel matching is easier)"
 
 
 def gallery_caveats(submission) -> dict[str, list[str]]:
@@ -303,7 +304,7 @@ def _summary_entries() -> dict[str, Column]:
     video = _video_entries()
     entries = {
         "status": Column(
-            "not rated (no usable response), rating open, rating closed",
+            "not rated (no usable response to this submission's masked videos), rating open, rating closed",
             "str",
             range="not rated | rating open | rating closed",
         ),
