@@ -34,7 +34,8 @@ Names
 
 Lookup: :func:`lookup` (one name; KeyError if undocumented), :func:`missing` (names
 without an entry). Publication: :func:`as_frame`, :func:`as_csv`, :func:`as_records`
-(the ``GET /api/dictionary/`` payload, ``manage.py export_report --dictionary``).
+(the ``GET /api/dictionary/`` payload), :func:`write` (``manage.py export_dictionary``;
+``export_report`` and ``export_summary`` write ``dictionary.csv`` beside their output).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from __future__ import annotations
 import fnmatch
 import json
 from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 
 import pandas as pd
 
@@ -232,6 +234,39 @@ def as_csv() -> str:
 def as_json() -> str:
     """:func:`as_records` as indented JSON text."""
     return json.dumps(as_records(), indent=2)
+
+
+FORMATS = ("csv", "json")
+
+
+def render(fmt: str) -> str:
+    """The dictionary as ``csv`` or ``json`` text.
+
+    Raises
+    ------
+    ValueError
+        If ``fmt`` is not one of :data:`FORMATS`.
+    """
+    if fmt == "csv":
+        return as_csv()
+    if fmt == "json":
+        return as_json()
+    raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+
+
+def write(path, fmt: str | None = None) -> Path:
+    """Write the dictionary to ``path`` (format from ``fmt`` or the suffix, default csv); return the path."""
+    path = Path(path)
+    fmt = fmt or (path.suffix.lstrip(".").lower() if path.suffix.lower() in (".csv", ".json") else "csv")
+    text = render(fmt)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def beside(report_path, fmt: str = "csv") -> Path:
+    """Where the dictionary goes next to an exported report: ``<folder>/dictionary.<fmt>``."""
+    return Path(report_path).parent / f"dictionary.{fmt}"
 
 
 def typed(frame: pd.DataFrame, level: str = "video") -> pd.DataFrame:

@@ -1,7 +1,11 @@
-"""``manage.py export_summary --campaign SLUG --output FILE``: one row per submission."""
+"""``manage.py export_summary --campaign SLUG --output FILE``: one row per submission.
+
+With ``--output``, the data dictionary is written beside it as ``dictionary.csv``.
+"""
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evalsite import dictionary
 from evalsite.models import Campaign
 from evalsite.reports import summary_table_as_csv
 from evalsite.services import write_summary
@@ -15,13 +19,22 @@ class Command(BaseCommand):
             "--campaign", required=True, help="campaign slug (manage.py list_campaigns lists them)"
         )
         parser.add_argument("--output", help="output CSV file (default: standard output)")
+        parser.add_argument(
+            "--no-dictionary",
+            action="store_true",
+            help="with --output: do not write the data dictionary (dictionary.csv) beside the summary",
+        )
 
-    def handle(self, *args, campaign, output, **options):
+    def handle(self, *args, campaign, output, no_dictionary=False, **options):
         found = Campaign.objects.filter(slug=campaign).first()
         if found is None:
             slugs = ", ".join(Campaign.objects.values_list("slug", flat=True)) or "none"
             raise CommandError(f"no campaign with slug {campaign!r} (existing: {slugs})")
         if output:
-            self.stdout.write(self.style.SUCCESS(f"Wrote {write_summary(found, output)}"))
+            path = write_summary(found, output)
+            self.stdout.write(self.style.SUCCESS(f"Wrote {path}"))
+            if not no_dictionary:
+                written = dictionary.write(dictionary.beside(path))
+                self.stdout.write(self.style.SUCCESS(f"Wrote {written} (what every column means)"))
         else:
             self.stdout.write(summary_table_as_csv(found), ending="")
