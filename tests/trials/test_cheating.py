@@ -154,7 +154,10 @@ def test_byte_size_or_hash_of_faces_and_videos_is_no_answer_key(grid_campaign, s
             lookups += 1
             size_right += answer in learned_size.get(size, ())
             hash_hits += digest in learned_hash
-    assert faces >= 25 and videos >= 9
+    # A rater sees each of the 10 source videos once (2 in practice here), each as an
+    # identity or an action trial at random, plus catch trials: 3+ identity trials (15+
+    # faces) in practice; 20 in the run that first failed the old bound of 25.
+    assert faces >= 15 and videos >= 9
     assert hash_hits == 0
     # Old code: every lookup named the right face or video. A chance size collision may
     # happen (padding spreads sizes over ~4 kB: about 0.3 expected hits per run, so a
