@@ -14,7 +14,10 @@ idempotent, so re-running neither duplicates nor crashes:
 4. write ``<VAR_DIR>/reports/<submission>.csv`` and ``.json`` per submission and the
    cross-submission ``summary.csv``;
 5. create (or reset) the staff login ``organizer`` with a new random password, organizer
-   of the demo campaign with the catalogue/evaluation permissions, and print it.
+   of the demo campaign with the catalogue/evaluation permissions, and the team login
+   ``team-baselines`` (member of the baselines' team, for the team pages at /team/), and
+   print them. Arguments are checked first (:func:`check_arguments`): a bad one changes
+   nothing, not even a password.
 """
 
 from __future__ import annotations
@@ -38,13 +41,20 @@ from automated.recognition import DEFAULT_EMBEDDER
 
 from .demo_data import DEMO_CAMPAIGN_NAME, build_demo_dataset
 from .importer import import_dataset
-from .models import Campaign, Submission
+from .models import Campaign, Submission, Team
 from .reports import report_basename
 from .services import write_report, write_summary
+from .team_accounts import add_team_member
 
 ORGANIZER_USERNAME = "organizer"
-#: The demo's attack suite: one classic, one pixel-subspace and one learned recognizer.
-DEMO_ATTACK = {"attackers": ("clear", "naive", "parrot"), "recognizers": ("lbph", "eigenfaces", "cnn")}
+TEAM_USERNAME = "team-baselines"
+#: The demo's attack suite: one classic, one pixel-subspace and one learned recognizer, on
+#: 4 cross-video folds (the 8 testable clips of ID01, ID07 and ID11, two per fold).
+DEMO_ATTACK = {
+    "attackers": ("clear", "naive", "parrot"),
+    "recognizers": ("lbph", "eigenfaces", "cnn"),
+    "n_folds": 4,
+}
 ORGANIZER_APPS = ["evalsite", "automated", "trials", "fairness"]
 
 
@@ -58,6 +68,8 @@ class DemoResult:
     report_paths: list[Path] = field(default_factory=list)
     summary_path: Path | None = None
     failures: list[str] = field(default_factory=list)
+    team_username: str = ""
+    team_password: str = ""
 
 
 def check_arguments(*, stride: int, methods: list[str] | None) -> list[str]:
@@ -211,4 +223,10 @@ def run_demo(
         )
         log(f"  {method:22} {state}")
     result.summary_path = write_summary(campaign, reports_dir / "summary.csv")
+    baselines = Team.objects.filter(
+        submissions__campaign=campaign, submissions__baseline_method__gt=""
+    ).first()
+    if baselines is not None:  # a team login to look at the team pages with
+        user, result.team_password = add_team_member(baselines, TEAM_USERNAME, new_password=True)
+        result.team_username = user.username
     return result

@@ -98,7 +98,15 @@ def test_the_login_lines_name_the_served_address(db, monkeypatch, tmp_path):
 
     def finished_demo(**options):  # the demo's work is tested elsewhere; this is about what it prints
         calls.append(options)
-        return DemoResult(campaign, "organizer", "pw-new", [], tmp_path / "reports" / "summary.csv")
+        return DemoResult(
+            campaign,
+            "organizer",
+            "pw-new",
+            [],
+            tmp_path / "reports" / "summary.csv",
+            team_username="team-baselines",
+            team_password="pw-team",
+        )
 
     monkeypatch.setattr(command, "run_demo", finished_demo)
     monkeypatch.setenv("DEID_WEB_BIND", "127.0.0.1:8123")
@@ -106,7 +114,7 @@ def test_the_login_lines_name_the_served_address(db, monkeypatch, tmp_path):
     call_command("demo", "--method", "identity", "--stride", "3", stdout=out)
     text = out.getvalue()
     assert "Organizer login: http://127.0.0.1:8123/admin/  user 'organizer'  password 'pw-new'" in text
-    assert "Team pages:      http://127.0.0.1:8123/team/" in text
+    assert "Team login:      http://127.0.0.1:8123/team/  user 'team-baselines'  password 'pw-team'" in text
     assert calls[0]["methods"] == ["identity"] and calls[0]["stride"] == 3
     out = io.StringIO()
     call_command("demo", "--url", "https://demo.example.org", stdout=out)  # --url wins, one slash added

@@ -78,9 +78,11 @@ class Command(BaseCommand):
                 f"password '{result.password}' (new on every run)"
             )
         )
-        write(
-            f"Team pages:      {url}team/  (log in as a member of a team: add members on the team's admin page)"
-        )
+        if result.team_username:
+            write(
+                f"Team login:      {url}team/  user '{result.team_username}'  password '{result.team_password}' "
+                "(the baselines' team; manage.py add_team_member makes others)"
+            )
         write(f"Demo finished in {time.monotonic() - started:.0f} s.")
         if result.failures:
             raise CommandError("some baselines failed:\n" + "\n".join(result.failures))
