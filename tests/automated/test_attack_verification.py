@@ -125,3 +125,29 @@ def test_pretrained_dlib_verification_on_clear_and_blurred_orl_probes(orl_ten):
     png = plot_verification(results, title="ORL")
     image = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR)
     assert image.shape == (450, 1500, 3)
+
+
+def test_verification_pooled_over_cross_video_folds_by_hand():
+    from automated.attack.crossvideo import fold_of_groups
+    from automated.attack.data import AttackData
+    from automated.attack.verification import curve_record, plot_verification, verify_folds
+
+    # 1-D "embeddings" = the crop's first pixel: a at 0 and 1, b at 10 and 11, one video each.
+    crops = np.zeros((4, 2, 2), np.uint8)
+    crops[:, 0, 0] = [0, 1, 10, 11]
+    data = AttackData(crops, crops.copy(), np.array(["a", "a", "b", "b"]), groups=np.arange(4))
+    folds = [fold_of_groups(data.groups, [0], 0), fold_of_groups(data.groups, [2], 1)]
+    result = verify_folds(data, folds, lambda x: x.reshape(len(x), -1)[:, :1].astype(float))
+    # Fold 0: probe 0 vs gallery 1 (a), 10, 11 (b) -> genuine -1, impostors -10, -11.
+    # Fold 1: probe 10 vs gallery 0, 1 (a), 11 (b) -> genuine -1, impostors -10, -9.
+    np.testing.assert_array_equal(np.sort(result.genuine), [-1, -1])
+    np.testing.assert_array_equal(np.sort(result.impostor), [-11, -10, -10, -9])
+    assert result.eer == 0.0 and result.n_probes == 2 and result.n_gallery == 3
+    np.testing.assert_array_equal(result.cmc, [1.0, 1.0, 1.0, 1.0, 1.0])
+    assert result.fnmr_at[0.01] == 0.0 and result.fmr_resolved[0.01] is False  # 4 impostor scores only
+    record = curve_record(result)
+    assert record["fmr"][0] == 0.0 and record["fnmr"][0] == 1.0 and record["fmr"][-1] == 1.0
+    assert record["cmc_rank_1"] == 1.0 and record["n_impostor"] == 4
+    assert plot_verification({"stored": record}).startswith(b"\x89PNG")
+    with pytest.raises(ValueError, match="no fold has probes"):
+        verify_folds(data, [fold_of_groups(data.groups, [], 0)], lambda x: x)
