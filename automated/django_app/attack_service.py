@@ -249,6 +249,17 @@ def _use_embedding_disk_cache() -> None:
         EMBEDDING_CACHE.directory = directory
 
 
+def pretrained_embedders(recognizers) -> list[str]:
+    """Embedders of the pretrained recognizers among ``recognizers`` (an embedding first step),
+    and always the default one (``recognition.DEFAULT_EMBEDDER``): the verification's systems."""
+    names = [DEFAULT_EMBEDDER]
+    for factory in get_recognizers(list(recognizers), FACE_RECOGNIZERS).values():
+        steps = getattr(factory(), "steps", None)
+        if steps and isinstance(steps[0][1], DlibEmbedding) and steps[0][1].embedder not in names:
+            names.append(steps[0][1].embedder)
+    return names
+
+
 def _planned_masked_videos(run: AttackRun) -> list:
     planned = set(run.planned_videos)
     masked_videos = [m for m in _masked_videos(run.submission, allow_incomplete=True) if m.pk in planned]
@@ -384,9 +395,10 @@ class AttackRunKind(lifecycle.RunKind):
             result["timing"]["cross_video_s"] = _seconds_by_recognizer(fold_rows)
         if config.get("verification", True) and folds:
             embedded = time.perf_counter()
-            embed = DlibEmbedding().transform
-            figures = verify_folds(data, folds, embed)
-            result["verification"] = {DEFAULT_EMBEDDER: curve_record(figures)}
+            result["verification"] = {
+                name: curve_record(verify_folds(data, folds, DlibEmbedding(name).transform))
+                for name in pretrained_embedders(config["recognizers"])
+            }
             result["timing"]["verification_s"] = time.perf_counter() - embedded
         if config.get("scene_memorisation", True):
             table = run_attack_suite(
