@@ -270,3 +270,23 @@ def test_admin_action_evaluates_everything_and_links_the_progress(admin_client, 
         "/admin/evalsite/submission/", {"action": "evaluate_everything", "_selected_action": [submission.pk]}
     )
     assert AutomatedRun.objects.count() == 1 and AttackRun.objects.count() == 1
+
+
+def test_the_log_of_an_attack_run_whose_videos_are_done_says_the_suite_is_running(submission):
+    from automated.django_app.attack_models import AttackExtraction
+    from automated.django_app.run_progress import percent_done, run_log
+
+    planned = list(submission.masked_videos.order_by("source_video__name").values_list("pk", flat=True))
+    run = AttackRun.objects.create(
+        submission=submission, planned_videos=planned, videos_total=3, videos_done=3, status="running"
+    )
+    for pk, seconds in zip(planned, [1.25, 2.5, 0.75]):
+        AttackExtraction.objects.create(run=run, masked_video_id=pk, n_crops=15, extraction_s=seconds)
+    texts = [event.text for event in run_log(run)]
+    assert texts[1:4] == [
+        "video 1/3 done: bbaf2n (15 face crops, 1.2 s)",
+        "video 2/3 done: id2_vcd_swwp2s (15 face crops, 2.5 s)",
+        "video 3/3 done: lwbsza (15 face crops, 0.8 s)",
+    ]
+    assert texts[-1].startswith("every video done; ") and texts[-1].endswith("(attack suite)")
+    assert percent_done(run) == 100
