@@ -3,6 +3,8 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from automated.django_app import frontier_view
+
 from . import team_views
 
 app_name = "team"
@@ -12,6 +14,11 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(next_page="team:login"), name="logout"),
     path("submission/<int:pk>/", team_views.submission_page, name="submission"),
     path("submission/<int:pk>/report/<str:fmt>/", team_views.submission_report, name="submission_report"),
+    path(
+        "submission/<int:pk>/frontier.<str:fmt>",
+        frontier_view.team_submission_frontier,
+        name="submission_frontier",
+    ),
     path("submission/<int:pk>/upload/", team_views.upload, name="upload"),
     path("upload/<int:pk>/", team_views.upload_detail, name="upload_detail"),
     path("upload/<int:pk>/report/<str:fmt>/", team_views.upload_report, name="upload_report"),

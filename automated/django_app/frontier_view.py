@@ -8,6 +8,10 @@ the clear-on-clear bound left out), y = its behaviour-preservation score
 
 Staff only, and only campaigns the user organizes (``evalsite.scoping``): another
 campaign's organizer gets 404, as for every organizer page.
+
+A team member gets ``team_submission_frontier``: the frontier of one of the team's own
+submissions (``evalsite.team_views.own_submissions``; any other is 404) against the
+campaign's baselines only, never another team's points.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import math
 
 from django.contrib.admin.views.decorators import staff_member_required
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404
 
@@ -23,6 +27,7 @@ from automated.attack.suite import ALL
 from automated.behaviour.frontier import FrontierPoint, frontier_figure
 from evalsite.models import Campaign
 from evalsite.scoping import scope
+from evalsite.team_views import own_submissions, team_login_required
 
 from .attack_models import AttackResult, AttackRun
 from .behaviour_report import behaviour_summary, leakage_summary
@@ -43,10 +48,18 @@ def worst_case_reidentification(submission) -> float:
     return math.nan if best is None else min(1.0, max(-1.0, float(best)))
 
 
-def frontier_points(campaign: Campaign) -> list[FrontierPoint]:
-    """One ``FrontierPoint`` per submission of ``campaign`` (NaN coordinates where not measured)."""
+def frontier_submissions(campaign: Campaign, *, own=None) -> list:
+    """The submissions drawn: all of the campaign's, or with ``own`` only it and the baselines."""
+    submissions = campaign.submissions.select_related("team").order_by("name", "pk")
+    if own is not None:
+        submissions = submissions.filter(Q(baseline_method__gt="") | Q(pk=own.pk))
+    return list(submissions)
+
+
+def frontier_points(campaign: Campaign, *, own=None) -> list[FrontierPoint]:
+    """One ``FrontierPoint`` per ``frontier_submissions`` (NaN coordinates where not measured)."""
     points = []
-    for submission in campaign.submissions.select_related("team").order_by("name", "pk"):
+    for submission in frontier_submissions(campaign, own=own):
         summary = behaviour_summary(submission) or {}
         behaviour = summary.get("behaviour_score")
         points.append(
@@ -91,7 +104,21 @@ def campaign_frontier(request, campaign_id: int, fmt: str):
     points = frontier_points(campaign)
     if not points:
         raise Http404("the campaign has no submissions yet")
-    image = frontier_figure(points, title=f"Privacy-utility frontier: {campaign.name}")[fmt]
+    return _figure_response(points, f"Privacy-utility frontier: {campaign.name}", fmt)
+
+
+@team_login_required
+def team_submission_frontier(request, pk: int, fmt: str):
+    """An own submission's frontier figure (it and the baselines) as ``fmt`` ("png" or "svg")."""
+    if fmt not in CONTENT_TYPES:
+        raise Http404("unknown figure format")
+    submission = get_object_or_404(own_submissions(request.user).select_related("campaign"), pk=pk)
+    points = frontier_points(submission.campaign, own=submission)
+    return _figure_response(points, f"Privacy-utility frontier: {submission.name} and the baselines", fmt)
+
+
+def _figure_response(points, title: str, fmt: str) -> HttpResponse:
+    image = frontier_figure(points, title=title)[fmt]
     response = HttpResponse(image, content_type=CONTENT_TYPES[fmt])
     response["Cache-Control"] = "private, no-store"
     if fmt == "svg":  # opened directly, an SVG is a document: no scripts, no same-origin access

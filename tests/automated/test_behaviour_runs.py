@@ -201,3 +201,30 @@ def test_frontier_points_and_the_organizer_view(evaluated, campaign):  # noqa: F
         assert client.get(reverse(name, args=[campaign.pk])).status_code == 404
     client.logout()
     assert client.get(reverse("automated:frontier_png", args=[campaign.pk])).status_code == 302  # to login
+
+
+def test_a_team_sees_the_frontier_of_its_own_submission_and_the_baselines_only(evaluated, campaign):  # noqa: F811
+    from evalsite.models import Team
+    from evalsite.services import create_submission
+
+    identity, blurred, _ = evaluated
+    own = create_submission(campaign, "Team Own", "method-own")
+    rival = create_submission(campaign, "Team Rival", "method-rival")
+    labels = [p.label for p in frontier_points(campaign, own=own)]
+    assert labels == ["blur_frame", "identity", "Team Own: method-own"]  # never the rival's point
+    member = User.objects.create_user("member", password="pw")
+    Team.objects.get(name="Team Own").members.add(member)
+    client = Client()
+    client.force_login(member)
+    png = client.get(reverse("team:submission_frontier", args=[own.pk, "png"]))
+    assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
+    assert (
+        client.get(reverse("team:submission_frontier", args=[own.pk, "svg"]))["Content-Type"]
+        == "image/svg+xml"
+    )
+    assert client.get(reverse("team:submission_frontier", args=[own.pk, "gif"])).status_code == 404
+    assert client.get(reverse("team:submission_frontier", args=[rival.pk, "png"])).status_code == 404
+    assert client.get(reverse("automated:frontier_png", args=[campaign.pk])).status_code == 302  # staff only
+    page = client.get(reverse("team:submission", args=[own.pk])).content.decode()
+    assert reverse("team:submission_frontier", args=[own.pk, "png"]) in page
+    assert "method-rival" not in page and "Team Rival" not in page

@@ -5,22 +5,37 @@ by ``frontier_view``: staff only, the user's own campaigns) and a table of every
 submission's point (worst-case re-identification, behaviour-preservation score), its
 automated PU score and its worst gender leakage, with ``submission`` (if given)
 highlighted. Used on the organizer's campaign page and on a submission's admin page
-(where its report is downloaded).
+(where its report is downloaded). ``{% team_frontier submission %}``: the same on a
+team's submission page, with only that submission and the baselines (never another
+team's points) and the team figure URL.
 """
 
 from django import template
 
 from ..behaviour_report import behaviour_summary, leakage_summary
-from ..frontier_view import frontier_points
+from ..frontier_view import frontier_points, frontier_submissions
 
 register = template.Library()
 
 
 @register.inclusion_tag("automated/_frontier.html")
 def frontier(campaign, submission=None) -> dict:
-    """Context of the partial: ``campaign``, ``rows`` (one per submission), ``highlight``."""
-    submissions = list(campaign.submissions.select_related("team").order_by("name", "pk"))
-    points = frontier_points(campaign)  # the same order
+    """Context of the partial for staff: every submission, ``submission`` highlighted."""
+    return _context(campaign, submission, own=None)
+
+
+@register.inclusion_tag("automated/_frontier.html")
+def team_frontier(submission) -> dict:
+    """Context of the partial on a team's page: its ``submission`` and the baselines only."""
+    context = _context(submission.campaign, submission, own=submission)
+    context["team_submission"] = submission
+    return context
+
+
+def _context(campaign, submission, *, own) -> dict:
+    """``campaign``, ``rows`` (one per drawn submission), ``highlight``."""
+    submissions = frontier_submissions(campaign, own=own)
+    points = frontier_points(campaign, own=own)  # the same order
     rows = []
     for item, point in zip(submissions, points):
         behaviour = behaviour_summary(item) or {}
