@@ -533,8 +533,16 @@ def campaign_summary_table(campaign) -> pd.DataFrame:
         "stale_videos",
     ]
     ordered = list(dict.fromkeys(first + _summary_column_order() + list(table.columns)))
-    table = table.reindex(columns=[c for c in ordered if c not in ("submission", "campaign")])
+    table = table.reindex(
+        columns=[c for c in ordered if c not in ("submission", "campaign") and not _nested(c)]
+    )
     return dictionary.typed(table, "summary")
+
+
+def _nested(column: str) -> bool:
+    """A documented JSON table or section (None where a provider has none): not a table column."""
+    entry = dictionary.find(column, "summary")
+    return entry is not None and entry.dtype in ("object", "section")
 
 
 SCALAR_DTYPES = ("int", "float", "bool", "str")
@@ -543,7 +551,7 @@ SCALAR_DTYPES = ("int", "float", "bool", "str")
 def _summary_column_order() -> list[str]:
     """Documented summary-table columns: top-level facts, then each section's scalar, public entries."""
     documented = [e for e in dictionary.entries("summary") if not e.is_pattern and not e.column.internal]
-    order = [e.name for e in documented if e.section == "" and e.column.dtype != "object"]
+    order = [e.name for e in documented if e.section == "" and e.column.dtype not in ("object", "section")]
     for section in [name for name, _ in SUMMARY_PROVIDERS] + ["privacy_utility"]:
         order += [e.name for e in documented if e.section == section and e.column.dtype in SCALAR_DTYPES]
     return order
