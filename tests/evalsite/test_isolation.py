@@ -416,6 +416,9 @@ def check_url_patterns(resolver, world: World, site, *, only=None) -> tuple[list
     client_b, before = _client(world.organizer_b), world.fingerprint()
     for name, url, used in reachable:
         for method in ("get", "post"):
+            # Logged in for every request: a POST to a logout URL (admin, team) ends the session,
+            # and every URL after it would be asked anonymously.
+            client_b.force_login(world.organizer_b)
             response = _request(client_b, method, url, {"open": "1", "excluded": "1", "post": "yes"})
             findings += [f"{method.upper()} {url}: {leak}" for leak in _leaks(response, world, known=used)]
     if world.fingerprint() != before:
