@@ -228,3 +228,16 @@ def test_the_leaderboard_answers_only_once_published_and_only_to_teams_of_the_ca
     outsider = User.objects.create_user("carol")
     create_submission(other, "Team C", "method-c").team.members.add(outsider)
     assert _client(outsider).get(url).status_code == 404
+
+
+def test_the_organizer_sets_both_team_settings_on_the_campaigns_admin_page(teams):
+    campaign = teams["a"].campaign
+    organizer = User.objects.create_superuser("boss", password="pw-boss-123")
+    client = _client(organizer)
+    page = client.get(reverse("admin:evalsite_campaign_change", args=[campaign.pk])).content.decode()
+    assert 'name="leaderboard_visibility"' in page and 'name="teams_may_upload"' in page
+    assert '<option value="anonymised">published, other teams anonymised</option>' in page
+    listing = client.get(reverse("admin:evalsite_campaign_changelist"), {"leaderboard_visibility": "hidden"})
+    assert campaign.name in listing.content.decode()
+    listing = client.get(reverse("admin:evalsite_campaign_changelist"), {"leaderboard_visibility": "named"})
+    assert f">{campaign.name}<" not in listing.content.decode()
