@@ -245,12 +245,13 @@ class SourceVideoAdmin(CampaignScopedAdmin):
         "action",
         "resolution_tier",
         "in_evaluated_subset",
+        "attacker_train",
         "frame_count",
         "width",
         "height",
         "duration_s",
     ]
-    list_filter = ["campaign", "action", "resolution_tier", "in_evaluated_subset"]
+    list_filter = ["campaign", "action", "resolution_tier", "in_evaluated_subset", "attacker_train"]
     search_fields = ["name", "identity__code", "action"]
     readonly_fields = [
         "token",

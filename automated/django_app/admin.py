@@ -7,6 +7,8 @@ changelist (``admin_actions.SUBMISSION_ACTIONS``) and can be re-queued from here
 import math
 
 from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
 
 from automated.face_eval import METRIC_FIELDS
 from evalsite.scoping import CampaignScopedAdminMixin, ReadOnlyAdminMixin
@@ -118,6 +120,10 @@ class AttackResultInline(CampaignScopedAdminMixin, admin.TabularInline):
         "subset_size",
         "repeat",
         "accuracy",
+        "n_folds",
+        "sd",
+        "ci_low",
+        "ci_high",
         "chance_level",
         "chance_normalised",
     ]
@@ -165,7 +171,22 @@ class AttackRunAdmin(ReadOnlyAdmin):
         "extraction_s",
         "training_s",
         "n_samples",
+        "folds_total",
+        "folds_done",
+        "counts",
+        "report",
         "error",
     ]
     inlines = [AttackExtractionInline, AttackResultInline]
+
+    @admin.display(description="report")
+    def report(self, run):
+        """Link to the run's report page (cross-video worst case, verification plots)."""
+        if run.status != run.Status.COMPLETED:
+            return "-"
+        return format_html(
+            '<a href="{}">cross-video report and plots</a>',
+            reverse("automated:attack_run_report", args=[run.pk]),
+        )
+
     actions = [requeue_runs]
