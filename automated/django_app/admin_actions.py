@@ -63,7 +63,9 @@ def evaluate_everything(modeladmin, request, queryset):
         return
     for submission in queryset:
         try:
-            outcomes = evaluate_all.evaluate_everything(submission)
+            outcomes = evaluate_all.evaluate_everything(
+                submission, background=evaluate_all.background_possible()
+            )
         except Exception as error:  # one failed submission must not hide the others
             messages.error(request, f"{submission}: {error}")
             continue

@@ -18,22 +18,28 @@ The parts, in order (``PARTS``):
 
 Runs start through ``dispatch`` (``create_run`` then ``queue``), the path of the commands,
 the admin actions and the API: queued on the broker once committed, face videos before
-attack videos; without a broker they run here, one after the other. Callers: the admin
+attack videos; without a broker they run here, one after the other (for the organizer
+page and the admin action in a thread, ``background=True``, so the page answers at once
+and shows the progress). Callers: the admin
 action ``evaluate_everything``, the organizer page (``progress_views``) and
 ``POST /api/submissions/<id>/evaluate/`` (``api.submission_evaluate``).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import connections, transaction
 from evalsite.models import Submission
 from evalsite.staleness import videos_changed_since
 from kombu.exceptions import OperationalError as BrokerError
 
 from . import dispatch, lifecycle
 from .run_models import RunBase
+
+logger = logging.getLogger(__name__)
 
 #: The parts of "evaluate everything", in the order they are started.
 PARTS = ("face", "attack")
@@ -138,7 +144,9 @@ def _describe(run: RunBase) -> str:
     return f"{dispatch.kind_name(run)} run {run.pk}: {dispatch.describe(run)}"
 
 
-def evaluate_everything(submission: Submission, options: dict | None = None) -> list[PartOutcome]:
+def evaluate_everything(
+    submission: Submission, options: dict | None = None, *, background: bool = False
+) -> list[PartOutcome]:
     """Start every part of ``submission``'s automated evaluation that is not covered yet.
 
     Parameters
@@ -150,6 +158,10 @@ def evaluate_everything(submission: Submission, options: dict | None = None) -> 
         ``attack_service.attack_config``); a part not given takes ``DEFAULT_OPTIONS``,
         keys not given the run's defaults. The options also decide whether a completed
         run is current (``is_current``).
+    background : bool, default=False
+        Without a broker, run the new runs in a thread of this process (``in_background``)
+        and return at once with them pending, so a web page can show their progress. With
+        a broker it changes nothing (the workers run them).
 
     Returns
     -------
@@ -190,6 +202,13 @@ def evaluate_everything(submission: Submission, options: dict | None = None) -> 
                 outcomes[kind] = PartOutcome(kind, WAITING, None, str(error))
                 continue
             created.append(run)
+    if background and created and dispatch.runs_in_process():
+        for run in created:  # described pending, before the thread starts them
+            outcomes[dispatch.kind_name(run)] = PartOutcome(
+                dispatch.kind_name(run), STARTED, run, _describe(run)
+            )
+        in_background(created)
+        return [outcomes[kind] for kind in PARTS]
     for run in created:  # committed: queue on the broker, or run here without one
         kind = dispatch.kind_name(run)
         try:
@@ -207,6 +226,36 @@ def evaluate_everything(submission: Submission, options: dict | None = None) -> 
         run.refresh_from_db()
         outcomes[kind] = PartOutcome(kind, STARTED, run, _describe(run))
     return [outcomes[kind] for kind in PARTS]
+
+
+def background_possible() -> bool:
+    """True unless the database is an in-memory SQLite one, which another thread cannot see (tests)."""
+    connection = connections["default"]
+    return not (connection.vendor == "sqlite" and connection.is_in_memory_db())
+
+
+def in_background(runs: list[RunBase]) -> threading.Thread:
+    """Run ``runs`` (in-process, no broker) one after the other in a daemon thread of this process.
+
+    For the embedded setup's web pages: the request answers at once and the progress page
+    follows the runs. The thread has its own database connection (closed at the end); a
+    failure is stored on its run (``lifecycle``) and logged. A run left unfinished when the
+    process stops stays running: re-queue it from the admin's run list.
+    """
+
+    def work():
+        try:
+            for run in runs:
+                try:
+                    dispatch.queue(run)
+                except Exception:  # stored on the run as failed; the next run still goes
+                    logger.exception("%s run %s failed", dispatch.kind_name(run), run.pk)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=work, name="evaluate-everything", daemon=True)
+    thread.start()
+    return thread
 
 
 def part_states(submission: Submission) -> list[dict]:

@@ -40,7 +40,8 @@ def evaluate(request, submission_id: int):
     submission = _submission(request, submission_id)
     if not evaluate_all.may_evaluate(request.user):
         raise PermissionDenied("you may not start automated runs")
-    for outcome in evaluate_all.evaluate_everything(submission):
+    outcomes = evaluate_all.evaluate_everything(submission, background=evaluate_all.background_possible())
+    for outcome in outcomes:
         level = (
             messages.WARNING
             if outcome.state in (evaluate_all.WAITING, evaluate_all.NOT_QUEUED)

@@ -290,3 +290,33 @@ def test_the_log_of_an_attack_run_whose_videos_are_done_says_the_suite_is_runnin
     ]
     assert texts[-1].startswith("every video done; ") and texts[-1].endswith("(attack suite)")
     assert percent_done(run) == 100
+
+
+def test_without_a_broker_the_organizer_page_runs_them_in_a_thread_and_answers_at_once(
+    organizer, submission, fast_defaults, monkeypatch
+):
+    started = []
+
+    class Thread:  # runs its target when the page has answered (the test's in-memory
+        # database cannot be seen from another thread)
+        def __init__(self, target, name, daemon):
+            assert daemon and name == "evaluate-everything"
+            self.target = target
+
+        def start(self):
+            started.append(self.target)
+
+    monkeypatch.setattr(evaluate_all.threading, "Thread", Thread)
+    monkeypatch.setattr(evaluate_all, "background_possible", lambda: True)
+    client = _web(organizer)
+    html = client.post(
+        f"/organizer/automated/submission/{submission.pk}/evaluate/", follow=True
+    ).content.decode()
+    face, attack = AutomatedRun.objects.get(), AttackRun.objects.get()
+    assert (face.status, attack.status) == ("pending", "pending")  # the page answered first
+    assert f"face: started: face run {face.pk}: pending: 0/3 videos" in html
+    assert "Updating every 2 seconds" in html
+    (work,) = started
+    work()  # the thread's body: both runs, one after the other
+    face.refresh_from_db(), attack.refresh_from_db()
+    assert (face.status, face.progress, attack.status) == ("completed", "3/3 videos", "completed")
