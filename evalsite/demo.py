@@ -11,8 +11,9 @@ idempotent, so re-running neither duplicates nor crashes:
    has this configuration and covers every masked video, then a light attack suite
    (``DEMO_ATTACK``: clear, naive and parrot attackers; LBPH, Eigenfaces and the small
    CNN, without the slow dlib embeddings) so every demo report states a worst case;
-4. write ``<VAR_DIR>/reports/<submission>.csv`` and ``.json`` per submission and the
-   cross-submission ``summary.csv``;
+4. write ``<VAR_DIR>/reports/<submission>.csv`` and ``.json`` per submission, the
+   cross-submission ``summary.csv`` and the privacy-utility frontier ``frontier.png`` /
+   ``.svg``;
 5. create (or reset) the staff login ``organizer`` with a new random password, organizer
    of the demo campaign with the catalogue/evaluation permissions, and the team login
    ``team-baselines`` (member of the baselines' team, for the team pages at /team/), and
@@ -36,6 +37,7 @@ from automated.anonymizers import BASELINE_METHODS
 from automated.django_app.attack_models import AttackRun
 from automated.django_app.attack_service import attack_config, run_attack
 from automated.django_app.face_models import AutomatedRun
+from automated.django_app.frontier_view import write_frontier_files
 from automated.django_app.services import create_baseline_submission, run_face_evaluation
 from automated.recognition import DEFAULT_EMBEDDER
 
@@ -223,6 +225,7 @@ def run_demo(
         )
         log(f"  {method:22} {state}")
     result.summary_path = write_summary(campaign, reports_dir / "summary.csv")
+    result.report_paths += write_frontier_files(campaign, reports_dir)
     baselines = Team.objects.filter(
         submissions__campaign=campaign, submissions__baseline_method__gt=""
     ).first()

@@ -17,6 +17,7 @@ campaign's baselines only, never another team's points.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.db.models import Max, Q
@@ -115,6 +116,24 @@ def team_submission_frontier(request, pk: int, fmt: str):
     submission = get_object_or_404(own_submissions(request.user).select_related("campaign"), pk=pk)
     points = frontier_points(submission.campaign, own=submission)
     return _figure_response(points, f"Privacy-utility frontier: {submission.name} and the baselines", fmt)
+
+
+def write_frontier_files(campaign: Campaign, folder) -> list[Path]:
+    """Write the campaign's frontier as ``<folder>/frontier.png`` and ``.svg`` (the demo's report folder).
+
+    Returns the paths written; none when the campaign has no submission.
+    """
+    points = frontier_points(campaign)
+    if not points:
+        return []
+    figures = frontier_figure(points, title=f"Privacy-utility frontier: {campaign.name}")
+    paths = []
+    for fmt in CONTENT_TYPES:
+        path = Path(folder) / f"frontier.{fmt}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(figures[fmt])
+        paths.append(path)
+    return paths
 
 
 def _figure_response(points, title: str, fmt: str) -> HttpResponse:

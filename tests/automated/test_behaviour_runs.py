@@ -15,7 +15,7 @@ from automated.behaviour.score import automated_pu_score
 from automated.django_app import services
 from automated.django_app.attack_models import AttackResult, AttackRun
 from automated.django_app.face_models import AutomatedRun, VideoScore
-from automated.django_app.frontier_view import frontier_points
+from automated.django_app.frontier_view import frontier_points, write_frontier_files
 from automated.django_app.services import create_baseline_submission, run_face_evaluation
 from evalsite import reports
 from evalsite.models import Campaign
@@ -172,8 +172,10 @@ def _attack_run(submission, chance_normalised: dict):
         )
 
 
-def test_frontier_points_and_the_organizer_view(evaluated, campaign):  # noqa: F811
+def test_frontier_points_and_the_organizer_view(evaluated, campaign, tmp_path):  # noqa: F811
     identity, blurred, _ = evaluated
+    png_path, svg_path = write_frontier_files(campaign, tmp_path / "reports")  # the demo's report files
+    assert png_path.read_bytes().startswith(b"\x89PNG") and b"<svg" in svg_path.read_bytes()
     _attack_run(identity, {"clear": 1.0, "naive": 0.9, "parrot": 0.95})
     _attack_run(blurred, {"clear": 1.0, "naive": 0.1, "parrot": 0.4})
     points = {p.label: p for p in frontier_points(campaign)}
