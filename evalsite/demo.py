@@ -41,6 +41,7 @@ from automated.django_app.frontier_view import write_frontier_files
 from automated.django_app.services import create_baseline_submission, run_face_evaluation
 from automated.recognition import DEFAULT_EMBEDDER
 
+from . import dictionary
 from .demo_data import DEMO_CAMPAIGN_NAME, build_demo_dataset
 from .importer import import_dataset
 from .models import Campaign, Submission, Team
@@ -225,6 +226,7 @@ def run_demo(
         )
         log(f"  {method:22} {state}")
     result.summary_path = write_summary(campaign, reports_dir / "summary.csv")
+    dictionary.write(reports_dir / "dictionary.csv")  # what every report column means
     result.report_paths += write_frontier_files(campaign, reports_dir)
     baselines = Team.objects.filter(
         submissions__campaign=campaign, submissions__baseline_method__gt=""

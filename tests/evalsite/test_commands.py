@@ -93,7 +93,7 @@ def test_demo_runs_on_the_real_clips_and_is_idempotent(media_root, data_dir, tmp
     campaign = Campaign.objects.get()
     assert campaign.source_videos.count() == 18 and campaign.identities.count() == 11
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == sorted(
-        [p.name for p in first.report_paths] + ["summary.csv"]
+        [p.name for p in first.report_paths] + ["summary.csv", "dictionary.csv"]
     )
     with first.summary_path.open() as handle:
         (row,) = list(csv.DictReader(handle))
