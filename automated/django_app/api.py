@@ -34,6 +34,7 @@ from automated.detection import DETECTOR_NAMES
 from automated.recognition import DEFAULT_EMBEDDER, EMBEDDER_NAMES, MATCH_THRESHOLD
 
 from . import dispatch, evaluate_all, lifecycle, run_progress
+from .run_progress import run_payload
 from .attack_service import DEFAULT_RECOGNIZERS
 
 
@@ -86,23 +87,6 @@ class AttackRunOptions(_Options):
 
 
 OPTIONS = {"face": FaceRunOptions, "attack": AttackRunOptions}
-
-
-def run_payload(run) -> dict:
-    """The JSON of one run: kind, status, progress (videos done / total), configuration, error, times."""
-    return {
-        "id": run.pk,
-        "kind": dispatch.kind_name(run),
-        "status": run.status,
-        "videos_done": run.videos_done,
-        "videos_total": run.videos_total,
-        "progress": run.progress,
-        "config": run.config,
-        "error": run.error,
-        "created_at": run.created_at,
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
-    }
 
 
 def submission_runs(request, submission) -> Response:

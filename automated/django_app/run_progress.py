@@ -108,10 +108,25 @@ def percent_done(run: RunBase) -> int:
     return round(100 * run.videos_done / run.videos_total) if run.videos_total else 0
 
 
-def progress_payload(run: RunBase) -> dict:
-    """JSON of one run for the progress page: ``api.run_payload`` plus ``percent``, ``active`` and ``log``."""
-    from .api import run_payload
+def run_payload(run) -> dict:
+    """The JSON of one run: kind, status, progress (videos done / total), configuration, error, times."""
+    return {
+        "id": run.pk,
+        "kind": dispatch.kind_name(run),
+        "status": run.status,
+        "videos_done": run.videos_done,
+        "videos_total": run.videos_total,
+        "progress": run.progress,
+        "config": run.config,
+        "error": run.error,
+        "created_at": run.created_at,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+    }
 
+
+def progress_payload(run: RunBase) -> dict:
+    """JSON of one run for the progress page: ``run_payload`` plus ``percent``, ``active`` and ``log``."""
     return {
         **run_payload(run),
         "percent": percent_done(run),
