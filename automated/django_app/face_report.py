@@ -59,16 +59,6 @@ METRIC_ENTRIES = {
         model=DETECTOR,
         source=MEDIAEVAL + " (IoU; MediaEval cumulates it, a mean does not depend on video length)",
     ),
-    "cumulative_iou": Column(
-        "sum of the per-reference-frame IoU (grows with video length; compare mean_iou instead)",
-        "float",
-        unit="frames",
-        range=">= 0",
-        ideal="0",
-        precision=3,
-        model=DETECTOR,
-        source=MEDIAEVAL,
-    ),
     "detection_failure_rate": _rate(
         "1 - masked_faces / clear_faces: share of clear faces the detector no longer finds after masking",
         "1",
@@ -331,14 +321,6 @@ def dictionary_entries() -> tuple[dict, dict]:
             **_RECOGNITION,
         ),
     }
-    if "cumulative_iou" in summary:
-        summary["cumulative_iou"] = Column(
-            "sum over videos of the per-video cumulative IoU",
-            "float",
-            unit="frames",
-            range=">= 0",
-            precision=3,
-        )
     return video, summary
 
 
