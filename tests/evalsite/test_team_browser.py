@@ -67,9 +67,24 @@ def team_campaign(transactional_db, media_root, tiny_dataset, masked_files, tmp_
     return campaign, mine
 
 
+# Elements reaching past the viewport's right edge outside any scrolling box (what widens the page).
+WIDE = """
+var limit = arguments[0] + 0.5;
+function clipped(e) {
+  for (var p = e.parentElement; p; p = p.parentElement) { if (getComputedStyle(p).overflowX !== 'visible') return true; }
+  return false;
+}
+return Array.from(document.querySelectorAll('body *')).filter(function (e) {
+  return e.getBoundingClientRect().right > limit && !clipped(e);
+}).map(function (e) { return e.tagName + (e.id ? '#' + e.id : '') + ' ' + Math.round(e.getBoundingClientRect().right); });
+"""
+
+
 def _check_layout(driver, width, height, selector, name):
+    wide = driver.execute_script(WIDE, width)
+    assert wide == [], (name, wide)
     found = driver.execute_script(LAYOUT, selector)
-    assert found["inner"] == [width, height], found["inner"]
+    assert found["inner"] == [width, height], (name, found["inner"])
     assert found["scroll"] <= width, (name, found["scroll"])  # no sideways scrolling of the page
     for label, left, right, box_width in found["boxes"]:
         assert box_width > 0 and left >= 0 and right <= width + 0.5, (name, label, left, right)

@@ -27,7 +27,7 @@ from django.test import Client
 from django.urls import get_resolver
 
 from evalsite import reports
-from evalsite.models import Campaign, LeaderboardVisibility, Team
+from evalsite.models import Campaign, LeaderboardVisibility, Submission, Team
 from evalsite.services import create_submission
 from evalsite.validation import ingest_submission_zip
 
@@ -128,6 +128,14 @@ def test_a_member_of_another_team_of_the_same_campaign_sees_nothing_of_that_team
     assert "method-gamma" in home and "Alpha Secret Campaign" in home
     leaderboard = client.get(f"/team/campaign/{world.a.pk}/leaderboard/")
     assert leaderboard.status_code == 200 and "Team Gamma" in leaderboard.content.decode()
+    # The frontier figures (the enumeration fills their format with json/csv): Alpha's are 404,
+    # Gamma's own SVG names no other team.
+    alpha = Submission.objects.get(campaign=world.a, team__name="Team Alpha Secret")
+    gamma = Submission.objects.get(campaign=world.a, team__name="Team Gamma")
+    for fmt in ("png", "svg"):
+        assert client.get(f"/team/submission/{alpha.pk}/frontier.{fmt}").status_code == 404
+    own_svg = client.get(f"/team/submission/{gamma.pk}/frontier.svg")
+    assert own_svg.status_code == 200 and _leaks(own_svg, team_private) == []
 
 
 def test_positive_control_the_own_teams_member_sees_its_secrets_on_the_same_urls(world, members):
