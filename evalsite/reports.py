@@ -444,12 +444,20 @@ def section_status(submission, name: str) -> dict:
 
 
 def caveat_counts(report: pd.DataFrame) -> list[str]:
-    """Each distinct per-video caveat of ``report`` with its count, e.g. ``"... (6 of 10 videos)"``."""
+    """Each kind of per-video caveat of ``report`` with its count, e.g. ``"... (6 of 10 videos)"``.
+
+    A caveat's kind is its text before any `` (`` (the per-video details), so
+    ``"human: fewer ratings than the target of 3 (identity masked 1)"`` and ``"... (action
+    clear 2)"`` count as one kind.
+    """
     counts: dict[str, int] = {}
-    for text in report["caveats"]:
-        for caveat in filter(None, str(text).split(CAVEAT_SEPARATOR)):
-            counts[caveat] = counts.get(caveat, 0) + 1
-    return [f"{caveat} ({n} of {len(report)} videos)" for caveat, n in counts.items()]
+    for text in report["caveats"].fillna(""):
+        kinds = dict.fromkeys(
+            caveat.split(" (", 1)[0] for caveat in str(text).split(CAVEAT_SEPARATOR) if caveat
+        )
+        for kind in kinds:
+            counts[kind] = counts.get(kind, 0) + 1
+    return [f"{kind} ({n} of {len(report)} videos)" for kind, n in counts.items()]
 
 
 def _jsonable(value):

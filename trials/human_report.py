@@ -95,6 +95,8 @@ def video_columns(submission) -> pd.DataFrame:
     )
     out = scoring.per_video_scores(frame) if not frame.empty else pd.DataFrame(index=videos)
     out = out.reindex(videos.union(out.index))  # the chance levels hold for unrated videos too
+    for name in [c for c in _video_entries() if c.startswith(("human_id_n_", "human_action_n_"))]:
+        out[name] = out[name].fillna(0).astype(int) if name in out else 0  # no response: 0, not empty
     chance = chance_levels(submission.campaign)
     out["human_id_chance_level"] = chance["id_chance_level"]
     out["human_action_chance_level"] = chance["action_chance_level"]
@@ -124,10 +126,11 @@ def summary(submission) -> dict:
 
 
 def human_caveats(submission) -> dict[str, list[str]]:
-    """Videos rated by fewer raters than the campaign's target in some task and condition."""
+    """Videos rated by fewer raters than the campaign's target in some task and condition
+    (once the submission's masked videos have responses)."""
     frame = responses_frame(submission)
-    if frame.empty:
-        return {}
+    if not (frame["condition"] == "masked").any():
+        return {}  # this submission is not rated yet (clear-video ratings are the campaign's)
     target = int(submission.campaign.raters_per_video)
     counts = frame.groupby(["video", "task", "condition"]).size()
     out: dict[str, list[str]] = {}

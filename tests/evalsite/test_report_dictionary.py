@@ -149,7 +149,9 @@ def test_reports_are_stable_typed_rounded_and_say_what_is_pending(evaluated):
     rated, empty = _csv(reports.report_as_csv(blurred)), _csv(reports.report_as_csv(waiting))
     # Stable column set: a submission with nothing yet has the same header, cells empty.
     assert list(rated[0]) == list(empty[0])
-    assert {row["face_ssim"] for row in empty} == {""} and {row["human_id_n_masked"] for row in empty} == {""}
+    assert {row["face_ssim"] for row in empty} == {""} and {
+        row["attack_worst_case_test_frames"] for row in empty
+    } == {""}
     by_video = {row["video"]: row for row in rated}
     first = by_video["bbaf2n"]
     # Counts stay whole numbers; floats carry at most the dictionary's decimals.
@@ -178,7 +180,14 @@ def test_reports_are_stable_typed_rounded_and_say_what_is_pending(evaluated):
     # 4 raters give no video its 3 ratings in every task and condition.
     assert GALLERY_FROM_THIS_CLIP in first["caveats"].split("; ")
     assert any("human: fewer ratings than the target of 3" in row["caveats"] for row in rated)
-    assert any(c.startswith(GALLERY_FROM_THIS_CLIP) for c in summary["caveats"])
+    # The summary counts each kind; only P03's still comes from another of its clips (pwij3p).
+    assert "gallery still is a frame of this clip (9 of 10 videos)" in summary["caveats"]
+    assert by_video["id2_vcd_swwp2s"]["caveats"].startswith("human:")
+    assert not any("human:" in row["caveats"] for row in empty)  # not rated yet: no rating caveat
+    # Counts of responses are 0 where a video has none, not empty; the accuracy is empty.
+    assert {row["human_id_n_masked"] for row in empty} == {"0"} and {
+        row["human_id_accuracy_masked"] for row in empty
+    } == {""}
     # Sections say what they are waiting for instead of null.
     waiting_summary = reports.submission_summary(waiting)
     pending = waiting_summary["attack"]
