@@ -61,8 +61,14 @@ class TeamLoginView(LoginView):
 
 
 def own_teams(user) -> QuerySet[Team]:
-    """Teams ``user`` is a member of (none for an anonymous or inactive user)."""
-    if user is None or not user.is_authenticated or not user.is_active:
+    """Teams ``user`` is a member of (none for an anonymous, inactive or staff user).
+
+    Teams are shared by name across campaigns and any organizer can put accounts into a
+    team that has no submission yet; a staff account (an organizer) among the members
+    would then read other organizers' submissions of that team here. Team pages are for
+    plain accounts only (as ``evalsite.team_accounts`` creates them).
+    """
+    if user is None or not user.is_authenticated or not user.is_active or user.is_staff or user.is_superuser:
         return Team.objects.none()
     return Team.objects.filter(members=user)
 
