@@ -78,7 +78,7 @@ def _login(driver, server, user, next_url):
     driver.find_element(By.ID, "id_username").send_keys(user.username)
     driver.find_element(By.ID, "id_password").send_keys("pw-organizer-1")
     driver.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
-    WebDriverWait(driver, 20).until(lambda d: d.current_url.endswith(next_url))
+    WebDriverWait(driver, 60).until(lambda d: d.current_url.endswith(next_url))
 
 
 def _check_layout(driver, name, width, height):
@@ -134,13 +134,13 @@ def test_organizer_campaign_page_and_progress_page_in_chromium(
     set_viewport(driver, 1366, 768, False)
     driver.get(f"{server.url}{page}")
     driver.find_element(By.XPATH, "//button[text()='Evaluate everything']").click()
-    WebDriverWait(driver, 20).until(lambda d: "/progress/" in d.current_url)
+    WebDriverWait(driver, 60).until(lambda d: "/progress/" in d.current_url)
     assert "0 / 10 videos (0%)" in driver.find_element(By.ID, "runs").text
     run = AutomatedRun.objects.get()
     for done, masked_id in enumerate(run.planned_videos, start=1):
         face_video_task(run.pk, masked_id)
         if done in (4, 10):
-            WebDriverWait(driver, 30).until(
+            WebDriverWait(driver, 90).until(
                 lambda d, n=done: f"{n} / 10 videos" in d.find_element(By.ID, f"run-face-{run.pk}").text
             )
         if done == 4:
