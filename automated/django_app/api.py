@@ -31,7 +31,7 @@ from automated.attack.recognizers import FACE_RECOGNIZERS
 from automated.attack.selection import SELECTION_STRATEGIES
 from automated.attack.suite import ALL
 from automated.detection import DETECTOR_NAMES
-from automated.recognition import DEFAULT_EMBEDDER, EMBEDDER_NAMES, MATCH_THRESHOLD
+from automated.recognition import DEFAULT_EMBEDDER, EMBEDDER_NAMES
 
 from . import dispatch, evaluate_all, lifecycle, run_progress
 from .run_progress import run_payload
@@ -57,7 +57,9 @@ class FaceRunOptions(_Options):
         EMBEDDER_NAMES, default=DEFAULT_EMBEDDER, help_text="face embedder (automated.recognition.EMBEDDERS)"
     )
     threshold = serializers.FloatField(
-        min_value=0, default=MATCH_THRESHOLD, help_text="verification threshold on the L2 embedding distance"
+        min_value=0,
+        required=False,
+        help_text="verification threshold on the L2 embedding distance (default: the embedder's own)",
     )
     allow_incomplete = serializers.BooleanField(default=False)
     behaviour = serializers.BooleanField(

@@ -170,3 +170,25 @@ def test_admin_action_starts_runs_and_the_run_list_shows_progress(admin_client, 
         changelist, {"action": "run_attack_suite", "_selected_action": [incomplete.pk]}, follow=True
     )
     assert "is incomplete" in response.content.decode() and not AttackRun.objects.exists()
+
+
+def test_a_face_run_through_the_api_without_a_threshold_takes_its_embedders_own():
+    """The API's options carry no threshold of their own: an ArcFace run given only its
+    embedder gets ArcFace's documented threshold, not dlib's 0.6 (which on ArcFace's unit
+    vectors would accept far fewer genuine pairs)."""
+    from automated.django_app.api import FaceRunOptions
+    from automated.django_app.services import _run_config
+    from automated.recognition import embedder_spec
+
+    checked = FaceRunOptions(data={"embedder": "arcface"})
+    assert checked.is_valid(), checked.errors
+    assert "threshold" not in checked.validated_data
+    config = _run_config(
+        checked.validated_data["stride"],
+        checked.validated_data["detector"],
+        checked.validated_data.get("threshold"),
+        checked.validated_data["embedder"],
+    )
+    assert config["threshold"] == pytest.approx(embedder_spec("arcface").threshold) == pytest.approx(1.2**0.5)
+    given = FaceRunOptions(data={"embedder": "arcface", "threshold": 0.9})
+    assert given.is_valid() and given.validated_data["threshold"] == 0.9
