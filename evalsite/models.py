@@ -349,14 +349,31 @@ class SourceVideo(VideoMetadataMixin):
 
 
 class Team(models.Model):
-    """A team that submits masking methods."""
+    """A team that submits masking methods to one campaign.
 
-    name = models.CharField("name", max_length=200, unique=True)
+    A team belongs to exactly one campaign, and its name is unique within that campaign
+    only: the same name in two campaigns is two teams with their own members, so no
+    organizer can reach another campaign's team (its members, submissions, reports) by
+    choosing its name. ``campaign`` is empty only for teams that had no submission when
+    teams became per-campaign (migration ``0009``); those are shown to superusers only.
+    """
+
+    campaign = models.ForeignKey(
+        Campaign,
+        on_delete=models.CASCADE,
+        null=True,
+        related_name="teams",
+        help_text="The campaign this team enters; the same name in another campaign is another team.",
+    )
+    name = models.CharField("name", max_length=200)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="teams")
 
     class Meta:
         verbose_name = "team"
         ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "name"], name="unique_team_name_per_campaign")
+        ]
 
     def __str__(self) -> str:
         return self.name
