@@ -36,13 +36,22 @@ def test_fine_tuned_parrot_learns_the_fixed_permutation_the_pretrained_embedding
     def permute(image, index):
         return anonymizers.block_permute(image, (0, 0, 96, 112), key=KEY, nonce=anonymizers.frame_nonce(0))
 
-    parrot = _parrot(orl, permute, ["dlib_finetuned", "dlib_svm", "cnn"])
+    parrot = _parrot(orl, permute, ["dlib_finetuned", "dlib_svm", "cnn", "eigenfaces", "lbph"])
     print("\nORL fixed permutation, parrot\n", parrot.round(3))
-    # Measured: fine-tuned 0.958, pretrained dlib + SVM 0.500, small CNN 0.950; eigenfaces
-    # (exactly invariant to a pixel permutation) 0.992 and LBPH 0.967 in test_attack_orl.
+    # Measured: fine-tuned 0.958 (115/120), pretrained dlib + SVM 0.500, small CNN 0.950,
+    # LBPH 0.967, eigenfaces 0.992 (119/120). Eigenfaces + linear SVM see only inner
+    # products of pixel vectors, which a fixed pixel permutation preserves, so its parrot
+    # equals its clear accuracy by construction; a convolutional network's filters assume
+    # that neighbouring pixels belong together, which the permutation breaks at every
+    # 16-pixel block seam, and 7 crops per identity do not let it relearn the layout.
+    # Tried (issue 11): 40 epochs 0.942 (overfits), 112-pixel input 0.967 (0.975 with a
+    # logistic-regression head on the fine-tuned embeddings), 224-pixel and photometric
+    # augmentation not finished on the shared machine. So the fine-tuned parrot is within
+    # 0.04 of the best other recognizer here, not at or above it.
     assert parrot["dlib_finetuned"] >= 0.9
     assert parrot["dlib_finetuned"] >= parrot["dlib_svm"] + 0.3
     assert parrot["dlib_finetuned"] >= parrot["cnn"] - 0.02
+    assert parrot["dlib_finetuned"] >= parrot.drop("dlib_finetuned").max() - 0.04
 
 
 def test_fine_tuned_parrot_on_blur_is_as_strong_as_the_best_other_recognizer(orl):
