@@ -16,7 +16,7 @@ from evalsite import dictionary, reports
 from evalsite.dictionary import Column
 
 from automated.face_eval import DETECTED_IOU, LEAK_SHARE, METRIC_FIELDS
-from automated.recognition import MATCH_THRESHOLD, embedder_spec
+from automated.recognition import EMBEDDERS, MATCH_THRESHOLD, embedder_spec
 from .face_models import AutomatedRun, VideoScore
 from .services import LEGACY_EMBEDDER, run_summary
 
@@ -24,9 +24,13 @@ MEDIAEVAL = "seeds/002_68b18bfdbdb94491.txt, computational face recognition eval
 PRIVHAR = "seeds/004_cf13f4f759494b31.txt, section 3 (metrics)"
 CLOSED_SET = "seeds/000_0b74979cb8a3f1c3.txt, closed-set identification"
 PROTOCOL = "automated/face_eval.py, module protocol"
-MODEL = "the run's face_embedder (default dlib_resnet: dlib ResNet face embedding, 128-d)"
+MODEL = f"the run's face_embedder (default dlib_resnet: dlib's ResNet face embedding; one of {', '.join(EMBEDDERS)})"
 DETECTOR = "the run's face_detector (default mediapipe BlazeFace)"
-THRESHOLD = f"the run's face_threshold (default {MATCH_THRESHOLD}: dlib's documented value)"
+THRESHOLD = (
+    "the run's face_threshold (default: the embedder's documented value, "
+    + ", ".join(f"{name} {spec.threshold:g}" for name, spec in EMBEDDERS.items())
+    + ")"
+)
 DISTANCE = "Euclidean (L2) between embeddings; a distance <= threshold is a match"
 
 
@@ -172,14 +176,19 @@ SETUP_ENTRIES = {
         "str",
         source="automated/recognition.py",
     ),
-    "distance": Column("distance the embedder's embeddings are compared by", "str", range="euclidean"),
+    "distance": Column(
+        "distance the embedder's embeddings are compared by",
+        "str",
+        range=" | ".join(sorted({spec.distance for spec in EMBEDDERS.values()})),
+    ),
     "threshold": Column(
         "verification threshold on that distance: a distance <= threshold is a match",
         "float",
         unit="L2 distance",
         range=">= 0",
         precision=3,
-        source="dlib dnn_face_recognition_ex.cpp (0.6, 99.38 % on LFW)",
+        source="the embedder's documented value (automated.recognition.EMBEDDERS); dlib: "
+        "dnn_face_recognition_ex.cpp (0.6, 99.38 % on LFW)",
     ),
 }
 MEAN_RANK_CHANCE = Column(
