@@ -191,6 +191,7 @@ TRIALS_CLAIM_TIMEOUT_S = env.integer("TRIALS_CLAIM_TIMEOUT_S", 30 * 60, minimum=
 TRIALS_PLAUSIBILITY_CHECKS = env.boolean("TRIALS_PLAUSIBILITY_CHECKS", True)
 TRIALS_MIN_VIEW_MS = env.integer("TRIALS_MIN_VIEW_MS", 1000, minimum=0)
 TRIALS_MIN_VIDEO_PERCENT = env.integer("TRIALS_MIN_VIDEO_PERCENT", 50, minimum=0)
+TRIALS_MIN_WATCH_PERCENT = env.integer("TRIALS_MIN_WATCH_PERCENT", 80, minimum=0)
 TRIALS_MAX_ATTENTION_FAILURES = env.integer("TRIALS_MAX_ATTENTION_FAILURES", 2, minimum=1)
 
 # Fairness reports (fairness/django_app/report.py): score columns (None: its

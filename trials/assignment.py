@@ -630,7 +630,10 @@ def _store_response(trial: Trial, answer: Mapping) -> Response:
         response_time_ms=answer["response_time_ms"],
         # The page continues the counts of earlier loads of this trial (views.trial_state).
         replays=max(answer.get("replays", 0), trial.replays),
-        watch_time_ms=max(answer.get("watch_time_ms", 0), trial.watch_time_ms),
+        # Capped by the server-side time since the video's first request (client's word).
+        watch_time_ms=plausibility.capped_watch_ms(
+            trial, max(answer.get("watch_time_ms", 0), trial.watch_time_ms), now
+        ),
         server_time_ms=max(0, int((now - shown).total_seconds() * 1000)),
     )
     trial.completed = True

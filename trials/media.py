@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import re
@@ -417,33 +418,113 @@ def _private(response: HttpResponse) -> HttpResponse:
     return response
 
 
-#: Catch-trial probe video: frames, frame rate, and the frame size it is centred in.
-CATCH_FRAMES, CATCH_FPS, CATCH_FRAME_SIZE = 50, 25, (360, 288)
+#: Catch-trial probe video when the campaign has no probed evaluated clip: frames, frame
+#: rate and frame size (those of the GRID clips).
+CATCH_FRAMES, CATCH_FPS, CATCH_FRAME_SIZE = 75, 25, (360, 288)
 
 
-def catch_video_frames(crop_rgb: np.ndarray) -> list[np.ndarray]:
-    """Frames of the catch-trial probe: the face crop, slowly zooming, on a grey frame.
+def catch_video_spec(campaign) -> tuple[int, float, tuple[int, int]]:
+    """Frames, frame rate and ``(width, height)`` of a campaign's catch-trial probe videos.
+
+    The medians of its evaluated source videos' probed metadata, so a catch video has the
+    length, frame rate and resolution of the clips it is mixed with (its file size and MP4
+    header give it away otherwise); :data:`CATCH_FRAMES`, :data:`CATCH_FPS`,
+    :data:`CATCH_FRAME_SIZE` for a campaign without probed videos.
+    """
+    from evalsite.models import SourceVideo
+
+    rows = list(
+        SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=True, practice=False)
+        .exclude(frame_count=None)
+        .exclude(fps=None)
+        .exclude(width=None)
+        .exclude(height=None)
+        .values_list("frame_count", "fps", "width", "height")
+    )
+    if not rows:
+        return CATCH_FRAMES, CATCH_FPS, CATCH_FRAME_SIZE
+    frames, fps, width, height = (sorted(column)[len(rows) // 2] for column in zip(*rows))
+    return int(frames), float(fps), (int(width) // 2 * 2, int(height) // 2 * 2)
+
+
+def catch_video_frames(
+    crop_rgb: np.ndarray, *, n_frames: int, frame_size: tuple[int, int], seed: int
+) -> list[np.ndarray]:
+    """Frames of a catch-trial probe: the lineup face, transformed, moving on a textured ground.
+
+    The probe must be easy for a human (the same photo of the same person) but no
+    pixel match of the lineup face: the face is mirrored, relit (a side-light gradient,
+    per-channel gains, gamma), softened, slightly warped and stretched, rotated 10-16
+    degrees, shown larger than in the lineup and off-centre, drifting and turning over the
+    clip, on a low-saturation textured background (not the lineup's flat grey), with
+    per-frame sensor noise (which also gives the H.264 stream the bitrate of a real clip).
 
     Parameters
     ----------
     crop_rgb : ndarray of shape (size, size, 3), dtype uint8
-        The rater crop of the gallery face (the same face the lineup shows).
+        The rater crop of the gallery face (the face the lineup shows).
+    n_frames : int
+        Frames to make (the campaign's clip length, :func:`catch_video_spec`).
+    frame_size : (int, int)
+        ``(width, height)`` in pixels.
+    seed : int
+        Seeds every random choice (one probe per face crop).
 
     Returns
     -------
-    list of ndarray of shape (288, 360, 3), dtype uint8
-        :data:`CATCH_FRAMES` RGB frames: a video like every other trial's, easy for an
-        attentive rater and not the bytes of any face shown.
+    list of ndarray of shape (height, width, 3), dtype uint8
+        ``n_frames`` RGB frames.
     """
-    width, height = CATCH_FRAME_SIZE
+    rng = np.random.default_rng(seed)
+    width, height = frame_size
+    size = crop_rgb.shape[0]
+    pad = max(8, height // 7)
+    colours = rng.uniform(70, 190, (5, 6, 3)).astype(np.float32)
+    colours = 0.35 * colours + 0.65 * colours.mean(axis=2, keepdims=True)
+    ground = cv2.resize(colours, (width + 2 * pad, height + 2 * pad), interpolation=cv2.INTER_CUBIC)
+    texture = rng.normal(0, 18, ground.shape[:2]).astype(np.float32)
+    ground = np.clip(ground + cv2.GaussianBlur(texture, (0, 0), 2.5)[..., None], 0, 255)
+
+    face = crop_rgb[:, ::-1].astype(np.float32)
+    x = np.linspace(-1, 1, size, dtype=np.float32)
+    side_light = rng.choice([-1, 1]) * rng.uniform(0.25, 0.35)
+    light = (1 + side_light * x)[None, :, None] * (1 + rng.uniform(-0.15, 0.15) * x)[:, None, None]
+    gains = rng.uniform(0.85, 1.15, 3).astype(np.float32)
+    face = 255 * (np.clip(face * light * gains, 0, 255) / 255) ** rng.uniform(0.75, 1.3)
+    face = cv2.GaussianBlur(face, (0, 0), 1.8)
+    grid = np.meshgrid(np.arange(size, dtype=np.float32), np.arange(size, dtype=np.float32))
+    shift = [
+        0.03 * size * cv2.resize(rng.normal(0, 1, (4, 4)).astype(np.float32), (size, size)) for _ in range(2)
+    ]
+    face = cv2.remap(
+        face, grid[0] + shift[0], grid[1] + shift[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
+    )
+    alpha = oval_alpha(size)
+
+    aspect = rng.uniform(0.88, 1.12)
+    scale0 = rng.uniform(0.78, 0.92) * height / size
+    angle0 = rng.choice([-1, 1]) * rng.uniform(10, 16)
+    centre0 = np.array((width * (0.5 + rng.uniform(-0.12, 0.12)), height * (0.5 + rng.uniform(-0.05, 0.05))))
+    phase = rng.uniform(0, 2 * np.pi, 3)
+    noise_sigma = rng.uniform(1.5, 2.5)
     frames = []
-    for i in range(CATCH_FRAMES):
-        side = int(round(height * (0.8 + 0.15 * i / (CATCH_FRAMES - 1)))) // 2 * 2
-        face = cv2.resize(crop_rgb, (side, side), interpolation=cv2.INTER_CUBIC)
-        frame = np.full((height, width, 3), OVAL_GREY, np.uint8)
-        top, left = (height - side) // 2, (width - side) // 2
-        frame[top : top + side, left : left + side] = face
-        frames.append(frame)
+    for i in range(n_frames):
+        t = i / max(n_frames - 1, 1)
+        angle = angle0 + 4 * np.sin(2 * np.pi * t + phase[0])
+        scale = scale0 * (1 + 0.06 * np.sin(np.pi * t + phase[1]))
+        centre = centre0 + (
+            0.04 * width * np.sin(2 * np.pi * t + phase[2]),
+            0.03 * height * np.cos(2 * np.pi * t + phase[2]),
+        )
+        matrix = cv2.getRotationMatrix2D((size / 2, size / 2), angle, scale)
+        matrix[0, :2] *= aspect
+        matrix[:, 2] = centre - matrix[:, :2] @ np.array((size / 2, size / 2))
+        shown = cv2.warpAffine(face, matrix, (width, height), flags=cv2.INTER_LINEAR)
+        opacity = cv2.warpAffine(alpha, matrix, (width, height), flags=cv2.INTER_LINEAR)[..., None]
+        left, top = int(pad * (1 + 0.8 * np.sin(np.pi * t))), int(pad * (1 + 0.5 * np.cos(np.pi * t)))
+        frame = shown * opacity + ground[top : top + height, left : left + width] * (1 - opacity)
+        frame += rng.normal(0, noise_sigma, frame.shape)
+        frames.append(np.clip(np.round(frame), 0, 255).astype(np.uint8))
     return frames
 
 
@@ -465,12 +546,15 @@ def ensure_catch_video(crop: GalleryCrop) -> bool:
     if crop.catch_video and crop.catch_video.storage.exists(crop.catch_video.name):
         return False
     crop_rgb = read_image_rgb(crop.file.path)
+    n_frames, fps, frame_size = catch_video_spec(crop.gallery_image.identity.campaign)
+    digest = hashlib.sha256(f"{settings.SECRET_KEY}:catch-probe:{crop.pk}".encode()).digest()
+    seed = int.from_bytes(digest[:8], "big")
 
     def produce(path: Path) -> None:
         raw = path.with_suffix(".avi")
-        writer = cv2.VideoWriter(str(raw), cv2.VideoWriter_fourcc(*"MJPG"), CATCH_FPS, CATCH_FRAME_SIZE)
+        writer = cv2.VideoWriter(str(raw), cv2.VideoWriter_fourcc(*"MJPG"), fps, frame_size)
         try:
-            for frame in catch_video_frames(crop_rgb):
+            for frame in catch_video_frames(crop_rgb, n_frames=n_frames, frame_size=frame_size, seed=seed):
                 writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
         finally:
             writer.release()

@@ -10,11 +10,18 @@ may include the rater again). Attention checks exclude after
 ``TRIALS_MAX_ATTENTION_FAILURES`` failures (default 2), so one slip does not exclude an
 honest rater.
 
-Settings: ``TRIALS_MIN_VIEW_MS`` (default 1000: an answer sooner after the video was
-first requested cannot follow watching it), ``TRIALS_MIN_VIDEO_PERCENT`` (default 50: the
-share of the video's bytes that must have been sent before the answer),
+Settings: ``TRIALS_MIN_VIEW_MS`` (default 1000: a floor; an answer sooner after the video
+was first requested cannot follow watching it), ``TRIALS_MIN_WATCH_PERCENT`` (default 80:
+the answer must also come at least this share of the clip's duration after the video's
+first request, so a bot waiting a fixed second fails on a 3 s clip),
+``TRIALS_MIN_VIDEO_PERCENT`` (default 50: the share of the video's bytes that must have
+been sent before the answer),
 ``TRIALS_PLAUSIBILITY_CHECKS`` (default on; off only for scripted load tests whose raters
 fetch no media).
+
+Watch times and replays the page reports (``t/<token>/state/``, the answer body) are the
+client's word: they are capped by the server-side time since the video's first request
+(:func:`capped_watch_ms`) and no check is ever satisfied by them.
 """
 
 from __future__ import annotations
@@ -22,8 +29,43 @@ from __future__ import annotations
 from django.conf import settings
 
 
-def min_view_ms() -> int:
-    return int(getattr(settings, "TRIALS_MIN_VIEW_MS", 1000))
+def min_view_ms(trial=None) -> int:
+    """Milliseconds from the video's first request to an answer below which it is implausible.
+
+    ``max(TRIALS_MIN_VIEW_MS, TRIALS_MIN_WATCH_PERCENT % of the clip's duration)``; without
+    a trial (or a clip of unknown duration) only the floor ``TRIALS_MIN_VIEW_MS``.
+    """
+    floor = int(getattr(settings, "TRIALS_MIN_VIEW_MS", 1000))
+    if trial is None:
+        return floor
+    share = int(getattr(settings, "TRIALS_MIN_WATCH_PERCENT", 80)) / 100
+    return max(floor, int(round(share * clip_duration_ms(trial))))
+
+
+def clip_duration_ms(trial) -> int:
+    """Playing time in ms of the video ``trial`` shows (0 if unknown).
+
+    A catch trial's probe video has the campaign's clip length
+    (:func:`trials.media.catch_video_spec`); other trials the probed ``duration_s`` of the
+    video raters see (the masked video of a masked item, else the source video).
+    """
+    if trial.probe_image_id is not None:
+        from .media import catch_video_spec
+
+        n_frames, fps, _ = catch_video_spec(trial.session.campaign)
+        return int(round(1000 * n_frames / fps))
+    video = trial.item.video_for_raters() if trial.item_id else trial.source_video
+    duration = getattr(video, "duration_s", None) or getattr(trial.source_video, "duration_s", None)
+    return int(round(1000 * duration)) if duration else 0
+
+
+def capped_watch_ms(trial, reported_ms: int, now) -> int:
+    """The client-reported watch time, capped by the server-side time since the video's
+    first request (0 if the video was never requested): a page cannot have played more."""
+    if trial.media_fetched_at is None:
+        return 0
+    elapsed = max(0, int((now - trial.media_fetched_at).total_seconds() * 1000))
+    return max(0, min(int(reported_ms), elapsed))
 
 
 def min_video_share() -> float:
@@ -57,10 +99,11 @@ def implausible_answer(trial, now) -> str:
     if trial.media_fetched_at is None:
         return f"{where}: answered without fetching the video"
     elapsed_ms = (now - trial.media_fetched_at).total_seconds() * 1000
-    if elapsed_ms < min_view_ms():
+    needed_ms = min_view_ms(trial)
+    if elapsed_ms < needed_ms:
         return (
             f"{where}: answered {elapsed_ms:.0f} ms after the video was first requested "
-            f"(at least {min_view_ms()} ms needed to have seen it)"
+            f"(at least {needed_ms} ms needed to have seen it)"
         )
     if trial.video_size and trial.video_bytes_served < min_video_share() * trial.video_size:
         share = trial.video_bytes_served / trial.video_size

@@ -11,6 +11,9 @@ as a variant derived from the trial's (or face's) opaque token:
   its contents irrelevant and ignored) of random length and content right after ``ftyp``,
   with every chunk offset (``stco`` / ``co64``) moved by its length, so the file still
   plays and seeks and no byte range from the start on is the same as in another trial.
+  Every video is also padded to at least a size drawn from the campaign's evaluated
+  videos (:func:`size_floor`), so catch-trial probes and evaluated clips share one size
+  distribution and a size threshold does not tell them apart.
 
 The variant is a pure function of the token (seeded by the server's secret key), so a
 reload and every Range request of one trial see the same bytes. Nothing in a variant
@@ -124,7 +127,7 @@ def _shift_chunk_offsets(moov: bytearray, delta: int) -> None:
     walk(8, len(moov))
 
 
-def mp4_variant(path, token: str) -> tuple[list, int]:
+def mp4_variant(path, token: str, *, min_size: int = 0) -> tuple[list, int]:
     """The spans of the token's variant of an MP4 file: ``ftyp``, a random ``free`` box,
     the ``moov`` with shifted chunk offsets, then the rest of the file unchanged.
 
@@ -134,6 +137,9 @@ def mp4_variant(path, token: str) -> tuple[list, int]:
         An MP4 (ISO base media) file, e.g. a ``web_file`` from ``transcode_for_web``.
     token : str
         The trial's media token.
+    min_size : int
+        The variant is padded (a longer ``free`` box) to at least this many bytes
+        (:func:`size_floor`: a size drawn from the campaign's evaluated videos).
 
     Returns
     -------
@@ -156,6 +162,9 @@ def mp4_variant(path, token: str) -> tuple[list, int]:
     if not boxes or boxes[0][0] != b"ftyp":
         raise ValueError("not an MP4 file (no leading ftyp box)")
     payload = _padding(rng)
+    short = min_size - (len(data) + 8 + len(payload))
+    if short > 0:
+        payload += rng.randbytes(short)
     free = struct.pack(">I4s", 8 + len(payload), b"free") + payload
     spans: list = []
     for kind, offset, _, size in boxes:
@@ -168,6 +177,35 @@ def mp4_variant(path, token: str) -> tuple[list, int]:
         if kind == b"ftyp":
             spans.append(free)
     return spans, len(data) + len(free)
+
+
+def size_floor(campaign, token: str) -> int:
+    """A size in bytes drawn (per token, stable) from the campaign's evaluated videos' variants.
+
+    Every video trial is padded to at least this (:func:`mp4_variant`), so catch videos
+    and evaluated videos have one size distribution: the size of a video is that of an
+    evaluated video picked at random, or its own if larger. An evaluated video's variant
+    size is its browser copy plus a random ``free`` box, reproduced here.
+
+    Returns
+    -------
+    int
+        0 when the campaign has no evaluated video with a browser copy.
+    """
+    from .models import Item
+
+    items = Item.objects.evaluated(campaign).order_by("pk")
+    count = items.count()
+    if not count:
+        return 0
+    rng = variant_rng(f"size-floor:{token}")
+    item = items.select_related("source_video", "masked_video")[rng.randrange(count)]
+    field = item.video_for_raters().web_file
+    try:
+        size = field.size if field else 0
+    except (FileNotFoundError, OSError):
+        return 0
+    return size + 8 + rng.randint(*PADDING_BYTES) if size else 0
 
 
 def read_spans(path, spans: list, start: int, end: int):
@@ -237,16 +275,17 @@ def png_variant_response(request, field_file, token: str):
     return _ranged(request, len(data), lambda s, e: iter([data[s : e + 1]]), "image/png")
 
 
-def mp4_variant_response(request, field_file, token: str, on_sent=None, on_size=None):
+def mp4_variant_response(request, field_file, token: str, on_sent=None, on_size=None, min_size: int = 0):
     """The token's :func:`mp4_variant` of a prepared MP4 with Range support.
 
-    ``on_size(size)`` is told the variant's length; ``on_sent(n)`` the bytes sent.
+    ``on_size(size)`` is told the variant's length; ``on_sent(n)`` the bytes sent;
+    ``min_size`` pads the variant (:func:`size_floor`).
     """
     if not field_file:
         return not_prepared_response()
     path = field_file.path
     try:
-        spans, size = mp4_variant(path, token)
+        spans, size = mp4_variant(path, token, min_size=min_size)
     except FileNotFoundError:
         return not_prepared_response()
     if on_size is not None:

@@ -19,11 +19,11 @@ from django.views.decorators.http import require_POST
 from evalsite.bodies import BadBody, json_object_body
 from evalsite.models import Campaign
 
-from . import assignment, browser
+from . import assignment, browser, plausibility
 from .design import PRACTICE
 from .forms import JoinForm, ResponseForm, TrialStateForm
 from .media import ensure_catch_video, ensure_gallery_crop
-from .variants import mp4_variant_response, png_variant_response
+from .variants import mp4_variant_response, png_variant_response, size_floor
 from .models import Item, Rater, RatingSession, SessionState, Task, Trial, TrialFace, TrialKind
 
 SESSION_KEY = "trials_rating_session"
@@ -266,9 +266,15 @@ def trial_state(request, token: str):
         return JsonResponse({"error": str(error)}, status=error.status)
     if not form.is_valid():
         return JsonResponse({"error": "invalid state", "fields": form.errors.get_json_data()}, status=400)
-    updated = Trial.objects.filter(token=token, session=session, completed=False).update(
+    trials = Trial.objects.filter(token=token, session=session, completed=False)
+    trial = trials.only("media_fetched_at").first()
+    if trial is None:
+        return JsonResponse({"error": "unknown or answered trial"}, status=404)
+    # The page's word, capped by the server-side time since the video's first request.
+    watch_ms = plausibility.capped_watch_ms(trial, form.cleaned_data["watch_time_ms"], timezone.now())
+    updated = trials.update(
         replays=Greatest("replays", Value(form.cleaned_data["replays"])),
-        watch_time_ms=Greatest("watch_time_ms", Value(form.cleaned_data["watch_time_ms"])),
+        watch_time_ms=Greatest("watch_time_ms", Value(watch_ms)),
     )
     if not updated:
         return JsonResponse({"error": "unknown or answered trial"}, status=404)
@@ -319,4 +325,7 @@ def media(request, token: str):
     def on_sent(n: int) -> None:
         trials.update(video_bytes_served=F("video_bytes_served") + n)
 
-    return mp4_variant_response(request, field, trial.media_token, on_sent=on_sent, on_size=on_size)
+    floor = size_floor(session.campaign, trial.media_token)
+    return mp4_variant_response(
+        request, field, trial.media_token, on_sent=on_sent, on_size=on_size, min_size=floor
+    )

@@ -19,6 +19,7 @@ MEDIA = re.compile(r'src="(/m/[^"]+)"')
 @pytest.fixture(autouse=True)
 def instant_viewing(settings):
     settings.TRIALS_MIN_VIEW_MS = 0
+    settings.TRIALS_MIN_WATCH_PERCENT = 0
 
 
 def _join(campaign, code, client=None, query=""):

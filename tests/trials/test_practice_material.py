@@ -24,6 +24,7 @@ MEDIA = re.compile(r'src="(/m/[^"]+)"')
 @pytest.fixture(autouse=True)
 def instant_viewing(settings):
     settings.TRIALS_MIN_VIEW_MS = 0
+    settings.TRIALS_MIN_WATCH_PERCENT = 0
 
 
 def _practice_replies(campaign, code):

@@ -24,6 +24,7 @@ def start_session(client: Client, campaign, code="P-0001"):
 def instant_viewing(settings):
     """These tests answer at once: allow it, but they still fetch every medium (checked)."""
     settings.TRIALS_MIN_VIEW_MS = 0
+    settings.TRIALS_MIN_WATCH_PERCENT = 0
 
 
 def fetch_media(client, html):
