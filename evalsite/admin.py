@@ -18,10 +18,11 @@ from pathlib import Path
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.forms.models import construct_instance
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -44,7 +45,8 @@ from .models import (
     Team,
 )
 from .reports import report_basename
-from .scoping import CampaignScopedAdminMixin, scope
+from .scoping import CampaignScopedAdminMixin
+from .team_accounts import create_member_account, member_choices
 from .uploads import receive_upload
 from .validation import report_rows_as_csv
 
@@ -303,33 +305,89 @@ class SourceVideoAdmin(CampaignScopedAdmin):
             messages.warning(request, f"Masked video flagged ({masked.check_code}): {masked.check_message}")
 
 
+class TeamAdminForm(forms.ModelForm):
+    new_members = forms.CharField(
+        label="new member accounts",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=(
+            "One new login name per line: each gets a new plain account with a random password "
+            "(shown once after saving) for the team pages at /team/. Existing accounts cannot be "
+            "added by name; the list above offers the members of your campaigns' teams."
+        ),
+    )
+
+    class Meta:
+        model = Team
+        fields = ["campaign", "name", "members"]
+
+    def clean_new_members(self):
+        names = list(
+            dict.fromkeys(n.strip() for n in self.cleaned_data["new_members"].splitlines() if n.strip())
+        )
+        taken = set(get_user_model().objects.filter(username__in=names).values_list("username", flat=True))
+        if taken:
+            raise forms.ValidationError(
+                f"These login names are taken, choose others: {', '.join(sorted(taken))}"
+            )
+        return names
+
+
 @admin.register(Team)
 class TeamAdmin(CampaignScopedAdmin):
-    list_display = ["name", "submission_count"]
-    ordering = ["name"]
+    """Teams of the user's campaigns. A team belongs to one campaign (fixed once created).
+
+    Member choices are plain accounts that are already members of a team of the user's
+    campaigns (:func:`evalsite.team_accounts.member_choices`); new accounts come from the
+    "new member accounts" field or ``manage.py add_team_member``.
+    """
+
+    form = TeamAdminForm
+    list_display = ["name", "campaign", "submission_count", "member_count"]
+    list_filter = ["campaign"]
+    ordering = ["campaign", "name"]
     search_fields = ["name"]
     filter_horizontal = ["members"]
 
     def get_queryset(self, request):
-        # Count only the submissions of the user's campaigns (a team can enter several).
-        mine = Q(submissions__in=scope(Submission.objects.all(), request.user))
-        return super().get_queryset(request).annotate(n_submissions=Count("submissions", filter=mine))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                n_submissions=Count("submissions", distinct=True), n_members=Count("members", distinct=True)
+            )
+        )
 
     @admin.display(description="submissions", ordering="n_submissions")
     def submission_count(self, team):
         return team.n_submissions
 
-    def _all_campaigns_mine(self, request, team) -> bool:
-        # A team can also enter other organizers' campaigns: renaming it, or deleting it with
-        # its submissions, is only for someone who organizes every one of them.
-        mine = scope(Submission.objects.all(), request.user)
-        return team is None or not team.submissions.exclude(pk__in=mine).exists()
+    @admin.display(description="members", ordering="n_members")
+    def member_count(self, team):
+        return team.n_members
 
-    def has_change_permission(self, request, obj=None):
-        return super().has_change_permission(request, obj) and self._all_campaigns_mine(request, obj)
+    def get_readonly_fields(self, request, obj=None):
+        # Its submissions are in its campaign: moving the team would split them from it.
+        return ["campaign"] if obj is not None else []
 
-    def has_delete_permission(self, request, obj=None):
-        return super().has_delete_permission(request, obj) and self._all_campaigns_mine(request, obj)
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        if db_field.name == "members":
+            kwargs["queryset"] = member_choices(request.user).order_by("username")
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        for username in form.cleaned_data.get("new_members", []):
+            try:
+                user, password = create_member_account(form.instance, username)
+            except ValueError as error:
+                messages.error(request, str(error))
+                continue
+            messages.success(
+                request,
+                f"New member account {user.username} (password: {password}, shown once; "
+                "log in at /team/login/).",
+            )
 
 
 class MaskedVideoInline(CampaignScopedAdminMixin, admin.TabularInline):

@@ -383,13 +383,17 @@ def display_names(submissions, *, anonymise_teams: bool = False, viewer_team=Non
     Anonymised: every team other than ``viewer_team`` becomes "Team A", "Team B", ...
     (in order of first submission id) and its submissions "A1", "A2", ... (by id), with
     no submission id; baselines (reference rows) and the viewer's own team keep their names.
+    ``viewer_team`` is a team, a team pk, or a collection of them (a member of several
+    teams of the campaign: all are their own).
     """
-    viewer_pk = getattr(viewer_team, "pk", viewer_team)
+    single = viewer_team is None or isinstance(viewer_team, int) or hasattr(viewer_team, "pk")
+    viewers = [viewer_team] if single else viewer_team
+    viewer_pks = {getattr(team, "pk", team) for team in viewers if team is not None}
     letters: dict[int, str] = {}
     counters: dict[int, int] = {}
     names = {}
     for submission in sorted(submissions, key=lambda s: s.pk):
-        own = viewer_pk is not None and submission.team_id == viewer_pk
+        own = submission.team_id in viewer_pks
         if not anonymise_teams or own or submission.baseline_method:
             names[submission.pk] = {
                 "team": submission.team.name,
@@ -428,8 +432,8 @@ def leaderboard_frame(
         Show teams other than ``viewer_team`` as "Team A", "Team B", ... and their
         submissions as "A1", "A2", ... without their ids (for publishing to teams).
         Baselines keep their names.
-    viewer_team : Team or int, optional
-        The team looking (its rows keep their names and have ``own_team`` True).
+    viewer_team : Team or int or collection of them, optional
+        The team(s) looking (their rows keep their names and have ``own_team`` True).
     scores : CampaignScores, optional
         :func:`campaign_scores` if already gathered (the page reuses it for comparisons).
 

@@ -402,6 +402,32 @@ class Submission(models.Model):
     def __str__(self) -> str:
         return f"{self.team} / {self.name}"
 
+    def clean(self):
+        super().clean()
+        if (
+            self.team_id is not None
+            and self.campaign_id is not None
+            and self.team.campaign_id != self.campaign_id
+        ):
+            raise ValidationError(
+                {"team": "This team belongs to another campaign: choose a team of this campaign."}
+            )
+
+    def save(self, *args, **kwargs):
+        """Save; a submission's team must be a team of the submission's campaign.
+
+        Raises
+        ------
+        ValueError
+            If ``team.campaign`` is not ``campaign`` (teams are per campaign, see :class:`Team`).
+        """
+        if self.team.campaign_id != self.campaign_id:
+            raise ValueError(
+                f"team {self.team.name!r} (pk {self.team.pk}) belongs to campaign id {self.team.campaign_id}, "
+                f"not to this submission's campaign id {self.campaign_id}"
+            )
+        super().save(*args, **kwargs)
+
     def missing_source_videos(self):
         """Source videos of the campaign without a current, valid masked video in this submission.
 

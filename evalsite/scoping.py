@@ -7,9 +7,9 @@ A staff organizer sees only the rows of the campaigns they organize
 A model is scoped by the lookup path from it to :class:`~evalsite.models.Campaign`,
 found once by following its non-null foreign keys (``Response -> trial -> session ->
 campaign``), so a model added later is scoped without being listed anywhere. A model
-whose only links are nullable ones is scoped through any of them; models reached only
-through reverse relations (``Team``, the user model) have an explicit rule in
-:data:`RULES`.
+whose only links are nullable ones is scoped through any of them (``Team.campaign``: a team of no campaign is for superusers only);
+models reached only through reverse relations (the user model) have an explicit rule
+in :data:`RULES`.
 
 Use :func:`scope` for querysets, :class:`CampaignScopedAdminMixin` for admin pages and
 inlines (rows, foreign-key and many-to-many choices, list filters, autocomplete through
@@ -27,7 +27,7 @@ from django.conf import settings
 from django.contrib import admin
 from django.db.models import Model, Q, QuerySet
 
-from .models import Campaign, Submission, Team
+from .models import Campaign, Team
 
 
 class NotCampaignScoped(LookupError):
@@ -41,21 +41,12 @@ def visible_campaigns(user) -> QuerySet[Campaign]:
     return Campaign.objects.visible_to(user)
 
 
-def _team_rule(campaigns: QuerySet[Campaign]) -> Q:
-    # A team belongs to the campaigns of its submissions; a team without any submission
-    # yet (just created, e.g. from the submission form's "+") belongs to nobody and is
-    # shown to every organizer, so that it can be chosen.
-    return Q(pk__in=Submission.objects.filter(campaign__in=campaigns).values("team")) | ~Q(
-        pk__in=Submission.objects.values("team")
-    )
-
-
 def _user_rule(campaigns: QuerySet[Campaign]) -> Q:
     # Staff accounts can be chosen as co-organizers. A rater account or a team member
     # of other campaigns only is hidden: its name can identify a participant.
     raters = apps.get_model("trials", "Rater").objects.filter(user__isnull=False)
     members = Team.members.through.objects
-    visible_teams = Team.objects.filter(_team_rule(campaigns))
+    visible_teams = Team.objects.filter(campaign__in=campaigns)
     here = Q(pk__in=raters.filter(campaign__in=campaigns).values("user")) | Q(
         pk__in=members.filter(team__in=visible_teams).values("user")
     )
@@ -65,7 +56,6 @@ def _user_rule(campaigns: QuerySet[Campaign]) -> Q:
 
 #: Models reached only through reverse relations: label -> rule(visible campaigns) -> Q.
 RULES: dict[str, Callable[[QuerySet[Campaign]], Q]] = {
-    "evalsite.team": _team_rule,
     settings.AUTH_USER_MODEL.lower(): _user_rule,
 }
 

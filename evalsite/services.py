@@ -23,7 +23,10 @@ REPORT_FORMATS = ("csv", "json")
 def create_submission(
     campaign: Campaign, team_name: str, method: str, *, description: str = ""
 ) -> Submission:
-    """Create the submission ``method`` of team ``team_name`` (the team is created if new).
+    """Create the submission ``method`` of team ``team_name`` in ``campaign``.
+
+    The team is the campaign's team of that name, created if the campaign has none: a
+    team of the same name in another campaign is another team and is never touched.
 
     Raises
     ------
@@ -33,7 +36,7 @@ def create_submission(
     team_name, method = team_name.strip(), method.strip()
     if not team_name or not method:
         raise ValueError(f"team and method names must not be empty, got {team_name!r} and {method!r}")
-    team, _ = Team.objects.get_or_create(name=team_name)
+    team, _ = Team.objects.get_or_create(campaign=campaign, name=team_name)
     try:
         with transaction.atomic():  # a savepoint, so the caller's transaction survives the error
             return Submission.objects.create(

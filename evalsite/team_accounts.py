@@ -1,7 +1,9 @@
 """Accounts of team members (who log in at /team/): created or reset with a random password.
 
-Used by ``manage.py add_team_member`` and the demo. A member account is a plain account
-(no staff flag, no permissions): the team pages are all it opens (``evalsite/team_views.py``).
+Used by ``manage.py add_team_member``, the team admin and the demo. A member account is a
+plain account (no staff flag, no permissions): the team pages are all it opens
+(``evalsite/team_views.py``). An organizer chooses members only among
+:func:`member_choices`, so no account of another campaign's team is ever listed to them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from .models import Team
+from .scoping import visible_campaigns
 
 
 def add_team_member(team: Team, username: str, *, new_password: bool = False) -> tuple[object, str | None]:
@@ -53,4 +56,36 @@ def add_team_member(team: Team, username: str, *, new_password: bool = False) ->
             user.set_password(password)
             user.save(update_fields=["password"])
         team.members.add(user)
+    return user, password
+
+
+def member_choices(user):
+    """Accounts ``user`` may pick as members of a team in the admin.
+
+    Plain accounts (no staff or superuser flag) only; for an organizer, only those
+    already members of a team of one of their campaigns (a new account is created with
+    :func:`add_team_member`: ``manage.py add_team_member`` or the team admin's "new
+    members" field). A superuser may pick any plain account.
+    """
+    plain = get_user_model().objects.filter(is_staff=False, is_superuser=False)
+    if user is not None and user.is_active and user.is_superuser:
+        return plain
+    return plain.filter(teams__campaign__in=visible_campaigns(user)).distinct()
+
+
+def create_member_account(team: Team, username: str) -> tuple[object, str]:
+    """Create a new account ``username`` as a member of ``team``; return it and its password.
+
+    Unlike :func:`add_team_member` this never adds an existing account (the admin offers
+    it to organizers, who must not reach accounts of other campaigns by name).
+
+    Raises
+    ------
+    ValueError
+        If ``username`` is empty or an account of that name exists.
+    """
+    username = username.strip()
+    if get_user_model().objects.filter(username=username).exists():
+        raise ValueError(f"the username {username!r} is taken: choose another one")
+    user, password = add_team_member(team, username)
     return user, password

@@ -29,7 +29,7 @@ import pandas as pd
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse_lazy
@@ -61,21 +61,24 @@ class TeamLoginView(LoginView):
 
 
 def own_teams(user) -> QuerySet[Team]:
-    """Teams ``user`` is a member of (none for an anonymous, inactive or staff user).
+    """Teams ``user`` is a member of, in campaigns (none for an anonymous, inactive or staff user).
 
-    Teams are shared by name across campaigns and any organizer can put accounts into a
-    team that has no submission yet; a staff account (an organizer) among the members
-    would then read other organizers' submissions of that team here. Team pages are for
-    plain accounts only (as ``evalsite.team_accounts`` creates them).
+    A team belongs to one campaign (``Team.campaign``), so a member's teams are exactly
+    the teams an organizer put them into, never a same-named team of another campaign.
+    A team of no campaign (left from before teams were per campaign) opens nothing.
+    Team pages are for plain accounts only (as ``evalsite.team_accounts`` creates them):
+    an organizer's account among the members would otherwise mix the two roles.
     """
     if user is None or not user.is_authenticated or not user.is_active or user.is_staff or user.is_superuser:
         return Team.objects.none()
-    return Team.objects.filter(members=user)
+    return Team.objects.filter(members=user, campaign__isnull=False)
 
 
 def own_submissions(user) -> QuerySet[Submission]:
     """Submissions of ``user``'s teams, in every campaign they entered."""
-    return Submission.objects.filter(team__in=own_teams(user)).select_related("team", "campaign")
+    # campaign = team's campaign always holds (Submission.save); checked again as a second lock.
+    submissions = Submission.objects.filter(team__in=own_teams(user), campaign=F("team__campaign"))
+    return submissions.select_related("team", "campaign")
 
 
 def own_uploads(user) -> QuerySet[SubmissionUpload]:
@@ -151,18 +154,14 @@ def _may_upload(submission: Submission) -> bool:
 
 @team_login_required
 def home(request):
-    """The user's teams, each campaign they entered and its submissions."""
-    teams = []
-    for team in own_teams(request.user).order_by("name"):
-        submissions = team.submissions.select_related("campaign", "team").order_by("campaign__name", "name")
-        campaigns: dict[int, dict] = {}
-        for submission in submissions:
-            entry = campaigns.setdefault(
-                submission.campaign_id, {"campaign": submission.campaign, "submissions": []}
-            )
-            entry["submissions"].append(_submission_facts(submission))
-        teams.append({"team": team, "campaigns": list(campaigns.values())})
-    return render(request, "team/home.html", {"teams": teams})
+    """The user's teams per campaign (a member of several teams of one campaign sees all of
+    them as their own), each with its submissions."""
+    campaigns: dict[int, dict] = {}
+    for team in own_teams(request.user).select_related("campaign").order_by("campaign__name", "name"):
+        block = campaigns.setdefault(team.campaign_id, {"campaign": team.campaign, "teams": []})
+        submissions = team.submissions.select_related("campaign", "team").order_by("name")
+        block["teams"].append({"team": team, "submissions": [_submission_facts(s) for s in submissions]})
+    return render(request, "team/home.html", {"campaigns": list(campaigns.values())})
 
 
 @team_login_required
@@ -253,7 +252,7 @@ def upload_report(request, pk: int, fmt: str):
 def _published_leaderboard(request, pk: int):
     """(campaign, viewer team, anonymised?, scores) of a leaderboard the user may see, else 404."""
     campaign = get_object_or_404(leaderboard_campaigns(request.user), pk=pk)
-    viewer_team = own_teams(request.user).filter(submissions__campaign=campaign).order_by("name").first()
+    viewer_team = list(own_teams(request.user).filter(campaign=campaign).order_by("name"))  # all are own
     anonymise = campaign.leaderboard_visibility == LeaderboardVisibility.ANONYMISED
     return campaign, viewer_team, anonymise, leaderboard.campaign_scores(campaign)
 

@@ -169,7 +169,7 @@ def build_grid_campaign(
         attention_check_rate=attention_check_rate,
         consent_text="You will watch short videos of people and answer two kinds of questions.",
     )
-    team = Team.objects.get_or_create(name="Baseline team")[0]
+    team = Team.objects.get_or_create(campaign=campaign, name="Baseline team")[0]
     submission = Submission.objects.create(campaign=campaign, team=team, name=masked_method)
 
     def stored(field_file, path: Path) -> str:

@@ -111,7 +111,7 @@ def create_baseline_submission(
     """
     if method not in BASELINE_METHODS:
         raise ValueError(f"unknown baseline method {method!r}; choose one of {', '.join(BASELINE_METHODS)}")
-    team, _ = Team.objects.get_or_create(name=team_name)
+    team, _ = Team.objects.get_or_create(campaign=campaign, name=team_name)
     submission, created = Submission.objects.get_or_create(
         campaign=campaign,
         team=team,

@@ -53,7 +53,9 @@ class CountingFoldKind(AttackRunKind):
 def submission():
     # ID01 with 3 videos, ID02 with 2 (one the attacker's own), ID03 with 1 (extra class).
     campaign = Campaign.objects.create(name="Folds", slug="folds")
-    submission = Submission.objects.create(campaign=campaign, team=Team.objects.create(name="T"), name="m")
+    submission = Submission.objects.create(
+        campaign=campaign, team=Team.objects.create(campaign=campaign, name="T"), name="m"
+    )
     layout = [
         ("ID01", False),
         ("ID01", False),

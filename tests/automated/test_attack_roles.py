@@ -60,7 +60,9 @@ def test_imported_attacker_videos_get_no_rating_item_and_are_trained_on_never_te
     assert not Item.objects.filter(source_video__attacker_train=True).exists()
     # Teams mask them too; the attack's folds (planned from the catalogue) test the 16
     # evaluated clips of identities with another clip: ID01 2, ID07 2, ID11 4 -> 8 folds.
-    submission = Submission.objects.create(campaign=campaign, team=Team.objects.create(name="T"), name="m")
+    submission = Submission.objects.create(
+        campaign=campaign, team=Team.objects.create(campaign=campaign, name="T"), name="m"
+    )
     for video in SourceVideo.objects.filter(campaign=campaign):
         MaskedVideo.objects.create(submission=submission, source_video=video, file=f"masked/{video.name}.mkv")
     run = create_attack_run(submission, attackers=["naive", "parrot"], recognizers=["lbph"])

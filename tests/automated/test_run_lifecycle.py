@@ -68,7 +68,9 @@ class CountingAttackKind(AttackRunKind):
 @pytest.fixture
 def submission(db):
     campaign = Campaign.objects.create(name="Lifecycle", slug="lifecycle")
-    submission = Submission.objects.create(campaign=campaign, team=Team.objects.create(name="T"), name="m")
+    submission = Submission.objects.create(
+        campaign=campaign, team=Team.objects.create(campaign=campaign, name="T"), name="m"
+    )
     for i, code in enumerate(["ID01", "ID02", "ID03"]):
         identity = Identity.objects.create(campaign=campaign, code=code)
         source = SourceVideo.objects.create(

@@ -207,16 +207,13 @@ def world(db, media_root, tiny_dataset, tmp_path, masked_files):
     }
     world = World(a, b, organizer_a, organizer_b, secrets, set())
     for model in apps.get_models():
-        if model is User or not is_scoped(model) or model._meta.label == "evalsite.Team":
+        if model is User or not is_scoped(model):
             continue
         rows = scope(model.objects.all(), organizer_a)
         world.ids[model] = list(rows.values_list("pk", flat=True))
         for name in ("token", "media_token", "join_code"):
             if any(f.name == name for f in model._meta.get_fields()):
                 world.tokens |= set(rows.values_list(name, flat=True))
-    from evalsite.models import Team
-
-    world.ids[Team] = list(Team.objects.filter(submissions__campaign=a).values_list("pk", flat=True))
     world.secrets |= world.tokens
     assert set(scope(Rater.objects.all(), organizer_b).values_list("campaign", flat=True)) == {b.pk}
     return world
@@ -531,28 +528,28 @@ def test_the_check_fails_for_an_unscoped_url(world, settings):
     assert f"/organizer/{world.a.pk}/codes/" in "".join(findings)
 
 
-def test_a_team_shared_with_another_campaign_cannot_be_renamed_or_deleted_by_b(world):
+def test_a_team_name_of_a_is_a_new_team_of_b_that_b_cannot_use_to_reach_a(world):
     from evalsite.models import Submission, Team
 
-    # B enters a submission under A's team name (teams are global): B now sees the team ...
-    create_submission(world.b, "Team Alpha Secret", "beta-under-alpha-name")
-    team = Team.objects.get(name="Team Alpha Secret")
+    # B enters a submission under A's team name: it is B's own, new team (teams are per campaign).
+    mine = create_submission(world.b, "Team Alpha Secret", "beta-under-alpha-name").team
+    theirs = Team.objects.get(campaign=world.a, name="Team Alpha Secret")
+    assert mine != theirs and mine.campaign == world.b and not mine.members.exists()
     client_b = _client(world.organizer_b)
-    assert client_b.get(reverse("admin:evalsite_team_change", args=[team.pk])).status_code == 200  # view only
-    # ... but cannot rename it or delete it with A's submission.
-    client_b.post(reverse("admin:evalsite_team_change", args=[team.pk]), {"name": "renamed", "members": []})
     assert (
-        client_b.post(reverse("admin:evalsite_team_delete", args=[team.pk]), {"post": "yes"}).status_code
-        == 403
-    )
+        client_b.get(reverse("admin:evalsite_team_change", args=[theirs.pk])).status_code == 302
+    )  # not found
+    client_b.post(reverse("admin:evalsite_team_change", args=[theirs.pk]), {"name": "renamed", "members": []})
     client_b.post(
         reverse("admin:evalsite_team_changelist"),
-        {"action": "delete_selected", "_selected_action": [team.pk], "post": "yes"},
+        {"action": "delete_selected", "_selected_action": [theirs.pk], "post": "yes"},
     )
-    assert Team.objects.get(pk=team.pk).name == "Team Alpha Secret"
-    assert Submission.objects.filter(campaign=world.a, team=team).exists()
-    # The submission count shows B's own submissions only.
-    assert ">1</td>" in client_b.get(reverse("admin:evalsite_team_changelist")).content.decode()
+    assert Team.objects.get(pk=theirs.pk).name == "Team Alpha Secret"
+    assert Submission.objects.filter(campaign=world.a, team=theirs).exists()
+    # B's team list has B's team with its one submission, and nothing of A's.
+    listing = client_b.get(reverse("admin:evalsite_team_changelist")).content.decode()
+    assert f"/admin/evalsite/team/{mine.pk}/change/" in listing and ">1</td>" in listing
+    assert f"/admin/evalsite/team/{theirs.pk}/change/" not in listing
 
 
 def test_scoping_paths_are_derived_from_the_foreign_keys():

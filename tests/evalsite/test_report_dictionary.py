@@ -67,7 +67,7 @@ def evaluated(media_root, data_dir, grid_files, settings):
     run_face_evaluation(blurred, stride=STRIDE)
     run_attack(blurred, attackers=["naive", "parrot"], recognizers=["lbph"], stride=25)
     waiting = Submission.objects.create(
-        campaign=campaign, team=Team.objects.create(name="Late"), name="none yet"
+        campaign=campaign, team=Team.objects.create(campaign=campaign, name="Late"), name="none yet"
     )
     AttackRun.objects.create(submission=waiting, config={}, status=AttackRun.Status.PENDING)
     organizer = get_user_model().objects.create_user("organizer", password="x", is_staff=True)

@@ -18,8 +18,12 @@ def two_submissions():
     """Team A's submission has a completed attack run (naive 0.25, parrot 0.75 on 4 identities);
     team B's has none."""
     campaign = Campaign.objects.create(name="Summary table", slug="summary-table")
-    attacked = Submission.objects.create(campaign=campaign, team=Team.objects.create(name="A"), name="blur")
-    Submission.objects.create(campaign=campaign, team=Team.objects.create(name="B"), name="pixelate")
+    attacked = Submission.objects.create(
+        campaign=campaign, team=Team.objects.create(campaign=campaign, name="A"), name="blur"
+    )
+    Submission.objects.create(
+        campaign=campaign, team=Team.objects.create(campaign=campaign, name="B"), name="pixelate"
+    )
     run = AttackRun.objects.create(
         submission=attacked,
         config={"attackers": ["naive", "parrot"], "recognizers": ["lbph"], "selection": ["all"], "stride": 5},

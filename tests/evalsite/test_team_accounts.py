@@ -14,14 +14,14 @@ from django.test import Client
 
 def _run(*args) -> str:
     out = io.StringIO()
-    call_command("add_team_member", *args, stdout=out)
+    call_command("add_team_member", "--campaign", "tiny", *args, stdout=out)
     return out.getvalue()
 
 
 def test_a_new_member_gets_a_random_password_that_logs_in_at_the_team_page(submission):
     text = _run("Team A", "  new-member ")
     password = re.search(r"Password: (\S+) \(shown once", text).group(1)
-    assert "new-member is a member of team Team A." in text and len(password) == 16
+    assert "new-member is a member of team Team A (tiny)." in text and len(password) == 16
     user = User.objects.get(username="new-member")
     assert not user.is_staff and not user.user_permissions.exists()
     assert list(user.teams.values_list("name", flat=True)) == ["Team A"]
@@ -39,7 +39,7 @@ def test_a_new_member_gets_a_random_password_that_logs_in_at_the_team_page(submi
 
 def test_unknown_teams_and_staff_accounts_are_refused_and_nothing_changes(submission):
     User.objects.create_user("an-organizer", is_staff=True, password="organizer-pw-1")
-    with pytest.raises(CommandError, match=r"no team named 'Team Z' \(teams: Team A\)"):
+    with pytest.raises(CommandError, match=r"no team named 'Team Z' in campaign 'tiny' \(teams: Team A\)"):
         _run("Team Z", "someone")
     with pytest.raises(CommandError, match="'an-organizer' is a staff account"):
         _run("Team A", "an-organizer", "--new-password")
@@ -48,3 +48,18 @@ def test_unknown_teams_and_staff_accounts_are_refused_and_nothing_changes(submis
     assert not User.objects.filter(username="someone").exists()
     organizer = User.objects.get(username="an-organizer")
     assert organizer.check_password("organizer-pw-1") and not organizer.teams.exists()
+
+
+def test_the_team_is_looked_up_in_the_named_campaign_only(submission):
+    from evalsite.models import Campaign
+    from evalsite.services import create_submission
+
+    other = Campaign.objects.create(name="Other", slug="other")
+    elsewhere = create_submission(other, "Team A", "method-elsewhere").team
+    _run("Team A", "tiny-member")  # campaign tiny
+    assert list(User.objects.get(username="tiny-member").teams.all()) == [submission.team]
+    assert not elsewhere.members.exists() and submission.team != elsewhere
+    with pytest.raises(CommandError, match=r"no team named 'Team B' in campaign 'other' \(teams: Team A\)"):
+        call_command("add_team_member", "--campaign", str(other.pk), "Team B", "x", stdout=io.StringIO())
+    with pytest.raises(CommandError, match="no campaign with id or slug 'nope'"):
+        call_command("add_team_member", "--campaign", "nope", "Team A", "x", stdout=io.StringIO())

@@ -120,18 +120,24 @@ def test_nothing_of_another_team_answers_a_member(teams):
     assert client.get(reverse("evalsite_staff:masked_video", args=[masked_b.token])).status_code == 302
 
 
-def test_a_submission_of_the_same_team_in_another_campaign_is_theirs_another_teams_is_not(
+def test_a_same_named_team_of_another_campaign_is_theirs_only_once_its_organizer_adds_them(
     teams, tiny_dataset
 ):
     from evalsite.importer import import_dataset
 
     other = import_dataset(tiny_dataset, "Other Campaign", web_copies=False).campaign
-    mine = create_submission(other, "Team Owl", "method-a-elsewhere")
+    elsewhere = create_submission(other, "Team Owl", "method-a-elsewhere")
     theirs = create_submission(other, "Team C", "method-c")
+    assert elsewhere.team != teams["a"].team  # teams are per campaign
     client = _client(teams["alice"])
     home = client.get("/team/").content.decode()
+    assert "Other Campaign" not in home and "method-a-elsewhere" not in home
+    assert client.get(reverse("team:submission", args=[elsewhere.pk])).status_code == 404
+    elsewhere.team.members.add(teams["alice"])  # the other campaign's organizer adds alice
+    home = client.get("/team/").content.decode()
     assert "Other Campaign" in home and "method-a-elsewhere" in home and "method-c" not in home
-    assert client.get(reverse("team:submission", args=[mine.pk])).status_code == 200
+    assert home.count(">Team Owl <") == 2  # one team per campaign
+    assert client.get(reverse("team:submission", args=[elsewhere.pk])).status_code == 200
     assert client.get(reverse("team:submission", args=[theirs.pk])).status_code == 404
 
 
@@ -228,6 +234,24 @@ def test_the_leaderboard_answers_only_once_published_and_only_to_teams_of_the_ca
     outsider = User.objects.create_user("carol")
     create_submission(other, "Team C", "method-c").team.members.add(outsider)
     assert _client(outsider).get(url).status_code == 404
+
+
+def test_a_member_of_two_teams_of_a_campaign_sees_both_as_their_own(teams):
+    teams["b"].team.members.add(teams["alice"])
+    Campaign.objects.filter(pk=teams["a"].campaign.pk).update(
+        leaderboard_visibility=LeaderboardVisibility.ANONYMISED
+    )
+    alice = _client(teams["alice"])
+    home = alice.get("/team/").content.decode()
+    assert home.count('class="card team"') == 2 and "method-a" in home and "method-bee-secret" in home
+    url = reverse("team:leaderboard_csv", args=[teams["a"].campaign.pk])
+    table = list(csv.DictReader(io.StringIO(alice.get(url).content.decode())))
+    assert sorted((r["team"], r["method"], r["own_team"]) for r in table) == [
+        ("Team Bee Secret", "method-bee-secret", "True"),
+        ("Team Owl", "method-a", "True"),
+    ]
+    page = alice.get(reverse("team:leaderboard", args=[teams["a"].campaign.pk])).content.decode()
+    assert "your teams (Team Bee Secret, Team Owl)" in page
 
 
 def test_the_organizer_sets_both_team_settings_on_the_campaigns_admin_page(teams):

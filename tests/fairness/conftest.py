@@ -55,7 +55,9 @@ def campaign(db):
 
 @pytest.fixture
 def submission(campaign):
-    return Submission.objects.create(campaign=campaign, team=Team.objects.create(name="Team A"), name="blur")
+    return Submission.objects.create(
+        campaign=campaign, team=Team.objects.create(campaign=campaign, name="Team A"), name="blur"
+    )
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from trials.services import CannotOpenRating, open_rating, set_submission_rated
 def _copy_submission(campaign, name, *, n_videos=None) -> Submission:
     """A second team's submission reusing the stored blurred files (``n_videos``: only the
     first n source videos, i.e. incomplete)."""
-    team = Team.objects.create(name=f"team {name}")
+    team = Team.objects.create(campaign=campaign, name=f"team {name}")
     submission = Submission.objects.create(campaign=campaign, team=team, name=name)
     blurred = MaskedVideo.objects.filter(submission__campaign=campaign).order_by("source_video__name")
     for masked in list(blurred)[:n_videos]:

@@ -1,19 +1,27 @@
-"""``manage.py add_team_member TEAM USERNAME [--new-password]``: a login for the team pages."""
+"""``manage.py add_team_member --campaign ID|SLUG TEAM USERNAME [--new-password]``: a login for the team pages."""
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evalsite.models import Team
+from evalsite.management.commands.list_submissions import find_campaign
 from evalsite.team_accounts import add_team_member
 
 
 class Command(BaseCommand):
     help = (
-        "Make USERNAME a member of team TEAM (the account is created with a random password if new), "
-        "so they can log in at /team/ and see their team's submissions and reports."
+        "Make USERNAME a member of team TEAM of a campaign (the account is created with a random "
+        "password if new), so they can log in at /team/ and see their team's submissions and reports."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("team", help="team name, exactly as in list_submissions (the team must exist)")
+        parser.add_argument(
+            "--campaign",
+            metavar="ID_OR_SLUG",
+            required=True,
+            help="the team's campaign (id or slug, see list_campaigns): teams are per campaign",
+        )
+        parser.add_argument(
+            "team", help="team name in that campaign, exactly as in list_submissions (the team must exist)"
+        )
         parser.add_argument("username", help="login name of the member (created if it does not exist)")
         parser.add_argument(
             "--new-password",
@@ -21,16 +29,20 @@ class Command(BaseCommand):
             help="give an existing account a new random password (printed once)",
         )
 
-    def handle(self, *args, team, username, new_password, **options):
-        found = Team.objects.filter(name=team).first()
+    def handle(self, *args, campaign, team, username, new_password, **options):
+        found_campaign = find_campaign(campaign)
+        found = found_campaign.teams.filter(name=team).first()
         if found is None:
-            known = ", ".join(Team.objects.order_by("name").values_list("name", flat=True)) or "none yet"
-            raise CommandError(f"no team named {team!r} (teams: {known})")
+            names = found_campaign.teams.order_by("name").values_list("name", flat=True)
+            known = ", ".join(names) or "none yet"
+            raise CommandError(f"no team named {team!r} in campaign {found_campaign.slug!r} (teams: {known})")
         try:
             user, password = add_team_member(found, username, new_password=new_password)
         except ValueError as error:
             raise CommandError(str(error)) from error
-        self.stdout.write(self.style.SUCCESS(f"{user.username} is a member of team {found.name}."))
+        self.stdout.write(
+            self.style.SUCCESS(f"{user.username} is a member of team {found.name} ({found_campaign.slug}).")
+        )
         if password is not None:
             self.stdout.write(f"Password: {password} (shown once; log in at <site address>/team/login/)")
         else:
