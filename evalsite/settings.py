@@ -175,6 +175,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
 # Seconds one ffmpeg/OpenCV probe (upload checks) and one browser-copy transcode may take.
 DEID_FFMPEG_TIMEOUT_S = env.integer("DEID_FFMPEG_TIMEOUT_S", 300, minimum=1)
 DEID_TRANSCODE_TIMEOUT_S = env.integer("DEID_TRANSCODE_TIMEOUT_S", 1800, minimum=1)
+# Zip-bomb limits of an upload: entries (files and folders) in one zip, and how many times
+# its compressed size one member may expand to (video hardly compresses: about 1x).
+DEID_UPLOAD_MAX_ZIP_ENTRIES = env.integer("DEID_UPLOAD_MAX_ZIP_ENTRIES", 2000, minimum=1)
+DEID_UPLOAD_MAX_COMPRESSION_RATIO = env.integer("DEID_UPLOAD_MAX_COMPRESSION_RATIO", 100, minimum=1)
 # PyTorch threads of the face models in automated runs (unset: PyTorch's default, one per core).
 TORCH_NUM_THREADS = env.integer("DEID_TORCH_THREADS", None, minimum=1)
 

@@ -6,10 +6,14 @@ Rules (also in README.md, "Submissions"):
   stem, ignoring case and extension (``BBAF2N.mp4`` -> source ``bbaf2n``). Folders inside
   the zip are ignored (``team/bbaf2n.mp4`` is fine). Accepted extensions:
   ``VIDEO_SUFFIXES``. A name matching no source video is rejected with the closest names.
-- **Zip**: an upload that is not a zip (``not_a_zip``) or whose central directory is
-  cut short or damaged (``damaged_zip``) fails as a whole; a member whose data fail
-  their CRC-32 (``bad_crc``) or cannot be extracted (``extract_failed``) is rejected
-  alone, the other members are still checked.
+- **Zip**: an upload that is not a zip (``not_a_zip``), whose central directory is
+  cut short or damaged (``damaged_zip``) or that holds more entries than
+  ``DEID_UPLOAD_MAX_ZIP_ENTRIES`` (``too_many_entries``) fails as a whole; a member whose
+  data fail their CRC-32 (``bad_crc``), that cannot be extracted (``extract_failed``), is
+  larger than ``MAX_MEMBER_BYTES`` (``file_too_large``) or expands to more than
+  ``DEID_UPLOAD_MAX_COMPRESSION_RATIO`` times its compressed size (``compression_ratio_too_high``,
+  checked on the zip's directory before extracting; members up to ``RATIO_EXEMPT_BYTES``
+  are exempt) is rejected alone, the other members are still checked.
 - **Container and frames**: the file must open as a video and every frame must decode:
   ffmpeg must decode the video stream without an error and the decoded frame count must
   reach the count the container header announces (otherwise: truncated or damaged).
@@ -74,17 +78,24 @@ logger = logging.getLogger("deid.uploads")
 VIDEO_SUFFIXES = {".mp4", ".m4v", ".mov", ".mkv", ".avi", ".webm", ".mpg", ".mpeg", ".flv"}
 FRAME_COUNT_TOLERANCE = 0  # frames
 MAX_MEMBER_BYTES = 2 * 1024**3  # a masked clip larger than 2 GiB is refused (zip bombs)
+#: Members expanding to at most this many bytes are exempt from the compression-ratio limit
+#: (``DEID_UPLOAD_MAX_COMPRESSION_RATIO``): a small file cannot be a bomb.
+RATIO_EXEMPT_BYTES = 1024**2
 CODES = {
     "accepted": "stored as the masked video of its source video",
     "replaced": "stored as the current masked video; the earlier one is kept, superseded (replace was requested)",
     "ignored": "folder or operating-system metadata file (e.g. __MACOSX/, .DS_Store)",
     "not_a_zip": "the upload is not a zip archive",
     "damaged_zip": "the zip's central directory is cut short or damaged (e.g. an interrupted transfer)",
+    "too_many_entries": "the zip holds more entries (files and folders) than DEID_UPLOAD_MAX_ZIP_ENTRIES",
     "upload_incomplete": "the zip was not stored completely (the upload was interrupted)",
     "internal_error": "validation stopped on an unexpected error; the members before it keep their rows",
     "unsafe_path": "absolute path or '..' in the member name",
     "not_a_video_file": "extension is not one of the accepted video extensions",
     "file_too_large": "member larger than MAX_MEMBER_BYTES",
+    "compression_ratio_too_high": (
+        "member expands to more than DEID_UPLOAD_MAX_COMPRESSION_RATIO times its compressed size (zip bomb?)"
+    ),
     "unknown_name": "no source video has this name",
     "duplicate_in_zip": "several members carry the same video name",
     "already_uploaded": "the source video already has a masked video; replace not requested",
@@ -101,7 +112,7 @@ CODES = {
     "transcode_failed": "ffmpeg could not make the browser copy",
 }
 #: Codes that fail the upload as a whole (no member is looked at).
-UPLOAD_CODES = ("not_a_zip", "damaged_zip", "upload_incomplete", "internal_error")
+UPLOAD_CODES = ("not_a_zip", "damaged_zip", "too_many_entries", "upload_incomplete", "internal_error")
 
 
 class MaskedVideoError(ValueError):
@@ -394,6 +405,8 @@ def _screen_member(member: zipfile.ZipInfo, path: PurePosixPath, sources: dict) 
             "file_too_large",
             f"{name}: {member.file_size} bytes is more than the limit of {MAX_MEMBER_BYTES}",
         )
+    if _ratio_too_high(member.file_size, member.compress_size):
+        return FileResult(name, "rejected", "compression_ratio_too_high", _ratio_message(member))
     if path.stem.lower() not in sources:
         close = difflib.get_close_matches(path.stem.lower(), list(sources), n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(repr(sources[c].name) for c in close)}?" if close else ""
@@ -586,12 +599,28 @@ def _process(upload: SubmissionUpload, report: ValidationReport, *, web_copies: 
     _finish(upload, report)
 
 
+def _ratio_too_high(expanded: int, compressed: int) -> bool:
+    """True if ``expanded`` bytes from ``compressed`` exceed ``DEID_UPLOAD_MAX_COMPRESSION_RATIO``
+    (members up to ``RATIO_EXEMPT_BYTES`` are exempt)."""
+    limit = settings.DEID_UPLOAD_MAX_COMPRESSION_RATIO
+    return expanded > RATIO_EXEMPT_BYTES and expanded > limit * max(compressed, 1)
+
+
+def _ratio_message(member: zipfile.ZipInfo) -> str:
+    ratio = member.file_size / max(member.compress_size, 1)
+    return (
+        f"{member.filename}: expands from {member.compress_size} to {member.file_size} bytes "
+        f"({ratio:.0f} times), more than the limit of {settings.DEID_UPLOAD_MAX_COMPRESSION_RATIO} times (DEID_UPLOAD_MAX_COMPRESSION_RATIO); a video hardly "
+        "compresses, so this looks like a zip bomb: zip the masked video files as they are"
+    )
+
+
 def _open_zip(handle, name: str) -> zipfile.ZipFile:
-    """Open the zip; ``not_a_zip`` or ``damaged_zip`` as :class:`UploadError`."""
+    """Open the zip; ``not_a_zip``, ``damaged_zip`` or ``too_many_entries`` as :class:`UploadError`."""
     head = handle.read(4)
     handle.seek(0)
     try:
-        return zipfile.ZipFile(handle)
+        archive = zipfile.ZipFile(handle)
     except (zipfile.BadZipFile, EOFError, ValueError) as error:
         if head.startswith(b"PK"):  # a zip's signature, but its directory is unreadable
             raise UploadError(
@@ -602,6 +631,16 @@ def _open_zip(handle, name: str) -> zipfile.ZipFile:
         raise UploadError(
             f"{name} is not a zip file (upload one zip of masked videos)", "not_a_zip"
         ) from error
+    limit, entries = settings.DEID_UPLOAD_MAX_ZIP_ENTRIES, len(archive.infolist())
+    if entries > limit:
+        archive.close()
+        raise UploadError(
+            f"{name}: the zip holds {entries} entries (files and folders), more than the limit of {limit} "
+            "(DEID_UPLOAD_MAX_ZIP_ENTRIES); a submission needs one video file per source video: "
+            "zip only the masked videos",
+            "too_many_entries",
+        )
+    return archive
 
 
 def _ingest_members(
@@ -690,7 +729,11 @@ def _already_uploaded(name: str, source) -> FileResult:
 
 
 def _extract(archive: zipfile.ZipFile, member: zipfile.ZipInfo, local: Path) -> None:
-    """Stream one member to ``local``; ``bad_crc``, ``extract_failed`` or ``file_too_large``."""
+    """Stream one member to ``local``; ``bad_crc``, ``extract_failed`` or ``file_too_large``.
+
+    (zipfile stops a member's output at the directory's size, so the compression ratio
+    checked on the directory by :func:`_screen_member` bounds what is written here.)
+    """
     copied = 0
     with local.open("wb") as writer:
         for chunk in _member_chunks(archive, member):
