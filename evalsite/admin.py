@@ -367,8 +367,9 @@ class TeamAdmin(CampaignScopedAdmin):
         return team.n_members
 
     def get_readonly_fields(self, request, obj=None):
-        # Its submissions are in its campaign: moving the team would split them from it.
-        return ["campaign"] if obj is not None else []
+        # Its submissions are in its campaign: moving the team would split them from it. A team
+        # of no campaign (from before teams were per campaign; superusers only) may get one.
+        return ["campaign"] if obj is not None and obj.campaign_id is not None else []
 
     def formfield_for_manytomany(self, db_field, request, **kwargs):
         if db_field.name == "members":

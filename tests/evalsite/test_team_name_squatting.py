@@ -162,6 +162,54 @@ def test_a_submission_cannot_join_a_team_of_another_campaign(two):
     assert not Submission.objects.filter(name="sneaky").exists()
 
 
+def test_a_team_of_no_campaign_is_for_superusers_and_names_repeat_only_across_campaigns(two):
+    alpha, beta, organizer_a, organizer_b = two
+    orphan = Team.objects.create(name="Team Orphan")  # as the migration leaves a team without submissions
+    add_team_member(orphan, "orphan-member")
+    for organizer in (organizer_a, organizer_b):
+        client = _client(organizer)
+        assert "Team Orphan" not in client.get(reverse("admin:evalsite_team_changelist")).content.decode()
+        assert client.get(reverse("admin:evalsite_team_change", args=[orphan.pk])).status_code == 302
+        form = client.get(reverse("admin:evalsite_team_add")).context["adminform"].form
+        assert "orphan-member" not in {u.username for u in form.fields["members"].queryset}
+    assert (
+        _client(User.objects.get(username="orphan-member")).get(reverse("team:home")).context["campaigns"]
+        == []
+    )
+    boss = _client(User.objects.create_superuser("boss", password="pw-boss-123"))
+    url = reverse("admin:evalsite_team_change", args=[orphan.pk])
+    member = User.objects.get(username="orphan-member")
+    assert (
+        boss.post(url, {"campaign": beta.pk, "name": "Team Orphan", "members": [member.pk]}).status_code
+        == 302
+    )
+    orphan.refresh_from_db()
+    assert orphan.campaign == beta and list(orphan.members.all()) == [member]
+    # Once in a campaign the team stays there; a second team of the same name in it is refused.
+    assert (
+        boss.post(url, {"campaign": alpha.pk, "name": "Team Orphan", "members": [member.pk]}).status_code
+        == 302
+    )
+    assert Team.objects.get(pk=orphan.pk).campaign == beta
+    twin = boss.post(
+        reverse("admin:evalsite_team_add"), {"campaign": beta.pk, "name": "Team Orphan", "members": []}
+    )
+    assert (
+        twin.status_code == 200
+        and "Team with this Campaign and Name already exists." in twin.content.decode()
+    )
+    assert (
+        boss.post(
+            reverse("admin:evalsite_team_add"), {"campaign": alpha.pk, "name": "Team Orphan", "members": []}
+        ).status_code
+        == 302
+    )
+    assert sorted(Team.objects.filter(name="Team Orphan").values_list("campaign__name", flat=True)) == [
+        "Alpha",
+        "Beta",
+    ]
+
+
 BEFORE = [("evalsite", "0008_sourcevideo_attacker_train")]
 AFTER = [("evalsite", "0009_team_campaign")]
 
