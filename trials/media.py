@@ -487,26 +487,33 @@ def catch_video_frames(
 
     face = crop_rgb[:, ::-1].astype(np.float32)
     x = np.linspace(-1, 1, size, dtype=np.float32)
-    side_light = rng.choice([-1, 1]) * rng.uniform(0.25, 0.35)
+    side_light = rng.choice([-1, 1]) * rng.uniform(0.35, 0.5)
     light = (1 + side_light * x)[None, :, None] * (1 + rng.uniform(-0.15, 0.15) * x)[:, None, None]
+    # A soft shadow over part of the face (the light comes from one side and above).
+    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32) / size
+    spot = rng.uniform(0.2, 0.8, 2)
+    shadow = np.exp(-((xx - spot[0]) ** 2 + (yy - spot[1]) ** 2) / (2 * 0.18**2))
+    light = light * (1 - rng.uniform(0.3, 0.4) * shadow)[..., None]
     gains = rng.uniform(0.85, 1.15, 3).astype(np.float32)
     face = 255 * (np.clip(face * light * gains, 0, 255) / 255) ** rng.uniform(0.75, 1.3)
-    face = cv2.GaussianBlur(face, (0, 0), 1.8)
+    face = cv2.GaussianBlur(face, (0, 0), 1.0)
     grid = np.meshgrid(np.arange(size, dtype=np.float32), np.arange(size, dtype=np.float32))
     shift = [
-        0.03 * size * cv2.resize(rng.normal(0, 1, (4, 4)).astype(np.float32), (size, size)) for _ in range(2)
+        0.025 * size * cv2.resize(rng.normal(0, 1, (4, 4)).astype(np.float32), (size, size)) for _ in range(2)
     ]
     face = cv2.remap(
         face, grid[0] + shift[0], grid[1] + shift[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
     )
-    alpha = oval_alpha(size)
+    # A slightly tighter oval than the lineup's: its rim (hairline, ears) is no silhouette cue.
+    alpha = _tight_oval(size, 0.9)
 
-    aspect = rng.uniform(0.88, 1.12)
-    scale0 = rng.uniform(0.78, 0.92) * height / size
-    angle0 = rng.choice([-1, 1]) * rng.uniform(10, 16)
-    centre0 = np.array((width * (0.5 + rng.uniform(-0.12, 0.12)), height * (0.5 + rng.uniform(-0.05, 0.05))))
+    aspect = rng.uniform(0.85, 1.15)
+    scale0 = rng.uniform(0.62, 0.86) * height / size
+    angle0 = rng.choice([-1, 1]) * rng.uniform(16, 24)
+    centre0 = np.array((width * (0.5 + rng.uniform(-0.18, 0.18)), height * (0.5 + rng.uniform(-0.08, 0.08))))
     phase = rng.uniform(0, 2 * np.pi, 3)
     noise_sigma = rng.uniform(1.5, 2.5)
+    yaw0 = rng.choice([-1, 1]) * rng.uniform(0.18, 0.26)
     frames = []
     for i in range(n_frames):
         t = i / max(n_frames - 1, 1)
@@ -516,16 +523,46 @@ def catch_video_frames(
             0.04 * width * np.sin(2 * np.pi * t + phase[2]),
             0.03 * height * np.cos(2 * np.pi * t + phase[2]),
         )
-        matrix = cv2.getRotationMatrix2D((size / 2, size / 2), angle, scale)
-        matrix[0, :2] *= aspect
-        matrix[:, 2] = centre - matrix[:, :2] @ np.array((size / 2, size / 2))
-        shown = cv2.warpAffine(face, matrix, (width, height), flags=cv2.INTER_LINEAR)
-        opacity = cv2.warpAffine(alpha, matrix, (width, height), flags=cv2.INTER_LINEAR)[..., None]
+        homography = _probe_homography(size, angle, scale, aspect, yaw0 + 0.05 * np.sin(np.pi * t), centre)
+        shown = cv2.warpPerspective(face, homography, (width, height), flags=cv2.INTER_LINEAR)
+        opacity = cv2.warpPerspective(alpha, homography, (width, height), flags=cv2.INTER_LINEAR)[..., None]
         left, top = int(pad * (1 + 0.8 * np.sin(np.pi * t))), int(pad * (1 + 0.5 * np.cos(np.pi * t)))
         frame = shown * opacity + ground[top : top + height, left : left + width] * (1 - opacity)
         frame += rng.normal(0, noise_sigma, frame.shape)
         frames.append(np.clip(np.round(frame), 0, 255).astype(np.uint8))
     return frames
+
+
+def _tight_oval(size: int, shrink: float) -> np.ndarray:
+    """Opacity of a centred oval ``shrink`` times the lineup's (:func:`oval_alpha`), float32."""
+    mask = np.zeros((size, size), np.uint8)
+    axes = tuple(int(round(size * a * shrink)) for a in OVAL_SEMI_AXES)
+    cv2.ellipse(mask, (size // 2, size // 2), axes, 0, 0, 360, 255, -1, cv2.LINE_AA)
+    return mask.astype(np.float32) / 255.0
+
+
+def _probe_homography(size, angle, scale, aspect, yaw, centre) -> np.ndarray:
+    """3x3 map of a ``size`` square face onto the frame: foreshortened on one side by
+    ``yaw`` (a head turned a little: that side shorter and narrower), stretched by
+    ``aspect``, rotated ``angle`` degrees, scaled ``scale`` and centred on ``centre``."""
+    half = size / 2
+    near, far = 1.0, 1.0 - abs(yaw)
+    squeeze = 1.0 - abs(yaw) / 2
+    left, right = (near, far) if yaw > 0 else (far, near)
+    corners = np.array(
+        [
+            (-half * squeeze, -half * left),
+            (half * squeeze, -half * right),
+            (half * squeeze, half * right),
+            (-half * squeeze, half * left),
+        ]
+    )
+    corners[:, 0] *= aspect
+    theta = np.deg2rad(angle)
+    rotation = np.array([[np.cos(theta), np.sin(theta)], [-np.sin(theta), np.cos(theta)]])
+    target = corners @ rotation.T * scale + centre
+    source = np.array([(0, 0), (size, 0), (size, size), (0, size)], np.float32)
+    return cv2.getPerspectiveTransform(source, target.astype(np.float32))
 
 
 def ensure_catch_video(crop: GalleryCrop) -> bool:

@@ -47,7 +47,8 @@ def clip_duration_ms(trial) -> int:
 
     A catch trial's probe video has the campaign's clip length
     (:func:`trials.media.catch_video_spec`); other trials the probed ``duration_s`` of the
-    video raters see (the masked video of a masked item, else the source video).
+    video raters see (the masked video of a masked item, else the source video), or
+    frames over frame rate.
     """
     if trial.probe_image_id is not None:
         from .media import catch_video_spec
@@ -55,8 +56,14 @@ def clip_duration_ms(trial) -> int:
         n_frames, fps, _ = catch_video_spec(trial.session.campaign)
         return int(round(1000 * n_frames / fps))
     video = trial.item.video_for_raters() if trial.item_id else trial.source_video
-    duration = getattr(video, "duration_s", None) or getattr(trial.source_video, "duration_s", None)
-    return int(round(1000 * duration)) if duration else 0
+    for candidate in (video, trial.source_video):
+        if candidate is None:
+            continue
+        if candidate.duration_s:
+            return int(round(1000 * candidate.duration_s))
+        if candidate.frame_count and candidate.fps:
+            return int(round(1000 * candidate.frame_count / candidate.fps))
+    return 0
 
 
 def capped_watch_ms(trial, reported_ms: int, now) -> int:

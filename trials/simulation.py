@@ -156,6 +156,7 @@ def build_grid_campaign(
     """
     from django.core.files import File
 
+    from automated.video import VideoInfo
     from evalsite.models import Campaign, GalleryImage, Identity, MaskedVideo, SourceVideo, Submission, Team
 
     files = prepare_grid_files(data_dir, cache_dir, masked_method=masked_method)
@@ -176,6 +177,12 @@ def build_grid_campaign(
         with open(path, "rb") as handle:
             field_file.save(path.name, File(handle), save=False)
         return field_file.name
+
+    def probed(video, path: Path) -> None:
+        """The metadata the importer probes (store_video): clip length, frame rate, size."""
+        info = VideoInfo.from_video_path(path)
+        video.frame_count, video.fps, video.duration_s = info.frame_count, info.fps, info.duration_s
+        video.width, video.height = info.resolution_wh
 
     for person in grid_people(data_dir):
         paths = files[person.label]
@@ -199,6 +206,7 @@ def build_grid_campaign(
                 if key not in names:
                     names[key] = stored(getattr(video, field_name), paths[key])
                 setattr(video, field_name, names[key])
+            probed(video, paths["clip"])
             video.save()
             masked = MaskedVideo(submission=submission, source_video=video)
             for field_name, key in (("file", "masked"), ("web_file", "masked_web")):
@@ -207,6 +215,7 @@ def build_grid_campaign(
                 if key not in names:
                     names[key] = stored(getattr(masked, field_name), paths[key])
                 setattr(masked, field_name, names[key])
+            probed(masked, paths["masked"])
             masked.save()
     return campaign
 
