@@ -493,10 +493,10 @@ def _build_trial(session, kind, task, video, rng, *, item=None, now=None, pool=N
 
 
 def _catch_trial(session, rng, *, kind=TrialKind.CATCH) -> Trial:
-    """An identity trial whose probe is a gallery still that also appears in the lineup.
+    """An identity trial whose probe is a short video of a lineup face (:func:`_probe_image_of`).
 
-    Picking the identical picture is obvious to any attentive rater, and no source video
-    is spent on it.
+    The probe (:func:`trials.media.catch_video_frames`) shows that face turned, relit and
+    moving: obvious to any attentive rater, no pixel match; no source video is spent on it.
     """
     campaign = session.campaign
     pool = identity_pool(campaign)
@@ -514,7 +514,7 @@ def _catch_trial(session, rng, *, kind=TrialKind.CATCH) -> Trial:
         position=session.position,
         kind=kind,
         task=Task.IDENTITY,
-        probe_image=_gallery_image_of(target),
+        probe_image=_probe_image_of(target),
         target_identity_id=target,
         target_present=True,
         correct_choice=design.correct_choice(target, lineup),
@@ -523,9 +523,11 @@ def _catch_trial(session, rng, *, kind=TrialKind.CATCH) -> Trial:
     return trial
 
 
-def _gallery_image_of(identity_pk: int) -> GalleryImage:
-    """The identity's first gallery image: each identity has one fixed face for raters."""
-    return GalleryImage.objects.filter(identity_id=identity_pk).order_by("id").first()
+def _probe_image_of(identity_pk: int) -> GalleryImage:
+    """The still a catch probe is made of: another photo than the lineup's when the identity
+    has one (then no pixel of the lineup face is in the probe), else the lineup's own."""
+    images = GalleryImage.objects.filter(identity_id=identity_pk).order_by("id")
+    return images[1:2].first() or images.first()
 
 
 def _add_faces(trial: Trial, lineup, rng) -> None:

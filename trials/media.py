@@ -42,7 +42,7 @@ from django.http import HttpResponse, StreamingHttpResponse
 from automated.video import transcode_for_web
 
 from . import face_norm
-from .models import GalleryCrop
+from .models import CATCH_VIDEO_SUFFIX, GalleryCrop
 
 logger = logging.getLogger("deid.trials")
 
@@ -568,7 +568,10 @@ def _probe_homography(size, angle, scale, aspect, yaw, centre) -> np.ndarray:
 def ensure_catch_video(crop: GalleryCrop) -> bool:
     """Make the catch-trial probe video of a face crop once (``crop.catch_video``).
 
-    Safe to run twice at once (compare-and-set like :func:`ensure_web_file`).
+    Safe to run twice at once (compare-and-set like :func:`ensure_web_file`). A probe of
+    an older style (its name does not end in ``CATCH_VIDEO_SUFFIX``, e.g. the zoomed crop on
+    grey) is replaced and its file deleted. Frames, frame rate and size are the campaign's
+    (:func:`catch_video_spec`); the frames are :func:`catch_video_frames`.
 
     Returns
     -------
@@ -580,7 +583,8 @@ def ensure_catch_video(crop: GalleryCrop) -> bool:
     automated.video.VideoError
         If ffmpeg cannot encode it.
     """
-    if crop.catch_video and crop.catch_video.storage.exists(crop.catch_video.name):
+    current = crop.catch_video.name.endswith(CATCH_VIDEO_SUFFIX) if crop.catch_video else False
+    if current and crop.catch_video.storage.exists(crop.catch_video.name):
         return False
     crop_rgb = read_image_rgb(crop.file.path)
     n_frames, fps, frame_size = catch_video_spec(crop.gallery_image.identity.campaign)
@@ -606,5 +610,7 @@ def ensure_catch_video(crop: GalleryCrop) -> bool:
         crop.catch_video.storage.delete(name)
         crop.refresh_from_db(fields=["catch_video"])
         return False
+    if old_name:  # a probe of an older style
+        crop.catch_video.storage.delete(old_name)
     crop.catch_video.name = name
     return True

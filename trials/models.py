@@ -44,8 +44,13 @@ def crop_upload_to(instance, filename: str) -> str:
     return f"crops/{opaque_token()}.png"
 
 
+#: Ending of catch-probe video names of the current probe style (trials.media): a probe
+#: stored under another ending (an older style) is made again on its next use.
+CATCH_VIDEO_SUFFIX = ".probe2.mp4"
+
+
 def catch_video_upload_to(instance, filename: str) -> str:
-    return f"crops/{opaque_token()}.mp4"
+    return f"crops/{opaque_token()}{CATCH_VIDEO_SUFFIX}"
 
 
 class Task(models.TextChoices):

@@ -284,3 +284,37 @@ def test_reported_watch_time_is_capped_by_server_time_and_passes_no_check(grid_c
     rater = Rater.objects.get(participant_code="liar")
     assert rater.excluded and "needed to have seen it" in rater.flag_reason
     assert trial.response.watch_time_ms < 5_000
+
+
+def test_catch_probe_of_an_older_style_is_made_again(grid_campaign):
+    """A zoomed-crop-on-grey probe stored by the old code is not served any more."""
+    from django.core.files.base import ContentFile
+
+    from trials.models import CATCH_VIDEO_SUFFIX
+
+    image = GalleryImage.objects.filter(identity__campaign=grid_campaign).first()
+    crop = media.ensure_gallery_crop(image)
+    storage = crop.catch_video.storage
+    old_name = storage.save("crops/old-style-catch.mp4", ContentFile(b"old probe"))
+    crop.catch_video.name = old_name
+    crop.save(update_fields=["catch_video"])
+    assert media.ensure_catch_video(crop) is True
+    assert crop.catch_video.name.endswith(CATCH_VIDEO_SUFFIX)
+    header = mp4_header(crop.catch_video.read())
+    assert (header["duration_s"], header["frames"], header["size"]) == (3.0, 75, (360, 288))
+    assert not storage.exists(old_name)
+    assert media.ensure_catch_video(crop) is False  # current style: kept
+
+
+def test_catch_probe_uses_another_photo_of_the_person_when_there_is_one(grid_campaign):
+    from django.core.files.base import ContentFile
+
+    from trials import assignment
+
+    identity = grid_campaign.identities.order_by("id").first()
+    first = identity.gallery_images.order_by("id").first()
+    second = GalleryImage(identity=identity, original_name="second.png")
+    second.image.save("second.png", ContentFile(first.image.read()), save=True)
+    assert assignment._probe_image_of(identity.pk) == second
+    other = grid_campaign.identities.order_by("id").last()
+    assert assignment._probe_image_of(other.pk) == other.gallery_images.get()
