@@ -117,10 +117,15 @@ def test_a_campaign_added_in_the_admin_is_organized_by_its_creator(client, db):
             "demographic_attributes": '["gender"]',
             "target_absent_share": 0.2,
             "attention_check_rate": 0.1,
+            "leaderboard_visibility": "hidden",
         },
         follow=True,
     )
     assert page.status_code == 200
+    errors = (
+        page.context.get("adminform").form.errors if page.context and page.context.get("adminform") else {}
+    )
+    assert not errors, errors
     campaign = Campaign.objects.get(slug="made-in-the-admin")
     assert list(campaign.organizers.all()) == [creator] and not campaign.rating_open
     assert _sees(creator, campaign)["admin page"] and not _sees(_staff("bystander"), campaign)["admin page"]
