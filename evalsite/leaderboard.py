@@ -46,6 +46,7 @@ from trials.human_report import responses_frame
 
 from . import comparisons
 from .comparisons import Estimate, pooled_rate_interval, t_interval, video_bootstrap, video_rater_bootstrap
+from .models import ANONYMISED_TEAM_PREFIX
 
 CROSS_VIDEO = "cross-video"
 WITHIN_VIDEO = "within-video (scene memorisation)"
@@ -380,7 +381,8 @@ def _team_letter(index: int) -> str:
 def display_names(submissions, *, anonymise_teams: bool = False, viewer_team=None) -> dict[int, dict]:
     """Submission pk -> ``{"team", "method", "submission_id", "own_team"}`` as shown.
 
-    Anonymised: every team other than ``viewer_team`` becomes "Team A", "Team B", ...
+    Anonymised: every team other than ``viewer_team`` becomes "Anonymised team A", "B", ...
+    (a prefix no real team name may take: ``models.check_team_name``)
     (in order of first submission id) and its submissions "A1", "A2", ... (by id), with
     no submission id; baselines (reference rows) and the viewer's own team keep their names.
     ``viewer_team`` is a team, a team pk, or a collection of them (a member of several
@@ -405,7 +407,7 @@ def display_names(submissions, *, anonymise_teams: bool = False, viewer_team=Non
         letter = letters.setdefault(submission.team_id, _team_letter(len(letters)))
         counters[submission.team_id] = counters.get(submission.team_id, 0) + 1
         names[submission.pk] = {
-            "team": f"Team {letter}",
+            "team": f"{ANONYMISED_TEAM_PREFIX} {letter}",
             "method": f"{letter}{counters[submission.team_id]}",
             "submission_id": None,
             "own_team": False,

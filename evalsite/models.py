@@ -348,6 +348,24 @@ class SourceVideo(VideoMetadataMixin):
         return self.name
 
 
+#: Label of another team on an anonymised leaderboard ("Anonymised team A"); reserved, so
+#: no real team's name can pass for an anonymised one.
+ANONYMISED_TEAM_PREFIX = "Anonymised team"
+
+
+def check_team_name(name: str) -> str:
+    """The stripped team name; ValueError if empty or starting with the reserved
+    ``ANONYMISED_TEAM_PREFIX`` (case-insensitive)."""
+    name = name.strip()
+    if not name:
+        raise ValueError("a team name must not be empty")
+    if name.casefold().startswith(ANONYMISED_TEAM_PREFIX.casefold()):
+        raise ValueError(
+            f"team names starting with {ANONYMISED_TEAM_PREFIX!r} are reserved for anonymised leaderboards"
+        )
+    return name
+
+
 class Team(models.Model):
     """A team that submits masking methods to one campaign.
 
@@ -377,6 +395,12 @@ class Team(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        try:
+            check_team_name(self.name)
+        except ValueError as error:
+            raise ValidationError({"name": str(error)}) from None
 
 
 class Submission(models.Model):

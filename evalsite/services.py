@@ -14,7 +14,7 @@ from django.utils import timezone
 from automated.video import VideoInfo
 
 from . import reports
-from .models import Campaign, MaskedVideo, SourceVideo, Submission, Team, delete_stored
+from .models import Campaign, MaskedVideo, SourceVideo, Submission, Team, check_team_name, delete_stored
 from .validation import MaskedVideoError, compare_with_source, source_spec
 
 REPORT_FORMATS = ("csv", "json")
@@ -36,6 +36,7 @@ def create_submission(
     team_name, method = team_name.strip(), method.strip()
     if not team_name or not method:
         raise ValueError(f"team and method names must not be empty, got {team_name!r} and {method!r}")
+    team_name = check_team_name(team_name)
     team, _ = Team.objects.get_or_create(campaign=campaign, name=team_name)
     try:
         with transaction.atomic():  # a savepoint, so the caller's transaction survives the error

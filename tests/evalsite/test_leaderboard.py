@@ -252,7 +252,7 @@ def test_a_submission_not_yet_evaluated_has_empty_figures(campaign):
 def test_anonymised_leaderboard_names_only_the_viewers_team_and_the_baselines(board):
     campaign, _, submissions = board
     frame = leaderboard.leaderboard_frame(campaign, anonymise_teams=True, viewer_team=submissions["B"].team)
-    assert list(frame["team"]) == ["Team Borealis", "Team A", "Baselines"]
+    assert list(frame["team"]) == ["Team Borealis", "Anonymised team A", "Baselines"]
     assert list(frame["method"]) == ["method-b", "A1", "blur_face"]
     assert list(frame["own_team"]) == [True, False, False]
     assert frame["submission_id"].isna().tolist() == [False, True, False]
@@ -397,3 +397,19 @@ def test_a_campaign_without_submissions_has_an_empty_leaderboard(campaign):
     page = _client(organizer).get(reverse("leaderboard:page", args=[campaign.pk]))
     assert page.status_code == 200 and "No submissions yet." in page.content.decode()
     assert _client(organizer).get(reverse("campaign-leaderboard", args=[campaign.pk])).json()["rows"] == []
+
+
+def test_a_real_team_cannot_take_a_name_that_passes_for_an_anonymised_one(campaign):
+    """A team named like an anonymised label would sit beside the anonymised rows and be
+    taken for one of them (or make one of them look named): the prefix is reserved."""
+    from django.core.exceptions import ValidationError
+
+    from evalsite.models import Team
+
+    for name in ("Anonymised team A", "  anonymised TEAM b"):
+        with pytest.raises(ValueError, match="reserved for anonymised leaderboards"):
+            create_submission(campaign, name, "method-x")
+        with pytest.raises(ValidationError, match="reserved"):
+            Team(campaign=campaign, name=name).full_clean()
+    assert not Team.objects.filter(name__istartswith="anonymised").exists()
+    create_submission(campaign, "Team Anonymous Driver", "method-y")  # only the exact prefix is reserved

@@ -128,6 +128,6 @@ def test_a_team_member_logs_in_and_reads_their_report_and_the_leaderboard(
     driver.get(f"{server.url}/team/campaign/{campaign.pk}/leaderboard/")
     wait_for_element(driver, "leaderboard-table")
     names = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#leaderboard-table tbody .team")]
-    assert names == ["Team Owl", "Team A"], names  # own team first, named; the other anonymised
+    assert names == ["Team Owl", "Anonymised team A"], names  # own team first, named; the other anonymised
     assert "Team Hidden" not in driver.page_source and "hidden-method" not in driver.page_source
     _check_layout(driver, width, height, "h1, .leaderboard-wrap, #comparisons", f"{viewport}-leaderboard")

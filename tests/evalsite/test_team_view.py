@@ -219,11 +219,11 @@ def test_the_leaderboard_answers_only_once_published_and_only_to_teams_of_the_ca
     for compare in ("human_masking_success", "ssim", "reidentification"):
         page = alice.get(url, {"compare": compare}).content.decode()
         assert "Bee" not in page and "bee" not in page, compare
-        assert "Team Owl" in page and "method-a" in page and "Team A" in page and ">A1<" in page
+        assert "Team Owl" in page and "method-a" in page and "Anonymised team A" in page and ">A1<" in page
     table = list(csv.DictReader(io.StringIO(alice.get(url.rstrip("/") + ".csv").content.decode())))
     assert [(r["team"], r["method"], r["submission_id"], r["own_team"]) for r in table] == [
         ("Team Owl", "method-a", str(teams["a"].pk), "True"),
-        ("Team A", "A1", "", "False"),
+        ("Anonymised team A", "A1", "", "False"),
     ]
     assert alice.get(url, {"compare": "bogus"}).status_code == 400
     # Bob sees the same table from his side: his team named, alice's anonymised.
