@@ -512,7 +512,7 @@ def catch_video_frames(
     angle0 = rng.choice([-1, 1]) * rng.uniform(16, 24)
     centre0 = np.array((width * (0.5 + rng.uniform(-0.18, 0.18)), height * (0.5 + rng.uniform(-0.08, 0.08))))
     phase = rng.uniform(0, 2 * np.pi, 3)
-    noise_sigma = rng.uniform(1.5, 2.5)
+    noise_sigma = rng.uniform(1.6, 3.0)
     yaw0 = rng.choice([-1, 1]) * rng.uniform(0.18, 0.26)
     frames = []
     for i in range(n_frames):

@@ -11,9 +11,8 @@ as a variant derived from the trial's (or face's) opaque token:
   its contents irrelevant and ignored) of random length and content right after ``ftyp``,
   with every chunk offset (``stco`` / ``co64``) moved by its length, so the file still
   plays and seeks and no byte range from the start on is the same as in another trial.
-  Every video is also padded to at least a size drawn from the campaign's evaluated
-  videos (:func:`size_floor`), so catch-trial probes and evaluated clips share one size
-  distribution and a size threshold does not tell them apart.
+  Catch-trial probes are also padded to at least a size drawn from the campaign's
+  evaluated videos (:func:`size_floor`), so a size threshold does not tell them apart.
 
 The variant is a pure function of the token (seeded by the server's secret key), so a
 reload and every Range request of one trial see the same bytes. Nothing in a variant
@@ -182,10 +181,10 @@ def mp4_variant(path, token: str, *, min_size: int = 0) -> tuple[list, int]:
 def size_floor(campaign, token: str) -> int:
     """A size in bytes drawn (per token, stable) from the campaign's evaluated videos' variants.
 
-    Every video trial is padded to at least this (:func:`mp4_variant`), so catch videos
-    and evaluated videos have one size distribution: the size of a video is that of an
-    evaluated video picked at random, or its own if larger. An evaluated video's variant
-    size is its browser copy plus a random ``free`` box, reproduced here.
+    A catch-trial probe is padded to at least this (:func:`mp4_variant`): its size is that
+    of an evaluated video's variant picked at random (its browser copy plus a random
+    ``free`` box, reproduced here), or its own if larger, so a size threshold does not
+    tell catch trials from evaluated ones.
 
     Returns
     -------

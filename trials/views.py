@@ -325,7 +325,8 @@ def media(request, token: str):
     def on_sent(n: int) -> None:
         trials.update(video_bytes_served=F("video_bytes_served") + n)
 
-    floor = size_floor(session.campaign, trial.media_token)
+    # A catch probe is padded to the size of an evaluated video drawn at random.
+    floor = size_floor(session.campaign, trial.media_token) if trial.probe_image_id else 0
     return mp4_variant_response(
         request, field, trial.media_token, on_sent=on_sent, on_size=on_size, min_size=floor
     )

@@ -45,6 +45,8 @@ def mp4_header(data: bytes) -> dict:
             elif kind == b"tkhd":
                 width, height = struct.unpack_from(">II", data, offset + size - 8)
                 found["size"] = (width >> 16, height >> 16)
+            elif kind == b"mdat":
+                found["mdat"] = size
             elif kind == b"stsz":
                 found["frames"] = struct.unpack_from(">I", data, body + 8)[0]
 
@@ -60,7 +62,8 @@ def auc(positives, negatives) -> float:
 
 @pytest.fixture
 def catch_campaign(db, media_root, data_dir, grid_cache, settings):
-    """The GRID campaign with half as many attention checks as evaluated trials (4 a session)."""
+    """The GRID campaign with half as many attention checks as evaluated trials (4 a session;
+    raters_per_video=6 leaves room for the 6 sessions of the size test)."""
     settings.TRIALS_MIN_VIEW_MS = 0  # these raters answer at once; timing has its own tests
     settings.TRIALS_MIN_WATCH_PERCENT = 0
     campaign = build_grid_campaign(
@@ -80,25 +83,30 @@ def _served_videos(campaign, codes):
 
 def test_catch_trials_not_spotted_by_file_size_or_mp4_header(catch_campaign):
     sizes, headers = {"catch": [], "other": []}, {"catch": set(), "other": set()}
-    for trial, video, _ in _served_videos(catch_campaign, [f"size-{i}" for i in range(4)]):
+    mdats = {"catch": [], "other": []}
+    for trial, video, _ in _served_videos(catch_campaign, [f"size-{i}" for i in range(6)]):
         group = "catch" if trial.kind == "catch" else "other"
         sizes[group].append(len(video))
         header = mp4_header(video)
         headers[group].add((header["duration_s"], header["frames"], header["size"]))
+        mdats[group].append(header["mdat"])
     n_catch, n_other = len(sizes["catch"]), len(sizes["other"])
-    assert n_catch >= 12 and n_other >= 24, (n_catch, n_other)
+    assert n_catch >= 18 and n_other >= 24, (n_catch, n_other)
     # The header of a catch video is one of the evaluated clips': 3 s, 75 frames, 360x288.
     assert headers["catch"] == headers["other"] == {(3.0, 75, (360, 288))}
     # A size threshold ("Content-Length < 30000") separated them perfectly before (AUC 0:
     # catch 19.8-21.3 kB, the others 36.7-79.7 kB). Under no difference the AUC is 0.5
-    # with standard deviation sqrt((n1 + n2 + 1) / (12 n1 n2)), about 0.09 here: [0.2, 0.8]
+    # with standard deviation sqrt((n1 + n2 + 1) / (12 n1 n2)), under 0.09 here: [0.2, 0.8]
     # is more than 3 deviations either side.
     size_auc = auc(sizes["catch"], sizes["other"])
-    print(f"size AUC catch vs other {size_auc:.2f} ({n_catch} catch, {n_other} other videos)")
+    mdat_auc = auc(mdats["catch"], mdats["other"])
+    print(f"AUC catch vs other: size {size_auc:.2f}, mdat {mdat_auc:.2f} ({n_catch} catch, {n_other} other)")
     assert 0.2 <= size_auc <= 0.8, (size_auc, sorted(sizes["catch"]), sorted(sizes["other"]))
-    # Bitrate is size over the same duration: the same test. And the range: no catch video
-    # lies outside the sizes of the other videos (a cut-off at either end finds nothing).
-    assert min(sizes["other"]) <= min(sizes["catch"]) and max(sizes["catch"]) <= max(sizes["other"])
+    # Bitrate is size over the same duration: the same test. An attacker parsing the MP4
+    # reads the coded stream's size (mdat) instead: the probe's noise gives it a real clip's
+    # bitrate. The 10 probes of a campaign (one per face) are only 10 distinct streams, so
+    # this AUC varies more between runs (0.32-0.48 seen): a wider band.
+    assert 0.15 <= mdat_auc <= 0.85, (mdat_auc, sorted(mdats["catch"]), sorted(mdats["other"]))
 
 
 def _grey(rgb):
