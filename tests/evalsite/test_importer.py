@@ -172,5 +172,8 @@ def test_bad_role_and_practice_in_the_evaluated_subset_are_refused(media_root, f
         ],
     )
     problems = _problems(folder)
-    assert "videos.csv line 2: role must be 'evaluated' or 'practice', got 'training'" in problems
+    assert (
+        "videos.csv line 2: role must be one of evaluated, practice, attacker_train, got 'training'"
+        in problems
+    )
     assert "videos.csv line 3: a practice video cannot be in the evaluated subset" in problems
