@@ -4,14 +4,17 @@ Without a broker (the test settings) the queued tasks run in-process, so a start
 complete when the request returns; on real workers: tests/ops/test_celery_runs.py.
 """
 
+from pathlib import Path
+
 import pytest
 from django.contrib.auth.models import Permission, User
+from django.core.files import File
 from rest_framework.test import APIClient
 
-from automated.django_app.attack_models import AttackRun
+from automated.django_app.attack_models import AttackFold, AttackRun
 from automated.django_app.face_models import AutomatedRun
 from automated.django_app.services import create_baseline_submission
-from evalsite.models import Campaign
+from evalsite.models import Campaign, Identity, SourceVideo
 
 from .test_face_services import campaign  # noqa: F401  (the tiny real GRID campaign)
 
@@ -80,7 +83,27 @@ def test_organizer_starts_a_face_run_through_the_api_and_follows_it(organizer, s
     assert [(r["id"], r["kind"], r["progress"]) for r in listed] == [(run["id"], "face", "3/3 videos")]
 
 
-def test_an_attack_run_started_through_the_api_lists_beside_face_runs(organizer, submission):
+# A second clip of two identities (their gallery clips), so the attack has cross-video folds.
+SECOND_CLIPS = {"ID01": "grid_identity_clips/s1/bbal6n.mpg", "ID03": "grid_talking_heads/pwij3p.mpg"}
+
+
+@pytest.fixture
+def two_video_submission(campaign, data_dir):  # noqa: F811
+    """The identity baseline of the tiny campaign plus SECOND_CLIPS: 5 videos, ID07 with one."""
+    for code, clip in SECOND_CLIPS.items():
+        video = SourceVideo(
+            campaign=campaign,
+            identity=Identity.objects.get(campaign=campaign, code=code),
+            name=Path(clip).stem,
+            action="talking",
+        )
+        with (data_dir / "videos" / clip).open("rb") as handle:
+            video.file.save(Path(clip).name, File(handle), save=True)
+    return create_baseline_submission(campaign, "identity", web_copies=False)
+
+
+def test_an_attack_run_started_through_the_api_lists_beside_face_runs(organizer, two_video_submission):
+    submission = two_video_submission
     client = _client(organizer)
     face = client.post(
         f"/api/submissions/{submission.pk}/runs/", {"kind": "face", "stride": 40}, format="json"
@@ -91,9 +114,21 @@ def test_an_attack_run_started_through_the_api_lists_beside_face_runs(organizer,
         format="json",
     )
     assert attack.status_code == 201, attack.json()
-    assert (attack.json()["status"], attack.json()["progress"]) == ("completed", "3/3 videos")
+    assert (attack.json()["status"], attack.json()["progress"]) == ("completed", "5/5 videos")
     run = AttackRun.objects.get(pk=attack.json()["id"])
-    assert run.results.count() == 2 and run.extractions.count() == 3
+    # Leave one video out over the 4 clips of ID01 and ID03 (ID07's one clip only trains),
+    # one stored fold each; one cross-video row per recognizer x attacker.
+    assert run.extractions.count() == 5
+    assert run.folds_total == run.folds_done == AttackFold.objects.filter(run=run).count() == 4
+    assert sorted(pk for fold in run.planned_folds for pk in fold) == sorted(
+        submission.masked_videos.exclude(source_video__identity__code="ID07").values_list("pk", flat=True)
+    )
+    accuracy = dict(run.results.values_list("attacker", "accuracy"))
+    assert sorted(accuracy) == ["clear", "naive"] and run.results.count() == 1 * 2
+    # Masked = clear: the naive attacker (trained on clear, tested on masked) is the clear bound.
+    assert accuracy["naive"] == accuracy["clear"]
+    # The within-video table is stored apart: every video split in time, same pairs.
+    assert sorted(row["attacker"] for row in run.scene_memorisation) == ["clear", "naive"]
     listed = client.get(f"/api/submissions/{submission.pk}/runs/").json()
     assert [(r["kind"], r["id"]) for r in listed] == [("attack", run.pk), ("face", face.json()["id"])]
 
