@@ -47,7 +47,6 @@ from .models import (
 from .reports import report_basename
 from .scoping import CampaignScopedAdminMixin
 from .team_accounts import create_member_account, member_choices
-from .uploads import receive_upload
 from .validation import report_rows_as_csv
 
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
@@ -498,14 +497,7 @@ class SubmissionAdmin(CampaignScopedAdmin):
             raise PermissionDenied
         form = SubmissionZipForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
-            zip_file = form.cleaned_data["file"]
-            upload = receive_upload(
-                submission,
-                zip_file,
-                original_name=zip_file.name,
-                replace=form.cleaned_data["replace"],
-                uploaded_by=request.user,
-            )
+            upload = form.receive(submission, uploaded_by=request.user)
             if upload.status == SubmissionUpload.Status.FAILED:
                 messages.error(request, f"{upload.error_code}: {upload.error}")
             elif upload.status == SubmissionUpload.Status.DONE:

@@ -27,7 +27,6 @@ from .forms import SubmissionZipForm
 from .models import Campaign, GalleryImage, Identity, SourceVideo, Submission, SubmissionUpload
 from .scoping import CampaignScopedViewSetMixin, visible_campaigns
 from .services import create_submission, replace_source_video
-from .uploads import receive_upload
 from .validation import ValidationReport
 
 
@@ -341,14 +340,7 @@ class SubmissionViewSet(
         form = SubmissionZipForm(request.data, request.FILES)
         if not form.is_valid():
             return Response(form.errors.get_json_data(), status=status.HTTP_400_BAD_REQUEST)
-        zip_file = form.cleaned_data["file"]
-        upload = receive_upload(
-            submission,
-            zip_file,
-            original_name=zip_file.name,
-            replace=form.cleaned_data["replace"],
-            uploaded_by=request.user,
-        )
+        upload = form.receive(submission, uploaded_by=request.user)
         if upload.status == SubmissionUpload.Status.FAILED:
             return Response(
                 {

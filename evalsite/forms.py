@@ -3,6 +3,8 @@
 
 from django import forms
 
+from .uploads import receive_upload
+
 
 class SubmissionZipForm(forms.Form):
     """A zip of masked videos named after the campaign's source videos.
@@ -21,3 +23,20 @@ class SubmissionZipForm(forms.Form):
         help_text="Without this, a file for a video that already has a masked video is rejected. With it, "
         "the new file becomes current; the earlier one is kept, superseded, with its ratings.",
     )
+
+    def receive(self, submission, uploaded_by):
+        """Store the valid form's zip as a new upload of ``submission`` and queue its validation.
+
+        Returns
+        -------
+        SubmissionUpload
+            As :func:`evalsite.uploads.receive_upload` (the uploaded file's name kept).
+        """
+        zip_file = self.cleaned_data["file"]
+        return receive_upload(
+            submission,
+            zip_file,
+            original_name=zip_file.name,
+            replace=self.cleaned_data["replace"],
+            uploaded_by=uploaded_by,
+        )

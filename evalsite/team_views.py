@@ -37,7 +37,7 @@ from django.urls import reverse_lazy
 from . import dictionary, leaderboard, reports, services
 from .forms import SubmissionZipForm
 from .models import Campaign, LeaderboardVisibility, MaskedVideo, Submission, SubmissionUpload, Team
-from .uploads import FINISHED, receive_upload
+from .uploads import FINISHED
 from .validation import report_rows_as_csv
 
 LOGIN_URL = reverse_lazy("team:login")
@@ -208,14 +208,7 @@ def upload(request, pk: int):
         return render(request, "team/upload_closed.html", {"submission": submission}, status=403)
     form = SubmissionZipForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
-        zip_file = form.cleaned_data["file"]
-        stored = receive_upload(
-            submission,
-            zip_file,
-            original_name=zip_file.name,
-            replace=form.cleaned_data["replace"],
-            uploaded_by=request.user,
-        )
+        stored = form.receive(submission, uploaded_by=request.user)
         return redirect("team:upload_detail", pk=stored.pk)
     context = {
         "submission": submission,
