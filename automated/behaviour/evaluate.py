@@ -241,10 +241,8 @@ def evaluate_behaviour(
     masked_path,
     *,
     stride: int = 5,
-    cache_dir=None,
-    extractors: tuple[BehaviourExtractor, BehaviourExtractor] | None = None,
     timings: dict | None = None,
-    **model_options,
+    **pass_options,
 ) -> BehaviourEvaluation:
     """Score the behaviour a masked video keeps from its clear video, decoding the pair here.
 
@@ -255,12 +253,14 @@ def evaluate_behaviour(
     ----------
     clear_path, masked_path : path-like
         Same frame count and frame size.
-    stride, cache_dir, extractors, **model_options
+    stride : int, default=5
         As ``BehaviourPass``.
     timings : dict, optional
         CPU seconds of "decode" (one step of the decoding loop) and, for extractors made
         here, per model, with frame counts (see ``BehaviourExtractor``; given extractors
         report into their own ``timings``).
+    **pass_options
+        ``BehaviourPass`` options: ``cache_dir``, ``extractors`` or the model options.
 
     Returns
     -------
@@ -283,14 +283,7 @@ def evaluate_behaviour(
     """
     _check_stride(stride)
     check_video_pair(clear_path, masked_path)
-    with BehaviourPass(
-        clear_path,
-        stride=stride,
-        cache_dir=cache_dir,
-        extractors=extractors,
-        timings=timings,
-        **model_options,
-    ) as behaviour:
+    with BehaviourPass(clear_path, stride=stride, timings=timings, **pass_options) as behaviour:
         if behaviour.clear_from_cache:  # the clear video is not decoded at all
             pairs = ((index, None, masked) for index, masked in iter_frames(masked_path, stride=stride))
         else:
