@@ -1,22 +1,27 @@
-"""Automated runs on real Celery workers (Redis broker, PostgreSQL), issue 8.
+"""Automated runs on real Celery workers (Redis broker, PostgreSQL), issues 8 and 11.
 
 A fresh PostgreSQL database holds the tiny real campaign (3 GRID clips, 3 identities,
 ``tests/evalsite/conftest.write_tiny_dataset``) and two baseline submissions: ``identity``
-(masked = clear) and ``block_permute_fixed``. Everything is set up and started the way an
-organizer does it: ``import_dataset``, ``make_baseline``, ``evaluate`` / ``attack`` (which
-queue one task per masked video on Redis and print progress while a worker runs them).
+(masked = clear) and ``block_permute_fixed``; the attack runs use a second campaign, the
+tiny one plus a second clip of two identities (``write_fold_dataset``: 5 clips, so the
+cross-video protocol has 4 leave-one-video-out folds), with the same two baselines.
+Everything is set up and started the way an organizer does it: ``import_dataset``,
+``make_baseline``, ``evaluate`` / ``attack`` (which queue one task per masked video on
+Redis, then one per fold for the attack, and print progress while a worker runs them).
 Face runs here skip the behaviour metrics (``--no-behaviour``): the face scores are compared.
 
 - A worker evaluates both submissions (face evaluation and attack suite); the stored rows
   equal those of the same runs executed in-process (no broker).
-- A worker killed with SIGKILL in the middle of a video (face run) and in the middle of the
-  attack suite: the broker redelivers the task to a second worker, the run completes once,
-  with one row per video / result cell and the same values as an undisturbed run.
+- A worker killed with SIGKILL in the middle of a video (face run) and in the middle of an
+  attack fold (after it stored another fold): the broker redelivers the task to a second
+  worker, which shares the folds; the run completes once, with one row per video / fold /
+  result cell and the same values as an undisturbed run.
 - Claiming a run is exactly-once among processes racing on PostgreSQL.
 """
 
 from __future__ import annotations
 
+import csv
 import re
 import subprocess
 import sys
@@ -25,15 +30,19 @@ import time
 import pytest
 from django.conf import settings
 
-from tests.evalsite.conftest import write_tiny_dataset
+from tests.evalsite.conftest import TINY, write_tiny_dataset
 from tests.ops.servers import ROOT, base_env, celery_worker, manage, postgres_database, redis_broker
 
 FACE_STRIDE = "25"  # 3 tested frames per clip: the undisturbed runs are quick
 # 38 tested frames per clip with dlib's own (slower) embedding: seconds per video, time to kill mid-video.
 KILL_STRIDE, KILL_EMBEDDER = "2", "dlib_resnet_native"
 ATTACK = ["--attackers", "clear", "naive", "parrot", "--recognizers", "lbph", "eigenfaces", "--stride", "10"]
-# The heavy suite to kill: the small CNN trains for each attacker.
+# The heavy folds to kill: the small CNN trains for each attacker in every fold.
 KILL_ATTACK = ["--attackers", "clear", "naive", "parrot", "--recognizers", "lbph", "cnn", "--stride", "5"]
+# The attack campaign: the tiny one plus a second clip of ID01 (GRID s1) and ID03 (s2).
+SECOND_CLIPS = {"ID01": "grid_identity_clips/s1/bbal6n.mpg", "ID03": "grid_talking_heads/pwij3p.mpg"}
+FOLDS = 4  # leave one video out over the 4 clips of ID01 and ID03; ID02's one clip only trains
+PAIRS = 2 * 3  # recognizers x attackers of ATTACK and of KILL_ATTACK
 FACE_COLUMNS = (
     "frames_tested, clear_faces, masked_faces, mean_iou, detection_failure_rate, "
     "match_rate, rank1_rate, mean_rank, mean_genuine_distance, clear_match_rate, clear_rank1_rate, "
@@ -59,6 +68,34 @@ def _wait(predicate, timeout_s: float, what: str, server=None):
     )
 
 
+def write_fold_dataset(folder, data_dir):
+    """``write_tiny_dataset`` plus SECOND_CLIPS: 5 clips, two identities with two each."""
+    write_tiny_dataset(folder, data_dir)
+    with (folder / "videos.csv").open("a", newline="") as handle:
+        for code, clip in SECOND_CLIPS.items():
+            name = clip.rsplit("/", 1)[-1]
+            assert name not in {video for video, _ in TINY.values()}
+            csv.writer(handle).writerow([name, code, "talking"])
+            (folder / "videos" / name).write_bytes((data_dir / "videos" / clip).read_bytes())
+    return folder
+
+
+def _baselines(env: dict, campaign: str) -> dict:
+    out = manage(
+        "make_baseline",
+        campaign,
+        "--method",
+        "identity",
+        "--method",
+        "block_permute_fixed",
+        "--no-web-copies",
+        env=env,
+    ).stdout
+    ids = {name: int(pk) for pk, name in re.findall(r"submission (\d+) Baselines / (\w+)", out)}
+    assert set(ids) == {"identity", "block_permute_fixed"}, out
+    return ids
+
+
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory):
     """PostgreSQL with the campaign and the two baseline submissions; yields (env, {name: submission id})."""
@@ -76,19 +113,16 @@ def deployment(tmp_path_factory):
             "DEID_TORCH_THREADS": "1",
         }
         manage("import_dataset", str(dataset), "--campaign", "Workers", "--no-web-copies", env=env)
-        out = manage(
-            "make_baseline",
-            "workers",
-            "--method",
-            "identity",
-            "--method",
-            "block_permute_fixed",
-            "--no-web-copies",
-            env=env,
-        ).stdout
-        ids = {name: int(pk) for pk, name in re.findall(r"submission (\d+) Baselines / (\w+)", out)}
-        assert set(ids) == {"identity", "block_permute_fixed"}, out
-        yield env, ids
+        yield env, _baselines(env, "workers")
+
+
+@pytest.fixture(scope="module")
+def fold_submissions(deployment, tmp_path_factory):
+    """The attack campaign in the same database; {name: submission id} of its two baselines."""
+    env, _ = deployment
+    dataset = write_fold_dataset(tmp_path_factory.mktemp("fold_runs") / "dataset", settings.DATA_DIR)
+    manage("import_dataset", str(dataset), "--campaign", "Fold workers", "--no-web-copies", env=env)
+    return _baselines(env, "fold-workers")
 
 
 def _in_process(env: dict, code: str) -> str:
@@ -105,13 +139,32 @@ def _face_rows(url: str, run_id: int) -> dict:
 
 
 def _attack_rows(url: str, run_id: int) -> dict:
+    """The cross-video rows: per pair, the mean accuracy over folds, its spread and sizes."""
     rows = _query(
         url,
-        "SELECT recognizer, attacker, selection, subset_size, repeat, accuracy, n_train, n_test "
-        "FROM automated_attackresult WHERE run_id = %s",
+        "SELECT recognizer, attacker, selection, subset_size, repeat, accuracy, n_folds, sd, "
+        "min_accuracy, max_accuracy, n_train, n_test FROM automated_attackresult WHERE run_id = %s",
         run_id,
     )
     return {row[:5]: row[5:] for row in rows}
+
+
+def _scene_rows(url: str, run_id: int) -> dict:
+    """The within-video (scene-memorisation) table stored apart on the run: accuracy per pair."""
+    ((table,),) = _query(url, "SELECT scene_memorisation FROM automated_attackrun WHERE id = %s", run_id)
+    return {(row["recognizer"], row["attacker"], row["selection"]): row["accuracy"] for row in table}
+
+
+def _folds(url: str, run_id: int) -> tuple:
+    """(folds_done, folds_total, stored fold rows) of attack run ``run_id``."""
+    (row,) = _query(
+        url,
+        "SELECT folds_done, folds_total, (SELECT count(*) FROM automated_attackfold WHERE run_id = %s) "
+        "FROM automated_attackrun WHERE id = %s",
+        run_id,
+        run_id,
+    )
+    return row
 
 
 def _assert_same(reference: dict, rows: dict) -> None:
@@ -152,7 +205,7 @@ def _reference_attack_run(env, submission_id: int, options: list[str]) -> int:
     return int(re.search(r"RUN (\d+)", out).group(1))
 
 
-def test_a_worker_evaluates_two_submissions_with_face_and_attack_runs(deployment, tmp_path):
+def test_a_worker_evaluates_two_submissions_with_face_and_attack_runs(deployment, fold_submissions, tmp_path):
     env, ids = deployment
     url = env["DATABASE_URL"]
     with redis_broker() as broker:
@@ -168,41 +221,50 @@ def test_a_worker_evaluates_two_submissions_with_face_and_attack_runs(deployment
                 )
                 # The command printed progress while the worker ran it, and the summary.
                 assert "  completed: 3/3 videos" in out and "rank1_rate" in out, out
-                out = manage("attack", str(submission_id), *ATTACK, env=env).stdout
+                out = manage("attack", str(fold_submissions[name]), *ATTACK, env=env).stdout
                 attack = int(
                     re.search(
-                        r"^attack run (\d+) of .*: (pending|running) \(\d/3 videos\)$", out, re.M
+                        r"^attack run (\d+) of .*: (pending|running) \(\d/5 videos\)$", out, re.M
                     ).group(1)
                 )
-                assert "  completed: 3/3 videos" in out and "worst case" in out, out
+                assert "  completed: 5/5 videos" in out and "worst case" in out, out
                 runs[name] = face, attack
             log = worker.output()
     assert log.count("automated.face_video[") >= 2 * 6  # received + succeeded, 3 videos x 2 submissions
+    # The attack's units: 5 videos, then one task per cross-video fold, then the summary.
+    assert len(re.findall(r"automated\.attack_video\[[-\w]+\] succeeded", log)) == 2 * 5
+    assert len(re.findall(r"automated\.attack_fold\[[-\w]+\] succeeded", log)) == 2 * FOLDS
     assert len(re.findall(r"automated\.attack_suite\[[-\w]+\] succeeded", log)) == 2
 
     for name, (face, attack) in runs.items():
         assert _run(url, "automatedrun", face) == ("completed", 3, 3, "")
-        assert _run(url, "attackrun", attack) == ("completed", 3, 3, "")
+        assert _run(url, "attackrun", attack) == ("completed", 5, 5, "")
+        assert _folds(url, attack) == (FOLDS, FOLDS, FOLDS)
         scores = _face_rows(url, face)
         assert len(scores) == 3
         results = _attack_rows(url, attack)
         assert (
             len(results)
-            == 2 * 3
+            == PAIRS
             == _query(url, "SELECT count(*) FROM automated_attackresult WHERE run_id = %s", attack)[0][0]
         )
+        assert {row[1] for row in results.values()} == {FOLDS}  # n_folds: every pair over every fold
+        scene = _scene_rows(url, attack)
+        assert len(scene) == PAIRS and scene.keys() == {key[:3] for key in results}
         # Same values as the same runs executed in-process (no broker, no worker).
         _assert_same(_face_rows(url, _reference_face_run(env, ids[name], FACE_STRIDE)), scores)
-        assert _attack_rows(url, _reference_attack_run(env, ids[name], ATTACK)) == results
+        reference = _reference_attack_run(env, fold_submissions[name], ATTACK)
+        assert _attack_rows(url, reference) == results and _scene_rows(url, reference) == scene
     # Real values: masked = clear, so every tested frame is recognised (rank 1) and
-    # the attacker trained on masked faces does exactly as well as the clear bound.
+    # the attacker trained on masked faces does exactly as well as the clear bound, in
+    # every fold (the same sd and range) and in the scene-memorisation table.
     identity_face, identity_attack = runs["identity"]
     assert {row[7] for row in _face_rows(url, identity_face).values()} == {1.0}  # rank1_rate
-    accuracy = {key[:2]: value[0] for key, value in _attack_rows(url, identity_attack).items()}
+    results = {key[:2]: value[:5] for key, value in _attack_rows(url, identity_attack).items()}
+    scene = {key[:2]: value for key, value in _scene_rows(url, identity_attack).items()}
     for recognizer in ("lbph", "eigenfaces"):
-        assert (
-            accuracy[recognizer, "naive"] == accuracy[recognizer, "parrot"] == accuracy[recognizer, "clear"]
-        )
+        assert results[recognizer, "naive"] == results[recognizer, "parrot"] == results[recognizer, "clear"]
+        assert scene[recognizer, "naive"] == scene[recognizer, "parrot"] == scene[recognizer, "clear"]
 
 
 def _kill_mid_task(worker, task: str, timeout_s: float = 180) -> str:
@@ -229,7 +291,9 @@ def _kill_mid_task(worker, task: str, timeout_s: float = 180) -> str:
     return started["victim"]
 
 
-def test_a_worker_killed_mid_run_is_redelivered_and_the_run_completes_once(deployment, tmp_path):
+def test_a_worker_killed_mid_run_is_redelivered_and_the_run_completes_once(
+    deployment, fold_submissions, tmp_path
+):
     env, ids = deployment
     url = env["DATABASE_URL"]
     submission_id = ids["block_permute_fixed"]
@@ -252,23 +316,37 @@ def test_a_worker_killed_mid_run_is_redelivered_and_the_run_completes_once(deplo
         status, done, total, _ = _run(url, "automatedrun", face)
         assert status == "running" and done < 3 == total
 
-        out = manage("attack", str(submission_id), *KILL_ATTACK, "--no-wait", env=env).stdout
+        attack_submission = fold_submissions["block_permute_fixed"]
+        out = manage("attack", str(attack_submission), *KILL_ATTACK, "--no-wait", env=env).stdout
         attack = int(re.search(r"^attack run (\d+) of ", out, re.M).group(1))
-        with celery_worker(env, tmp_path, name="doomed-suite") as doomed_suite:
-            suite_victim = _kill_mid_task(doomed_suite, "automated.attack_suite")
-        assert _run(url, "attackrun", attack)[:3] == ("running", 3, 3)
+        with celery_worker(env, tmp_path, name="doomed-folds") as doomed_folds:
+            # It stores a fold first, then dies in the middle of another one.
+            _wait(lambda: _folds(url, attack)[0] >= 1, 300, "a fold stored", doomed_folds)
+            fold_victim = _kill_mid_task(doomed_folds, "automated.attack_fold")
+        assert _run(url, "attackrun", attack)[:3] == ("running", 5, 5)
+        done_before, total, stored = _folds(url, attack)
+        assert 1 <= done_before == stored < total == FOLDS
         assert not _attack_rows(url, attack)
 
         with celery_worker(env, tmp_path, name="rescuer") as rescuer:
             _wait(lambda: _run(url, "automatedrun", face)[0] != "running", 180, "face run finished", rescuer)
             _wait(lambda: _run(url, "attackrun", attack)[0] != "running", 300, "attack run finished", rescuer)
-            later_logs = doomed_suite.output() + rescuer.output()
+            later_logs = doomed_folds.output() + rescuer.output()
     # The killed tasks themselves were redelivered (same ids) to a later worker (the face
     # task may reach the second one, started within the visibility timeout's reach).
     assert f"automated.face_video[{victim}] received" in later_logs
-    assert f"automated.attack_suite[{suite_victim}] received" in rescuer.output()
+    assert f"automated.attack_fold[{fold_victim}] received" in rescuer.output()
+    assert f"automated.attack_fold[{fold_victim}] succeeded" in rescuer.output()
+    assert re.search(r"automated\.attack_suite\[[-\w]+\] succeeded in [\d.]+s: True", rescuer.output())
+    # The folds were shared: each stored once, by the doomed worker before it died or by the rescuer.
+    stored_by = [
+        len(re.findall(r"automated\.attack_fold\[[-\w]+\] succeeded in [\d.]+s: True", log.output()))
+        for log in (doomed_folds, rescuer)
+    ]
+    assert stored_by == [done_before, FOLDS - done_before]
     assert _run(url, "automatedrun", face) == ("completed", 3, 3, "")
-    assert _run(url, "attackrun", attack) == ("completed", 3, 3, "")
+    assert _run(url, "attackrun", attack) == ("completed", 5, 5, "")
+    assert _folds(url, attack) == (FOLDS, FOLDS, FOLDS)
     scores, results = _face_rows(url, face), _attack_rows(url, attack)
     counts = _query(
         url,
@@ -279,10 +357,13 @@ def test_a_worker_killed_mid_run_is_redelivered_and_the_run_completes_once(deplo
         attack,
         attack,
     )
-    assert counts == [(3, 2 * 3, 3)] and len(scores) == 3 and len(results) == 2 * 3
+    assert counts == [(3, PAIRS, 5)] and len(scores) == 3 and len(results) == PAIRS
+    scene = _scene_rows(url, attack)
+    assert len(scene) == PAIRS
     # The same values as undisturbed runs.
     _assert_same(_face_rows(url, _reference_face_run(env, submission_id, KILL_STRIDE, KILL_EMBEDDER)), scores)
-    assert _attack_rows(url, _reference_attack_run(env, submission_id, KILL_ATTACK)) == results
+    reference = _reference_attack_run(env, attack_submission, KILL_ATTACK)
+    assert _attack_rows(url, reference) == results and _scene_rows(url, reference) == scene
 
 
 def test_claiming_a_run_is_exactly_once_among_racing_processes(deployment):
