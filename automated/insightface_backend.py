@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .chip_embedder import ChipEmbedder
 from .detection import FaceDetections, _check_frame, _clip_boxes, _Detector
 
 #: Where packs live below the models folder (insightface's own layout, ``<root>/models/<pack>``).
@@ -319,7 +320,7 @@ def box_keypoints(box_xyxy) -> np.ndarray:
     return (arcface_dst / 112.0 * side + origin).astype(np.float32)
 
 
-class ArcFaceEmbedder:
+class ArcFaceEmbedder(ChipEmbedder):
     """The pack's ArcFace network through insightface: aligned 112x112 chips -> unit vectors.
 
     Each face needs its 5 keypoints: ``embed_keypoints`` takes them (from
@@ -465,12 +466,12 @@ class ArcFaceEmbedder:
         points = np.asarray(keypoints_xy, np.float32).reshape(-1, 5, 2)
         return self.embed_chips([self.align(image_rgb, p) for p in points])
 
-    def embed_faces(self, faces) -> np.ndarray:
-        """Embed ``(image_rgb, box_xyxy)`` pairs in one batch.
+    def chips(self, faces) -> np.ndarray:
+        """Aligned chips of ``(image_rgb, box_xyxy)`` pairs (keypoints from ``keypoints``).
 
         Returns
         -------
-        ndarray of shape (n, dim), dtype float32
+        ndarray of shape (n, chip_size, chip_size, 3), dtype uint8, RGB
 
         Raises
         ------
@@ -484,21 +485,9 @@ class ArcFaceEmbedder:
             if box.shape != (4,) or not np.isfinite(box).all():
                 raise ValueError(f"a face box must be 4 finite numbers [x1, y1, x2, y2], got {box.tolist()}")
             chips.append(self.align(image_rgb, self.keypoints(image_rgb, box)))
-        return self.embed_chips(chips)
-
-    def embed(self, image_rgb: np.ndarray, boxes_xyxy) -> np.ndarray:
-        """Embed the faces at ``boxes_xyxy`` (n, 4) in one image -> (n, dim) float32."""
-        boxes = np.asarray(boxes_xyxy, np.float64).reshape(-1, 4)
-        return self.embed_faces([(image_rgb, box) for box in boxes])
-
-    def embed_crop(self, face_rgb: np.ndarray) -> np.ndarray:
-        """Embed an already-cropped face (box = whole image) -> (dim,) float32."""
-        return self.embed_crops([face_rgb])[0]
-
-    def embed_crops(self, faces_rgb) -> np.ndarray:
-        """Embed already-cropped faces (each box = its whole image) -> (n, dim) float32."""
-        faces = list(faces_rgb)
-        return self.embed_faces([(f, [0, 0, f.shape[1], f.shape[0]]) for f in faces])
+        if not chips:
+            return np.zeros((0, self.chip_size, self.chip_size, 3), np.uint8)
+        return np.stack(chips)
 
     def cache_key(self) -> str:
         """Models, library versions and alignment that determine the embeddings (cache keys)."""

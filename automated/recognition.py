@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .chip_embedder import ChipEmbedder, check_boxes, check_image
 from .dlib_torch import (
     CHIP_PADDING,
     CHIP_SIZE,
@@ -68,28 +69,7 @@ def _dlib_models():
     return _shape_predictor(), _native_encoder()
 
 
-def _check_image(image_rgb) -> np.ndarray:
-    if (
-        not isinstance(image_rgb, np.ndarray)
-        or image_rgb.ndim != 3
-        or image_rgb.shape[2] != 3
-        or image_rgb.dtype != np.uint8
-    ):
-        raise ValueError(
-            f"image_rgb must be uint8 (height, width, 3), got {getattr(image_rgb, 'dtype', None)} "
-            f"{getattr(image_rgb, 'shape', None)}"
-        )
-    return np.ascontiguousarray(image_rgb)
-
-
-def _check_boxes(boxes_xyxy) -> np.ndarray:
-    boxes = np.asarray(boxes_xyxy, dtype=np.float64)
-    if boxes.ndim != 2 or boxes.shape[1] != 4 or not np.isfinite(boxes).all():
-        raise ValueError(f"boxes_xyxy must be finite numbers of shape (n, 4), got {boxes.shape}")
-    return boxes
-
-
-class _AlignedChipEmbedder:
+class _AlignedChipEmbedder(ChipEmbedder):
     """dlib's face alignment shared by the embedders of dlib's ResNet.
 
     Each face box is aligned by dlib's 5-point shape predictor and cut out as a
@@ -144,8 +124,8 @@ class _AlignedChipEmbedder:
         predictor = _shape_predictor()
         chips = []
         for image_rgb, box in faces:
-            image = _check_image(image_rgb)
-            x1, y1, x2, y2 = _check_boxes(np.reshape(np.asarray(box, dtype=np.float64), (1, -1)))[0]
+            image = check_image(image_rgb)
+            x1, y1, x2, y2 = check_boxes(np.reshape(np.asarray(box, dtype=np.float64), (1, -1)))[0]
             # dlib rectangles are inclusive: right/bottom are the last pixel inside.
             rect = dlib.rectangle(int(round(x1)), int(round(y1)), int(round(x2)) - 1, int(round(y2)) - 1)
             shapes = dlib.full_object_detections()
@@ -156,91 +136,6 @@ class _AlignedChipEmbedder:
         if not chips:
             return np.zeros((0, CHIP_SIZE, CHIP_SIZE, 3), np.uint8)
         return np.stack(chips)
-
-    def embed_chips(self, chips_rgb) -> np.ndarray:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def embed_faces(self, faces) -> np.ndarray:
-        """Embed many faces (of one or several images) in one batch.
-
-        Parameters
-        ----------
-        faces : sequence of (image_rgb, box_xyxy)
-            As ``chips``.
-
-        Returns
-        -------
-        ndarray of shape (n, dim), dtype float32
-
-        Raises
-        ------
-        ValueError
-            As ``chips``.
-        """
-        chips = self.chips(faces)
-        if len(chips) == 0:
-            return np.zeros((0, self.dim), np.float32)
-        return np.asarray(self.embed_chips(chips), np.float32).reshape(len(chips), self.dim)
-
-    def embed(self, image_rgb: np.ndarray, boxes_xyxy: np.ndarray) -> np.ndarray:
-        """Embed the faces at ``boxes_xyxy`` in one image.
-
-        Parameters
-        ----------
-        image_rgb : ndarray of shape (height, width, 3), dtype uint8, RGB
-        boxes_xyxy : array-like of shape (n, 4)
-            Face boxes in pixels (from a face detector).
-
-        Returns
-        -------
-        ndarray of shape (n, dim), dtype float32
-            One embedding per box; shape (0, dim) when there is no box.
-
-        Raises
-        ------
-        ValueError
-            If the image is not uint8 (height, width, 3) or the boxes are not (n, 4).
-        """
-        image = _check_image(image_rgb)
-        boxes = _check_boxes(boxes_xyxy)
-        return self.embed_faces([(image, box) for box in boxes])
-
-    def embed_crop(self, face_rgb: np.ndarray) -> np.ndarray:
-        """Embed an already-cropped face (``face_crop.crop_internal_face``): box = whole image.
-
-        Parameters
-        ----------
-        face_rgb : ndarray of shape (height, width, 3), dtype uint8, RGB
-
-        Returns
-        -------
-        ndarray of shape (dim,), dtype float32
-
-        Raises
-        ------
-        ValueError
-            As ``embed``.
-        """
-        return self.embed_crops([face_rgb])[0]
-
-    def embed_crops(self, faces_rgb) -> np.ndarray:
-        """Embed already-cropped faces in one batch (each box = its whole image).
-
-        Parameters
-        ----------
-        faces_rgb : sequence of ndarray (height, width, 3), uint8, RGB
-
-        Returns
-        -------
-        ndarray of shape (n, dim), dtype float32
-
-        Raises
-        ------
-        ValueError
-            As ``embed``.
-        """
-        faces = [_check_image(face) for face in faces_rgb]
-        return self.embed_faces([(face, [0, 0, face.shape[1], face.shape[0]]) for face in faces])
 
     def cache_key(self) -> str:
         """Embedder, model, version and alignment that determine the embeddings (for cache keys)."""
