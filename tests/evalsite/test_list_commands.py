@@ -166,3 +166,22 @@ def test_every_argument_of_every_evalsite_command_has_a_help_text():
         missing += [f"{name} {a.dest}" for a in parser._actions if not (a.help and a.help.strip())]
         assert command.help, name
     assert missing == []
+
+
+@pytest.mark.parametrize("command", ["list_campaigns", "list_submissions"])
+def test_on_an_unmigrated_database_the_list_commands_say_to_migrate(command, tmp_path):
+    """A fresh database: the command names the fix instead of failing with 'no such table'."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.ops.servers import base_env
+
+    root = Path(__file__).resolve().parents[2]
+    env = base_env(DATABASE_URL=f"sqlite:///{tmp_path / 'fresh.sqlite3'}", DEID_VAR_DIR=str(tmp_path))
+    proc = subprocess.run(
+        [sys.executable, str(root / "manage.py"), command], cwd=root, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "is not migrated" in proc.stderr and "run `manage.py migrate` first" in proc.stderr, proc.stderr
+    assert "no such table" not in proc.stderr and "Traceback" not in proc.stderr

@@ -1,6 +1,7 @@
 """``manage.py list_campaigns [--format table|csv]``: every campaign with its id and counts."""
 
 import pandas as pd
+from evalsite.management.migrated import require_migrated
 from django.core.management.base import BaseCommand
 from django.db.models import Count
 
@@ -50,6 +51,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, format, **options):
+        require_migrated()
         table = campaigns_table()
         if format == "csv":
             self.stdout.write(table.to_csv(index=False), ending="")

@@ -1,6 +1,7 @@
 """``manage.py list_submissions [--campaign ID|SLUG] [--format table|csv]``: submissions with ids and state."""
 
 import pandas as pd
+from evalsite.management.migrated import require_migrated
 from django.core.management.base import BaseCommand, CommandError
 
 from automated.django_app.dispatch import RUN_KINDS
@@ -79,6 +80,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, campaign, format, **options):
+        require_migrated()
         table = submissions_table(find_campaign(campaign) if campaign else None)
         if format == "csv":
             self.stdout.write(table.to_csv(index=False), ending="")
