@@ -151,3 +151,25 @@ def test_features_file_roundtrip_and_bad_files(tmp_path):
     np.savez(tmp_path / "other.npz", x=np.zeros(2))
     with pytest.raises(ValueError, match="not a behaviour-features file"):
         BehaviourFeatures.load(tmp_path / "other.npz")
+
+
+def test_the_frontier_partial_draws_no_empty_figure_before_any_point_is_measured():
+    """A campaign without any submission measured on both axes gets a line saying what is
+    missing instead of a blank plot; with one point the figure and its links are there."""
+    from types import SimpleNamespace
+
+    from django.template.loader import render_to_string
+
+    nan = float("nan")
+    campaign = SimpleNamespace(pk=7)
+    row = {"label": "Team: m", "kind": "submission", "reidentification": nan, "behaviour": 0.5}
+    row |= {"pu_automated": None, "gender_leakage": None, "current": False}
+    empty = render_to_string(
+        "automated/_frontier.html", {"campaign": campaign, "rows": [row], "plotted": False}
+    )
+    assert "<img" not in empty and "No point to draw yet" in empty and "frontier-points" in empty
+    drawn = render_to_string(
+        "automated/_frontier.html",
+        {"campaign": campaign, "rows": [{**row, "reidentification": 0.3}], "plotted": True},
+    )
+    assert "<img" in drawn and "/7/" in drawn and "No point to draw yet" not in drawn

@@ -33,7 +33,8 @@ def team_frontier(submission) -> dict:
 
 
 def _context(campaign, submission, *, own) -> dict:
-    """``campaign``, ``rows`` (one per drawn submission), ``highlight``."""
+    """``campaign``, ``rows`` (one per drawn submission), ``highlight``, ``plotted`` (some
+    row has both coordinates, so the figure has a point to show)."""
     submissions = frontier_submissions(campaign, own=own)
     points = frontier_points(campaign, own=own)  # the same order
     rows = []
@@ -51,4 +52,8 @@ def _context(campaign, submission, *, own) -> dict:
                 "current": submission is not None and item.pk == submission.pk,
             }
         )
-    return {"campaign": campaign, "rows": rows, "highlight": submission}
+    # NaN != NaN: a point is drawn only when both of its coordinates are measured.
+    plotted = any(
+        r["reidentification"] == r["reidentification"] and r["behaviour"] == r["behaviour"] for r in rows
+    )
+    return {"campaign": campaign, "rows": rows, "highlight": submission, "plotted": plotted}
