@@ -203,6 +203,21 @@ def _subsets(
             yield strategy, k, 0, subset
 
 
+def _split(data, *, test_fraction: float, gap: int, seed: int, within_video: bool):
+    """``protocol.split_train_test`` of ``data``'s samples (identities, videos as groups,
+    frame times, attacker-only samples), one call for the suite and its predictions."""
+    return split_train_test(
+        data.identities,
+        groups=data.groups,
+        time_index=data.time_index,
+        test_fraction=test_fraction,
+        gap=gap,
+        seed=seed,
+        train_only=data.train_only,
+        within_groups=within_video,
+    )
+
+
 def _check_selection(data: AttackData, strategies) -> None:
     for strategy in strategies:
         if strategy not in SELECTION_STRATEGIES:
@@ -303,16 +318,7 @@ def run_attack_suite(
         sizes = halving_subset_sizes(n) if strategies else [n]
     else:
         sizes = sorted({int(k) for k in subset_sizes}, reverse=True)
-    split = split_train_test(
-        data.identities,
-        groups=data.groups,
-        time_index=data.time_index,
-        test_fraction=test_fraction,
-        gap=gap,
-        seed=seed,
-        train_only=data.train_only,
-        within_groups=within_video,
-    )
+    split = _split(data, test_fraction=test_fraction, gap=gap, seed=seed, within_video=within_video)
     rows = []
     restorers: dict = {}
     subsets = _subsets(
@@ -452,16 +458,7 @@ def attack_predictions(
         Columns ``sample`` (index into ``data``), ``group``, ``identity``, ``predicted``,
         ``correct`` (bool).
     """
-    split = split_train_test(
-        data.identities,
-        groups=data.groups,
-        time_index=data.time_index,
-        test_fraction=test_fraction,
-        gap=gap,
-        seed=seed,
-        train_only=data.train_only,
-        within_groups=within_video,
-    )
+    split = _split(data, test_fraction=test_fraction, gap=gap, seed=seed, within_video=within_video)
     (attacker_obj,) = get_attackers([attacker])
     test_idx, y_test, y_pred, _, _ = fit_predict(
         data, split, recognizer, attacker_obj, data.identity_labels, seed, restorer=restorer
