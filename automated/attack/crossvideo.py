@@ -92,6 +92,7 @@ class VideoFold:
 
     @property
     def split(self) -> Split:
+        """This fold as a ``protocol.Split`` (no gap samples: folds split by video, not time)."""
         return Split(self.train_idx, self.test_idx, np.zeros(0, np.int64))
 
 

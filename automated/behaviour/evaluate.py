@@ -65,6 +65,7 @@ class BehaviourEvaluation:
 
     @property
     def score(self) -> float:
+        """The behaviour-preservation score in [0, 1] (1 = identical behaviour; NaN if undefined)."""
         return self.metrics["behaviour_score"]
 
 
