@@ -210,11 +210,25 @@ def fold_interval(values, confidence: float = 0.95) -> tuple[float, float]:
     Returns
     -------
     (low, high) : tuple of float
+
+    Raises
+    ------
+    ValueError
+        If ``confidence`` is not in (0, 1), ``values`` is not one-dimensional, or a value
+        is outside [0, 1] (not an accuracy).
+
+    A NaN fold (no tested frame) makes the interval undefined: (nan, nan), never a
+    clipped (0, 1) that looks like a result.
     """
     values = np.asarray(values, dtype=float)
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    if len(values) < 2:
+    if values.ndim != 1:
+        raise ValueError(f"values must be one accuracy per fold, shape (n_folds,), got shape {values.shape}")
+    bad = values[(values < 0.0) | (values > 1.0)]
+    if bad.size:
+        raise ValueError(f"fold accuracies must be in [0, 1], got {bad.tolist()}")
+    if len(values) < 2 or np.isnan(values).any():
         return float("nan"), float("nan")
     half = stats.t.ppf((1.0 + confidence) / 2.0, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values))
     mean = values.mean()

@@ -188,6 +188,16 @@ def test_fold_interval_by_hand():
     assert np.isnan(fold_interval([0.5])[0])
 
 
+def test_fold_interval_of_a_nan_fold_is_undefined_and_non_accuracies_are_refused():
+    """A NaN fold used to give (0.0, 1.0) (max(0, nan) is 0), values above 1 an inverted
+    interval (1.52, 1.0)."""
+    assert all(np.isnan(fold_interval([0.5, float("nan"), 0.6])))
+    with pytest.raises(ValueError, match=r"must be in \[0, 1\], got \[3.0, 4.0, 5.0\]"):
+        fold_interval([3, 4, 5])
+    with pytest.raises(ValueError, match="shape \\(n_folds,\\)"):
+        fold_interval([[0.5, 0.6]])
+
+
 def test_run_attack_suite_with_roles_never_tests_the_attackers_videos():
     data = _person_data()
     table = run_attack_suite(data, recognizers={"nn": nearest_neighbour}, attackers=["naive"])
