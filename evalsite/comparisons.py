@@ -235,6 +235,11 @@ class VideoBootstrap:
         low, high = np.quantile(kept, [tail, 1 - tail])
         return float(low), float(high)
 
+    def _one_video_only(self, n: int) -> bool:
+        """Resampling one video (and nothing else) gives it back every time: a zero-width
+        interval and p = 0 that would read as certainty. Undefined instead, as t_interval."""
+        return n < 2 and self.replicates is None
+
     def estimate(self, submission: str) -> Estimate:
         """Mean over the submission's videos and its percentile interval.
 
@@ -248,9 +253,12 @@ class VideoBootstrap:
         n = int(np.isfinite(observed).sum())
         if n == 0:
             return Estimate.missing(self.method)
+        value = float(np.nanmean(observed))
+        if self._one_video_only(n):
+            return Estimate(value, math.nan, math.nan, n, self.method)
         means = _weighted_means(self._values([column]), self.video_weights)[:, 0]
         low, high = self._bounds(means)
-        return Estimate(float(np.nanmean(observed)), low, high, n, self.method)
+        return Estimate(value, low, high, n, self.method)
 
     def compare(self, a: str, b: str) -> Comparison:
         """Paired comparison of ``a`` and ``b`` over the videos both have (see module docstring).
@@ -275,6 +283,8 @@ class VideoBootstrap:
         kept = replicate[np.isfinite(replicate)]
         share = float(np.mean(kept > 0) + 0.5 * np.mean(kept == 0)) if len(kept) else math.nan
         difference = float(np.mean(observed[common, 0] - observed[common, 1]))
+        if self._one_video_only(n):
+            return Comparison(a, b, difference, math.nan, math.nan, math.nan, math.nan, n, self.method)
         return Comparison(a, b, difference, low, high, _p_value(replicate), share, n, self.method)
 
     def all_pairs(self) -> list[Comparison]:
@@ -474,6 +484,8 @@ def pooled_rate_interval(
     successes, trials = successes[kept], trials[kept]
     if len(trials) == 0:
         return Estimate.missing(method)
+    if len(trials) == 1:  # one cluster: resampling it says nothing about the spread
+        return Estimate(float(successes[0] / trials[0]), math.nan, math.nan, 1, method)
     weights = resample_counts(len(trials), n_resamples, np.random.default_rng(seed))
     rates = (weights @ successes) / (weights @ trials)
     tail = (1 - confidence) / 2

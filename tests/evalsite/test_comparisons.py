@@ -242,3 +242,26 @@ def test_pooled_rate_is_the_frame_share_and_its_interval_spans_the_video_rates()
     assert pooled_rate_interval([0], [0]).n == 0
     with pytest.raises(ValueError, match="0 <= successes <= trials"):
         pooled_rate_interval([5], [3])
+
+
+def test_one_video_gives_no_interval_and_no_p_value_instead_of_false_certainty():
+    """Resampling a single video returns it every time: the interval had zero width and
+    p = 0, so one video read as a 'clear' difference (reviewer's case)."""
+    import math
+
+    import pandas as pd
+
+    from evalsite.comparisons import pooled_rate_interval, video_bootstrap
+
+    one = video_bootstrap(pd.DataFrame({"A": [0.2], "B": [0.3]}, index=["v1"]))
+    comparison = one.compare("A", "B")
+    assert comparison.difference == pytest.approx(-0.1) and comparison.n_videos == 1
+    assert all(math.isnan(x) for x in (comparison.ci_low, comparison.ci_high, comparison.p_value))
+    estimate = one.estimate("A")
+    assert (
+        estimate.value == pytest.approx(0.2) and math.isnan(estimate.ci_low) and math.isnan(estimate.ci_high)
+    )
+    rate = pooled_rate_interval([3], [10])
+    assert rate.value == pytest.approx(0.3) and rate.n == 1 and math.isnan(rate.ci_low)
+    two = video_bootstrap(pd.DataFrame({"A": [0.2, 0.4], "B": [0.3, 0.6]}, index=["v1", "v2"]))
+    assert not math.isnan(two.compare("A", "B").ci_low)  # two videos: defined again
