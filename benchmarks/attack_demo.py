@@ -1,7 +1,7 @@
 """Shared set-up of the attack benchmarks: the demo's clips, masked by a baseline, as AttackData.
 
-The demo campaign (``evalsite.demo_data.DEMO_PEOPLE``): 18 real clips of 11 identities
-(GRID talking heads and identity clips, CREMA-D actor 1001), two of them the attacker's own
+The demo campaign (``evalsite.demo_data.DEMO_PEOPLE``): 24 real clips of 11 identities
+(GRID talking heads and identity clips, CREMA-D actor 1001), four of them the attacker's own
 material (``ATTACKER_TRAIN_CLIPS``). Masked videos are written once per baseline into
 ``DEID_BENCH_ATTACK_DIR`` (default a folder in the system temp dir) and reused by later
 runs, like the platform reuses a team's upload; crops go to the disk cache there too.

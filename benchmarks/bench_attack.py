@@ -1,6 +1,6 @@
 """Attack suite on the demo (one submission): features vs training per recognizer, within-video vs cross-video.
 
-The demo's 18 clips of 11 identities (``attack_demo``), masked with the
+The demo's 24 clips of 11 identities (``attack_demo``), masked with the
 ``block_permute_fixed`` baseline (16-pixel blocks, one key and nonce), every 5th frame.
 Rows (wall seconds on this 2-core machine, shared; ``cpu_s`` is process CPU time):
 
@@ -11,8 +11,8 @@ Rows (wall seconds on this 2-core machine, shared; ``cpu_s`` is process CPU time
   once (both dlib recognizers and the verification reuse them);
 - ``before: within-video <recognizer>``: the old headline, one time-segment split of every
   video (scene memorisation), all six attackers;
-- ``after: cross-video <recognizer>``: the headline now, leave one video out (8 folds:
-  ID01 2, ID07 2 and ID11 4 tested clips; the other 8 identities are extra classes),
+- ``after: cross-video <recognizer>``: the headline now, leave one video out (13 folds:
+  ID01 5, ID03 1, ID07 3 and ID11 4 tested clips; the other 7 identities are extra classes),
   all six attackers;
 - totals per protocol, with the worst case each reports.
 

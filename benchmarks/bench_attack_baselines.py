@@ -1,9 +1,9 @@
 """Every baseline on the demo's cross-video protocol: the worst case, its pair, sd, interval.
 
-The demo's 18 clips of 11 identities (``attack_demo``: two clips are the attacker's own
+The demo's 24 clips of 11 identities (``attack_demo``: four clips are the attacker's own
 material), masked by each baseline of ``automated.anonymizers.BASELINE_METHODS`` (key
 ``bytes(range(32))``), every 5th frame. Per baseline: the cross-video worst case
-(leave one video out, 8 folds; mean over folds of the strongest recognizer x attacker,
+(leave one video out, 13 folds; mean over folds of the strongest recognizer x attacker,
 the clear baseline excluded), its sd, min/max over folds and 95 % t-interval; the clear
 bound and chance level (1 / 11); and, for contrast, the within-video figure (every clip
 split in time with a 10-frame gap: scene memorisation, not a worst case).

@@ -1,7 +1,7 @@
 """Automated face evaluation of one submission on 1 and on 2 Celery workers (Redis + PostgreSQL).
 
 Set up once, not timed: a fresh PostgreSQL database (``DEID_TEST_POSTGRES_URL``), the demo
-dataset (18 real clips: 11 GRID, 360x288, and 6 CREMA-D, 480x360; ``evalsite.demo_data``)
+dataset (24 real clips: 16 GRID at 360x288, 3 at 720x576, 5 CREMA-D at 480x360; ``evalsite.demo_data``)
 imported with ``import_dataset``, and its ``blur_face`` baseline made with
 ``make_baseline``. Each measurement starts fresh workers (``celery -A evalsite worker
 --concurrency 1 --pool prefork``, OpenMP/BLAS/PyTorch limited to one thread, so a worker
@@ -12,7 +12,7 @@ worker start-up not). Fresh workers and a fresh ``DEID_CACHE_DIR`` each time, so
 measurement finds the clear-side frames, crops or gallery of an earlier one: each worker
 process loads its models and embeds the gallery (11 stills) on its first video.
 
-Two strides: every frame (``stride 1``, about 1 400 frame pairs) and the default 5.
+Two strides: every frame (``stride 1``, about 1 740 frame pairs) and the default 5.
 
 Columns: ``speedup`` is the 1-worker wall time over the n-worker one (target >= 1.7 with 2
 workers on this 2-core machine); ``cpu_s`` the CPU seconds the workers' processes used

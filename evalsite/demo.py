@@ -52,7 +52,8 @@ from .team_accounts import add_team_member
 ORGANIZER_USERNAME = "organizer"
 TEAM_USERNAME = "team-baselines"
 #: The demo's attack suite: one classic, one pixel-subspace and one learned recognizer, on
-#: 4 cross-video folds (the 8 testable clips of ID01, ID07 and ID11, two per fold).
+#: 4 cross-video folds over the 13 testable clips (ID01 5, ID03 1, ID07 3, ID11 4), each
+#: identity's dealt round-robin: a fold tests at most 2 clips of ID01 and 1 of any other.
 DEMO_ATTACK = {
     "attackers": ("clear", "naive", "parrot"),
     "recognizers": ("lbph", "eigenfaces", "cnn"),

@@ -10,14 +10,24 @@ Sources, all under ``settings.DATA_DIR/videos`` (read their SOURCE.md for licenc
   480x360, 29.97 fps), with the official demographics.
 
 What the demo holds (``DEMO_PEOPLE``): 11 identities with pseudonymous codes ID01..ID11
-(never names or dataset speaker ids) and 18 clear videos. The gallery still of an
-identity is the middle frame of a *different* clip of the same person where one exists
-(ID01, ID03, ID07, ID11); the other GRID speakers have a single clip, so their still is
-the middle frame of that same clip (``gallery_sources.csv`` column
-``from_evaluated_clip``: yes for ID02, ID04, ID05, ID06, ID08, ID09, ID10), which makes
-their clear trials answerable by pixel matching. The organizer page and the reports name
-them too: ``trials.stills`` finds such stills in any campaign by perceptual hash
-(``trials.stills.stills_from_evaluated_clips``). Stills are full PNG frames.
+(never names or dataset speaker ids) and 24 clear videos, every clip in the data folder
+that shows one of them except the gallery stills' clips of ID01, ID07 and ID11. Four
+identities have several videos: ID01 (GRID s1) 6, ID03 (s2) 2, ID07 (probable s4) 4 and
+ID11 (CREMA-D 1001) 5; the 7 other GRID speakers have one each. One video of each of the
+four is the attacker's own material (``ATTACKER_TRAIN_CLIPS``, role ``attacker_train``:
+masked by the teams and trained on by the attack, never shown to raters), so 20 videos
+are evaluated and the cross-video attack tests 13 of them (ID01 5, ID03 1, ID07 3, ID11
+4); the single-video identities are extra classes in its training only.
+
+The gallery still of an identity is the middle frame of a clip raters are not shown
+wherever one exists: another clip of ID01, ID07 and ID11, and for ID03 its attacker clip
+(``gallery_sources.csv`` column ``source_clip_role``). The 7 single-clip GRID speakers'
+still is the middle frame of their only clip (``from_evaluated_clip``: yes for ID02,
+ID04, ID05, ID06, ID08, ID09, ID10), which makes their clear trials answerable by pixel
+matching. The organizer page and the reports name them too: ``trials.stills`` finds such
+stills in any campaign by perceptual hash (``trials.stills.stills_from_evaluated_clips``,
+which compares a still with its identity's evaluated videos only). Stills are full PNG
+frames.
 
 Demographics, honestly labelled: ``gender`` is an official dataset label (CREMA-D only,
 "unknown" for GRID); ``gender_unofficial`` is the by-eye guess from GRID's clips.csv
@@ -72,17 +82,27 @@ class DemoPerson:
 
 GTH, GID, CREMAD = "grid_talking_heads", "grid_identity_clips", "cremad"
 DEMO_PEOPLE: tuple[DemoPerson, ...] = (
+    # GRID s1: every clip in the data folder but the gallery's (one recording session).
     DemoPerson(
-        "ID01", f"{GID}/s1/bbal6n.mpg", (f"{GTH}/bbaf2n.mpg", f"{GID}/s1/brif5s.mpg", f"{GID}/s1/lgwazp.mpg")
+        "ID01",
+        f"{GID}/s1/bbal6n.mpg",
+        (
+            f"{GTH}/bbaf2n.mpg",
+            *(f"{GID}/s1/{n}.mpg" for n in ("brif5s", "lgwazp", "pbwx2p", "sgio7s", "swau9s")),
+        ),
     ),
     DemoPerson("ID02", f"{GTH}/brbk7n.mpg", (f"{GTH}/brbk7n.mpg",)),
-    DemoPerson("ID03", f"{GTH}/pwij3p.mpg", (f"{GTH}/id2_vcd_swwp2s.mpg",)),
+    # GRID s2: both clips; the gallery's (pwij3p) is the attacker's own, never shown to raters.
+    DemoPerson("ID03", f"{GTH}/pwij3p.mpg", (f"{GTH}/id2_vcd_swwp2s.mpg", f"{GTH}/pwij3p.mpg")),
     DemoPerson("ID04", f"{GTH}/lbax4n.mpg", (f"{GTH}/lbax4n.mpg",)),
     DemoPerson("ID05", f"{GTH}/lbbc2a.mpg", (f"{GTH}/lbbc2a.mpg",)),
     DemoPerson("ID06", f"{GTH}/lrwp9a.mpg", (f"{GTH}/lrwp9a.mpg",)),
-    # Gallery from condition B (high quality); probes: B at 360x288 and C at 720x576.
+    # Gallery from condition B (high quality); probes: B at 360x288, C at 720x576 (two);
+    # sgbc3n (B, 720x576, like the gallery's clip) is the attacker's own.
     DemoPerson(
-        "ID07", f"{GID}/s4_probable/bbilzs.mpg", (f"{GTH}/lwbsza.mpg", f"{GID}/s4_probable/lgbf6s.mpg")
+        "ID07",
+        f"{GID}/s4_probable/bbilzs.mpg",
+        (f"{GTH}/lwbsza.mpg", *(f"{GID}/s4_probable/{n}.mpg" for n in ("lgbf6s", "sgbc3n", "sgac2a"))),
     ),
     DemoPerson("ID08", f"{GTH}/sbia1a.mpg", (f"{GTH}/sbia1a.mpg",)),
     DemoPerson("ID09", f"{GTH}/sbwe5n.mpg", (f"{GTH}/sbwe5n.mpg",)),
@@ -95,10 +115,19 @@ DEMO_PEOPLE: tuple[DemoPerson, ...] = (
 )
 IDENTITY_COLUMNS = ["identity", "gender_unofficial", "gender", "race", "ethnicity", "age_band"]
 #: The attacker's own labelled material (``videos.csv`` role ``attacker_train``): one clip of
-#: each identity with three or more (ID01, ID11), which keeps at least two evaluated clips
-#: for the cross-video attack (each tested once, trained on with this one otherwise).
+#: each identity with several (ID01, ID03, ID07, ID11), so that each of their evaluated clips
+#: is tested cross-video with at least this one to train on. ID03's is the clip its gallery
+#: still comes from (its only other clip); ID07's (sgbc3n) is of the gallery's recording
+#: condition and matches its still by perceptual hash, so raters must not see it.
 #: Teams mask them, the attack never tests them, raters never see them.
-ATTACKER_TRAIN_CLIPS = frozenset({f"{GID}/s1/lgwazp.mpg", f"{CREMAD}/1001_DFA_SAD_XX.flv"})
+ATTACKER_TRAIN_CLIPS = frozenset(
+    {
+        f"{GID}/s1/lgwazp.mpg",
+        f"{GTH}/pwij3p.mpg",
+        f"{GID}/s4_probable/sgbc3n.mpg",
+        f"{CREMAD}/1001_DFA_SAD_XX.flv",
+    }
+)
 
 
 def _read_rows(path: Path) -> list[dict]:
@@ -152,6 +181,11 @@ def clip_labels(data_dir) -> dict[str, dict]:
             "age_band": _age_band(row["age"]),
         }
     return labels
+
+
+def _role(clip: str) -> str:
+    """``videos.csv`` role of a demo clip: ``attacker_train`` or ``evaluated``."""
+    return "attacker_train" if clip in ATTACKER_TRAIN_CLIPS else "evaluated"
 
 
 def _write_middle_frame(video_path: Path, out_path: Path) -> int:
@@ -210,15 +244,23 @@ def build_demo_dataset(data_dir, out_dir) -> Path:
         identity_rows.append({"identity": person.code, **{c: person_labels[c] for c in IDENTITY_COLUMNS[1:]}})
         still = out_dir / "gallery" / person.code / "still.png"
         frame = _write_middle_frame(data_dir / "videos" / person.gallery_clip, still)
+        # Raters are shown the evaluated clips only, never the attacker's own.
+        evaluated = [clip for clip in person.videos if clip not in ATTACKER_TRAIN_CLIPS]
         gallery_rows.append(
             {
                 "identity": person.code,
                 "image": f"gallery/{person.code}/still.png",
                 "source_clip": person.gallery_clip,
                 "frame_index": frame,
-                "from_a_different_clip": "no" if person.gallery_clip in person.videos else "yes",
+                "from_a_different_clip": "no" if person.gallery_clip in evaluated else "yes",
                 # The still is a frame of a clip raters are shown (evaluated subset).
-                "from_evaluated_clip": "yes" if person.gallery_clip in person.videos else "no",
+                "from_evaluated_clip": "yes" if person.gallery_clip in evaluated else "no",
+                # Whether the still's clip is also a video of the dataset, and in which role.
+                "source_clip_role": (
+                    _role(person.gallery_clip)
+                    if person.gallery_clip in person.videos
+                    else "not in videos.csv"
+                ),
             }
         )
         for clip in person.videos:
@@ -229,8 +271,8 @@ def build_demo_dataset(data_dir, out_dir) -> Path:
                     "video": source.name,
                     "identity": person.code,
                     "action": labels[clip]["action"],
-                    "in_evaluated_subset": "false" if clip in ATTACKER_TRAIN_CLIPS else "true",
-                    "role": "attacker_train" if clip in ATTACKER_TRAIN_CLIPS else "evaluated",
+                    "in_evaluated_subset": "true" if _role(clip) == "evaluated" else "false",
+                    "role": _role(clip),
                     "source_clip": clip,
                 }
             )
@@ -290,5 +332,7 @@ def _sources_text() -> str:
         "speakers, not a dataset label. Gallery stills: see gallery_sources.csv; where "
         "from_evaluated_clip is yes the still is a frame of the identity's only clip, which "
         "raters are shown (no other clip of that person is in the data), so its clear trials "
-        "can be answered by matching pixels.\n"
+        "can be answered by matching pixels. source_clip_role says whether the still's clip is "
+        "also a video here: attacker_train (the attacker's own material, masked and trained on "
+        "by the attack, never shown to raters) or evaluated.\n"
     )

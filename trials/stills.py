@@ -8,11 +8,14 @@
   grey, shrunk image against their median), ``HASH_SIZE`` x ``HASH_SIZE`` = 256 bits. A
   frame within :data:`MATCH_BITS` bits is a match. On the GRID and CREMA-D demo clips a
   still taken from the clip itself is 0-4 bits from its nearest frame (also as a 2/3-size
-  JPEG), other clips of the same person 10-56 bits; two clips of one GRID recording
-  session can still match (they look alike frame for frame), which is then worth the
-  warning too. Results are stored per still (:class:`trials.models.StillCheck`) by
-  :func:`check_stills`, run when rating media are prepared (``trials.tasks``), and read
-  by the organizer page and reports without decoding video.
+  JPEG), other clips of the same person 10-124 bits; two clips of one GRID recording
+  session can still match (they look alike frame for frame: ID07's still and its clip
+  sgbc3n, 2 bits, so the demo makes sgbc3n the attacker's own, never rated), which is
+  then worth the warning too. Only evaluated clips are compared: raters never see the
+  attacker's own (``attacker_train``) clips. Results are stored per still
+  (:class:`trials.models.StillCheck`) by :func:`check_stills`, run when rating media are
+  prepared (``trials.tasks``), and read by the organizer page and reports without
+  decoding video.
 - **An identity alone in its format or demographic group** (:func:`lonely_identities`):
   the only identity whose videos have a frame size, frame rate or container nobody else's
   have (e.g. one CREMA-D actor among GRID speakers: 480x360 at 29.97 fps in FLV), or whose

@@ -91,7 +91,7 @@ def test_demo_runs_on_the_real_clips_and_is_idempotent(media_root, data_dir, tmp
     first = run_demo(data_dir=data_dir, var_dir=tmp_path, stride=25, methods=["identity"], log=lines.append)
     assert not first.failures
     campaign = Campaign.objects.get()
-    assert campaign.source_videos.count() == 18 and campaign.identities.count() == 11
+    assert campaign.source_videos.count() == 24 and campaign.identities.count() == 11
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == sorted(
         [p.name for p in first.report_paths] + ["summary.csv", "dictionary.csv"]
     )
@@ -111,7 +111,7 @@ def test_demo_runs_on_the_real_clips_and_is_idempotent(media_root, data_dir, tmp
 
     second = run_demo(data_dir=data_dir, var_dir=tmp_path, stride=25, methods=["identity"], log=lines.append)
     assert Campaign.objects.count() == 1 and Submission.objects.count() == 1
-    assert AutomatedRun.objects.count() == 1 and MaskedVideo.objects.count() == 18
+    assert AutomatedRun.objects.count() == 1 and MaskedVideo.objects.count() == 24
     assert AttackRun.objects.count() == 1
     assert "already imported" in lines[-2] and "already evaluated" in lines[-1]
     assert second.password != first.password

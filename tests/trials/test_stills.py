@@ -12,7 +12,8 @@ from django.core.files import File
 from django.test import Client
 
 from automated.video import VideoInfo, iter_frames
-from evalsite.demo_data import DEMO_PEOPLE, build_demo_dataset
+from evalsite.demo_data import ATTACKER_TRAIN_CLIPS, DEMO_PEOPLE, build_demo_dataset
+from evalsite.importer import import_dataset
 from evalsite.models import GalleryImage, Identity, SourceVideo
 from trials import stills
 from trials.models import StillCheck
@@ -132,20 +133,42 @@ def demo_dir(tmp_path_factory, data_dir):
     return build_demo_dataset(data_dir, tmp_path_factory.mktemp("demo") / "demo_data")
 
 
+@pytest.mark.django_db
 def test_demo_marks_stills_from_the_evaluated_clip_and_takes_another_clip_wherever_one_exists(
-    demo_dir, data_dir
+    demo_dir, data_dir, media_root
 ):
     with (demo_dir / "gallery_sources.csv").open(newline="") as handle:
         sources = {r["identity"]: r for r in csv.DictReader(handle)}
     marked = {code for code, row in sources.items() if row["from_evaluated_clip"] == "yes"}
     assert marked == {"ID02", "ID04", "ID05", "ID06", "ID08", "ID09", "ID10"}
     people = {p.code: p for p in DEMO_PEOPLE}
-    # The perceptual hash agrees with the mark: a marked still is a frame of its clip, an
-    # unmarked one is far from every frame of every clip of that identity shown to raters.
-    for code, row in sources.items():
-        still = cv2.cvtColor(cv2.imread(str(demo_dir / row["image"])), cv2.COLOR_BGR2RGB)
-        nearest = min(stills.closest_frame(still, data_dir / VIDEOS / c)[0] for c in people[code].videos)
-        assert (nearest <= stills.MATCH_BITS) == (code in marked), (code, nearest)
+    # The perceptual hash agrees with the mark: imported, the stored checks (each still
+    # against every frame of its identity's evaluated clips) find exactly the marked ones;
+    # an unmarked still is far from every frame of every clip shown to raters.
+    campaign = import_dataset(demo_dir, web_copies=False).campaign
+    assert stills.check_stills(campaign) == 11
+    found = stills.stills_from_evaluated_clips(campaign)
+    codes = dict(Identity.objects.filter(campaign=campaign).values_list("pk", "code"))
+    assert {codes[pk] for pk in found} == marked
+    assert all(names == [people[codes[pk]].videos[0].split("/")[-1][:-4]] for pk, names in found.items())
+    unmarked = StillCheck.objects.filter(gallery_image__identity__campaign=campaign).exclude(
+        gallery_image__identity__code__in=marked
+    )
+    assert sorted(c.gallery_image.identity.code for c in unmarked) == ["ID01", "ID03", "ID07", "ID11"]
+    assert all(c.distance_bits > stills.MATCH_BITS and not c.from_evaluated_clip for c in unmarked)
+    # Alone in its format: only ID11 (CREMA-D FLV); ID07's 720x576 clips are not all it has
+    # (lwbsza is 360x288 like the other GRID speakers').
+    assert [w.split(" is the only one")[0] for w in stills.lonely_identities(campaign)] == ["identity ID11"]
+    # Raters never see the attacker's own clips, so they are not compared: ID03's still is
+    # a frame of its attacker clip pwij3p, and ID07's matches its attacker clip sgbc3n (same
+    # recording condition B): either, rated, would answer its clear trials by pixels.
+    for code, clip in (
+        ("ID03", "grid_talking_heads/pwij3p.mpg"),
+        ("ID07", "grid_identity_clips/s4_probable/sgbc3n.mpg"),
+    ):
+        assert clip in ATTACKER_TRAIN_CLIPS and clip in people[code].videos
+        still = cv2.cvtColor(cv2.imread(str(demo_dir / sources[code]["image"])), cv2.COLOR_BGR2RGB)
+        assert stills.closest_frame(still, data_dir / VIDEOS / clip)[0] <= stills.MATCH_BITS, code
     # "Wherever one exists": a marked person has no other clip in the data folder.
     with (data_dir / VIDEOS / "grid_talking_heads" / "clips.csv").open(newline="") as handle:
         grid = list(csv.DictReader(handle))
