@@ -38,7 +38,7 @@ from automated.django_app.attack_models import AttackRun
 from automated.django_app.attack_service import attack_config, run_attack
 from automated.django_app.face_models import AutomatedRun
 from automated.django_app.frontier_view import write_frontier_files
-from automated.django_app.services import create_baseline_submission, run_face_evaluation
+from automated.django_app.services import FACE_RUN, create_baseline_submission, run_face_evaluation
 from automated.recognition import DEFAULT_EMBEDDER
 
 from . import dictionary
@@ -138,13 +138,16 @@ def ensure_organizer(campaign: Campaign) -> tuple[str, str]:
 
 
 def _evaluation_is_current(submission: Submission, stride: int, detector: str) -> bool:
+    """True if the latest completed face run has these settings and scored exactly the
+    videos a new run would plan (``FACE_RUN.plan``: attacker training material left out)."""
     run = AutomatedRun.objects.latest_completed_for(submission)
     return (
         run is not None
         and run.config.get("stride") == stride
         and run.config.get("detector") == detector
         and run.config.get("embedder") == DEFAULT_EMBEDDER  # a run of an older default is redone
-        and run.video_scores.count() == submission.masked_videos.count()
+        and set(run.video_scores.values_list("masked_video_id", flat=True))
+        == set(FACE_RUN.plan(submission).values_list("pk", flat=True))
     )
 
 

@@ -472,6 +472,16 @@ class MaskedVideoQuerySet(models.QuerySet):
         """Current masked videos that still match their clear video (no ``check_code``)."""
         return self.filter(current=True, check_code="")
 
+    def without_attacker_training(self):
+        """All but the masked versions of attacker training material (``SourceVideo.attacker_train``).
+
+        What the automated face evaluation plans, scores and reports (and every aggregate
+        of it: summaries, leaderboard, behaviour): those videos are masked so the attack
+        can train on them, never scored or rated. Completeness (``Submission.is_complete``)
+        still counts them.
+        """
+        return self.exclude(source_video__attacker_train=True)
+
 
 class CurrentMaskedVideoManager(models.Manager.from_queryset(MaskedVideoQuerySet)):
     """Only current masked videos: what every report, run and rating item works on."""

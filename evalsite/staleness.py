@@ -7,8 +7,8 @@ video with ``file_replaced_at``, so staleness is computed from the catalogue alo
 any run model:
 
 - an automated run shown in a summary section (``RUN_SECTIONS``, found by the section's
-  ``run_id``) is stale for every video whose masked video was superseded, or whose clear
-  video was replaced, after the run was created (its inputs were fixed then);
+  ``run_id``) is stale for every video it planned whose masked video was superseded, or
+  whose clear video was replaced, after the run was created (its inputs were fixed then);
 - human ratings of a clear video are stale when responses to it predate its replacement
   (responses to a replaced masked video are not counted for the submission at all).
 """
@@ -28,17 +28,23 @@ RUN_SECTIONS = {
 }
 
 
-def videos_changed_since(submission, since) -> list[str]:
-    """Names of source videos whose masked (in ``submission``) or clear file changed after ``since``."""
+def videos_changed_since(submission, since, planned=None) -> list[str]:
+    """Names of source videos whose masked (in ``submission``) or clear file changed after ``since``.
+
+    ``planned``: masked-video ids a run covers (its ``planned_videos``, any version); if
+    given and not empty, only their source videos count (a face run does not cover
+    attacker training material, so replacing it leaves the run current).
+    """
+    sources = SourceVideo.objects.filter(campaign=submission.campaign_id)
+    if planned:
+        sources = sources.filter(
+            pk__in=MaskedVideo.all_versions.filter(pk__in=planned).values("source_video")
+        )
     replaced_masked = MaskedVideo.all_versions.filter(
         submission=submission, current=False, superseded_at__gt=since
     ).values("source_video")
-    names = (
-        SourceVideo.objects.filter(campaign=submission.campaign_id)
-        .filter(pk__in=replaced_masked)
-        .values_list("name", flat=True)
-    )
-    replaced_clear = SourceVideo.objects.filter(campaign=submission.campaign_id, file_replaced_at__gt=since)
+    names = sources.filter(pk__in=replaced_masked).values_list("name", flat=True)
+    replaced_clear = sources.filter(file_replaced_at__gt=since)
     return sorted(set(names) | set(replaced_clear.values_list("name", flat=True)))
 
 
@@ -81,7 +87,7 @@ def stale_results(submission, sections: dict) -> dict[str, dict]:
         run = _run_of(name, sections.get(name))
         if run is None:
             continue
-        videos = videos_changed_since(submission, run.created_at)
+        videos = videos_changed_since(submission, run.created_at, run.planned_videos)
         if videos:
             stale[name] = {"run_id": run.pk, "videos": videos}
     human = human_clear_stale_videos(submission)

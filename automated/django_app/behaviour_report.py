@@ -45,10 +45,12 @@ def behaviour_run(submission) -> AutomatedRun | None:
 
 
 def _scores(run):
-    # Scores of a replaced (superseded) masked video describe a file no longer current.
-    return VideoScore.objects.filter(
-        run=run, masked_video__current=True, behaviour_metrics__isnull=False
-    ).select_related("masked_video__source_video__identity")
+    # Not of a replaced (superseded) masked video, nor of attacker training material.
+    return (
+        VideoScore.objects.filter(run=run, behaviour_metrics__isnull=False)
+        .reported()
+        .select_related("masked_video__source_video__identity")
+    )
 
 
 #: Identity attributes read as the gender label, in order: the dataset's official label,

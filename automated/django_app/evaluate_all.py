@@ -108,19 +108,22 @@ def may_evaluate(user) -> bool:
 def is_current(run: RunBase, submission: Submission, options: dict | None = None) -> bool:
     """True if completed ``run`` still describes ``submission``'s current videos with ``options``.
 
-    Current means: its planned masked videos are exactly the submission's current ones, no
+    Current means: its planned masked videos are exactly those a new run of its kind would
+    plan (``RunKind.plan``: a face run leaves attacker training material out), no
     masked or clear file among them was replaced after the run was created
     (``evalsite.staleness.videos_changed_since``), and every option in ``options`` (those
     the caller asked for explicitly, e.g. ``{"stride": 10}``) has that value in the run's
     configuration. A face run of a configuration without ``behaviour`` measured it.
     """
-    current = set(submission.masked_videos.values_list("pk", flat=True))
+    current = set(
+        dispatch.RUN_KINDS[dispatch.kind_name(run)].kind.plan(submission).values_list("pk", flat=True)
+    )
     if set(run.planned_videos) != current:
         return False
     config = {"behaviour": True, **run.config} if dispatch.kind_name(run) == "face" else run.config
     if any(config.get(name) != value for name, value in (options or {}).items()):
         return False
-    return not videos_changed_since(submission, run.created_at)
+    return not videos_changed_since(submission, run.created_at, run.planned_videos)
 
 
 def covering_run(kind: str, submission: Submission, options: dict | None = None) -> RunBase | None:

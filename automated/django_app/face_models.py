@@ -8,6 +8,7 @@ The science lives in ``automated/face_eval.py`` (Django-free); these rows only s
 import math
 
 from django.db import models
+from evalsite.models import MaskedVideo
 
 from automated.face_eval import METRIC_FIELDS
 
@@ -34,6 +35,17 @@ class AutomatedRun(RunBase):
 
     def __str__(self) -> str:
         return f"run {self.pk} of {self.submission} ({self.status})"
+
+
+class VideoScoreQuerySet(models.QuerySet):
+    def reported(self):
+        """Scores every report, summary and leaderboard reads: of current masked videos that
+        are not attacker training material (``MaskedVideoQuerySet.without_attacker_training``).
+
+        A run planned before the face evaluation skipped attacker training videos keeps
+        their rows; they are left out here, so its summary is over the evaluated videos.
+        """
+        return self.filter(masked_video__in=MaskedVideo.objects.without_attacker_training())
 
 
 def _metric_field(verbose_name: str, *, integer: bool = False):
@@ -94,6 +106,8 @@ class VideoScore(models.Model):
         help_text="gender probabilities (clear, masked) and masked penultimate features per tested frame "
         "with a clear face (automated.behaviour.leakage.AttributeVideo); NULL without behaviour.",
     )
+
+    objects = VideoScoreQuerySet.as_manager()
 
     class Meta:
         verbose_name = "video face score"

@@ -202,10 +202,13 @@ MEAN_RANK_CHANCE = Column(
 NO_CLEAR_FACE = (
     "face: no face detected in the tested clear frames (detection and recognition scores undefined)"
 )
+ATTACKER_TRAINING = "face: attacker training material, not face-evaluated (the attack trains on it)"
 
 
 def face_video_columns(submission) -> pd.DataFrame:
     """One row per evaluated masked video (index: source-video name), one ``face_<metric>`` column per metric.
+
+    Attacker training videos have no row (``VideoScore.objects.reported``).
 
     Units as ``face_eval.VideoEvaluation``: rates, IoU and SSIM are fractions, ranks
     count identities (1 = best), distances are L2 between embeddings, PSNR is in dB.
@@ -219,10 +222,8 @@ def face_video_columns(submission) -> pd.DataFrame:
     if run is None:
         return pd.DataFrame(columns=columns)
     setup = recognition_setup(run)
-    # Scores of a replaced (superseded) masked video describe a file no longer current.
-    rows = VideoScore.objects.filter(run=run, masked_video__current=True).select_related(
-        "masked_video__source_video"
-    )
+    # Not of a replaced (superseded) masked video, nor of attacker training material.
+    rows = VideoScore.objects.filter(run=run).reported().select_related("masked_video__source_video")
     frame = pd.DataFrame(
         [
             {
@@ -283,14 +284,18 @@ def face_summary(submission) -> dict | None:
 
 
 def face_caveats(submission) -> dict[str, list[str]]:
-    """Videos of the shown run whose tested clear frames had no face (scores undefined)."""
+    """Videos of the shown run whose tested clear frames had no face (scores undefined), and
+    the attacker training videos the face evaluation leaves out (no face scores)."""
     run = AutomatedRun.objects.latest_completed_for(submission)
     if run is None:
         return {}
-    names = VideoScore.objects.filter(run=run, masked_video__current=True, clear_faces=0).values_list(
-        "masked_video__source_video__name", flat=True
+    names = (
+        VideoScore.objects.filter(run=run, clear_faces=0)
+        .reported()
+        .values_list("masked_video__source_video__name", flat=True)
     )
-    return {name: [NO_CLEAR_FACE] for name in names}
+    attacker = submission.campaign.source_videos.filter(attacker_train=True).values_list("name", flat=True)
+    return {name: [NO_CLEAR_FACE] for name in names} | {name: [ATTACKER_TRAINING] for name in attacker}
 
 
 def dictionary_entries() -> tuple[dict, dict]:

@@ -69,6 +69,15 @@ class RunKind:
     has_final_step = False
     fold_model = None
 
+    def plan(self, submission):
+        """The masked videos of ``submission`` a run of this kind covers (a queryset).
+
+        Default every current masked video (the attack suite trains on attacker training
+        material too); what a completed run is compared with to decide it is current
+        (``evaluate_all.is_current``).
+        """
+        return submission.masked_videos.order_by("source_video__name")
+
     def compute_video(self, run, masked_video) -> dict:
         """Heavy per-video work; return the result row's field values. Raise on failure."""
         raise NotImplementedError

@@ -258,14 +258,21 @@ def create_face_run(
     allow_incomplete: bool = False,
     behaviour: bool = True,
 ) -> AutomatedRun:
-    """Check the options and the submission, then create a PENDING run planning every masked video.
+    """Check the options and the submission, then create a PENDING run planning ``FACE_RUN.plan``.
 
-    Options and errors as ``run_face_evaluation``; nothing is created when they raise.
+    Planned: every current masked video except those of attacker training material
+    (``FaceRunKind.plan``). Options and errors as ``run_face_evaluation``; nothing is
+    created when they raise.
     ``dispatch.start_run`` queues its tasks; ``run_face_evaluation`` executes it here.
     """
     config = _run_config(stride, detector, threshold, embedder, behaviour)
     _check_evaluable(submission, allow_incomplete=allow_incomplete)
-    planned = list(submission.masked_videos.order_by("source_video__name").values_list("pk", flat=True))
+    planned = list(FACE_RUN.plan(submission).values_list("pk", flat=True))
+    if not planned:
+        raise ValueError(
+            f"submission {str(submission)!r} has masked videos of attacker training material only; "
+            "the face evaluation scores the other videos"
+        )
     return AutomatedRun.objects.create(
         submission=submission, config=config, planned_videos=planned, videos_total=len(planned)
     )
@@ -283,9 +290,10 @@ def run_face_evaluation(
 ) -> AutomatedRun:
     """Create and execute, in this process, an automated face evaluation run of ``submission``.
 
-    Every masked video is scored against its source video and the gallery of ALL the
-    campaign's identities (``face_eval.evaluate_video``); one ``VideoScore`` per masked
-    video. A source video without a face in its tested frames gets NULL face scores
+    Every masked video but those of attacker training material (``SourceVideo.attacker_train``:
+    the attack trains on them, they are never scored) is scored against its source video
+    and the gallery of ALL the campaign's identities (``face_eval.evaluate_video``); one
+    ``VideoScore`` per planned masked video. A source video without a face in its tested frames gets NULL face scores
     (``no_face="nan"``). Reports show the latest completed run; earlier runs are kept.
     The units are those Celery workers run (``lifecycle``, ``FACE_RUN``); to share a run
     among workers, start it with ``dispatch.start_run("face", ...)``.
@@ -317,7 +325,7 @@ def run_face_evaluation(
     ------
     ValueError
         On a bad ``stride``, ``detector``, ``embedder`` or ``threshold``, a submission without masked
-        videos, or an incomplete one without ``allow_incomplete`` (no run is created);
+        videos (or with only attacker training videos masked), or an incomplete one without ``allow_incomplete`` (no run is created);
         on a failure during the run (the run is stored as failed with the message,
         naming the source video, in ``error``; then the error is re-raised).
     """
@@ -351,11 +359,15 @@ def _cached_gallery(campaign: Campaign, *, embedder, detector) -> tuple[np.ndarr
 
 
 class FaceRunKind(lifecycle.RunKind):
-    """Face evaluation in the run lifecycle: one ``VideoScore`` per masked video, no final step."""
+    """Face evaluation in the run lifecycle: one ``VideoScore`` per planned masked video, no final step."""
 
     name = "face"
     model = AutomatedRun
     result_model = VideoScore
+
+    def plan(self, submission):
+        """Current masked videos of ``submission`` but attacker training material, by source-video name."""
+        return super().plan(submission).without_attacker_training()
 
     def compute_video(self, run: AutomatedRun, masked: MaskedVideo) -> dict:
         """``face_eval.evaluate_video`` of one masked video; the ``VideoScore`` field values.
@@ -471,10 +483,11 @@ def _as_evaluation(score: VideoScore, config: dict) -> VideoEvaluation:
 def run_summary(run: AutomatedRun) -> dict:
     """Per-submission summary of a run (``face_eval.summarize`` over its stored video scores).
 
-    Non-finite values (undefined metrics, PSNR of videos identical to their source) are
+    Over ``VideoScore.objects.reported()``: current masked videos, attacker training
+    material left out (also from an older run that scored it). Non-finite values (undefined metrics, PSNR of videos identical to their source) are
     None, so the summary is valid JSON. A run without scores gives ``n_videos = 0``.
     """
-    scores = list(run.video_scores.filter(masked_video__current=True))  # not of replaced masked videos
+    scores = list(run.video_scores.reported())
     summary: dict = {"run_id": run.pk, **run.config}
     if not scores:
         return {**summary, "n_videos": 0}
