@@ -10,21 +10,37 @@ material. Stored scores (rank-1, match, SSIM, detection failure, behaviour):
 a1 (0.5, 0.25, 0.6, 0.2, 0.8), b1 (0.0, 0.0, 0.4, 0.6, 0.6), a2 (1.0, 1.0, 0.9, 0.0, 0.2).
 Over a1 and b1: rank-1 (0.5 + 0.0) / 2 = 0.25, match 0.125, SSIM 0.5, detection failure
 0.4, behaviour 0.7; with a2 they would be 0.5, 0.4167, 0.6333, 0.2667, 0.5333.
+
+Real data (the demo's case): ID03's attacker clip pwij3p is the clip its gallery still is
+taken from; a pixelate_face run scores the 3 other clips (rank-1 1/3), pwij3p would add a
+rank-1 rate of 1.0 (mean 0.5).
 """
 
+import io
 import math
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
+from django.core.files import File
+from django.core.files.base import ContentFile
 from django.utils import timezone
+from PIL import Image
 
 from automated.django_app import dispatch, evaluate_all
 from automated.django_app.face_models import AutomatedRun, VideoScore
 from automated.django_app.face_report import ATTACKER_TRAINING, face_video_columns
-from automated.django_app.services import FACE_RUN, create_face_run
+from automated.django_app.services import (
+    FACE_RUN,
+    create_baseline_submission,
+    create_face_run,
+    run_face_evaluation,
+)
 from evalsite import leaderboard, reports
 from evalsite.demo import _evaluation_is_current
-from evalsite.models import Campaign, Identity, MaskedVideo, SourceVideo, Submission, Team
+from evalsite.models import Campaign, GalleryImage, Identity, MaskedVideo, SourceVideo, Submission, Team
+
+from .face_fixtures import GALLERY_FRAME, frame_at
 
 pytestmark = pytest.mark.django_db
 
@@ -185,3 +201,68 @@ def test_a_run_planned_without_the_attacker_clip_is_current_and_stays_so_when_it
     assert not evaluate_all.is_current(run, submission)
     assert not _evaluation_is_current(submission, STRIDE, DETECTOR)
     assert reports.submission_summary(submission)["stale_results"]["face_evaluation"]["videos"] == ["b1"]
+
+
+# --- real data: the demo's case (GRID; the gallery still of ID03 is frame 37 of pwij3p) ---
+
+# identity -> (gallery clip, [(clip, attacker material?)]); ID08 is an impostor, gallery only.
+GRID = {
+    "ID01": ("grid_identity_clips/s1/bbal6n.mpg", [("grid_talking_heads/bbaf2n.mpg", False)]),
+    "ID03": (
+        "grid_talking_heads/pwij3p.mpg",
+        [("grid_talking_heads/id2_vcd_swwp2s.mpg", False), ("grid_talking_heads/pwij3p.mpg", True)],
+    ),
+    "ID07": ("grid_identity_clips/s4_probable/bbilzs.mpg", [("grid_talking_heads/lwbsza.mpg", False)]),
+    "ID08": ("grid_talking_heads/sbia1a.mpg", []),
+}
+
+
+@pytest.fixture
+def grid_campaign(data_dir, media_root):
+    campaign = Campaign.objects.create(name="GRID roles", slug="grid-roles")
+    for code, (gallery_clip, clips) in GRID.items():
+        identity = Identity.objects.create(campaign=campaign, code=code)
+        still = io.BytesIO()
+        Image.fromarray(frame_at(data_dir / "videos" / gallery_clip, GALLERY_FRAME)).save(still, format="PNG")
+        GalleryImage(identity=identity, original_name="still.png").image.save(
+            "still.png", ContentFile(still.getvalue()), save=True
+        )
+        for clip, attacker in clips:
+            video = SourceVideo(
+                campaign=campaign,
+                identity=identity,
+                name=Path(clip).stem,
+                action="talking",
+                attacker_train=attacker,
+                in_evaluated_subset=not attacker,
+            )
+            with (data_dir / "videos" / clip).open("rb") as handle:
+                video.file.save(Path(clip).name, File(handle), save=True)
+    return campaign
+
+
+@pytest.mark.slow
+def test_real_run_leaves_out_the_attacker_clip_the_gallery_still_comes_from(grid_campaign):
+    submission = create_baseline_submission(grid_campaign, "pixelate_face", web_copies=False)
+    assert submission.is_complete and submission.masked_videos.count() == 4  # pwij3p is masked too
+    run = run_face_evaluation(submission, stride=25)
+    scored = sorted(run.video_scores.values_list("masked_video__source_video__name", flat=True))
+    assert run.videos_total == 3 and scored == ["bbaf2n", "id2_vcd_swwp2s", "lwbsza"]
+    columns = face_video_columns(submission)
+    assert sorted(columns.index) == scored
+    face = reports.submission_summary(submission)["face_evaluation"]
+    assert face["n_videos"] == 3 and face["frames_tested"] == 9  # 3 tested frames per clip
+    assert face["rank1_rate"] == pytest.approx(columns["face_rank1_rate"].astype(float).mean())
+    assert _evaluation_is_current(submission, 25, "mediapipe")
+    # Pixelated faces: only ID03's other clip is still ranked first (3 of 3 tested frames).
+    assert columns["face_rank1_rate"].astype(float).to_dict() == {
+        "bbaf2n": 0.0,
+        "id2_vcd_swwp2s": 1.0,
+        "lwbsza": 0.0,
+    }
+    assert face["rank1_rate"] == pytest.approx(1 / 3)
+    # The attacker clip, scored by the run's own per-video step, is the gallery still's own
+    # clip: ranked first at every tested frame, it would have lifted the mean to (1 + 1) / 4.
+    attacker = FACE_RUN.compute_video(run, _masked(submission, "pwij3p"))
+    assert attacker["rank1_rate"] == 1.0
+    assert (1.0 + attacker["rank1_rate"]) / 4 == 0.5
