@@ -305,7 +305,11 @@ def dictionary_entries() -> tuple[dict, dict]:
         f"face_{n}": c for n, c in {**metrics, "mean_rank_chance": MEAN_RANK_CHANCE, **SETUP_ENTRIES}.items()
     }
     summary = {
-        "n_videos": Column("videos the run scored (current masked videos)", "int", unit="videos"),
+        "n_videos": Column(
+            "videos the run scored (current masked videos; attacker training material is not scored)",
+            "int",
+            unit="videos",
+        ),
         "stride": Column("every stride-th frame was tested", "int", unit="frames", range=">= 1"),
         "behaviour": Column("the run also measured behaviour preservation", "bool"),
         **SETUP_ENTRIES,
