@@ -16,6 +16,17 @@ the nearest-class-mean classifier of the pretrained network. Crops are resized t
 network's 150 x 150 input without landmark alignment: the attack's crops already share
 one box per frame, and a landmark detector run on masked faces would warp each masked
 crop differently (undoing, e.g., the consistency of a fixed block permutation).
+
+Identification reads the fine-tuned network *before* its global average pooling
+(``readout="spatial"``, the default): a ridge classifier on the standardised 64 x 17 x 17
+output map of the 64-channel stage (op ``SPATIAL_READOUT_OP``). The pooling makes the
+embedding indifferent to *where* a feature is, which suits clear faces but throws away
+what a mask that moves pixels consistently keeps: on ORL's fixed block permutation the
+pooled cosine head reaches 0.958 (seed 0) / 0.958 (seed 1) and this read-out 0.992 /
+1.000, against Eigenfaces 0.992 / 0.975; on Gaussian blur (sigma 15) 0.975 -> 0.992.
+Position-specific read-outs of aligned faces are DeepFace's argument for its locally
+connected layers (Taigman et al., CVPR 2014, section 3). ``readout="cosine"`` keeps the
+pooled cosine head for identification.
 """
 
 from __future__ import annotations
@@ -25,10 +36,17 @@ import copy
 import cv2
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.preprocessing import LabelEncoder
+from sklearn.linear_model import RidgeClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import LabelEncoder, StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
 from .recognizers import to_rgb
+
+#: The op (``dlib_torch`` bottom-up list) whose output the spatial read-out uses: the last
+#: ReLU of the 64-channel stage, 64 x 17 x 17 for a 150-pixel input.
+SPATIAL_READOUT_OP = 47
+READOUTS = ("spatial", "cosine")
 
 
 class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
@@ -61,6 +79,12 @@ class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
         [1 - p, 1 + p] and shifted by an offset in [-p/2, p/2] (in the network's input
         units), per crop and step. Geometric augmentation (flips, shifts) would not
         commute with a permutation and is not offered. 0 disables it.
+    readout : {"spatial", "cosine"}, default="spatial"
+        What identifies a crop after fine-tuning: a ridge classifier (``ridge_alpha``) on
+        the standardised, flattened output map of op ``SPATIAL_READOUT_OP`` (see the module
+        docstring), or the cosine head the network was fine-tuned with.
+    ridge_alpha : float, default=1.0
+        L2 penalty of the spatial read-out (on ORL 0.1 to 100 give the same accuracy).
     random_state : int, default=0
         Seeds batch order: the same crops give the same model.
 
@@ -82,6 +106,8 @@ class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
         trainable_from: int = 0,
         num_threads: int = 1,
         photometric: float = 0.0,
+        readout: str = "spatial",
+        ridge_alpha: float = 1.0,
         random_state: int = 0,
     ):
         self.epochs = epochs
@@ -93,6 +119,8 @@ class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
         self.trainable_from = trainable_from
         self.num_threads = num_threads
         self.photometric = photometric
+        self.readout = readout
+        self.ridge_alpha = ridge_alpha
         self.random_state = random_state
 
     def _inputs(self, X):
@@ -141,8 +169,10 @@ class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
         Raises
         ------
         ValueError
-            If there are fewer than two classes or ``trainable_from`` does not start at a
-            layer whose residual tags lie above it.
+            If there are fewer than two classes, ``readout`` is unknown, ``trainable_from``
+            does not start at a layer whose residual tags lie above it, or the spatial
+            read-out's layer lies in the frozen bottom (``trainable_from`` above
+            ``SPATIAL_READOUT_OP``).
         """
         import torch
         from torch import nn
@@ -155,6 +185,8 @@ class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
         self.classes_ = self._encoder.classes_
         if len(self.classes_) < 2:
             raise ValueError(f"need at least 2 identities to train on, got {len(self.classes_)}")
+        if self.readout not in READOUTS:
+            raise ValueError(f"readout must be one of {', '.join(READOUTS)}, got {self.readout!r}")
         self.ops_ = copy.deepcopy(load_face_resnet().net.ops)
         self._check_split()
         modules = [op for kind, op in self.ops_[self.trainable_from :] if isinstance(op, nn.Module)]
@@ -200,13 +232,34 @@ class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
             self.train_loss_.append(total / len(order))
         for p in parameters:
             p.requires_grad_(False)
+        self.readout_ = None
+        if self.readout == "spatial":
+            self.readout_ = make_pipeline(StandardScaler(), RidgeClassifier(alpha=self.ridge_alpha))
+            self.readout_.fit(self._spatial(features), targets.numpy())
         return self
+
+    def _spatial(self, features) -> np.ndarray:
+        """Flattened output maps of op ``SPATIAL_READOUT_OP``: (n, 64 * 17 * 17) float32 at 150 px."""
+        import torch
+
+        from ..dlib_torch import run_ops
+
+        ops = self.ops_[self.trainable_from : SPATIAL_READOUT_OP + 1]
+        with torch.no_grad():
+            return torch.cat(
+                [run_ops(ops, features[i : i + 64]).flatten(1) for i in range(0, len(features), 64)]
+            ).numpy()
 
     def _check_split(self):
         """The trained top must not need a residual tag set in the frozen bottom."""
         if not 0 <= self.trainable_from < len(self.ops_):
             raise ValueError(
                 f"trainable_from must be in [0, {len(self.ops_) - 1}], got {self.trainable_from}"
+            )
+        if self.readout == "spatial" and self.trainable_from > SPATIAL_READOUT_OP:
+            raise ValueError(
+                f"the spatial read-out reads op {SPATIAL_READOUT_OP}, below trainable_from="
+                f"{self.trainable_from}; train from at most op {SPATIAL_READOUT_OP} or use readout='cosine'"
             )
         seen = set()
         for kind, op in self.ops_[self.trainable_from :]:
@@ -219,12 +272,17 @@ class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
                 )
 
     def decision_function(self, X) -> np.ndarray:
-        """Cosine similarity of each crop's fine-tuned embedding to each class: (n, n_classes)."""
+        """Class scores of each crop, (n, n_classes) float: the spatial read-out's ridge scores,
+        or (``readout="cosine"``) the cosine similarity of the fine-tuned embedding to each
+        class weight, in [-1, 1]."""
         import torch
 
         check_is_fitted(self, "head_")
         torch.set_num_threads(self.num_threads)
         features = self._lower(self._inputs(X))
+        if self.readout_ is not None:
+            scores = self.readout_.decision_function(self._spatial(features))
+            return np.column_stack([-scores, scores]) if scores.ndim == 1 else scores
         with torch.no_grad():
             weights = torch.nn.functional.normalize(self.head_, dim=1)
             return torch.cat(
@@ -232,5 +290,5 @@ class FineTunedFaceResNet(ClassifierMixin, BaseEstimator):
             ).numpy()
 
     def predict(self, X) -> np.ndarray:
-        """The class of highest cosine similarity for each crop."""
+        """The class of highest score (``decision_function``) for each crop."""
         return self._encoder.inverse_transform(self.decision_function(X).argmax(axis=1))

@@ -17,7 +17,8 @@ classifier ``fit(X, y) / predict(X)`` over face crops ``X`` of shape (n, H, W, 3
 - **small CNN trained from scratch** (``cnn``): PyTorch on CPU, 32x32 grey input; learns the
   structure of anonymized data (the "retrained" systems of section 5.5).
 - **fine-tuned deep network** (``dlib_finetuned``): dlib's pretrained face ResNet retrained
-  end to end on the attacker's crops (``finetune.py``), the paper's "Retrained ArcFace".
+  end to end on the attacker's crops (``finetune.py``), the paper's "Retrained ArcFace";
+  it identifies with a ridge read-out of its spatial map before the global pooling.
 """
 
 from __future__ import annotations

@@ -38,20 +38,15 @@ def test_fine_tuned_parrot_learns_the_fixed_permutation_the_pretrained_embedding
 
     parrot = _parrot(orl, permute, ["dlib_finetuned", "dlib_svm", "cnn", "eigenfaces", "lbph"])
     print("\nORL fixed permutation, parrot\n", parrot.round(3))
-    # Measured: fine-tuned 0.958 (115/120), pretrained dlib + SVM 0.500, small CNN 0.950,
-    # LBPH 0.967, eigenfaces 0.992 (119/120). Eigenfaces + linear SVM see only inner
-    # products of pixel vectors, which a fixed pixel permutation preserves, so its parrot
-    # equals its clear accuracy by construction; a convolutional network's filters assume
-    # that neighbouring pixels belong together, which the permutation breaks at every
-    # 16-pixel block seam, and 7 crops per identity do not let it relearn the layout.
-    # Tried (issue 11): 40 epochs 0.942 (overfits), 112-pixel input 0.967 (0.975 with a
-    # logistic-regression head on the fine-tuned embeddings), 224-pixel and photometric
-    # augmentation not finished on the shared machine. So the fine-tuned parrot is within
-    # 0.04 of the best other recognizer here, not at or above it.
-    assert parrot["dlib_finetuned"] >= 0.9
+    # Measured: fine-tuned (spatial read-out) 0.992 (119/120) = eigenfaces 0.992, LBPH
+    # 0.967, small CNN 0.950, pretrained dlib + SVM 0.500. Eigenfaces + linear SVM see
+    # only inner products of pixel vectors, which a fixed permutation preserves; the
+    # fine-tuned network's pooled cosine head reached only 0.958, because global average
+    # pooling discards where a feature is, which is what the permutation keeps. Reading
+    # the 64 x 17 x 17 map before the pooling restores it (on split seed 1: 1.000 against
+    # eigenfaces 0.975, cosine head 0.958).
     assert parrot["dlib_finetuned"] >= parrot["dlib_svm"] + 0.3
-    assert parrot["dlib_finetuned"] >= parrot["cnn"] - 0.02
-    assert parrot["dlib_finetuned"] >= parrot.drop("dlib_finetuned").max() - 0.04
+    assert parrot["dlib_finetuned"] >= parrot.drop("dlib_finetuned").max()
 
 
 def test_fine_tuned_parrot_on_blur_is_as_strong_as_the_best_other_recognizer(orl):
@@ -61,9 +56,9 @@ def test_fine_tuned_parrot_on_blur_is_as_strong_as_the_best_other_recognizer(orl
         ["dlib_finetuned", "dlib_svm", "dlib_knn", "lbph", "eigenfaces", "cnn"],
     )
     print("\nORL Gaussian blur sigma=15, parrot\n", parrot.round(3))
-    # Measured: fine-tuned 0.975 = eigenfaces 0.975 = LBPH 0.975 (117 of 120), pretrained
-    # dlib + SVM 0.900, small CNN 0.958.
-    assert parrot["dlib_finetuned"] >= parrot.drop("dlib_finetuned").max() - 0.01
+    # Measured: fine-tuned (spatial read-out) 0.992 (119 of 120); eigenfaces 0.975 = LBPH
+    # 0.975, pretrained dlib + SVM 0.900, small CNN 0.958 (the cosine head alone: 0.975).
+    assert parrot["dlib_finetuned"] >= parrot.drop("dlib_finetuned").max()
 
 
 def test_fine_tuning_checks_its_input(orl):
@@ -72,10 +67,21 @@ def test_fine_tuning_checks_its_input(orl):
     with pytest.raises(ValueError, match="need at least 2 identities"):
         FineTunedFaceResNet(epochs=1).fit(crops, ["a"] * 4)
     with pytest.raises(ValueError, match="cuts a residual block"):
-        FineTunedFaceResNet(epochs=1, trainable_from=58).fit(crops, ["a", "a", "b", "b"])
+        FineTunedFaceResNet(epochs=1, trainable_from=58, readout="cosine").fit(crops, ["a", "a", "b", "b"])
+    with pytest.raises(ValueError, match="readout must be one of spatial, cosine"):
+        FineTunedFaceResNet(epochs=1, readout="pooled").fit(crops, ["a", "a", "b", "b"])
+    with pytest.raises(ValueError, match="spatial read-out reads op 47, below trainable_from=90"):
+        FineTunedFaceResNet(epochs=1, trainable_from=90).fit(crops, ["a", "a", "b", "b"])
     # The top block alone (from op 90), 2 epochs: seeded, one class per crop.
-    first = FineTunedFaceResNet(epochs=2, trainable_from=90).fit(crops, ["a", "a", "b", "b"])
-    again = FineTunedFaceResNet(epochs=2, trainable_from=90).fit(crops, ["a", "a", "b", "b"])
+    labels = ["a", "a", "b", "b"]
+    first = FineTunedFaceResNet(epochs=2, trainable_from=90, readout="cosine").fit(crops, labels)
+    again = FineTunedFaceResNet(epochs=2, trainable_from=90, readout="cosine").fit(crops, labels)
     assert first.decision_function(crops).shape == (4, 2)
     np.testing.assert_array_equal(first.decision_function(crops), again.decision_function(crops))
     assert set(first.predict(crops)) <= {"a", "b"}
+    # The spatial read-out from op 30 (above the first stage, at a tag): two classes give
+    # two score columns, and a ridge fit of 4 crops in 18 496 dimensions names its own
+    # training crops.
+    spatial = FineTunedFaceResNet(epochs=1, trainable_from=30).fit(crops, labels)
+    assert spatial.decision_function(crops).shape == (4, 2)
+    assert list(spatial.predict(crops)) == labels
