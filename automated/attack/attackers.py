@@ -77,7 +77,8 @@ def get_attackers(names) -> list[Attacker]:
     Raises
     ------
     ValueError
-        If a name is unknown.
+        If a name is unknown or an attacker is given more than once (its rows would count
+        twice: twice the folds and a narrower interval over folds).
     """
     result = []
     for name in names:
@@ -87,6 +88,10 @@ def get_attackers(names) -> list[Attacker]:
             result.append(ATTACKERS[name])
         else:
             raise ValueError(f"unknown attacker {name!r}; known: {', '.join(ATTACKERS)}")
+    given = [a.name for a in result]
+    repeated = sorted({n for n in given if given.count(n) > 1})
+    if repeated:
+        raise ValueError(f"attacker(s) {', '.join(repeated)} given more than once; give each once")
     return result
 
 
