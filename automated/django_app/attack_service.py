@@ -513,6 +513,20 @@ def _scene_memorisation(run: AttackRun) -> dict | None:
     }
 
 
+def _no_worst_case(run: AttackRun) -> str:
+    """Why ``run`` has no cross-video result: no fold planned, or folds that tested no frame."""
+    if run.folds_total:
+        return (
+            f"the {run.folds_total} cross-video folds tested no frame: no face was found in the tested "
+            "videos (see the face crops per video)"
+        )
+    return (
+        "no cross-video fold: no identity has an evaluated video and another video to train on "
+        "(every identity has a single video, or only attacker_train material); import more videos "
+        "per identity or attacker_train material"
+    )
+
+
 def attack_summary(run: AttackRun) -> dict:
     """The headline cross-video worst case and everything around it, for reports.
 
@@ -546,12 +560,7 @@ def attack_summary(run: AttackRun) -> dict:
     )
     attacks = results[results["attacker"] != "clear"]
     if attacks.empty:
-        return {
-            **summary,
-            "worst_case_accuracy": None,
-            "no_worst_case": "no cross-video fold: every identity has a single video; import more videos "
-            "per identity or attacker_train material",
-        }
+        return {**summary, "worst_case_accuracy": None, "no_worst_case": _no_worst_case(run)}
     best = attacks.loc[attacks["accuracy"].idxmax()]
     clear = results[results["attacker"] == "clear"]
     top = clear.loc[clear["accuracy"].idxmax()] if not clear.empty else None

@@ -5,14 +5,22 @@ Cheap: synthetic crops or stub kinds, no video decoding.
 
 import numpy as np
 import pytest
+from django.contrib.auth.models import Permission
 from scipy import stats
 
 from automated.attack.crossvideo import run_cross_video_suite
 from automated.attack.data import AttackData
 from automated.attack.recognizers import get_recognizers
+from automated.django_app import lifecycle
+from automated.django_app.attack_models import AttackResult, AttackRun
+from automated.django_app.attack_report import attack_section, strongest_completed_run
 from automated.django_app.attack_service import (
+    AttackRunKind,
     attack_config,
+    attack_summary,
+    create_attack_run,
 )
+from evalsite.models import Campaign, Identity, MaskedVideo, SourceVideo, Submission, Team
 
 
 def _synthetic(layout=("a", "a", "a", "b", "b", "c"), frames=4, seed=0):
@@ -53,3 +61,136 @@ def test_a_repeated_attacker_is_refused_not_counted_as_more_folds():
         )
     with pytest.raises(ValueError, match="naive.*more than once"):
         attack_config(attackers=["naive", "parrot", "naive"], recognizers=["lbph"])
+
+
+# --- the Django layer, with stub kinds (no decoding, no training) ---------------------------
+
+
+def _campaign(slug, layout):
+    campaign = Campaign.objects.create(name=slug, slug=slug)
+    team = Team.objects.create(campaign=campaign, name=f"team-{slug}")
+    submission = Submission.objects.create(campaign=campaign, team=team, name="m")
+    identities = {}
+    for i, (code, attacker) in enumerate(layout):
+        if code not in identities:
+            identities[code] = Identity.objects.create(campaign=campaign, code=code)
+        source = SourceVideo.objects.create(
+            campaign=campaign,
+            identity=identities[code],
+            name=f"{slug}{i}",
+            file=f"clear/{slug}{i}.mpg",
+            attacker_train=attacker,
+            in_evaluated_subset=not attacker,
+        )
+        MaskedVideo.objects.create(submission=submission, source_video=source, file=f"masked/{slug}{i}.mkv")
+    return submission
+
+
+MULTI = [("ID01", False), ("ID01", False), ("ID02", False), ("ID02", True), ("ID03", False)]
+
+
+class StubKind(AttackRunKind):
+    """No decoding or training: fold ``fail_fold`` raises; folds give ``fold_rows``."""
+
+    def __init__(self, fail_fold=None, fold_rows=()):
+        self.fail_fold, self.fold_rows = fail_fold, list(fold_rows)
+
+    def compute_video(self, run, masked):
+        return {"n_crops": 1, "extraction_s": 0.0}
+
+    def compute_fold(self, run, fold):
+        if fold == self.fail_fold:
+            raise RuntimeError("recognizer fit failed: singular matrix")
+        return {
+            "test_videos": run.planned_folds[fold],
+            "rows": self.fold_rows,
+            "predictions": {},
+            "fit_s": 0.0,
+        }
+
+    def compute_final(self, run):
+        return {"table": [], "per_video": [], "n_samples": 0, "training_s": 0.0, "counts": {}}
+
+
+@pytest.mark.django_db
+def test_a_failing_fold_fails_the_run_and_shows_no_headline(admin_client):
+    submission = _campaign("fail", MULTI)
+    run = create_attack_run(submission, attackers=["naive", "parrot"], recognizers=["lbph"])
+    assert run.folds_total == 3
+    with pytest.raises(RuntimeError, match="singular matrix"):
+        lifecycle.execute_inline(StubKind(fail_fold=1), run)
+    run.refresh_from_db()
+    assert run.status == AttackRun.Status.FAILED and "singular matrix" in run.error
+    assert run.folds.count() == 1 and not AttackResult.objects.filter(run=run).exists()
+    assert strongest_completed_run(submission) is None and attack_section(submission) is None
+    assert admin_client.get(f"/organizer/automated/attack-run/{run.pk}/").status_code == 404
+
+
+@pytest.mark.django_db
+def test_folds_that_test_no_frame_are_not_blamed_on_single_video_identities(admin_client):
+    # Every identity of several videos had folds planned, but no face was found in the tested
+    # videos: the page must not say that every identity has a single video.
+    submission = _campaign("noface", MULTI)
+    run = lifecycle.execute_inline(
+        StubKind(), create_attack_run(submission, attackers=["naive"], recognizers=["lbph"])
+    )
+    assert run.status == AttackRun.Status.COMPLETED and run.folds_total == 3
+    summary = attack_summary(run)
+    assert summary["worst_case_accuracy"] is None
+    assert (
+        "single video" not in summary["no_worst_case"] and "3 cross-video folds" in summary["no_worst_case"]
+    )
+    page = admin_client.get(f"/organizer/automated/attack-run/{run.pk}/").content.decode()
+    assert "tested no frame" in page and 'id="worst-case"' not in page
+
+
+@pytest.mark.django_db
+def test_single_video_identities_give_no_fold_and_say_why(admin_client):
+    submission = _campaign("single", [("ID01", False), ("ID02", False), ("ID03", True), ("ID03", True)])
+    run = lifecycle.execute_inline(
+        StubKind(), create_attack_run(submission, attackers=["naive"], recognizers=["lbph"])
+    )
+    assert run.status == AttackRun.Status.COMPLETED and run.folds_total == 0
+    summary = attack_summary(run)
+    assert summary["worst_case_accuracy"] is None and "single video" in summary["no_worst_case"]
+    page = admin_client.get(f"/organizer/automated/attack-run/{run.pk}/").content.decode()
+    assert 'id="no-worst-case"' in page and "nan" not in page.lower()
+
+
+@pytest.mark.django_db
+def test_other_organizers_team_members_and_anonymous_cannot_reach_attack_runs(client, django_user_model):
+    mine, theirs = _campaign("mine", MULTI), _campaign("theirs", MULTI)
+    run = lifecycle.execute_inline(
+        StubKind(), create_attack_run(theirs, attackers=["naive"], recognizers=["lbph"])
+    )
+    organizer = django_user_model.objects.create_user("org-mine", password="x", is_staff=True)
+    organizer.user_permissions.add(
+        *Permission.objects.filter(codename__in=["add_attackrun", "view_attackrun"])
+    )
+    mine.campaign.organizers.add(organizer)
+    member = django_user_model.objects.create_user("member", password="x")
+    theirs.team.members.add(member)
+    urls = [
+        f"/organizer/automated/attack-run/{run.pk}/",
+        f"/organizer/automated/attack-run/{run.pk}/verification.png",
+        f"/api/submissions/{theirs.pk}/runs/",
+    ]
+    for user in (organizer, member, None):
+        client.logout()
+        if user is not None:
+            client.force_login(user)
+        for url in urls:
+            assert client.get(url).status_code in (302, 401, 403, 404), (user, url)
+        post = client.post(
+            f"/api/submissions/{theirs.pk}/runs/", {"kind": "attack"}, content_type="application/json"
+        )
+        assert post.status_code in (401, 403, 404), user
+    assert AttackRun.objects.filter(submission=theirs).count() == 1
+    client.force_login(organizer)
+    own = client.post(
+        f"/api/submissions/{mine.pk}/runs/",
+        {"kind": "attack", "attackers": ["naive", "naive"], "recognizers": ["lbph"]},
+        content_type="application/json",
+    )
+    assert own.status_code == 400 and "more than once" in own.json()["detail"]
+    assert not AttackRun.objects.filter(submission=mine).exists()
