@@ -36,6 +36,7 @@ Rates are fractions in [0, 1]; differences of rates in [-1, 1].
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -113,8 +114,53 @@ class Comparison:
     method: str
 
 
-def _finite(values) -> np.ndarray:
-    array = np.asarray(values, dtype=np.float64).ravel()
+_KIND = {False: "numeric", True: "boolean or 0/1"}
+
+
+def _examples(values) -> list:
+    """Up to 3 distinct values, in order of appearance, for an error message."""
+    seen: dict = {}
+    for value in values.tolist() if isinstance(values, np.ndarray) else values:
+        seen.setdefault(repr(value), value)
+    return list(seen.values())[:3]
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, str)
+
+
+def _numbers(name: str, values, *, binary: bool = False) -> np.ndarray:
+    """``values`` as float64 (shape kept), or a ValueError naming ``name`` and what it got.
+
+    Numbers and booleans are accepted (missing values, None/NaN, become NaN); strings and
+    other objects are refused: ``np.asarray(["0.5"], dtype=float)`` would read the text
+    silently. With ``binary``, every value must be a boolean or the number 0 or 1 (no
+    missing values): ``"False"`` or NaN would otherwise count as correct.
+    """
+    array = np.asarray(values)
+    if array.dtype.kind == "O":
+        flat = array.ravel()
+        bad = [v for v in flat if not (_is_number(v) or (not binary and v is None) or v is pd.NA)]
+        if bad:
+            kinds = sorted({type(v).__name__ for v in bad})
+            raise ValueError(
+                f"{name} must be {_KIND[binary]}, got {'/'.join(kinds)} values such as {_examples(bad)}"
+            )
+        array = np.array([np.nan if v is None or v is pd.NA else float(v) for v in flat]).reshape(array.shape)
+    elif array.dtype.kind not in "biuf":
+        raise ValueError(
+            f"{name} must be {_KIND[binary]}, got dtype {array.dtype} values such as {_examples(array.ravel())}"
+        )
+    array = array.astype(np.float64)
+    if binary:
+        bad = array[(array != 0) & (array != 1)]
+        if len(bad):
+            raise ValueError(f"{name} must be {_KIND[binary]}, got values such as {_examples(bad)}")
+    return array
+
+
+def _finite(name: str, values) -> np.ndarray:
+    array = _numbers(name, values).ravel()
     return array[np.isfinite(array)]
 
 
@@ -144,10 +190,10 @@ def t_interval(values, *, confidence: float = CONFIDENCE) -> Estimate:
     Raises
     ------
     ValueError
-        If ``confidence`` is not in (0, 1).
+        If ``confidence`` is not in (0, 1), or ``values`` are not numbers (e.g. strings).
     """
     _check_confidence(confidence)
-    kept = _finite(values)
+    kept = _finite("values", values)
     if len(kept) == 0:
         return Estimate.missing("t")
     mean = float(kept.mean())
@@ -318,7 +364,8 @@ def video_bootstrap(
     Raises
     ------
     ValueError
-        No videos, ``n_resamples`` < 1, or ``confidence`` not in (0, 1).
+        No videos, non-numeric scores (e.g. strings), ``n_resamples`` < 1, or
+        ``confidence`` not in (0, 1).
     """
     _check_confidence(confidence)
     if len(per_video) == 0:
@@ -329,7 +376,7 @@ def video_bootstrap(
     return VideoBootstrap(
         videos=[str(v) for v in per_video.index],
         submissions=[str(c) for c in per_video.columns],
-        point=per_video.to_numpy(dtype=np.float64),
+        point=_numbers("per_video", per_video.to_numpy()),
         replicates=None,
         video_weights=resample_counts(len(per_video), n_resamples, rng),
         confidence=confidence,
@@ -347,7 +394,7 @@ def _accuracy_table(responses: pd.DataFrame, raters: list, videos: list, groups:
     correct = np.zeros(shape)
     total = np.zeros(shape)
     np.add.at(total, (rows, cells), 1.0)
-    np.add.at(correct, (rows, cells), responses["correct"].astype(bool).to_numpy(dtype=np.float64))
+    np.add.at(correct, (rows, cells), responses["correct"].to_numpy(dtype=np.float64))
     return correct, total
 
 
@@ -393,12 +440,14 @@ def video_rater_bootstrap(
     ------
     ValueError
         Missing columns, an unknown condition, a masked response without a submission,
-        no responses, ``n_resamples`` < 1 or ``confidence`` not in (0, 1).
+        no responses, a ``correct`` value that is not a boolean or 0/1 (e.g. the string
+        ``"False"``, NaN), ``n_resamples`` < 1 or ``confidence`` not in (0, 1).
     """
     _check_confidence(confidence)
     missing = [c for c in HUMAN_RESPONSE_COLUMNS if c not in responses.columns]
     if missing:
         raise ValueError(f"responses lack columns {missing}")
+    responses = responses.assign(correct=_numbers("responses['correct']", responses["correct"], binary=True))
     if responses.empty:
         raise ValueError("no responses to resample")
     if n_resamples < 1:
@@ -470,11 +519,12 @@ def pooled_rate_interval(
     Raises
     ------
     ValueError
-        If the arrays differ in length, a count is negative, or successes exceed trials.
+        If a count is not a number (e.g. a string), the arrays differ in length, a count
+        is negative, or successes exceed trials.
     """
     _check_confidence(confidence)
-    successes = np.asarray(successes, dtype=np.float64).ravel()
-    trials = np.asarray(trials, dtype=np.float64).ravel()
+    successes = _numbers("successes", successes).ravel()
+    trials = _numbers("trials", trials).ravel()
     if successes.shape != trials.shape:
         raise ValueError(f"successes and trials differ in length: {len(successes)} vs {len(trials)}")
     if (successes < 0).any() or (trials < 0).any() or (successes > trials).any():

@@ -265,3 +265,61 @@ def test_one_video_gives_no_interval_and_no_p_value_instead_of_false_certainty()
     assert rate.value == pytest.approx(0.3) and rate.n == 1 and math.isnan(rate.ci_low)
     two = video_bootstrap(pd.DataFrame({"A": [0.2, 0.4], "B": [0.3, 0.6]}, index=["v1", "v2"]))
     assert not math.isnan(two.compare("A", "B").ci_low)  # two videos: defined again
+
+
+# --- input types ---------------------------------------------------------------------------
+
+
+def test_a_text_correct_column_is_refused_instead_of_counting_false_as_correct():
+    good = simulated_responses(np.random.default_rng(0), n_videos=2, n_raters=6, per_cell=2)
+    # "False".astype(bool) is True: every answer counted as correct, masking success 0.
+    as_text = good.assign(correct=good["correct"].map({True: "True", False: "False"}))
+    with pytest.raises(
+        ValueError,
+        match=r"responses\['correct'\] must be boolean or 0/1, got str values such as \['True', 'False'\]",
+    ):
+        video_rater_bootstrap(as_text)
+    with pytest.raises(
+        ValueError, match=r"responses\['correct'\] must be boolean or 0/1, got values such as \[2.0\]"
+    ):
+        video_rater_bootstrap(good.assign(correct=np.where(good["correct"], 2, 0)))
+    with pytest.raises(
+        ValueError, match=r"responses\['correct'\] must be boolean or 0/1, got values such as \[nan\]"
+    ):
+        video_rater_bootstrap(good.assign(correct=np.where(good["correct"], 1.0, np.nan)))
+    with pytest.raises(ValueError, match=r"got NoneType values such as \[None\]"):
+        video_rater_bootstrap(good.assign(correct=[None] + list(good["correct"][1:])))
+
+
+def test_boolean_01_and_object_bool_correct_columns_give_the_same_scores():
+    good = simulated_responses(np.random.default_rng(0), n_videos=4, n_raters=6, per_cell=3)
+    expected = video_rater_bootstrap(good, n_resamples=50).point
+    for correct in (
+        good["correct"].astype(int),
+        good["correct"].astype(float),
+        good["correct"].astype(object),
+    ):
+        np.testing.assert_array_equal(
+            video_rater_bootstrap(good.assign(correct=correct), n_resamples=50).point, expected
+        )
+
+
+def test_text_scores_and_counts_are_refused_by_every_public_function():
+    with pytest.raises(
+        ValueError, match=r"values must be numeric, got dtype <U3 values such as \['0.5', '0.7'\]"
+    ):
+        t_interval(["0.5", "0.7"])
+    with pytest.raises(ValueError, match=r"values must be numeric, got str values such as \['0.7'\]"):
+        t_interval(pd.Series([0.5, "0.7"], dtype=object))
+    with pytest.raises(ValueError, match=r"successes must be numeric, got dtype <U2 values such as \['10'\]"):
+        pooled_rate_interval(["10"], [10])
+    with pytest.raises(ValueError, match=r"trials must be numeric, got dtype <U2 values such as \['10'\]"):
+        pooled_rate_interval([10], ["10"])
+    text = pd.DataFrame({"A": ["0.2", "0.4"], "B": [0.1, 0.3]}, index=["v1", "v2"])
+    with pytest.raises(
+        ValueError, match=r"per_video must be numeric, got str values such as \['0.2', '0.4'\]"
+    ):
+        video_bootstrap(text)
+    # None and NaN in a numeric object column stay "no score"
+    assert t_interval(pd.Series([0.5, None, 0.7], dtype=object)).value == pytest.approx(0.6)
+    assert t_interval(pd.array([0.5, pd.NA, 0.7], dtype="Float64")).n == 2
