@@ -223,6 +223,8 @@ def _parse_role(row: dict, where: str, problems: list[str]) -> str:
         if flag in _TRUE - {""}:
             problems.append(f"{where}: an attacker_train video cannot be practice material")
         return role
+    if (role == "evaluated" and flag in _TRUE - {""}) or (role == "practice" and flag in _FALSE):
+        problems.append(f"{where}: role {role} contradicts practice={row.get('practice')!r}")
     return "practice" if role == "practice" or (bool(flag) and flag in _TRUE) else "evaluated"
 
 
@@ -264,7 +266,9 @@ def _check_videos(
         role = _parse_role(row, where, problems)
         practice, attacker_train = role == "practice", role == "attacker_train"
         if role != "evaluated" and row.get("in_evaluated_subset", "").strip().lower() in _TRUE - {""}:
-            problems.append(f"{where}: a {role} video cannot be in the evaluated subset")
+            problems.append(
+                f"{where}: {'an' if role == 'attacker_train' else 'a'} {role} video cannot be in the evaluated subset"
+            )
         subset = subset and role == "evaluated"
         if not path.is_file():
             problems.append(f"{where}: file videos/{file_name} is missing")
@@ -375,6 +379,10 @@ def import_dataset(
             )
     if not videos and not problems:
         problems.append("videos.csv lists no video")
+    elif videos and all(v.practice or v.attacker_train for v in videos):
+        problems.append(
+            "videos.csv lists no evaluated video: every video is practice or attacker_train material"
+        )
     if problems:
         raise DatasetError(problems)
 
