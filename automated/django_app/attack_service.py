@@ -96,9 +96,22 @@ def attack_config(
     Raises
     ------
     ValueError
-        On an unknown attacker, recognizer, selection or detector, ``stride`` < 1,
+        On an unknown or repeated attacker or recognizer, no recognizer, a name list given
+        as one string, an unknown selection or detector, ``stride``, ``gap``, ``seed`` or
+        ``n_folds`` that is not a whole number (``True``, ``2.5``, ``"4"``), ``stride`` < 1,
         ``gap`` < 0 (in frames), ``n_folds`` < 2 or a ``seed`` outside [0, 2**32).
     """
+    for name, value in (("attackers", attackers), ("recognizers", recognizers), ("selection", selection)):
+        if isinstance(value, str):
+            raise ValueError(f"{name} must be a list of names, got the string {value!r}")
+    for name, value in (("stride", stride), ("gap", gap), ("seed", seed), ("n_folds", n_folds)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+            raise ValueError(f"{name} must be a whole number, got {value!r}")
+    if not recognizers:
+        raise ValueError("recognizers is empty: give at least one")
+    repeated = sorted({r for r in recognizers if list(recognizers).count(r) > 1})
+    if repeated:
+        raise ValueError(f"recognizer(s) {', '.join(repeated)} given more than once; give each once")
     attacker_names = [a.name for a in get_attackers(list(attackers))]
     if all(ATTACKERS[name].is_baseline for name in attacker_names):
         raise ValueError(

@@ -63,6 +63,38 @@ def test_a_repeated_attacker_is_refused_not_counted_as_more_folds():
         attack_config(attackers=["naive", "parrot", "naive"], recognizers=["lbph"])
 
 
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(n_folds="4"), "n_folds must be a whole number, got '4'"),
+        (dict(n_folds=True), "n_folds must be a whole number, got True"),
+        (dict(n_folds=2.5), "n_folds must be a whole number, got 2.5"),
+        (dict(n_folds=-3), "n_folds must be >= 2"),
+        (dict(stride=True), "stride must be a whole number, got True"),
+        (dict(stride=2.7), "stride must be a whole number, got 2.7"),
+        (dict(seed=1.5), "seed must be a whole number, got 1.5"),
+        (dict(recognizers=[]), "recognizers is empty"),
+        (dict(recognizers=["lbph", "lbph"]), "recognizer.*lbph given more than once"),
+        (dict(attackers="naive"), "attackers must be a list of names, got the string 'naive'"),
+    ],
+)
+def test_attack_options_that_are_not_what_they_seem_are_refused(options, message):
+    # These passed silently before: 2.5 folds ran as 2, stride True as 1, no recognizer
+    # gave folds with no rows, "4" raised a TypeError instead of naming the option.
+    with pytest.raises(ValueError, match=message):
+        attack_config(**{"recognizers": ["lbph"], **options})
+
+
+@pytest.mark.django_db
+def test_a_huge_number_of_folds_tests_each_video_once():
+    submission = _campaign("huge", MULTI)
+    run = create_attack_run(submission, attackers=["naive"], recognizers=["lbph"], n_folds=10**9)
+    tested = sorted(pk for fold in run.planned_folds for pk in fold)
+    attacker = submission.masked_videos.get(source_video__attacker_train=True).pk
+    single = submission.masked_videos.get(source_video__identity__code="ID03").pk
+    assert tested == sorted(set(run.planned_videos) - {attacker, single}) and run.folds_total == 3
+
+
 # --- the Django layer, with stub kinds (no decoding, no training) ---------------------------
 
 
