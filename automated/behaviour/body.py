@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .shapes import check_same_length, check_same_shape
+
 PCK_ALPHA = 0.2
 VISIBLE = 0.5
 SHOULDERS = (11, 12)
@@ -61,6 +63,12 @@ def pck_counts(
     -------
     (correct, total) : (int, int)
 
+    Raises
+    ------
+    ValueError
+        If clear_xy and masked_xy differ in shape, or reference or scale has another
+        number of frames (``"clear_xy and scale differ in length: 3 vs 1"``).
+
     Examples
     --------
     >>> clear = np.array([[[0.0, 0.0], [10.0, 0.0]]])
@@ -71,7 +79,11 @@ def pck_counts(
     clear_xy = np.asarray(clear_xy, np.float64)
     masked_xy = np.asarray(masked_xy, np.float64)
     scale = np.asarray(scale, np.float64)
-    usable = np.asarray(reference, bool) & (np.isfinite(scale) & (scale > 0))[:, None]
+    reference = np.asarray(reference, bool)
+    check_same_shape("clear_xy", clear_xy, "masked_xy", masked_xy)
+    check_same_length("clear_xy", clear_xy, "reference", reference)
+    check_same_length("clear_xy", clear_xy, "scale", scale)
+    usable = reference & (np.isfinite(scale) & (scale > 0))[:, None]
     distance = np.linalg.norm(masked_xy - clear_xy, axis=-1)
     with np.errstate(invalid="ignore"):
         correct = usable & (distance <= alpha * scale[:, None])  # NaN distance (missing) -> False
@@ -104,10 +116,24 @@ def body_metrics(
         ``pck_torso``, ``pck_arms``, ``pck_hands`` (fractions in [0, 1], NaN when no
         reference keypoint), ``hand_frames`` (tested frames with a clear hand),
         ``hand_presence_agreement`` (fraction in [0, 1], NaN without tested frames).
+
+    Raises
+    ------
+    ValueError
+        If the clear and masked poses (or hands) differ in shape, or the inputs cover
+        different numbers of frames (``"clear_pose_xy and clear_hands_xy differ in
+        length: 5 vs 4"``).
     """
     clear_pose_xy = np.asarray(clear_pose_xy, np.float64)
     masked_pose_xy = np.asarray(masked_pose_xy, np.float64)
-    visible = np.asarray(clear_visibility, np.float64) >= VISIBLE
+    clear_visibility = np.asarray(clear_visibility, np.float64)
+    clear_hands = np.asarray(clear_hands_xy, np.float64)
+    masked_hands = np.asarray(masked_hands_xy, np.float64)
+    check_same_shape("clear_pose_xy", clear_pose_xy, "masked_pose_xy", masked_pose_xy)
+    check_same_shape("clear_hands_xy", clear_hands, "masked_hands_xy", masked_hands)
+    check_same_length("clear_pose_xy", clear_pose_xy, "clear_visibility", clear_visibility)
+    check_same_length("clear_pose_xy", clear_pose_xy, "clear_hands_xy", clear_hands)
+    visible = clear_visibility >= VISIBLE
     clear_found = np.isfinite(clear_pose_xy[:, 0, 0])
     masked_found = np.isfinite(masked_pose_xy[:, 0, 0])
     scale = shoulder_width(clear_pose_xy)
@@ -123,8 +149,6 @@ def body_metrics(
             alpha=alpha,
         )
         result[f"pck_{name}"] = correct / total if total else np.nan
-    clear_hands = np.asarray(clear_hands_xy, np.float64)
-    masked_hands = np.asarray(masked_hands_xy, np.float64)
     n = len(clear_hands)
     clear_present = np.isfinite(clear_hands[:, :, 0, 0])
     masked_present = np.isfinite(masked_hands[:, :, 0, 0])

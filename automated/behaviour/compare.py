@@ -34,6 +34,7 @@ from .events import event_f1, eye_closure_events, mouth_opening_events
 from .features import BehaviourFeatures
 from .gaze import angular_error_deg
 from .head_pose import angle_differences_deg
+from .shapes import check_same_shape
 
 
 class FeatureMismatchError(ValueError):
@@ -45,10 +46,24 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
 
     ``sxy / sqrt(sxx syy)``: for x == y this is ``sxx / sqrt(sxx^2)``, exactly 1 in IEEE
     arithmetic, which ``np.corrcoef`` (dividing by each standard deviation) does not
-    guarantee. NaN when fewer than 3 values or x is constant; 0 when only y is constant.
+    guarantee. NaN when fewer than 3 values (none included: no paired frame) or x is
+    constant; 0 when only y is constant.
+
+    Parameters
+    ----------
+    x, y : array-like of float, shape (n,)
+        Paired series (clear, masked).
+
+    Raises
+    ------
+    ValueError
+        If x and y differ in length (``"x and y differ in length: 5 vs 4"``) or are not 1-D.
     """
     x = np.asarray(x, np.float64)
     y = np.asarray(y, np.float64)
+    check_same_shape("x", x, "y", y)
+    if x.ndim != 1:
+        raise ValueError(f"x and y must be 1-D series, got shape {x.shape}")
     if len(x) < 3:
         return math.nan
     if np.ptp(x) == 0.0:  # exact test: the mean of equal floats need not equal them
@@ -61,9 +76,22 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def jensen_shannon(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Jensen-Shannon divergence, base 2, in [0, 1], row-wise: shapes (n, k) -> (n,); 0 for equal rows."""
+    """Jensen-Shannon divergence, base 2, in [0, 1], row-wise: shapes (n, k) -> (n,); 0 for equal rows.
+
+    ``n = 0`` (no frame) gives an empty result; one distribution of shape (k,) a scalar.
+
+    Raises
+    ------
+    ValueError
+        If p and q differ in shape (``"p and q differ in length: 3 vs 1"`` for the frames,
+        ``"... differ in shape: (3, 7) vs (3, 6)"`` for the categories), or the
+        distributions have no category (k = 0).
+    """
     p = np.asarray(p, np.float64)
     q = np.asarray(q, np.float64)
+    check_same_shape("p", p, "q", q)
+    if p.ndim == 0 or p.shape[-1] == 0:
+        raise ValueError(f"p and q must be distributions over k >= 1 categories, got shape {p.shape}")
     m = (p + q) / 2.0
 
     def kl(a, b):

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .shapes import check_same_shape
+
 EYE_CLOSED_FRACTION = 0.75
 MOUTH_OPEN_MAR = 0.15
 TOLERANCE_FRAMES = 2
@@ -40,6 +42,12 @@ def runs(active: np.ndarray, frame_indices: np.ndarray) -> list[tuple[int, int]]
     frame_indices : array-like of shape (n,), int
         Video frame index of each entry (tested frames, increasing).
 
+    Raises
+    ------
+    ValueError
+        If active and frame_indices differ in length (``"active and frame_indices differ
+        in length: 5 vs 4"``). Both empty (no tested frame) is valid: no runs.
+
     Examples
     --------
     >>> runs(np.array([0, 1, 1, 0, 1], bool), np.array([0, 5, 10, 15, 20]))
@@ -47,6 +55,7 @@ def runs(active: np.ndarray, frame_indices: np.ndarray) -> list[tuple[int, int]]
     """
     active = np.asarray(active, bool)
     frames = np.asarray(frame_indices)
+    check_same_shape("active", active, "frame_indices", frames)
     edges = np.diff(np.concatenate([[0], active.astype(np.int8), [0]]))
     starts, stops = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
     return [(int(frames[a]), int(frames[b])) for a, b in zip(starts, stops)]

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .shapes import check_same_shape
+
 # (image-left corner, image-right corner, upper lid, lower lid, iris centre) per eye.
 EYES = ((33, 133, 159, 145, 468), (362, 263, 386, 374, 473))
 EYE_HALF_WIDTH_MM = 15.0
@@ -115,9 +117,15 @@ def angular_error_deg(clear: np.ndarray, masked: np.ndarray) -> np.ndarray:
     ndarray of shape (n,), float64; exactly 0 where the vectors are equal, NaN where
     either is NaN. Uses ``atan2(|a x b|, a . b)``, accurate for small angles (``acos``
     of a dot product rounds to 1 below about 1e-8 rad and loses precision near 0).
+
+    Raises
+    ------
+    ValueError
+        If the two differ in shape (``"clear and masked differ in length: 5 vs 1"``).
     """
     a = np.asarray(clear, np.float64)
     b = np.asarray(masked, np.float64)
+    check_same_shape("clear", a, "masked", b)
     cross = np.linalg.norm(np.cross(a, b), axis=-1)
     dot = np.sum(a * b, axis=-1)
     return np.degrees(np.arctan2(cross, dot))

@@ -27,6 +27,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from .shapes import check_same_shape
+
 # landmark: canonical model vertex (cm, MediaPipe axes: x right, y up, z toward the camera)
 CANONICAL_POINTS = {
     1: (0.000000, -1.126865, 7.475604),  # nose tip
@@ -122,8 +124,15 @@ def angle_differences_deg(clear_ypr: np.ndarray, masked_ypr: np.ndarray) -> np.n
     Returns
     -------
     ndarray of shape (n, 3), float64 in [0, 180]; NaN where either side is NaN.
+
+    Raises
+    ------
+    ValueError
+        If the two differ in shape (``"clear_ypr and masked_ypr differ in length: 5 vs 1"``).
     """
-    diff = np.asarray(masked_ypr, np.float64) - np.asarray(clear_ypr, np.float64)
+    clear_ypr, masked_ypr = np.asarray(clear_ypr, np.float64), np.asarray(masked_ypr, np.float64)
+    check_same_shape("clear_ypr", clear_ypr, "masked_ypr", masked_ypr)
+    diff = masked_ypr - clear_ypr
     return np.abs((diff + 180.0) % 360.0 - 180.0)
 
 

@@ -168,3 +168,15 @@ def test_a_degenerate_mesh_counts_as_no_face():
     mesh[MOUTH_CORNERS[1], :2] = (40.0, 0.0)  # a mouth with a width
     face = _face_features(mesh, FRAME_WH)
     assert face is not None and all(np.isfinite(value).all() for value in face.values())
+
+
+def test_angle_differences_refuse_series_of_different_lengths():
+    three = [[179.0, 0, 10], [1.0, 2.0, 3.0], [0.0, 0.0, 0.0]]
+    # before: the single masked pose was broadcast against all three clear frames
+    with pytest.raises(ValueError, match="^clear_ypr and masked_ypr differ in length: 3 vs 1$"):
+        angle_differences_deg(three, [[-179.0, 3, 10]])
+    with pytest.raises(ValueError, match="^clear_ypr and masked_ypr differ in length: 3 vs 1$"):
+        pose_error_deg(three, [[-179.0, 3, 10]])
+    with pytest.raises(ValueError, match="^clear and masked differ in length: 2 vs 1$"):
+        angular_error_deg(np.stack([direction(0, 0), direction(90, 0)]), direction(0, 0)[None])
+    assert angle_differences_deg(np.empty((0, 3)), np.empty((0, 3))).shape == (0, 3)  # no paired frame

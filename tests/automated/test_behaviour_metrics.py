@@ -237,3 +237,52 @@ def test_automated_pu_score_uses_the_behaviour_score_as_utility_kept():
         automated_pu_score(1.2, 0.2)
     with pytest.raises(ValueError, match="ssim"):
         automated_pu_score(0.5, 1.5)
+
+
+def test_pairwise_helpers_refuse_mismatched_lengths_naming_both():
+    x = np.array([0.31, 0.29, 0.12, 0.3, 0.33])
+    # before: NaN (two values), 0.0 (constant y) or a matmul error naming neither series
+    for y, lengths in ((x[:2], "5 vs 2"), (np.full(4, 0.2), "5 vs 4"), (x[:4], "5 vs 4")):
+        with pytest.raises(ValueError, match=f"^x and y differ in length: {lengths}$"):
+            pearson(x, y)
+    with pytest.raises(ValueError, match=r"^x and y must be 1-D series, got shape \(5, 1\)$"):
+        pearson(x[:, None], x[:, None])
+    p = np.array([[1.0, 0.0], [0.5, 0.5], [0.2, 0.8]])
+    # before: q's one row broadcast against p's three ([1, 0, 0.61] for three frames)
+    with pytest.raises(ValueError, match="^p and q differ in length: 3 vs 1$"):
+        jensen_shannon(p, [[0.0, 1.0]])
+    with pytest.raises(ValueError, match=r"^p and q differ in shape: \(3, 2\) vs \(3, 3\)$"):
+        jensen_shannon(p, np.full((3, 3), 1 / 3))
+    # before: 0 divergence for distributions over nothing
+    with pytest.raises(
+        ValueError, match=r"^p and q must be distributions over k >= 1 categories, got shape \(3, 0\)$"
+    ):
+        jensen_shannon(np.empty((3, 0)), np.empty((3, 0)))
+    # before: the runs were read against the first three frame indices only
+    with pytest.raises(ValueError, match="^active and frame_indices differ in length: 3 vs 5$"):
+        runs(np.array([0, 1, 1], bool), np.arange(5) * 2)
+
+
+def test_pairwise_helpers_keep_accepting_no_frames():
+    # compare() calls them on the paired frames, which are none when the masking hides every face
+    assert math.isnan(pearson([], []))
+    assert jensen_shannon(np.empty((0, 7)), np.empty((0, 7))).shape == (0,)
+    assert runs(np.array([], bool), np.array([], int)) == []
+    assert mouth_opening_events([], []) == []
+
+
+def test_body_metrics_refuse_inputs_covering_different_frames():
+    clear = np.zeros((3, 33, 2))
+    hands = np.full((3, 2, 21, 2), np.nan)
+    visibility = np.ones((3, 33))
+    # before: a single masked frame was broadcast against three clear frames
+    with pytest.raises(ValueError, match="^clear_pose_xy and masked_pose_xy differ in length: 3 vs 1$"):
+        body_metrics(clear, visibility, clear[:1], hands, hands)
+    with pytest.raises(ValueError, match="^clear_hands_xy and masked_hands_xy differ in length: 3 vs 2$"):
+        body_metrics(clear, visibility, clear, hands, hands[:2])
+    with pytest.raises(ValueError, match="^clear_pose_xy and clear_hands_xy differ in length: 3 vs 2$"):
+        body_metrics(clear, visibility, clear, hands[:2], hands[:2])
+    with pytest.raises(ValueError, match="^clear_pose_xy and clear_visibility differ in length: 3 vs 1$"):
+        body_metrics(clear, visibility[:1], clear, hands, hands)
+    with pytest.raises(ValueError, match="^clear_xy and scale differ in length: 3 vs 1$"):
+        pck_counts(clear[:, :2], np.ones((3, 2), bool), clear[:, :2], np.array([20.0]))
