@@ -11,7 +11,7 @@ from scipy import stats
 from automated.attack.crossvideo import run_cross_video_suite
 from automated.attack.data import AttackData
 from automated.attack.recognizers import get_recognizers
-from automated.django_app import lifecycle
+from automated.django_app import dispatch, lifecycle
 from automated.django_app.attack_models import AttackResult, AttackRun
 from automated.django_app.attack_report import attack_section, strongest_completed_run
 from automated.django_app.attack_service import (
@@ -226,3 +226,84 @@ def test_other_organizers_team_members_and_anonymous_cannot_reach_attack_runs(cl
     )
     assert own.status_code == 400 and "more than once" in own.json()["detail"]
     assert not AttackRun.objects.filter(submission=mine).exists()
+
+
+@pytest.mark.django_db
+def test_a_double_click_creates_one_run_and_a_clear_refusal():
+    submission = _campaign("double", MULTI)
+    first = dispatch.create_run("attack", submission, attackers=["naive"], recognizers=["lbph"])
+    with pytest.raises(ValueError, match=f"attack run {first.pk} of this submission with the same options"):
+        dispatch.create_run("attack", submission, attackers=["naive"], recognizers=["lbph"])
+    assert AttackRun.objects.filter(submission=submission).count() == 1
+
+
+CLIPS = {
+    "ID01": ["grid_identity_clips/s1/bbal6n.mpg", "grid_identity_clips/s1/brif5s.mpg"],
+    "ID02": ["grid_talking_heads/id2_vcd_swwp2s.mpg", "grid_talking_heads/pwij3p.mpg"],
+    "ID04": ["grid_identity_clips/s4_probable/bbilzs.mpg"],
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.slow
+def test_a_real_run_reports_what_its_fold_rows_say(data_dir, media_root, admin_client):
+    from pathlib import Path
+
+    from django.core.files import File
+
+    from automated.django_app.attack_models import AttackFold
+    from automated.django_app.attack_service import run_attack
+    from automated.django_app.services import create_baseline_submission
+
+    campaign = Campaign.objects.create(name="Real", slug="real")
+    for code, clips in CLIPS.items():
+        identity = Identity.objects.create(campaign=campaign, code=code)
+        for clip in clips:
+            attacker = clip.endswith("brif5s.mpg")
+            video = SourceVideo(
+                campaign=campaign,
+                identity=identity,
+                name=Path(clip).stem,
+                action="talking",
+                attacker_train=attacker,
+                in_evaluated_subset=not attacker,
+            )
+            with (data_dir / "videos" / clip).open("rb") as handle:
+                video.file.save(Path(clip).name, File(handle), save=True)
+    submission = create_baseline_submission(campaign, "blur_face", web_copies=False)
+    run = run_attack(
+        submission,
+        attackers=["naive", "parrot"],
+        recognizers=["eigenfaces", "lbph"],
+        stride=10,
+        verification=False,
+        scene_memorisation=False,
+    )
+    assert run.status == AttackRun.Status.COMPLETED, run.error
+    # bbal6n (ID01; brif5s is the attacker's) and both ID02 clips are tested; bbilzs is an extra class.
+    assert run.folds_total == 3
+    rows = [row for fold in AttackFold.objects.filter(run=run) for row in fold.rows]
+    for result in AttackResult.objects.filter(run=run):
+        values = [
+            r["accuracy"]
+            for r in rows
+            if (r["recognizer"], r["attacker"]) == (result.recognizer, result.attacker)
+        ]
+        n = len(values)
+        mean = sum(values) / n
+        sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5
+        half = stats.t.ppf(0.975, n - 1) * sd / n**0.5
+        assert (n, result.n_folds, result.n_identities) == (3, 3, 3)
+        assert result.accuracy == pytest.approx(mean) and result.sd == pytest.approx(sd)
+        assert result.min_accuracy == min(values) and result.max_accuracy == max(values)
+        assert result.ci_low == pytest.approx(max(0.0, mean - half))
+        assert result.ci_high == pytest.approx(min(1.0, mean + half))
+        assert result.chance_level == pytest.approx(1 / 3)
+    summary = attack_summary(run)
+    best = max(AttackResult.objects.filter(run=run), key=lambda r: r.accuracy)
+    assert summary["worst_case_accuracy"] == best.accuracy
+    assert (summary["n_attacker_videos"], summary["n_tested_videos"], summary["n_videos"]) == (1, 3, 5)
+    assert sorted(r["identity"] for r in summary["per_identity"]) == ["ID01", "ID02"]
+    page = admin_client.get(f"/organizer/automated/attack-run/{run.pk}/").content.decode()
+    assert f"{best.accuracy:.3f}" in page and "nan" not in page.lower()
+    print("\nreal run:", summary["table"])
