@@ -22,6 +22,7 @@ the two (Django-free; one job per module):
   evaluation's decoding pass (``BehaviourPass``) or from the files (cached clear side).
 - ``leakage``: gender inference from masked faces (pretrained and parrot attackers).
 - ``frontier``: the privacy-utility frontier figure.
+- ``shapes``: the shape checks of the pairwise (clear vs masked) helpers.
 """
 
 from .compare import compare
