@@ -16,6 +16,7 @@ apart from the worst case. The report page with the verification plot is
 import pandas as pd
 
 from evalsite import reports
+from evalsite.staleness import videos_changed_since
 
 from automated.attack.suite import ALL
 from .attack_models import AttackResult, AttackRun, AttackVideoResult
@@ -27,18 +28,30 @@ VIDEO_COLUMNS = ["attack_worst_case_accuracy", "attack_worst_case_test_frames"]
 def strongest_completed_run(submission) -> AttackRun | None:
     """The completed run with the highest non-baseline accuracy on all identities, or None.
 
+    Among runs on the submission's current files first: a run whose masked or clear videos
+    were replaced after it was created (``staleness.videos_changed_since``) is chosen only
+    when no current run has results, so a strong attack on a replaced file never hides the
+    attack on the file that replaced it (the stale one is then flagged in the report).
     Ties go to the most recent run.
     """
-    best = (
+    ranked = (
         AttackResult.objects.filter(
             run__submission=submission, run__status=AttackRun.Status.COMPLETED, selection=ALL
         )
         .exclude(attacker="clear")
         .order_by("-accuracy", "-run__finished_at", "-run_id")
         .select_related("run")
-        .first()
     )
-    return best.run if best is not None else AttackRun.objects.latest_completed_for(submission)
+    strongest, seen = None, set()
+    for result in ranked:
+        run = result.run
+        if run.pk in seen:
+            continue
+        seen.add(run.pk)
+        if not videos_changed_since(submission, run.created_at, run.planned_videos):
+            return run
+        strongest = strongest or run
+    return strongest if strongest is not None else AttackRun.objects.latest_completed_for(submission)
 
 
 def attack_video_columns(submission) -> pd.DataFrame:

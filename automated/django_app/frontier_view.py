@@ -30,15 +30,17 @@ from evalsite.models import Campaign
 from evalsite.scoping import scope
 from evalsite.team_views import own_submissions, team_login_required
 
-from .attack_models import AttackResult, AttackRun
+from .attack_models import AttackResult
+from .attack_report import strongest_completed_run
 from .behaviour_report import behaviour_summary, leakage_summary
 
 CONTENT_TYPES = {"png": "image/png", "svg": "image/svg+xml"}
 
 
 def worst_case_reidentification(submission) -> float:
-    """Highest chance-normalised accuracy of the latest completed attack run (all identities); NaN if none."""
-    run = AttackRun.objects.latest_completed_for(submission)
+    """Highest chance-normalised accuracy of the run the reports show (``attack_report.strongest_completed_run``:
+    all identities); NaN if none."""
+    run = strongest_completed_run(submission)
     if run is None:
         return math.nan
     best = (

@@ -307,3 +307,66 @@ def test_a_real_run_reports_what_its_fold_rows_say(data_dir, media_root, admin_c
     page = admin_client.get(f"/organizer/automated/attack-run/{run.pk}/").content.decode()
     assert f"{best.accuracy:.3f}" in page and "nan" not in page.lower()
     print("\nreal run:", summary["table"])
+
+
+def _completed_run(submission, accuracy):
+    from django.utils import timezone
+
+    run = AttackRun.objects.create(
+        submission=submission,
+        config={"attackers": ["parrot"]},
+        status="completed",
+        finished_at=timezone.now(),
+        planned_videos=list(submission.masked_videos.values_list("pk", flat=True)),
+    )
+    AttackResult.objects.create(
+        run=run,
+        recognizer="lbph",
+        attacker="parrot",
+        subset_size=3,
+        n_identities=3,
+        n_train=9,
+        n_test=3,
+        accuracy=accuracy,
+        chance_level=1 / 3,
+        chance_normalised=(accuracy - 1 / 3) / (2 / 3),
+    )
+    return run
+
+
+@pytest.mark.django_db
+def test_a_stale_strong_run_does_not_hide_the_current_one():
+    # A team replaces its weak masked clip; the strong attack on the old file is stale, the
+    # new run on the current files is what the summary, leaderboard and frontier must show.
+    from django.utils import timezone
+
+    from automated.django_app.frontier_view import worst_case_reidentification
+    from evalsite.staleness import stale_results
+
+    submission = _campaign("stale", MULTI)
+    old = _completed_run(submission, 0.9)
+    first = submission.masked_videos.order_by("pk").first()
+    MaskedVideo.all_versions.filter(pk=first.pk).update(current=False, superseded_at=timezone.now())
+    MaskedVideo.objects.create(submission=submission, source_video=first.source_video, file="masked/new.mkv")
+    new = _completed_run(submission, 0.5)
+    assert strongest_completed_run(submission) == new
+    section = attack_section(submission)
+    assert section["run_id"] == new.pk and section["worst_case_accuracy"] == 0.5
+    assert "attack" not in stale_results(submission, {"attack": section})
+    assert worst_case_reidentification(submission) == pytest.approx(0.25)
+    # Without a current run, the strongest stale one is shown (and flagged stale).
+    new.delete()
+    assert strongest_completed_run(submission) == old
+    assert stale_results(submission, {"attack": attack_section(submission)})["attack"]["run_id"] == old.pk
+
+
+@pytest.mark.django_db
+def test_the_frontier_reads_the_same_run_as_the_summary():
+    # A later, lighter run must not lower the frontier's re-identification below the summary's.
+    from automated.django_app.frontier_view import worst_case_reidentification
+
+    submission = _campaign("frontier", MULTI)
+    _completed_run(submission, 0.9)
+    _completed_run(submission, 0.5)
+    assert attack_section(submission)["worst_case_accuracy"] == 0.9
+    assert worst_case_reidentification(submission) == pytest.approx(0.85)
