@@ -84,6 +84,36 @@ def test_create_upload_and_export_commands(campaign, masked_files, tmp_path):
         _call("export_summary", "--campaign", "nope")
 
 
+def test_export_commands_refuse_to_overwrite_existing_files_without_force(submission, tmp_path):
+    report, summary, beside = tmp_path / "r.csv", tmp_path / "s.csv", tmp_path / "dictionary.csv"
+    beside.write_text("kept\n")
+    # before: dictionary.csv was replaced without a word
+    with pytest.raises(
+        CommandError,
+        match=f"^{beside} already exists; pass --force to overwrite, or choose another --output$",
+    ):
+        _call("export_report", str(submission.pk), "--output", str(report))
+    assert not report.exists() and beside.read_text() == "kept\n"  # nothing written
+    _call("export_report", str(submission.pk), "--output", str(report), "--no-dictionary")
+    assert report.read_text().startswith("video,") and beside.read_text() == "kept\n"
+    report.write_text("old\n")
+    with pytest.raises(CommandError, match=f"^{report}, {beside} already exist; pass --force"):
+        _call("export_report", str(submission.pk), "--output", str(report))
+    with pytest.raises(CommandError, match=f"^{report} already exists; pass --force"):
+        _call("export_report", str(submission.pk), "--output", str(report), "--no-dictionary")
+    assert report.read_text() == "old\n"
+    out = _call("export_report", str(submission.pk), "--output", str(report), "--force")
+    assert f"Wrote {report}" in out and f"Wrote {beside}" in out
+    assert report.read_text().startswith("video,") and beside.read_text().startswith("level,section,name,")
+    summary.write_text("old\n")
+    with pytest.raises(CommandError, match=f"^{summary}, {beside} already exist; pass --force"):
+        _call("export_summary", "--campaign", "tiny", "--output", str(summary))
+    assert summary.read_text() == "old\n"
+    _call("export_summary", "--campaign", "tiny", "--output", str(summary), "--force")
+    with summary.open() as handle:
+        assert [r["method"] for r in csv.DictReader(handle)] == ["method-1"]
+
+
 @pytest.mark.slow
 @pytest.mark.django_db
 def test_demo_runs_on_the_real_clips_and_is_idempotent(media_root, data_dir, tmp_path):
