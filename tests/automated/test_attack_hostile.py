@@ -370,3 +370,29 @@ def test_the_frontier_reads_the_same_run_as_the_summary():
     _completed_run(submission, 0.5)
     assert attack_section(submission)["worst_case_accuracy"] == 0.9
     assert worst_case_reidentification(submission) == pytest.approx(0.85)
+
+
+@pytest.mark.django_db
+def test_an_unresolved_fmr_target_is_shown_as_a_bound_not_a_measurement(admin_client):
+    # 300 impostor comparisons resolve FMR 1e-2 but not 1e-3 (needs >= 1000): the FNMR there
+    # is met only at FMR 0 and is an upper bound (verification.VerificationResult.fmr_resolved).
+    run = _completed_run(_campaign("unresolved", MULTI), 0.9)
+    run.verification = {
+        "dlib_resnet": {
+            "eer": 0.125,
+            "n_impostor": 300,
+            "fnmr_at_fmr_0.01": 0.25,
+            "fmr_0.01_resolved": True,
+            "fnmr_at_fmr_0.001": 0.5,
+            "fmr_0.001_resolved": False,
+            "cmc_rank_1": 0.75,
+            "cmc_rank_5": 1.0,
+            "cmc": [0.75, 1.0, 1.0, 1.0, 1.0],
+            "fmr": [0.0, 1.0],
+            "fnmr": [1.0, 0.0],
+        }
+    }
+    run.save()
+    page = admin_client.get(f"/organizer/automated/attack-run/{run.pk}/").content.decode()
+    row = page[page.index('id="verification"') :].split("</tr>")[1]
+    assert "<td>0.250</td>" in row and "&le; 0.500" in row and "300 impostor comparisons" in row
