@@ -86,6 +86,15 @@ class AttackRunOptions(_Options):
     seed = serializers.IntegerField(min_value=0, max_value=2**32 - 1, default=0)
     detector = serializers.ChoiceField(DETECTOR_NAMES, default="mediapipe")
     allow_incomplete = serializers.BooleanField(default=False)
+    n_folds = serializers.IntegerField(
+        min_value=2, required=False, help_text="cross-video folds by video (default: leave one video out)"
+    )
+    scene_memorisation = serializers.BooleanField(
+        required=False, help_text="also the within-video table, shown apart (default true)"
+    )
+    verification = serializers.BooleanField(
+        required=False, help_text="CMC, EER and FNMR at FMR of the pretrained embedding (default true)"
+    )
 
 
 OPTIONS = {"face": FaceRunOptions, "attack": AttackRunOptions}

@@ -396,3 +396,50 @@ def test_an_unresolved_fmr_target_is_shown_as_a_bound_not_a_measurement(admin_cl
     page = admin_client.get(f"/organizer/automated/attack-run/{run.pk}/").content.decode()
     row = page[page.index('id="verification"') :].split("</tr>")[1]
     assert "<td>0.250</td>" in row and "&le; 0.500" in row and "300 impostor comparisons" in row
+
+
+@pytest.mark.django_db
+def test_the_command_defaults_to_the_six_attackers_and_takes_n_folds(monkeypatch):
+    # The default was every attacker, the reversal one too (a U-Net trained per fold),
+    # while the help said "all" and named six; k folds could not be chosen at all.
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    from automated.attack.attackers import DEFAULT_ATTACKERS
+
+    monkeypatch.setattr(dispatch, "queue", lambda run: None)
+    submission = _campaign("command", MULTI)
+    call_command("attack", str(submission.pk), "--recognizers", "lbph", "--n-folds", "2", "--no-wait")
+    run = AttackRun.objects.get(submission=submission)
+    assert run.config["attackers"] == list(DEFAULT_ATTACKERS) and "reversal" not in run.config["attackers"]
+    assert run.config["n_folds"] == 2
+    with pytest.raises(CommandError, match="n_folds must be >= 2"):
+        call_command("attack", str(submission.pk), "--n-folds", "1", "--no-wait")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "options, status, field",
+    [
+        ({"n_folds": 1}, 400, "n_folds"),
+        ({"n_folds": True}, 400, "n_folds"),
+        ({"n_folds": "x"}, 400, "n_folds"),
+        ({"stride": 0}, 400, "stride"),
+        ({"recognizers": ["lbph"], "attackers": ["oracle"]}, 400, "attackers"),
+        ({"n_folds": 3, "verification": False, "scene_memorisation": False}, 202, None),
+    ],
+)
+def test_the_api_checks_attack_options(admin_client, monkeypatch, options, status, field):
+    monkeypatch.setattr(dispatch, "queue", lambda run: None)
+    submission = _campaign("api", MULTI)
+    response = admin_client.post(
+        f"/api/submissions/{submission.pk}/runs/",
+        {"kind": "attack", "recognizers": ["lbph"], **options},
+        content_type="application/json",
+    )
+    assert response.status_code == status, response.json()
+    if field is not None:
+        assert field in response.json() and not AttackRun.objects.exists()
+    else:
+        config = AttackRun.objects.get().config
+        assert (config["n_folds"], config["verification"], config["scene_memorisation"]) == (3, False, False)

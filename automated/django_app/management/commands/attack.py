@@ -1,4 +1,4 @@
-"""``python manage.py attack <submission_id> [--attackers ...] [--recognizers ...] [--selection ...] [--stride N]``.
+"""``python manage.py attack <submission_id> [--attackers ...] [--recognizers ...] [--selection ...] [--stride N] [--n-folds K]``.
 
 Starts the run through ``dispatch.start_run`` (face crops per masked video, shared by the
 workers when a broker is configured, then the suite; in this process otherwise) and, with
@@ -8,7 +8,7 @@ a broker, prints its progress until it finishes (``--no-wait``: return at once;
 
 from django.core.management.base import BaseCommand
 
-from automated.attack.attackers import ATTACKERS
+from automated.attack.attackers import ATTACKERS, DEFAULT_ATTACKERS
 from automated.attack.recognizers import FACE_RECOGNIZERS
 from automated.attack.selection import SELECTION_STRATEGIES
 from automated.django_app import run_cli
@@ -23,11 +23,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--attackers",
             nargs="+",
-            default=list(ATTACKERS),
+            default=list(DEFAULT_ATTACKERS),
             choices=list(ATTACKERS),
             help="attacker knowledge: clear = clear-on-clear bound, naive = trained on clear, "
-            "parrot = trained on masked, parrot_25/50/75 = that %% of training masked "
-            "(default: all)",
+            "parrot = trained on masked, parrot_25/50/75 = that %% of training masked, "
+            "reversal = a restorer trained on (masked, clear) pairs undoes the masking first "
+            f"(default: {' '.join(DEFAULT_ATTACKERS)})",
         )
         parser.add_argument(
             "--recognizers",
@@ -55,6 +56,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--seed", type=int, default=0, help="seed of the splits and models (default 0)")
         parser.add_argument(
+            "--n-folds",
+            type=int,
+            default=None,
+            help="cross-video folds: k >= 2 folds by video (default: leave one video out)",
+        )
+        parser.add_argument(
             "--allow-incomplete",
             action="store_true",
             help="attack a submission that lacks some masked videos",
@@ -70,6 +77,7 @@ class Command(BaseCommand):
         stride,
         gap,
         seed,
+        n_folds,
         allow_incomplete,
         no_wait,
         **options,
@@ -85,6 +93,7 @@ class Command(BaseCommand):
             stride=stride,
             gap=gap,
             seed=seed,
+            n_folds=n_folds,
             allow_incomplete=allow_incomplete,
         )
         if run is None:
