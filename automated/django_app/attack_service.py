@@ -56,7 +56,7 @@ from automated.recognition import DEFAULT_EMBEDDER
 
 from . import lifecycle
 from .attack_models import AttackExtraction, AttackFold, AttackResult, AttackRun, AttackVideoResult
-from .services import local_path
+from .services import check_complete, local_path
 
 #: Default recognizers of a campaign run: one of each kind (embedding, classic, CNN).
 DEFAULT_RECOGNIZERS = ("dlib_svm", "dlib_knn", "lbph", "eigenfaces", "cnn")
@@ -177,12 +177,8 @@ def _masked_videos(submission: Submission, *, allow_incomplete: bool):
     )
     if not masked:
         raise ValueError(f"submission {str(submission)!r} has no masked video yet")
-    missing = list(submission.missing_source_videos().order_by("name").values_list("name", flat=True))
-    if missing and not allow_incomplete:
-        raise ValueError(
-            f"submission {str(submission)!r} is incomplete: no masked video for {', '.join(missing[:5])}"
-            f"{', ...' if len(missing) > 5 else ''}; upload them or allow an incomplete attack run"
-        )
+    if not allow_incomplete:
+        check_complete(submission, "attack")
     identities = {m.source_video.identity.code for m in masked}
     if len(identities) < 2:
         raise ValueError(

@@ -228,24 +228,50 @@ def _run_config(
     }
 
 
+def check_complete(submission: Submission, kind: str) -> None:
+    """Raise ValueError if some source videos have no masked video, naming them and the way out.
+
+    The way out is what really lets a run of ``kind`` ("face": ``manage.py evaluate``,
+    "attack": ``manage.py attack``) go ahead: the command's ``--allow-incomplete`` or the
+    ``allow_incomplete`` option of the API (``automated.django_app.api``).
+
+    Raises
+    ------
+    ValueError
+        ``"submission 'T / m' is incomplete: 1 of 3 source videos have no masked video
+        (lwbsza); upload them, or run on the masked ones anyway: `manage.py evaluate 7
+        --allow-incomplete`, or in the API POST /api/submissions/7/runs/ {"kind": "face",
+        "allow_incomplete": true} (/evaluate/: {"face": {"allow_incomplete": true}})"``.
+    """
+    missing = list(submission.missing_source_videos().order_by("name").values_list("name", flat=True))
+    if not missing:
+        return
+    n_sources = submission.campaign.source_videos.count()
+    shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+    command = {"face": "evaluate", "attack": "attack"}[kind]
+    pk = submission.pk
+    raise ValueError(
+        f"submission {str(submission)!r} is incomplete: {len(missing)} of {n_sources} source videos have no "
+        f"masked video ({shown}); upload them, or run on the masked ones anyway: "
+        f"`manage.py {command} {pk} --allow-incomplete`, or in the API "
+        f'POST /api/submissions/{pk}/runs/ {{"kind": "{kind}", "allow_incomplete": true}} '
+        f'(/evaluate/: {{"{kind}": {{"allow_incomplete": true}}}})'
+    )
+
+
 def _check_evaluable(submission: Submission, *, allow_incomplete: bool) -> None:
     """Refuse a submission without masked videos, or an incomplete one unless allowed.
 
     A summary over a subset of the source videos is not comparable with other teams'
     summaries, so evaluating an incomplete submission is an explicit choice.
     """
-    n_sources = submission.campaign.source_videos.count()
     if not submission.masked_videos.exists():
+        n_sources = submission.campaign.source_videos.count()
         raise ValueError(
             f"submission {str(submission)!r} has no masked video yet ({n_sources} source videos)"
         )
-    missing = list(submission.missing_source_videos().order_by("name").values_list("name", flat=True))
-    if missing and not allow_incomplete:
-        shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
-        raise ValueError(
-            f"submission {str(submission)!r} is incomplete: {len(missing)} of {n_sources} source videos have no "
-            f"masked video ({shown}); upload them or allow an incomplete evaluation"
-        )
+    if not allow_incomplete:
+        check_complete(submission, "face")
 
 
 def create_face_run(

@@ -217,7 +217,8 @@ def test_the_attack_waits_for_its_inputs_and_says_why(organizer, submission):
     face, attack = response.json()["parts"]
     assert (face["state"], face["run"]["progress"]) == ("started", "2/2 videos")
     assert attack["state"] == "waiting" and attack["run"] is None
-    assert "is incomplete: no masked video for lwbsza" in attack["detail"]
+    assert "is incomplete: 1 of 3 source videos have no masked video (lwbsza)" in attack["detail"]
+    assert attack["detail"].endswith('(/evaluate/: {"attack": {"allow_incomplete": true}})')
     assert not AttackRun.objects.exists()
 
 

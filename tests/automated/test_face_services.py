@@ -208,6 +208,37 @@ def test_incomplete_submission_is_evaluated_only_when_allowed(campaign):
     assert "n_videos                 2" in out.getvalue()
 
 
+def test_an_incomplete_submission_is_refused_naming_the_option_that_allows_it(campaign):
+    from automated.django_app.api import OPTIONS
+    from automated.django_app.attack_models import AttackRun
+    from automated.django_app.attack_service import create_attack_run
+    from automated.django_app.services import create_face_run
+
+    submission = create_baseline_submission(campaign, "identity", web_copies=False)
+    submission.masked_videos.get(source_video__name="lwbsza").delete()
+    pk = submission.pk
+    missing = "submission 'Baselines / identity' is incomplete: 1 of 3 source videos have no masked video (lwbsza); "
+    for kind, command, create in (
+        ("face", "evaluate", create_face_run),
+        ("attack", "attack", create_attack_run),
+    ):
+        with pytest.raises(ValueError) as refused:
+            create(submission)
+        assert str(refused.value) == (
+            f"{missing}upload them, or run on the masked ones anyway: `manage.py {command} {pk} --allow-incomplete`, "
+            f'or in the API POST /api/submissions/{pk}/runs/ {{"kind": "{kind}", "allow_incomplete": true}} '
+            f'(/evaluate/: {{"{kind}": {{"allow_incomplete": true}}}})'
+        )
+        # the named way out is real: the API's option, validated as the API does, creates the run
+        options = OPTIONS[kind](data={"allow_incomplete": True})
+        assert options.is_valid(), options.errors
+        run = dispatch.create_run(kind, submission, **options.validated_data)
+        assert run.videos_total == 2
+    assert AutomatedRun.objects.filter(submission=submission).count() == 1 and AttackRun.objects.count() == 1
+    with pytest.raises(CommandError, match=rf"`manage.py attack {pk} --allow-incomplete`"):
+        call_command("attack", str(pk), "--no-wait", stdout=io.StringIO())
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [
