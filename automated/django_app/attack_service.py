@@ -402,7 +402,8 @@ class AttackRunKind(lifecycle.RunKind):
             cross = CrossVideoResult(pd.DataFrame(fold_rows), predictions, cross_video_counts(data, folds))
             result.update(self._cross_video(cross, masked_videos))
             result["timing"]["cross_video_s"] = _seconds_by_recognizer(fold_rows)
-        if config.get("verification", True) and folds:
+        # Only folds that tested frames verify (no face in every tested clip: no probe at all).
+        if config.get("verification", True) and any(len(f.test_idx) and len(f.train_idx) for f in folds):
             embedded = time.perf_counter()
             result["verification"] = {
                 name: curve_record(verify_folds(data, folds, DlibEmbedding(name).transform))

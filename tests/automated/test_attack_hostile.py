@@ -443,3 +443,38 @@ def test_the_api_checks_attack_options(admin_client, monkeypatch, options, statu
     else:
         config = AttackRun.objects.get().config
         assert (config["n_folds"], config["verification"], config["scene_memorisation"]) == (3, False, False)
+
+
+class NoDecodingKind(AttackRunKind):
+    """The real fold and summary steps; the crops come from ``_attack_data`` (patched)."""
+
+    def compute_video(self, run, masked):
+        return {"n_crops": 0, "extraction_s": 0.0}
+
+
+@pytest.mark.django_db
+def test_no_face_in_any_tested_video_completes_with_a_reason_not_a_failure(monkeypatch):
+    # The face detector found no face in the tested clips (positions 0-2); only the attacker's
+    # clip (3) and the single-video identity (4) have crops. The run used to fail in the
+    # verification step with "no fold has probes and a gallery".
+    from automated.django_app import attack_service
+
+    data = _synthetic(layout=("ID02", "ID03"), frames=30)
+    data = AttackData(
+        data.clear,
+        data.masked,
+        data.identities,
+        data.groups + 3,
+        roles=np.where(data.groups == 0, "attacker_train", "evaluated"),
+    )
+    monkeypatch.setattr(attack_service, "_attack_data", lambda run, masked_videos: data)
+    submission = _campaign("noprobe", MULTI)
+    run = create_attack_run(submission, attackers=["naive", "parrot"], recognizers=["lbph"])
+    run = lifecycle.execute_inline(NoDecodingKind(), run)
+    assert run.status == AttackRun.Status.COMPLETED, run.error
+    summary = attack_summary(run)
+    assert (
+        summary["worst_case_accuracy"] is None
+        and "3 cross-video folds tested no frame" in summary["no_worst_case"]
+    )
+    assert run.verification == {} and summary["scene_memorisation"] is not None
