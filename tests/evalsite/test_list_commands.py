@@ -151,6 +151,28 @@ def test_list_submissions_gives_valid_videos_uploads_and_the_latest_run_of_each_
         _run("list_submissions", "--campaign", "999999")
 
 
+def test_list_submissions_shows_a_completed_run_as_stale_once_its_videos_are_replaced(
+    two_campaigns, masked_files, tmp_path
+):
+    campaign, _, first, _ = two_campaigns
+    planned = list(first.masked_videos.values_list("pk", flat=True))
+    AttackRun.objects.create(
+        submission=first, status="completed", videos_total=2, videos_done=2, planned_videos=planned
+    )
+
+    def attack_column() -> str:
+        return _csv("list_submissions", "--campaign", campaign.slug)[0]["attack"]
+
+    assert attack_column() == "completed 2/2"
+    for name, expected in (("bbaf2n", "1 video"), ("brbk7n", "2 videos")):
+        archive = make_zip(tmp_path / f"{name}.zip", {f"{name}.mp4": masked_files[f"good_{name}"]})
+        assert ingest_submission_zip(first, archive, replace=True, web_copies=False).accepted
+        # before: still "completed 2/2", as if the scores described the current files
+        assert attack_column() == f"completed 2/2, stale: {expected} replaced since"
+    assert _csv("list_submissions")[0]["face"] == "running 1/2"  # only completed runs report results
+    assert "completed 2/2, stale: 2 videos replaced since" in _run("list_submissions")
+
+
 def test_every_argument_of_every_evalsite_command_has_a_help_text():
     from importlib import import_module
     from pathlib import Path

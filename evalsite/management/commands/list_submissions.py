@@ -6,11 +6,21 @@ from django.core.management.base import BaseCommand, CommandError
 
 from automated.django_app.dispatch import RUN_KINDS
 from evalsite.models import Campaign, MaskedVideo, Submission
+from evalsite.staleness import videos_changed_since
 
 
 def _latest_run(model, submission) -> str:
     run = model.objects.filter(submission=submission).order_by("-created_at", "-id").first()
-    return "-" if run is None else f"{run.status} {run.progress.removesuffix(' videos')}"
+    if run is None:
+        return "-"
+    shown = f"{run.status} {run.progress.removesuffix(' videos')}"
+    if run.status != run.Status.COMPLETED:
+        return shown
+    # the reports' staleness (evalsite.staleness): a planned video replaced after the run was created
+    changed = videos_changed_since(submission, run.created_at, run.planned_videos)
+    if not changed:
+        return shown
+    return f"{shown}, stale: {len(changed)} video{'s' if len(changed) != 1 else ''} replaced since"
 
 
 def submissions_table(campaign: Campaign | None = None) -> pd.DataFrame:
@@ -20,7 +30,9 @@ def submissions_table(campaign: Campaign | None = None) -> pd.DataFrame:
     ``videos`` (``"<valid>/<source videos>"``: current masked videos that match their clear
     video), ``upload`` (latest upload's status, '-' if none), then one column per run kind
     (``face``, ``attack``, ...): the latest run's status and ``done/total`` videos, '-' if
-    never run.
+    never run; a completed run whose results are stale (a video it planned, masked or
+    clear, was replaced after it was created: ``evalsite.staleness``) adds
+    ``", stale: <n> videos replaced since"``.
     """
     submissions = Submission.objects.select_related("team", "campaign").order_by("pk")
     if campaign is not None:
