@@ -14,6 +14,7 @@ import numpy as np
 
 from .face_classifier import EXPRESSION_LABELS
 from .features import BehaviourFeatures
+from .shapes import check_same_length
 
 EMOTION_TO_EXPRESSION = {
     "anger": "angry",
@@ -73,11 +74,19 @@ def expression_accuracy(
         NaN without reference frames), ``video_prediction`` (top-1 of the mean
         probabilities over the frames with an expression, None if there is none),
         ``video_correct`` (bool or None), ``frames``.
+
+    Raises
+    ------
+    ValueError
+        For an emotion ``expression_index`` does not know, or a ``reference`` with
+        another number of frames (``"features.expression and reference differ in
+        length: 4 vs 3"``).
     """
     target = expression_index(emotion)
     probabilities = features.expression
     found = np.isfinite(probabilities[:, 0])
     reference = found if reference is None else np.asarray(reference, bool)
+    check_same_length("features.expression", probabilities, "reference", reference)
     top1 = np.where(found, np.nan_to_num(probabilities).argmax(axis=1), -1)
     frames = int(reference.sum())
     result = {

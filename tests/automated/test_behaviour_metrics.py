@@ -224,6 +224,9 @@ def test_expression_accuracy_by_hand():
         video, "anger", reference=np.ones(4, bool)
     )  # the lost frame counts as wrong
     assert with_lost["frame_accuracy"] == 2 / 4
+    # before: "boolean index did not match indexed array along dimension 0"
+    with pytest.raises(ValueError, match="^features.expression and reference differ in length: 4 vs 3$"):
+        expression_accuracy(video, "anger", reference=np.ones(3, bool))
     assert expression_index("HAP") == 3 and expression_index("Neutral") == 6
     with pytest.raises(ValueError, match="accepted"):
         expression_index("contempt")
