@@ -104,7 +104,8 @@ SUMMARY = {
     ),
     "scene_memorisation": Column(
         "the within-video table (every video split in time: the attacker trains on other frames of the "
-        "tested recording); its highest accuracy, pair and table; shown apart, never the worst case",
+        "tested recording); its highest accuracy, pair and table (or ``skipped``: why the split could not "
+        "be made, e.g. clips too short for the gap); shown apart, never the worst case",
         "object",
         source="automated.attack.suite (within_video=True)",
     ),

@@ -411,17 +411,21 @@ class AttackRunKind(lifecycle.RunKind):
             }
             result["timing"]["verification_s"] = time.perf_counter() - embedded
         if config.get("scene_memorisation", True):
-            table = run_attack_suite(
-                data,
-                recognizers=get_recognizers(config["recognizers"], FACE_RECOGNIZERS),
-                attackers=config["attackers"],
-                selection=config["selection"],
-                gap=config["gap"],
-                seed=config["seed"],
-                within_video=True,
-            )
-            result["scene_memorisation"] = _records(table)
-            result["timing"]["scene_memorisation_s"] = _seconds_by_recognizer(_records(table))
+            try:
+                table = run_attack_suite(
+                    data,
+                    recognizers=get_recognizers(config["recognizers"], FACE_RECOGNIZERS),
+                    attackers=config["attackers"],
+                    selection=config["selection"],
+                    gap=config["gap"],
+                    seed=config["seed"],
+                    within_video=True,
+                )
+            except ValueError as error:  # e.g. clips too short for the gap: the side figure only
+                result["scene_memorisation_skipped"] = str(error)
+            else:
+                result["scene_memorisation"] = _records(table)
+                result["timing"]["scene_memorisation_s"] = _seconds_by_recognizer(_records(table))
         result["training_s"] = time.perf_counter() - started + sum(f.fit_s for f in stored)
         return result
 
@@ -485,6 +489,8 @@ class AttackRunKind(lifecycle.RunKind):
         run.extraction_s = sum(run.extractions.values_list("extraction_s", flat=True))
         run.training_s, run.n_samples = result["training_s"], result["n_samples"]
         run.counts = result.get("counts", {})
+        if "scene_memorisation_skipped" in result:
+            run.counts = {**run.counts, "scene_memorisation_skipped": result["scene_memorisation_skipped"]}
         run.per_identity = result.get("per_identity", [])
         run.verification = result.get("verification", {})
         run.scene_memorisation = result.get("scene_memorisation", [])
@@ -502,8 +508,15 @@ def results_table(run: AttackRun) -> pd.DataFrame:
 
 
 def _scene_memorisation(run: AttackRun) -> dict | None:
-    """Worst case of the within-video table (shown apart: the attacker saw the tested recording)."""
+    """Worst case of the within-video table (shown apart: the attacker saw the tested recording).
+
+    ``{"protocol", "skipped": reason}`` when the split could not be made (clips too short
+    for the gap); None when the table was not asked for.
+    """
     table = pd.DataFrame(run.scene_memorisation)
+    skipped = (run.counts or {}).get("scene_memorisation_skipped")
+    if table.empty and skipped:
+        return {"protocol": "within_video", "skipped": skipped}
     if table.empty or not (table["attacker"] != "clear").any():
         return None
     worst = worst_case(table)

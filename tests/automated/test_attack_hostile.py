@@ -478,3 +478,27 @@ def test_no_face_in_any_tested_video_completes_with_a_reason_not_a_failure(monke
         and "3 cross-video folds tested no frame" in summary["no_worst_case"]
     )
     assert run.verification == {} and summary["scene_memorisation"] is not None
+
+
+@pytest.mark.django_db
+def test_clips_too_short_for_the_within_video_split_keep_the_cross_video_headline(monkeypatch, admin_client):
+    # Four crops per clip: the time-segment split (gap 10) leaves a single-video identity no
+    # training frame. That side figure used to fail the whole run, headline included.
+    from automated.django_app import attack_service
+
+    base = _synthetic(layout=("ID01", "ID01", "ID02", "ID02", "ID03"), frames=4)
+    roles = np.where(base.groups == 3, "attacker_train", "evaluated")
+    data = AttackData(base.clear, base.masked, base.identities, base.groups, roles=roles)
+    monkeypatch.setattr(attack_service, "_attack_data", lambda run, masked_videos: data)
+    submission = _campaign("short", MULTI)
+    run = create_attack_run(
+        submission, attackers=["naive", "parrot"], recognizers=["lbph"], verification=False
+    )
+    run = lifecycle.execute_inline(NoDecodingKind(), run)
+    assert run.status == AttackRun.Status.COMPLETED, run.error
+    summary = attack_summary(run)
+    assert summary["worst_case_accuracy"] is not None and summary["n_folds"] == 3
+    scene = summary["scene_memorisation"]
+    assert "no training sample" in scene["skipped"] and scene["protocol"] == "within_video"
+    page = admin_client.get(f"/organizer/automated/attack-run/{run.pk}/").content.decode()
+    assert "not computed" in page and "no training sample" in page and 'id="worst-case"' in page
