@@ -457,6 +457,12 @@ def run_fold(
     videos are trained on whatever the fold. A fold whose tested videos have no sample
     gives no rows.
 
+    Raises
+    ------
+    ValueError
+        A recognizer's or attacker's ``ValueError``, prefixed with the fold, its tested
+        videos and the recognizer x attacker.
+
     Returns
     -------
     rows : list of dict
@@ -475,9 +481,15 @@ def run_fold(
     for name, factory in recognizers.items():
         for attacker in attacker_list:
             started = time.perf_counter()
-            test_idx, y_test, y_pred, n_train, timing = fit_predict(
-                data, fold.split, factory, attacker, labels, seed, restorer=restorer, restorers=restorers
-            )
+            try:
+                test_idx, y_test, y_pred, n_train, timing = fit_predict(
+                    data, fold.split, factory, attacker, labels, seed, restorer=restorer, restorers=restorers
+                )
+            except ValueError as error:  # say which unit failed: the run's error is all a user sees
+                raise ValueError(
+                    f"fold {fold.fold} (tested videos {', '.join(str(g) for g in fold.test_groups)}), "
+                    f"recognizer {name} x attacker {attacker.name}: {error}"
+                ) from error
             acc = accuracy(y_test, y_pred)
             row = {
                 "recognizer": name,

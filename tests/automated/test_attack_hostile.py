@@ -502,3 +502,18 @@ def test_clips_too_short_for_the_within_video_split_keep_the_cross_video_headlin
     assert "no training sample" in scene["skipped"] and scene["protocol"] == "within_video"
     page = admin_client.get(f"/organizer/automated/attack-run/{run.pk}/").content.decode()
     assert "not computed" in page and "no training sample" in page and 'id="worst-case"' in page
+
+
+def test_a_recognizer_failing_inside_fit_names_its_fold_videos_and_pair():
+    from sklearn.base import BaseEstimator, ClassifierMixin
+
+    class Singular(ClassifierMixin, BaseEstimator):
+        def fit(self, X, y):
+            raise ValueError("matrix is singular")
+
+    with pytest.raises(ValueError) as caught:
+        run_cross_video_suite(_synthetic(), recognizers={"broken": Singular}, attackers=["naive"])
+    assert (
+        str(caught.value)
+        == "fold 0 (tested videos 0), recognizer broken x attacker naive: matrix is singular"
+    )
