@@ -517,3 +517,35 @@ def test_a_recognizer_failing_inside_fit_names_its_fold_videos_and_pair():
         str(caught.value)
         == "fold 0 (tested videos 0), recognizer broken x attacker naive: matrix is singular"
     )
+
+
+@pytest.mark.django_db
+def test_another_organizer_cannot_start_or_requeue_attack_runs_through_admin_actions(
+    client, django_user_model, monkeypatch
+):
+    monkeypatch.setattr(dispatch, "queue", lambda run: None)
+    mine, theirs = _campaign("adm-mine", MULTI), _campaign("adm-theirs", MULTI)
+    run = create_attack_run(theirs, attackers=["naive"], recognizers=["lbph"])
+    organizer = django_user_model.objects.create_user("adm-org", password="x", is_staff=True)
+    organizer.user_permissions.add(
+        *Permission.objects.filter(
+            codename__in=[
+                "add_attackrun",
+                "view_attackrun",
+                "change_attackrun",
+                "view_submission",
+                "change_submission",
+                "add_automatedrun",
+            ]
+        )
+    )
+    mine.campaign.organizers.add(organizer)
+    client.force_login(organizer)
+    client.post(
+        "/admin/evalsite/submission/",
+        {"action": "run_attack_suite", "_selected_action": [theirs.pk]},
+    )
+    client.post("/admin/automated/attackrun/", {"action": "requeue_runs", "_selected_action": [run.pk]})
+    assert list(AttackRun.objects.filter(submission=theirs).values_list("pk", "status")) == [
+        (run.pk, "pending")
+    ]
