@@ -9,6 +9,7 @@ import secrets
 import tempfile
 from pathlib import Path, PurePosixPath
 
+from django.apps import apps
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files import File
@@ -346,6 +347,51 @@ class SourceVideo(VideoMetadataMixin):
 
     def __str__(self) -> str:
         return self.name
+
+    def rater_responses(self) -> int:
+        """Number of rater responses to trials that showed this video (any condition, practice too).
+
+        0 when the trials app is not installed.
+        """
+        if not apps.is_installed("trials") or self.pk is None:
+            return 0
+        response = apps.get_model("trials", "Response")
+        shown = Q(trial__source_video=self) | Q(trial__item__source_video=self)
+        return response.objects.filter(shown).distinct().count()
+
+    def clean(self) -> None:
+        """Refuse making an evaluated or practice video that raters answered about attacker material.
+
+        Raters have then seen the attacker's own training clip, and their responses to it
+        would drop out of (or skew) the scores: the attacker's material must be unseen.
+        The reverse (attacker material made evaluated) is allowed; the attack run planned
+        before is then reported out of date (``evalsite.staleness``).
+
+        Raises
+        ------
+        ValidationError
+            On ``attacker_train``, naming the number of responses and the way out (a new
+            clip of this identity as attacker material).
+        """
+        super().clean()
+        if not self.attacker_train or self.pk is None:
+            return
+        before = SourceVideo.objects.filter(pk=self.pk).first()
+        if before is None or before.attacker_train:
+            return
+        n = self.rater_responses()
+        if n:
+            raise ValidationError(
+                {
+                    "attacker_train": f"video {self.name!r} has {n} rater response{'s' if n != 1 else ''}: "
+                    f"raters have seen it as {before.role} material, so it cannot become the attacker's "
+                    "training material (those responses would drop out of the scores, and the attacker "
+                    f"would train on what raters rated). Keep it {before.role}; to give the attacker "
+                    f"material of identity {self.identity.code}, add a new clip of it with "
+                    "'attacker training material' ticked (admin: Source videos > Add)."
+                },
+                code="rated_video",
+            )
 
 
 #: Label of another team on an anonymised leaderboard ("Anonymised team A"); reserved, so

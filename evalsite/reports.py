@@ -73,7 +73,10 @@ dictionary.register(
             ideal="true",
         ),
         "stale": Column(
-            "a result in this row predates a replacement of the masked or clear file", "bool", ideal="false"
+            "a result in this row predates a replacement of the masked or clear file, or a change of "
+            "this video's role (attacker training material or not) since its run was planned",
+            "bool",
+            ideal="false",
         ),
         "stale_results": Column(
             "space-separated sections whose result for this video is stale ('' if none)",
@@ -116,9 +119,18 @@ SUMMARY_FACTS = {
     "flagged_videos": Column(
         "videos whose masked file no longer matches a replaced clear video (space-separated in CSV)", "list"
     ),
-    "stale": Column("some section's result predates a replaced masked or clear file", "bool", ideal="false"),
+    "stale": Column(
+        "some section's result predates a replaced masked or clear file or a video role change",
+        "bool",
+        ideal="false",
+    ),
     "stale_videos": Column("videos with a stale result (space-separated in CSV)", "list"),
-    "stale_results": Column("per stale section: {run_id, videos}", "object", source="evalsite/staleness.py"),
+    "stale_results": Column(
+        "per stale section: {run_id, videos, replaced, plan_changed (video roles or masked videos changed "
+        "since the run was planned), reason}",
+        "object",
+        source="evalsite/staleness.py",
+    ),
     "caveats": Column(
         "the per-video caveats with how many videos each affects ('; '-separated in CSV)", "list", ideal="[]"
     ),
@@ -305,7 +317,11 @@ def _caveats(submission, base: pd.DataFrame, stale: dict) -> list[str]:
                 found[video] += [c for c in caveats if c not in found[video]]
     for section, entry in stale.items():
         for video in entry["videos"]:
-            if video in found:
+            if video in found and video in entry.get("plan_changed", ()):
+                found[video].append(
+                    f"{section}: run planned before this video's role (or masked video) changed"
+                )
+            elif video in found:
                 found[video].append(f"{section}: result predates a replaced video file")
     return [CAVEAT_SEPARATOR.join(found[name]) for name in base.index]
 

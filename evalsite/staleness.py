@@ -9,11 +9,17 @@ any run model:
 - an automated run shown in a summary section (``RUN_SECTIONS``, found by the section's
   ``run_id``) is stale for every video it planned whose masked video was superseded, or
   whose clear video was replaced, after the run was created (its inputs were fixed then);
+- an automated run is also stale for every video its stored plan treats differently from
+  a fresh plan of its kind (a source video's role changed in the admin, e.g. an evaluated
+  clip made attacker training material: the attack's folds and the face evaluation's
+  videos change): the check each run's app registers (``register_plan_check``);
 - human ratings of a clear video are stale when responses to it predate its replacement
   (responses to a replaced masked video are not counted for the submission at all).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from django.apps import apps
 from django.db.models import F
@@ -26,6 +32,19 @@ RUN_SECTIONS = {
     "attack": ("automated", "AttackRun"),
     "behaviour": ("automated", "AutomatedRun"),
 }
+
+#: Run model label (``"automated.AttackRun"``) -> ``check(run, submission)``: names of the
+#: source videos a fresh plan of the run's kind treats differently from its stored plan.
+PLAN_CHECKS: dict[str, Callable] = {}
+
+
+def register_plan_check(model_label: str, check: Callable) -> None:
+    """Register ``check(run, submission) -> list of video names`` for runs of ``model_label``.
+
+    Called from the run's app's ``ready()`` (``automated``: ``evaluate_all.plan_changes``),
+    so this module imports no app.
+    """
+    PLAN_CHECKS[model_label] = check
 
 
 def videos_changed_since(submission, since, planned=None) -> list[str]:
@@ -72,8 +91,42 @@ def human_clear_stale_videos(submission) -> list[str]:
     return sorted(set(videos.values_list("name", flat=True)))
 
 
+def run_staleness(submission, run) -> dict:
+    """Why ``run`` no longer describes ``submission``: ``{}`` if it still does.
+
+    Returns
+    -------
+    dict
+        ``{"run_id", "videos", "replaced", "plan_changed", "reason"}`` when stale:
+        ``replaced`` names the videos whose masked or clear file changed after the run
+        was created (``videos_changed_since``), ``plan_changed`` those (not already
+        replaced) its stored plan treats differently from a fresh plan of its kind (the
+        check registered for its model: a video role changed, a masked video added),
+        ``videos`` both, sorted, and ``reason`` says it in one line for people.
+    """
+    replaced = videos_changed_since(submission, run.created_at, run.planned_videos)
+    check = PLAN_CHECKS.get(run._meta.label)
+    plan_changed = [] if check is None else [v for v in check(run, submission) if v not in replaced]
+    if not replaced and not plan_changed:
+        return {}
+    reasons = []
+    if plan_changed:
+        reasons.append(
+            "video roles (or the masked videos) changed since the run was planned: " + ", ".join(plan_changed)
+        )
+    if replaced:
+        reasons.append("video files replaced since the run was created: " + ", ".join(replaced))
+    return {
+        "run_id": run.pk,
+        "videos": sorted(set(replaced) | set(plan_changed)),
+        "replaced": replaced,
+        "plan_changed": plan_changed,
+        "reason": f"run {run.pk} is out of date: " + "; ".join(reasons),
+    }
+
+
 def stale_results(submission, sections: dict) -> dict[str, dict]:
-    """``{section: {"run_id": id or None, "videos": [names]}}`` for every stale section.
+    """``{section: run_staleness(...)}`` for every stale section (``{"run_id": None, "videos"}`` for humans).
 
     Parameters
     ----------
@@ -87,9 +140,9 @@ def stale_results(submission, sections: dict) -> dict[str, dict]:
         run = _run_of(name, sections.get(name))
         if run is None:
             continue
-        videos = videos_changed_since(submission, run.created_at, run.planned_videos)
-        if videos:
-            stale[name] = {"run_id": run.pk, "videos": videos}
+        entry = run_staleness(submission, run)
+        if entry:
+            stale[name] = entry
     human = human_clear_stale_videos(submission)
     if human:
         stale["human"] = {"run_id": None, "videos": human}

@@ -450,18 +450,20 @@ def run_fold(
     restorer: Callable | None = None,
     restorers: dict | None = None,
     progress: Callable[[dict], None] | None = None,
+    video_names: Mapping | None = None,
 ) -> tuple[list[dict], pd.DataFrame]:
     """Train and test every recognizer x attacker on one cross-video fold.
 
     The unit a worker runs (one task per fold in the Django layer); the attacker's own
     videos are trained on whatever the fold. A fold whose tested videos have no sample
-    gives no rows.
+    gives no rows. ``video_names`` (group -> name, e.g. the source video's name) names the
+    tested videos in error messages; default the group itself.
 
     Raises
     ------
     ValueError
         A recognizer's or attacker's ``ValueError``, prefixed with the fold, its tested
-        videos and the recognizer x attacker.
+        videos (by ``video_names``) and the recognizer x attacker.
 
     Returns
     -------
@@ -473,6 +475,7 @@ def run_fold(
     attacker_list = get_attackers(attackers)
     labels = data.identity_labels
     restorers = {} if restorers is None else restorers
+    names = {} if video_names is None else video_names
     rows, predictions = [], []
     if len(fold.test_idx) == 0 or len(fold.train_idx) == 0:
         return rows, pd.DataFrame(columns=PREDICTION_COLUMNS)
@@ -487,7 +490,7 @@ def run_fold(
                 )
             except ValueError as error:  # say which unit failed: the run's error is all a user sees
                 raise ValueError(
-                    f"fold {fold.fold} (tested videos {', '.join(str(g) for g in fold.test_groups)}), "
+                    f"fold {fold.fold} (tested videos {', '.join(str(names.get(g, g)) for g in fold.test_groups)}), "
                     f"recognizer {name} x attacker {attacker.name}: {error}"
                 ) from error
             acc = accuracy(y_test, y_pred)

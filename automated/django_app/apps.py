@@ -13,3 +13,10 @@ class AutomatedConfig(AppConfig):
         face_report.register()
         behaviour_report.register()
         attack_report.register()
+        # A run whose plan a video role change altered is reported stale (evalsite.staleness).
+        from evalsite.staleness import register_plan_check
+
+        from .evaluate_all import plan_changes
+
+        for model in ("AutomatedRun", "AttackRun"):
+            register_plan_check(f"{self.label}.{model}", plan_changes)

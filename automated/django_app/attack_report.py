@@ -16,7 +16,7 @@ apart from the worst case. The report page with the verification plot is
 import pandas as pd
 
 from evalsite import reports
-from evalsite.staleness import videos_changed_since
+from evalsite.staleness import run_staleness
 
 from automated.attack.suite import ALL
 from .attack_models import AttackResult, AttackRun, AttackVideoResult
@@ -28,10 +28,11 @@ VIDEO_COLUMNS = ["attack_worst_case_accuracy", "attack_worst_case_test_frames"]
 def strongest_completed_run(submission) -> AttackRun | None:
     """The completed run with the highest non-baseline accuracy on all identities, or None.
 
-    Among runs on the submission's current files first: a run whose masked or clear videos
-    were replaced after it was created (``staleness.videos_changed_since``) is chosen only
-    when no current run has results, so a strong attack on a replaced file never hides the
-    attack on the file that replaced it (the stale one is then flagged in the report).
+    Among runs on the submission's current files and plan first: a run whose masked or clear
+    videos were replaced after it was created, or whose folds a video role change altered
+    (``staleness.run_staleness``), is chosen only when no current run has results, so a
+    strong attack on a replaced file or an outdated plan never hides the attack that
+    replaced it (the stale one is then flagged in the report).
     Ties go to the most recent run.
     """
     ranked = (
@@ -48,7 +49,7 @@ def strongest_completed_run(submission) -> AttackRun | None:
         if run.pk in seen:
             continue
         seen.add(run.pk)
-        if not videos_changed_since(submission, run.created_at, run.planned_videos):
+        if not run_staleness(submission, run):
             return run
         strongest = strongest or run
     return strongest if strongest is not None else AttackRun.objects.latest_completed_for(submission)

@@ -338,6 +338,10 @@ class AttackRunKind(lifecycle.RunKind):
     fold_model = AttackFold
     has_final_step = True
 
+    def fresh_folds(self, run: AttackRun, masked_videos) -> list[list[int]]:
+        """``plan_folds`` of ``masked_videos`` (current roles) with the run's ``n_folds`` and ``seed``."""
+        return plan_folds(masked_videos, n_folds=run.config.get("n_folds"), seed=run.config.get("seed", 0))
+
     def compute_video(self, run: AttackRun, masked) -> dict:
         """Crop the clear frame's face box from the clear and the masked video, into the disk cache.
 
@@ -364,7 +368,8 @@ class AttackRunKind(lifecycle.RunKind):
 
         Returns the ``AttackFold`` field values: the tested masked videos, the per-pair rows
         (``crossvideo.FOLD_COLUMNS``), the per-frame predictions (columns as lists) and the
-        wall seconds.
+        wall seconds. A recognizer's or attacker's ``ValueError`` names the fold's tested
+        videos by source-video name.
         """
         started = time.perf_counter()
         _use_embedding_disk_cache()
@@ -376,6 +381,7 @@ class AttackRunKind(lifecycle.RunKind):
             recognizers=get_recognizers(run.config["recognizers"], FACE_RECOGNIZERS),
             attackers=run.config["attackers"],
             seed=run.config["seed"],
+            video_names={i: m.source_video.name for i, m in enumerate(masked_videos)},
         )
         return {
             "test_videos": run.planned_folds[fold],

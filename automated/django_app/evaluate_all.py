@@ -2,9 +2,11 @@
 
 One call brings every automated part of a submission's report up to date, and starts only
 what is missing: a part is left alone when a run of its kind is already pending or running,
-or when the run its report shows (the latest completed one) is *current*: it covered
-exactly the submission's current masked videos, none of them (nor a clear video) was
-replaced since it was queued (``evalsite.staleness``), and it has the options asked for.
+or when the run its report shows (the latest completed one) is *current*: its plan is the
+one a new run would make now (the same masked videos and, for the attack, the same folds:
+a video role changed in the admin makes it out of date; ``plan_changes``), none of them
+(nor a clear video) was replaced since it was queued (``evalsite.staleness``), and it has
+the options asked for.
 So a double click, a resent API call or a second organizer starts nothing twice; a failed
 run is started again.
 
@@ -32,7 +34,7 @@ import threading
 from dataclasses import dataclass
 
 from django.db import connections, transaction
-from evalsite.models import Submission
+from evalsite.models import MaskedVideo, Submission
 from evalsite.staleness import videos_changed_since
 from kombu.exceptions import OperationalError as BrokerError
 
@@ -105,23 +107,52 @@ def may_evaluate(user) -> bool:
     return user.has_perms(run_permissions())
 
 
+def plan_changes(run: RunBase, submission: Submission) -> list[str]:
+    """Source videos a fresh plan of ``run``'s kind treats differently from ``run``'s stored plan.
+
+    The fresh plan is what a new run with ``run``'s options would plan now:
+    ``RunKind.plan`` (which masked videos it covers: a face run leaves attacker training
+    material out) and ``RunKind.fresh_folds`` (the attack's cross-video folds,
+    ``attack_service.plan_folds`` with the run's ``n_folds`` and ``seed``: which videos
+    each fold tests). A role change in the admin (``SourceVideo.attacker_train``, e.g. an
+    evaluated clip made the attacker's material, or the reverse) changes them, and so does
+    a masked video uploaded or replaced since.
+
+    Returns
+    -------
+    list of str
+        Sorted names of the source videos covered by one plan only or tested in a fold the
+        other plan does not have; ``[]`` when the plans are equal (folds compared as sets
+        of tested videos, their numbering aside). A masked video deleted since is named
+        ``"masked video <id> (deleted)"``.
+    """
+    kind = dispatch.RUN_KINDS[dispatch.kind_name(run)].kind
+    fresh = list(kind.plan(submission).select_related("source_video__identity"))
+    stored_folds = {frozenset(fold) for fold in getattr(run, "planned_folds", None) or []}
+    fresh_folds = {frozenset(fold) for fold in kind.fresh_folds(run, fresh)}
+    changed = set(run.planned_videos) ^ {m.pk for m in fresh}
+    changed |= {pk for fold in stored_folds ^ fresh_folds for pk in fold}
+    if not changed:
+        return []
+    names = dict(MaskedVideo.all_versions.filter(pk__in=changed).values_list("pk", "source_video__name"))
+    return sorted({names.get(pk, f"masked video {pk} (deleted)") for pk in changed})
+
+
 def is_current(run: RunBase, submission: Submission, options: dict | None = None) -> bool:
     """True if completed ``run`` still describes ``submission``'s current videos with ``options``.
 
-    Current means: its planned masked videos are exactly those a new run of its kind would
-    plan (``RunKind.plan``: a face run leaves attacker training material out), no
-    masked or clear file among them was replaced after the run was created
-    (``evalsite.staleness.videos_changed_since``), and every option in ``options`` (those
-    the caller asked for explicitly, e.g. ``{"stride": 10}``) has that value in the run's
-    configuration. A face run of a configuration without ``behaviour`` measured it.
+    Current means: its stored plan equals a fresh plan of its kind (``plan_changes``: the
+    same masked videos and, for the attack, the same cross-video folds, so a video whose
+    role changed makes it out of date), no masked or clear file among them was replaced
+    after the run was created (``evalsite.staleness.videos_changed_since``), and every
+    option in ``options`` (those the caller asked for explicitly, e.g. ``{"stride": 10}``)
+    has that value in the run's configuration. A face run of a configuration without
+    ``behaviour`` measured it.
     """
-    current = set(
-        dispatch.RUN_KINDS[dispatch.kind_name(run)].kind.plan(submission).values_list("pk", flat=True)
-    )
-    if set(run.planned_videos) != current:
-        return False
     config = {"behaviour": True, **run.config} if dispatch.kind_name(run) == "face" else run.config
     if any(config.get(name) != value for name, value in (options or {}).items()):
+        return False
+    if plan_changes(run, submission):
         return False
     return not videos_changed_since(submission, run.created_at, run.planned_videos)
 

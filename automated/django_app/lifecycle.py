@@ -78,6 +78,14 @@ class RunKind:
         """
         return submission.masked_videos.order_by("source_video__name")
 
+    def fresh_folds(self, run, masked_videos) -> list[list[int]]:
+        """The folds (masked-video ids each tests) a new run with ``run``'s options would plan.
+
+        Over ``masked_videos`` (``plan``'s, with their current roles); ``[]`` for kinds
+        without folds. ``evaluate_all.plan_changes`` compares it with ``run.planned_folds``.
+        """
+        return []
+
     def compute_video(self, run, masked_video) -> dict:
         """Heavy per-video work; return the result row's field values. Raise on failure."""
         raise NotImplementedError

@@ -312,12 +312,16 @@ def test_a_real_run_reports_what_its_fold_rows_say(data_dir, media_root, admin_c
 def _completed_run(submission, accuracy):
     from django.utils import timezone
 
+    from automated.django_app.attack_service import plan_folds
+
+    masked = submission.masked_videos.select_related("source_video__identity")
     run = AttackRun.objects.create(
         submission=submission,
         config={"attackers": ["parrot"]},
         status="completed",
         finished_at=timezone.now(),
-        planned_videos=list(submission.masked_videos.values_list("pk", flat=True)),
+        planned_videos=[m.pk for m in masked],
+        planned_folds=plan_folds(masked),  # as create_attack_run: a run on today's plan is current
     )
     AttackResult.objects.create(
         run=run,

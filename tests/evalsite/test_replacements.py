@@ -70,6 +70,17 @@ def _open_rating(campaign):
     return open_rating(campaign, prepare_media=False)
 
 
+def _replaced(run, video):
+    """The stale entry of ``run`` whose only change is the replaced file of ``video``."""
+    return {
+        "run_id": run.pk,
+        "videos": [video],
+        "replaced": [video],
+        "plan_changed": [],
+        "reason": f"run {run.pk} is out of date: video files replaced since the run was created: {video}",
+    }
+
+
 def _rated_trial(item, participant, *, answered: bool):
     from trials.assignment import join
     from trials.models import Response, SessionState, Trial
@@ -181,8 +192,8 @@ def test_summary_after_a_replacement_counts_current_videos_and_names_the_stale_o
     assert after["face_evaluation"]["n_videos"] == 2  # the score of the replaced file is not counted
     assert (after["stale"], after["stale_videos"]) == (True, ["bbaf2n"])
     assert after["stale_results"] == {  # the run's behaviour section too (the same run)
-        "face_evaluation": {"run_id": run.pk, "videos": ["bbaf2n"]},
-        "behaviour": {"run_id": run.pk, "videos": ["bbaf2n"]},
+        "face_evaluation": _replaced(run, "bbaf2n"),
+        "behaviour": _replaced(run, "bbaf2n"),
     }
     rows = reports.per_video_report(complete).set_index("video")
     assert rows["stale"].to_dict() == {"bbaf2n": True, "brbk7n": False, "id2_vcd_swwp2s": False}
@@ -257,8 +268,8 @@ def test_replacing_a_clear_video_in_the_admin_renews_the_browser_copy_and_flags_
         ["bbaf2n"],
     )
     assert summary["stale_results"] == {
-        "face_evaluation": {"run_id": run.pk, "videos": ["bbaf2n"]},
-        "behaviour": {"run_id": run.pk, "videos": ["bbaf2n"]},
+        "face_evaluation": _replaced(run, "bbaf2n"),
+        "behaviour": _replaced(run, "bbaf2n"),
     }
     assert list(complete.missing_source_videos().values_list("name", flat=True)) == ["bbaf2n"]
 
@@ -348,7 +359,7 @@ def test_an_attack_result_computed_on_a_replaced_masked_video_is_reported_stale(
 
     summary = reports.submission_summary(submission)
     assert summary["attack"]["run_id"] == run.pk  # still the strongest attack: shown, but said to be stale
-    assert summary["stale_results"] == {"attack": {"run_id": run.pk, "videos": ["pwij3p"]}}
+    assert summary["stale_results"] == {"attack": _replaced(run, "pwij3p")}
     assert (summary["complete"], summary["masked_videos"], summary["stale_videos"]) == (True, 9, ["pwij3p"])
     rows = reports.per_video_report(submission).set_index("video")
     assert rows.loc["pwij3p", "stale_results"] == "attack" and rows["stale"].sum() == 1
