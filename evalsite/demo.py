@@ -36,6 +36,7 @@ from django.contrib.auth.models import Permission
 from automated.anonymizers import BASELINE_METHODS
 from automated.django_app.attack_models import AttackRun
 from automated.django_app.attack_service import attack_config, run_attack
+from automated.django_app.evaluate_all import is_current
 from automated.django_app.face_models import AutomatedRun
 from automated.django_app.frontier_view import write_frontier_files
 from automated.django_app.services import FACE_RUN, create_baseline_submission, run_face_evaluation
@@ -152,8 +153,10 @@ def _evaluation_is_current(submission: Submission, stride: int, detector: str) -
 
 
 def _attack_is_current(submission: Submission, config: dict) -> bool:
+    """True if the latest completed attack run has ``config`` and is current (``evaluate_all.is_current``:
+    its folds are those a new run would plan with today's video roles, no file replaced since)."""
     run = AttackRun.objects.latest_completed_for(submission)
-    return run is not None and run.config == config
+    return run is not None and run.config == config and is_current(run, submission)
 
 
 def run_demo(

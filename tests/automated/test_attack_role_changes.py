@@ -232,3 +232,14 @@ def test_a_failing_recognizer_in_a_django_fold_names_the_source_videos(monkeypat
     assert str(caught.value) == expected
     run.refresh_from_db()
     assert run.status == AttackRun.Status.FAILED and expected in run.error
+
+
+def test_the_demo_reruns_an_attack_whose_folds_a_role_change_altered(monkeypatch):
+    from evalsite import demo
+
+    monkeypatch.setattr(attack_service, "_attack_data", lambda run, masked_videos: _data())
+    submission = _campaign("demo", MULTI)
+    run = lifecycle.execute_inline(NoDecodingKind(), create_attack_run(submission, **OPTIONS))
+    assert demo._attack_is_current(submission, run.config)
+    _set_role(SourceVideo.objects.get(name="demo0"), attacker=True)
+    assert not demo._attack_is_current(submission, run.config)
