@@ -243,3 +243,16 @@ def test_the_demo_reruns_an_attack_whose_folds_a_role_change_altered(monkeypatch
     assert demo._attack_is_current(submission, run.config)
     _set_role(SourceVideo.objects.get(name="demo0"), attacker=True)
     assert not demo._attack_is_current(submission, run.config)
+
+
+def test_list_submissions_says_a_role_change_made_the_attack_stale(monkeypatch):
+    from evalsite.management.commands.list_submissions import submissions_table
+
+    monkeypatch.setattr(attack_service, "_attack_data", lambda run, masked_videos: _data())
+    submission = _campaign("list", MULTI)
+    lifecycle.execute_inline(NoDecodingKind(), create_attack_run(submission, **OPTIONS))
+    assert submissions_table(submission.campaign)["attack"].tolist() == ["completed 5/5"]
+    _set_role(SourceVideo.objects.get(name="list2"), attacker=True)
+    assert submissions_table(submission.campaign)["attack"].tolist() == [
+        "completed 5/5, stale: 1 video with a changed role"
+    ]

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from automated.django_app.dispatch import RUN_KINDS
 from evalsite.models import Campaign, MaskedVideo, Submission
-from evalsite.staleness import videos_changed_since
+from evalsite.staleness import run_staleness
 
 
 def _latest_run(model, submission) -> str:
@@ -16,11 +16,20 @@ def _latest_run(model, submission) -> str:
     shown = f"{run.status} {run.progress.removesuffix(' videos')}"
     if run.status != run.Status.COMPLETED:
         return shown
-    # the reports' staleness (evalsite.staleness): a planned video replaced after the run was created
-    changed = videos_changed_since(submission, run.created_at, run.planned_videos)
-    if not changed:
+    # the reports' staleness (evalsite.staleness): a planned video replaced after the run was
+    # created, or a plan a video role change altered
+    stale = run_staleness(submission, run)
+    if not stale:
         return shown
-    return f"{shown}, stale: {len(changed)} video{'s' if len(changed) != 1 else ''} replaced since"
+    parts = [
+        f"{len(videos)} video{'s' if len(videos) != 1 else ''} {what}"
+        for videos, what in (
+            (stale["replaced"], "replaced since"),
+            (stale["plan_changed"], "with a changed role"),
+        )
+        if videos
+    ]
+    return f"{shown}, stale: {', '.join(parts)}"
 
 
 def submissions_table(campaign: Campaign | None = None) -> pd.DataFrame:
@@ -31,8 +40,9 @@ def submissions_table(campaign: Campaign | None = None) -> pd.DataFrame:
     video), ``upload`` (latest upload's status, '-' if none), then one column per run kind
     (``face``, ``attack``, ...): the latest run's status and ``done/total`` videos, '-' if
     never run; a completed run whose results are stale (a video it planned, masked or
-    clear, was replaced after it was created: ``evalsite.staleness``) adds
-    ``", stale: <n> videos replaced since"``.
+    clear, was replaced after it was created, or a video role change altered its plan:
+    ``evalsite.staleness``) adds ``", stale: <n> videos replaced since"`` and/or
+    ``"<m> videos with a changed role"``.
     """
     submissions = Submission.objects.select_related("team", "campaign").order_by("pk")
     if campaign is not None:
