@@ -281,6 +281,12 @@ class SourceVideoAdmin(CampaignScopedAdmin):
             self._replace_file(request, obj, new_file)
             return
         super().save_model(request, obj, form, change)
+        if change and "attacker_train" in form.changed_data:
+            messages.info(
+                request,
+                f"{obj.name}: role now {obj.role}; attack and face runs planned before are reported out "
+                "of date until re-run (Evaluate everything).",
+            )
         if "file" in form.changed_data:
             try:
                 _probe_into(obj, obj.file)

@@ -193,11 +193,22 @@ def test_a_rated_video_cannot_become_attacker_material(admin_client):
     assert response.context["adminform"].form.errors["attacker_train"] == [message]
     assert not SourceVideo.objects.get(pk=video.pk).attacker_train
 
+    # An unrated video's role change goes through and says what it makes out of date.
+    other = SourceVideo.objects.get(name="rated1")
+    data = {**data, "name": other.name, "identity": other.identity_id}
+    response = admin_client.post(f"/admin/evalsite/sourcevideo/{other.pk}/change/", data, follow=True)
+    assert [str(m) for m in response.context["messages"]] == [
+        "rated1: role now attacker_train; attack and face runs planned before are reported out of date "
+        "until re-run (Evaluate everything).",
+        f'The source video “<a href="/admin/evalsite/sourcevideo/{other.pk}/change/">rated1</a>” was '
+        "changed successfully.",
+    ]
+    assert SourceVideo.objects.get(pk=other.pk).attacker_train
+
     # Other edits of the rated video, and unrated videos, are fine; so is the reverse.
     video.refresh_from_db()
     video.action = "talking"
     video.full_clean()
-    _set_role(SourceVideo.objects.get(name="rated1"), attacker=True)
     _set_role(SourceVideo.objects.get(name="rated3"), attacker=False)
     assert submission.campaign.source_videos.filter(attacker_train=True).count() == 1
 
