@@ -17,8 +17,10 @@
   prepared (``trials.tasks``), and read by the organizer page and reports without
   decoding video.
 - **An identity alone in its format or demographic group** (:func:`lonely_identities`):
-  the only identity whose videos have a frame size, frame rate or container nobody else's
-  have (e.g. one CREMA-D actor among GRID speakers: 480x360 at 29.97 fps in FLV), or whose
+  an identity that is the only one with videos of some format (frame size, frame rate,
+  container; ``evalsite.video_formats``), even if it has videos of a shared format too
+  (on the demo: ID11, the one CREMA-D actor, 480x360 at 29.97 fps in FLV; ID07, the only
+  one with 720x576 clips, though its lwbsza is 360x288 like the others'), or whose
   demographic profile nobody else shares, can be picked out of a lineup by that alone.
 
 For the reports: :func:`stills_from_evaluated_clips` (identity -> the evaluated video its
@@ -37,6 +39,7 @@ from scipy.fft import dctn
 
 from automated.video import VideoError, iter_frames
 from evalsite.models import Campaign, GalleryImage, Identity, SourceVideo
+from evalsite.video_formats import alone_in_format, video_format
 
 from . import design
 from .media import read_image_rgb
@@ -193,21 +196,15 @@ def unchecked_stills(campaign: Campaign) -> int:
     return stale
 
 
-def video_format(video: SourceVideo) -> str:
-    """``"<width>x<height>, <fps> fps, <container>"`` of a source video (its probed metadata)."""
-    fps = f"{video.fps:.2f}".rstrip("0").rstrip(".") if video.fps else "?"
-    container = (video.file.name.rsplit(".", 1)[-1] if "." in video.file.name else "?").lower()
-    return f"{video.width or '?'}x{video.height or '?'}, {fps} fps, {container}"
-
-
 def lonely_identities(campaign: Campaign, *, practice: bool = False) -> list[str]:
     """Identities a rater can pick out of a lineup by format or demographic group alone.
 
     Among the identities of one kind (evaluated, or with ``practice`` the practice ones)
     that have a gallery face and videos:
 
-    - an identity all of whose videos have a format (:func:`video_format`: frame size,
-      frame rate, container) that no other identity's video has;
+    - a format (``evalsite.video_formats.video_format``: frame size, frame rate,
+      container) whose videos (evaluated and the attacker's own alike) all show one
+      identity (``alone_in_format``), named with that identity and those videos;
     - an identity whose profile on the campaign's matching attributes (none unknown) no
       other identity shares.
 
@@ -222,19 +219,13 @@ def lonely_identities(campaign: Campaign, *, practice: bool = False) -> list[str
         .distinct()
         .order_by("code")
     }
-    formats: dict[int, set[str]] = defaultdict(set)
-    for video in SourceVideo.objects.filter(identity_id__in=list(identities)):
-        formats[video.identity_id].add(video_format(video))
-    owners = Counter(f for fs in formats.values() for f in fs)
-    warnings = []
-    for pk, identity in identities.items():
-        own = formats.get(pk, set())
-        if own and len(formats) > 1 and all(owners[f] == 1 for f in own):
-            warnings.append(
-                f"identity {identity.code} is the only one whose videos are {' / '.join(sorted(own))}: "
-                "raters can tell its lineups by video format alone; add identities recorded the "
-                "same way or leave it out of the evaluated subset"
-            )
+    videos = SourceVideo.objects.filter(identity_id__in=list(identities)).select_related("identity")
+    warnings = [
+        f"{found['format']}: only identity {found['identity']} ({', '.join(found['videos'])}): raters "
+        "can tell its lineups by video format alone; add identities recorded the same way or leave "
+        "these videos out of the evaluated subset"
+        for found in alone_in_format((v.identity.code, v.name, video_format(v)) for v in videos)
+    ]
     attributes = list(campaign.demographic_attributes)
     if attributes:
         profiles = {pk: design.profile_of(i.attributes or {}, attributes) for pk, i in identities.items()}

@@ -96,6 +96,13 @@ SUMMARY = {
     "per_identity": Column(
         "per tested identity: tested videos, frames and accuracy of the worst-case pair", "list", source=CROSS
     ),
+    "format_confounded_identities": Column(
+        "tested identities alone in a video format among the run's videos (frame size, frame rate, "
+        "container): identity, format and its videos in that format; an attacker can name them by "
+        "format, not face, so read their per-identity accuracy apart (empty: none)",
+        "list",
+        source="evalsite.video_formats.alone_in_format (issue 11)",
+    ),
     "verification": Column(
         "per pretrained embedder, masked probes of each fold vs the clear gallery of the others: eer, "
         "fnmr_at_fmr_0_01, fnmr_at_fmr_0_001 (with fmr_*_resolved), cmc_rank_1..5, comparison counts",

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 from django.conf import settings
 from evalsite.models import Submission
+from evalsite.video_formats import alone_in_format, video_format
 
 from automated.attack.attackers import ATTACKERS, DEFAULT_ATTACKERS, get_attackers
 from automated.attack.crossvideo import (
@@ -556,6 +557,34 @@ def _no_worst_case(run: AttackRun) -> str:
     )
 
 
+def format_confounded_identities(run: AttackRun) -> list[dict]:
+    """Tested identities of ``run`` alone in a video format among the run's videos.
+
+    ``evalsite.video_formats.alone_in_format`` over the run's planned masked videos (the
+    attacker's own and the evaluated alike, by their source video's frame size, frame rate
+    and container), kept for identities with a video tested in a cross-video fold. An
+    attacker can name such an identity by the format (sharpness, scaling) rather than the
+    face: on the demo ID07 (the only 720x576 clips) and ID11 (the only CREMA-D FLV).
+
+    Returns
+    -------
+    list of dict
+        ``{"identity", "format", "videos"}`` (source video names, sorted) per finding,
+        ordered by identity; ``[]`` when none (or no fold was planned).
+    """
+    tested = {pk for fold in run.planned_folds or [] for pk in fold}
+    masked = run.submission.masked_videos.filter(pk__in=run.planned_videos or []).select_related(
+        "source_video__identity"
+    )
+    rows, tested_identities = [], set()
+    for m in masked:
+        source = m.source_video
+        rows.append((source.identity.code, source.name, video_format(source)))
+        if m.pk in tested:
+            tested_identities.add(source.identity.code)
+    return [found for found in alone_in_format(rows) if found["identity"] in tested_identities]
+
+
 def attack_summary(run: AttackRun) -> dict:
     """The headline cross-video worst case and everything around it, for reports.
 
@@ -572,7 +601,9 @@ def attack_summary(run: AttackRun) -> dict:
         ``n_tested_videos``, ``n_attacker_videos``, ``n_frames``, ``n_tested_frames``,
         ``n_folds``); ``table`` (per pair: accuracy, sd, interval), ``per_identity`` (the
         worst-case pair), ``verification`` (per embedder: CMC ranks 1-5, EER, FNMR at FMR
-        1e-2 / 1e-3), ``scene_memorisation`` (the within-video figure, apart) and timings.
+        1e-2 / 1e-3), ``scene_memorisation`` (the within-video figure, apart),
+        ``format_confounded_identities`` (:func:`format_confounded_identities`: read their
+        per-identity accuracy apart) and timings.
         Without a cross-video fold the worst-case entries are None and ``no_worst_case``
         says why.
     """
@@ -581,6 +612,7 @@ def attack_summary(run: AttackRun) -> dict:
         "protocol": "cross_video",
         **{k: run.config.get(k) for k in ("attackers", "recognizers", "selection", "stride", "n_folds")},
         "scene_memorisation": _scene_memorisation(run),
+        "format_confounded_identities": format_confounded_identities(run),
         "extraction_s": run.extraction_s,
         "training_s": run.training_s,
     }

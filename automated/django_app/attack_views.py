@@ -3,7 +3,8 @@
 The page shows the headline (the cross-video worst case: its recognizer x attacker pair,
 mean over folds, sd, range, 95 % interval, chance level and clear bound), the counts of
 identities, videos and frames, the per-pair table, per-identity accuracy of the
-worst-case pair, the verification figures of the pretrained embedding (CMC ranks 1-5,
+worst-case pair (with a caveat naming tested identities alone in a video format:
+``attack_service.format_confounded_identities``), the verification figures of the pretrained embedding (CMC ranks 1-5,
 EER, FNMR at FMR 1e-2 / 1e-3) with their CMC / ROC / DET plot, and, apart, the
 within-video scene-memorisation table, which is never the worst case.
 
@@ -34,10 +35,18 @@ def attack_run_report(request, run_id: int):
     """The report page of completed attack run ``run_id``."""
     run = _run(request, run_id)
     summary = attack_summary(run)
+    confounded = list(dict.fromkeys(f["identity"] for f in summary["format_confounded_identities"]))
     return render(
         request,
         "automated/attack_run.html",
-        {"run": run, "submission": run.submission, "summary": summary, "has_plot": bool(run.verification)},
+        {
+            "run": run,
+            "submission": run.submission,
+            "summary": summary,
+            "has_plot": bool(run.verification),
+            "format_confounded": ", ".join(confounded),
+            "format_confounded_one": len(confounded) == 1,
+        },
     )
 
 

@@ -114,8 +114,8 @@ def test_an_identity_alone_in_its_format_is_named_and_warned_when_rating_opens(g
     video.save()
     warnings = stills.lonely_identities(grid_campaign)
     assert warnings == [
-        "identity ID-cremad is the only one whose videos are 480x360, 29.97 fps, flv: raters can tell "
-        "its lineups by video format alone; add identities recorded the same way or leave it out of "
+        "480x360, 29.97 fps, flv: only identity ID-cremad (cremad-ang): raters can tell its lineups "
+        "by video format alone; add identities recorded the same way or leave these videos out of "
         "the evaluated subset"
     ]
     # Alone in a demographic group too, once it has a value nobody else has.
@@ -124,8 +124,8 @@ def test_an_identity_alone_in_its_format_is_named_and_warned_when_rating_opens(g
         stills.lonely_identities(grid_campaign)
     )
     result = open_rating(grid_campaign, prepare_media=False)
-    assert any("only one whose videos are 480x360" in w for w in result.warnings)
-    assert "only one whose videos are 480x360" in _organizer_page(grid_campaign)
+    assert any("480x360, 29.97 fps, flv: only identity ID-cremad" in w for w in result.warnings)
+    assert "480x360, 29.97 fps, flv: only identity ID-cremad (cremad-ang)" in _organizer_page(grid_campaign)
 
 
 @pytest.fixture(scope="module")
@@ -156,9 +156,16 @@ def test_demo_marks_stills_from_the_evaluated_clip_and_takes_another_clip_wherev
     )
     assert sorted(c.gallery_image.identity.code for c in unmarked) == ["ID01", "ID03", "ID07", "ID11"]
     assert all(c.distance_bits > stills.MATCH_BITS and not c.from_evaluated_clip for c in unmarked)
-    # Alone in its format: only ID11 (CREMA-D FLV); ID07's 720x576 clips are not all it has
-    # (lwbsza is 360x288 like the other GRID speakers').
-    assert [w.split(" is the only one")[0] for w in stills.lonely_identities(campaign)] == ["identity ID11"]
+    # Alone in a format, by the clips.csv files (videos of every role): ID07's lgbf6s, sgac2a
+    # (evaluated) and sgbc3n (attacker_train) are the only 720x576 clips (its lwbsza is
+    # 360x288, 25 fps like every other GRID clip); ID11's five CREMA-D clips are the only
+    # 480x360, 29.97 fps FLV ones. The gallery's bbilzs (720x576) is a still, not a video.
+    lonely = stills.lonely_identities(campaign)
+    assert [w.split(": raters")[0] for w in lonely] == [
+        "720x576, 25 fps, mpg: only identity ID07 (lgbf6s, sgac2a, sgbc3n)",
+        "480x360, 29.97 fps, flv: only identity ID11 (1001_DFA_ANG_XX, 1001_DFA_DIS_XX, "
+        "1001_DFA_FEA_XX, 1001_DFA_HAP_XX, 1001_DFA_SAD_XX)",
+    ]
     # Raters never see the attacker's own clips, so they are not compared: ID03's still is
     # a frame of its attacker clip pwij3p, and ID07's matches its attacker clip sgbc3n (same
     # recording condition B): either, rated, would answer its clear trials by pixels.
