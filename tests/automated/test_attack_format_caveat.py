@@ -18,7 +18,9 @@ from django.utils import timezone
 
 from automated.django_app.attack_models import AttackResult, AttackRun
 from automated.django_app.attack_service import attack_summary, plan_folds
+from evalsite.demo_data import build_demo_dataset
 from evalsite.dictionary import find
+from evalsite.importer import import_dataset
 from evalsite.models import Campaign, Identity, MaskedVideo, SourceVideo, Submission, Team
 
 pytestmark = pytest.mark.django_db
@@ -75,6 +77,11 @@ def _run(data_dir, slug, clips) -> AttackRun:
                     submission=submission, source_video=source, file=f"masked/{name}.mkv"
                 )
             )
+    return _completed_run(submission, masked)
+
+
+def _completed_run(submission, masked) -> AttackRun:
+    """A completed run planning ``masked`` (leave one video out), with a hand-made table."""
     folds = plan_folds(masked)
     run = AttackRun.objects.create(
         submission=submission,
@@ -128,3 +135,31 @@ def test_a_run_in_one_format_has_no_caveat(data_dir, admin_client):
     assert attack_summary(run)["format_confounded_identities"] == []
     text = admin_client.get(f"/organizer/automated/attack-run/{run.pk}/").content.decode()
     assert 'id="format-confounded"' not in text and "alone in its video format" not in text
+
+
+def test_the_demo_names_id07_and_id11(tmp_path, data_dir, media_root, admin_client):
+    # By the clips.csv files: ID07's only 720x576 clips are lgbf6s, sgac2a (evaluated, tested)
+    # and sgbc3n (its attacker_train clip); its lwbsza is 360x288 like every other GRID
+    # clip. ID11's five CREMA-D clips (one attacker_train) are the only 480x360 FLV ones.
+    campaign = import_dataset(build_demo_dataset(data_dir, tmp_path / "demo"), web_copies=False).campaign
+    submission = Submission.objects.create(
+        campaign=campaign, team=Team.objects.create(campaign=campaign, name="T"), name="blur"
+    )
+    masked = [
+        MaskedVideo.objects.create(submission=submission, source_video=v, file=f"masked/{v.name}.mkv")
+        for v in campaign.source_videos.order_by("name")
+    ]
+    run = _completed_run(submission, masked)
+    assert attack_summary(run)["format_confounded_identities"] == [
+        {"identity": "ID07", "format": "720x576, 25 fps, mpg", "videos": ["lgbf6s", "sgac2a", "sgbc3n"]},
+        {
+            "identity": "ID11",
+            "format": "480x360, 29.97 fps, flv",
+            "videos": [f"1001_DFA_{e}_XX" for e in ("ANG", "DIS", "FEA", "HAP", "SAD")],
+        },
+    ]
+    text = admin_client.get(f"/organizer/automated/attack-run/{run.pk}/").content.decode()
+    assert (
+        "ID07, ID11 are alone in their video format: an attacker can name them by format, not face; "
+        "read their per-identity accuracy apart." in text
+    )
