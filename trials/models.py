@@ -169,12 +169,16 @@ class ItemQuerySet(models.QuerySet):
     def evaluated(self, campaign):
         """Items of ``campaign`` whose source video is in the evaluated subset.
 
-        Items of a replaced (superseded) masked video, of one flagged as no longer
-        matching its clear video, or of a submission taken out of rating
-        (:class:`RatedSubmission`) are left out: they take no new trials.
+        Superseded items (their clear or masked file was replaced: ``superseded_at``),
+        items of a replaced masked video, of one flagged as no longer matching its clear
+        video, or of a submission taken out of rating (:class:`RatedSubmission`) are
+        left out: they take no new trials.
         """
         return self.filter(
-            campaign=campaign, source_video__in_evaluated_subset=True, source_video__practice=False
+            campaign=campaign,
+            source_video__in_evaluated_subset=True,
+            source_video__practice=False,
+            superseded_at__isnull=True,
         ).filter(
             Q(masked_video__isnull=True)
             | Q(
@@ -232,6 +236,13 @@ class Item(models.Model):
     )
     task = models.CharField(max_length=16, choices=Task.choices)
     target_count = models.PositiveSmallIntegerField("target responses")
+    superseded_at = models.DateTimeField(
+        "file replaced at",
+        null=True,
+        blank=True,
+        help_text="Set when the clear or masked file this item showed was replaced: its responses are "
+        "kept but no longer counted, and an item of the new file takes the ratings.",
+    )
 
     objects = ItemQuerySet.as_manager()
 
@@ -241,7 +252,7 @@ class Item(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["source_video", "task"],
-                condition=Q(masked_video__isnull=True),
+                condition=Q(masked_video__isnull=True, superseded_at__isnull=True),
                 name="unique_clear_item",
             ),
             models.UniqueConstraint(
@@ -257,6 +268,11 @@ class Item(models.Model):
     @property
     def condition(self) -> str:
         return "clear" if self.masked_video_id is None else "masked"
+
+    @property
+    def superseded(self) -> bool:
+        """True when the file this item showed was replaced (its responses no longer count)."""
+        return self.superseded_at is not None
 
     def video_for_raters(self):
         """The SourceVideo or MaskedVideo whose ``web_file`` raters watch."""
