@@ -46,6 +46,15 @@ class RunBase(models.Model):
         blank=True,
         help_text="Id of the task that owns the run's final step once every video is done (attack suite).",
     )
+    deliveries = models.JSONField(
+        "deliveries per unit",
+        default=dict,
+        blank=True,
+        help_text=(
+            "How many times each unit was started ({'video:<masked video id>': n, 'fold:<n>': n, "
+            "'final': n}); a unit whose worker died DEID_TASK_MAX_DELIVERIES times fails the run."
+        ),
+    )
 
     objects = RunQuerySet.as_manager()
 
