@@ -239,6 +239,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Seconds one task may run: at the soft limit its run is marked failed with the reason.
 CELERY_TASK_SOFT_TIME_LIMIT = env.integer("DEID_TASK_TIME_LIMIT_S", 3600, minimum=1)
 CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 60
+# Times one unit of a run (a video, a fold, the summary) may be started: a unit whose worker
+# died this many times in it (SIGKILL, out of memory, a crash in a decoder) fails its run
+# at the next delivery instead of being redelivered forever (automated/django_app/lifecycle.py).
+DEID_TASK_MAX_DELIVERIES = env.integer("DEID_TASK_MAX_DELIVERIES", 3, minimum=1)
 # Redis redelivers a task not acknowledged within this many seconds (keep it above the
 # task time limit, or long tasks run twice), looking for such tasks every <= 10 s.
 _VISIBILITY_TIMEOUT_S = env.integer(

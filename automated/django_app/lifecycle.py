@@ -23,6 +23,13 @@ masked video and, for kinds that need it, one final step (the attack suite):
   checks the run is still RUNNING, so results are written exactly once.
 - **failure**: an error moves a PENDING or RUNNING run to FAILED with the message; a
   completed run is never marked failed.
+- **poison units**: each start of a unit's work is counted on the run (``deliveries``,
+  ``"video:<masked video id>"``, ``"fold:<n>"``, ``"final"``) in its own committed
+  transaction, before the work. A unit that stored nothing and raised nothing after
+  ``DEID_TASK_MAX_DELIVERIES`` starts had its worker die each time (SIGKILL, out of
+  memory, a crash in a decoder): its next delivery fails the run, naming the unit, instead
+  of running it again forever. Other runs are untouched; a unit redelivered once after
+  its worker was killed runs again as before.
 
 Celery delivers units at least once (``acks_late``, ``reject_on_worker_lost``); the
 rules above make at-least-once delivery store results exactly once. Tasks: ``tasks.py``;
@@ -34,6 +41,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -135,6 +143,73 @@ def fail(model: type[RunBase], run_id: int, error: BaseException | str) -> bool:
     )
 
 
+def start_unit(kind: RunKind, run_id: int, unit: str, describe) -> bool:
+    """Count one more start of unit ``unit`` of run ``run_id``; fail the run if its worker died too often.
+
+    Called right before a unit's heavy work, once the unit is known not to be done. The
+    count is committed at once (the run row locked), so it survives the worker dying in
+    the work that follows.
+
+    Parameters
+    ----------
+    kind : RunKind
+    run_id : int
+    unit : str
+        The unit's key in ``run.deliveries``: ``"video:<masked video id>"``, ``"fold:<n>"``
+        or ``"final"``.
+    describe : callable () -> str
+        The unit for people, e.g. ``"video bbaf2n"`` (called only when failing the run).
+
+    Returns
+    -------
+    bool
+        True: go ahead (this start is counted). False: the run is not RUNNING, or the
+        unit was started ``settings.DEID_TASK_MAX_DELIVERIES`` times already without
+        storing anything or raising (so its worker died each time): the run was then
+        marked FAILED with e.g. ``"video bbaf2n: the worker died 3 times while processing
+        it; see the worker log"``.
+    """
+    limit = settings.DEID_TASK_MAX_DELIVERIES
+    with transaction.atomic():
+        run = kind.model.objects.select_for_update().filter(pk=run_id, status=RunStatus.RUNNING).first()
+        if run is None:
+            return False
+        deliveries = dict(run.deliveries or {})
+        started = int(deliveries.get(unit, 0))
+        if started < limit:
+            deliveries[unit] = started + 1
+            kind.model.objects.filter(pk=run_id).update(deliveries=deliveries)
+            return True
+    times = "once" if started == 1 else f"{started} times"
+    message = f"{describe()}: the worker died {times} while processing it; see the worker log"
+    logger.error("%s run %s failed: %s", kind.name, run_id, message)
+    fail(kind.model, run_id, message)
+    return False
+
+
+def _video_unit(masked_video_id: int) -> str:
+    """``"video <source video name>"`` of a (possibly replaced) masked video, for messages."""
+    from evalsite.models import MaskedVideo
+
+    name = (
+        MaskedVideo.all_versions.filter(pk=masked_video_id)
+        .values_list("source_video__name", flat=True)
+        .first()
+    )
+    return f"video {name}" if name else f"masked video {masked_video_id}"
+
+
+def _fold_unit(run, fold: int) -> str:
+    """``"fold <n> (testing videos a, b)"`` of an attack run's planned fold, for messages."""
+    from evalsite.models import MaskedVideo
+
+    folds = getattr(run, "planned_folds", None) or []
+    planned = folds[fold] if 0 <= fold < len(folds) else []
+    names = dict(MaskedVideo.all_versions.filter(pk__in=planned).values_list("pk", "source_video__name"))
+    tested = ", ".join(names.get(pk, f"masked video {pk}") for pk in planned)
+    return f"fold {fold} (testing videos {tested})" if tested else f"fold {fold}"
+
+
 def _running(model, run_id):
     return (
         model.objects.filter(pk=run_id, status=RunStatus.RUNNING)
@@ -201,6 +276,8 @@ def process_video(kind: RunKind, run_id: int, masked_video_id: int) -> VideoOutc
         return VideoOutcome(False, False)
     results = kind.result_model.objects.filter(run_id=run_id)
     if not results.filter(masked_video_id=masked_video_id).exists():
+        if not start_unit(kind, run_id, f"video:{masked_video_id}", lambda: _video_unit(masked_video_id)):
+            return VideoOutcome(False, False)  # failed: its worker died too often in this video
         try:
             masked = (
                 # The planned version, even if replaced since: its result is then reported
@@ -249,6 +326,8 @@ def process_fold(kind: RunKind, run_id: int, fold: int) -> VideoOutcome:
         return VideoOutcome(False, False)
     stored = False
     if not kind.fold_model.objects.filter(run_id=run_id, fold=fold).exists():
+        if not start_unit(kind, run_id, f"fold:{fold}", lambda: _fold_unit(run, fold)):
+            return VideoOutcome(False, False)  # failed: its worker died too often in this fold
         try:
             values = kind.compute_fold(run, fold)
         except Exception as error:  # not SystemExit: a stopping worker's task is redelivered
@@ -314,7 +393,7 @@ def run_final_step(kind: RunKind, run_id: int, owner: str) -> bool:
     if not claimed:
         return False
     run = _running(kind.model, run_id)
-    if run is None:
+    if run is None or not start_unit(kind, run_id, "final", lambda: f"the {kind.name} summary step"):
         return False
     try:
         result = kind.compute_final(run)
