@@ -16,3 +16,8 @@ from evalsite.settings import *  # noqa: E402,F403
 # warning "No directory at" on every test request. The served files are tested against
 # a collected folder under gunicorn (tests/evalsite/test_deploy_settings.py).
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # noqa: F405
+
+# The real-worker test of the redelivery limit (tests/ops/test_celery_runs.py) starts one
+# worker with this set: that worker dies (SIGKILL) in every face unit of the masked video.
+if os.environ.get("DEID_TEST_KILL_ON_VIDEO"):
+    import tests.ops.poison  # noqa: E402,F401

@@ -16,6 +16,9 @@ Face runs here skip the behaviour metrics (``--no-behaviour``): the face scores 
   attack fold (after it stored another fold): the broker redelivers the task to a second
   worker, which shares the folds; the run completes once, with one row per video / fold /
   result cell and the same values as an undisturbed run.
+- A poison video (its worker SIGKILLed on every delivery, ``tests/ops/poison.py``): the
+  run fails after exactly ``DEID_TASK_MAX_DELIVERIES`` (3) deliveries, naming the video,
+  while another run on the same worker completes.
 - Claiming a run is exactly-once among processes racing on PostgreSQL.
 """
 
@@ -364,6 +367,68 @@ def test_a_worker_killed_mid_run_is_redelivered_and_the_run_completes_once(
     _assert_same(_face_rows(url, _reference_face_run(env, submission_id, KILL_STRIDE, KILL_EMBEDDER)), scores)
     reference = _reference_attack_run(env, attack_submission, KILL_ATTACK)
     assert _attack_rows(url, reference) == results and _scene_rows(url, reference) == scene
+
+
+def test_a_video_that_kills_its_worker_every_time_fails_its_run_after_n_deliveries(deployment, tmp_path):
+    """A poison video: the worker dies (SIGKILL) on every delivery; its run fails after 3, the other completes."""
+    env, ids = deployment
+    url = env["DATABASE_URL"]
+    with redis_broker() as broker:
+        env = {**env, "CELERY_BROKER_URL": broker}
+        runs = {}
+        for name in ("block_permute_fixed", "identity"):  # queued in this order, videos in plan order
+            out = manage(
+                "evaluate", str(ids[name]), "--stride", FACE_STRIDE, "--no-behaviour", "--no-wait", env=env
+            ).stdout
+            runs[name] = int(re.search(r"^run (\d+) of ", out, re.M).group(1))
+        poisoned, healthy = runs["block_permute_fixed"], runs["identity"]
+        ((planned,),) = _query(
+            url, "SELECT planned_videos FROM automated_automatedrun WHERE id = %s", poisoned
+        )
+        victim = planned[-1]  # its last video: the two before it are scored first
+        ((victim_name,),) = _query(
+            url,
+            "SELECT s.name FROM evalsite_maskedvideo m JOIN evalsite_sourcevideo s ON s.id = m.source_video_id "
+            "WHERE m.id = %s",
+            victim,
+        )
+        kills = tmp_path / "kills.log"
+        poison = {
+            "DEID_TEST_KILL_ON_VIDEO": str(victim),  # tests/settings.py -> tests/ops/poison.py
+            "DEID_TEST_KILL_LOG": str(kills),
+            "DEID_TASK_MAX_DELIVERIES": "3",
+        }
+        with celery_worker({**env, **poison}, tmp_path, name="poisoned") as worker:
+            finished = lambda: all(  # noqa: E731
+                _run(url, "automatedrun", run)[0] in ("completed", "failed") for run in (poisoned, healthy)
+            )
+            _wait(finished, 300, "both runs finished", worker)
+            log = worker.output()
+    message = f"video {victim_name}: the worker died 3 times while processing it; see the worker log"
+    assert _run(url, "automatedrun", poisoned) == ("failed", 2, 3, message)
+    assert _run(url, "automatedrun", healthy) == ("completed", 3, 3, "")
+    # Exactly 3 deliveries ran the video, each in a worker process that then died...
+    pids = kills.read_text().split()
+    assert len(pids) == len(set(pids)) == 3
+    assert len(re.findall(r"exited with 'signal 9 \(SIGKILL\)'", log)) == 3
+    # ... and the 4th delivery of the same task failed the run instead, without running it.
+    received = re.findall(r"Task automated\.face_video\[([-\w]+)\] received", log)
+    victim_task = max(set(received), key=received.count)
+    assert received.count(victim_task) == 4 and len(received) == 4 + 2 + 3
+    assert re.search(rf"automated\.face_video\[{victim_task}\] succeeded in [\d.]+s: False", log)
+    deliveries = dict(
+        _query(
+            url, "SELECT id, deliveries FROM automated_automatedrun WHERE id IN (%s, %s)", poisoned, healthy
+        )
+    )
+    assert deliveries[poisoned] == {f"video:{pk}": 3 if pk == victim else 1 for pk in planned}
+    ((healthy_planned,),) = _query(
+        url, "SELECT planned_videos FROM automated_automatedrun WHERE id = %s", healthy
+    )
+    assert deliveries[healthy] == {f"video:{pk}": 1 for pk in healthy_planned}
+    # The other run's scores are real: masked = clear, every tested frame is recognised.
+    assert {row[7] for row in _face_rows(url, healthy).values()} == {1.0}  # rank1_rate
+    assert len(_face_rows(url, poisoned)) == 2
 
 
 def test_claiming_a_run_is_exactly_once_among_racing_processes(deployment):
