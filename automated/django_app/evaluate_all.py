@@ -174,6 +174,49 @@ def covering_run(kind: str, submission: Submission, options: dict | None = None)
     return None
 
 
+def _asked(kind: str, options: dict) -> dict:
+    """The options of part ``kind``: ``options[kind]`` if given, else ``DEFAULT_OPTIONS``."""
+    return dict(options[kind] if kind in options else DEFAULT_OPTIONS.get(kind) or {})
+
+
+class _DryRun(Exception):
+    """Rolls back the run ``waiting_reason`` created to see that it could."""
+
+
+def waiting_reason(kind: str, submission: Submission, options: dict | None = None) -> str | None:
+    """Why part ``kind`` of ``submission`` cannot start now (``evaluate_everything``'s "waiting"), or None.
+
+    The reason is the ``ValueError`` of ``dispatch.create_run``, the very check
+    ``evaluate_everything`` makes (options, an incomplete submission, fewer than two
+    identities for the attack...), run in a savepoint that is always rolled back, so
+    nothing is created. ``options`` as for ``evaluate_everything``.
+
+    Returns
+    -------
+    str or None
+        E.g. ``"submission 'T / m' is incomplete: 1 of 3 source videos have no masked
+        video (lwbsza); upload them, ..."``; None when a run could start.
+    """
+    try:
+        with transaction.atomic():
+            dispatch.create_run(kind, submission, **_asked(kind, dict(options or {})))
+            raise _DryRun
+    except _DryRun:
+        return None
+    except ValueError as error:
+        return str(error)
+
+
+def not_run_text(kind: str, submission: Submission) -> str:
+    """The line of a part never run: ``"<kind>: waiting: <reason>"`` (``waiting_reason``) or ``"<kind>: not run"``.
+
+    With the default options, so it says what "evaluate everything" would (the organizer
+    page, the progress page).
+    """
+    reason = waiting_reason(kind, submission)
+    return f"{kind}: not run" if reason is None else f"{kind}: {WAITING}: {reason}"
+
+
 def _describe(run: RunBase) -> str:
     return f"{dispatch.kind_name(run)} run {run.pk}: {dispatch.describe(run)}"
 
@@ -224,7 +267,7 @@ def evaluate_everything(
     with transaction.atomic():
         Submission.objects.select_for_update().filter(pk=submission.pk).first()
         for kind in PARTS:
-            asked = dict(options[kind] if kind in options else DEFAULT_OPTIONS.get(kind) or {})
+            asked = _asked(kind, options)
             run = covering_run(kind, submission, asked)
             if run is not None:
                 state = RUNNING if run.status in lifecycle.ACTIVE else UP_TO_DATE
@@ -300,13 +343,15 @@ def part_states(submission: Submission) -> list[dict]:
     list of dict
         ``{"kind", "run" (or None), "text"}`` per part of ``PARTS``; ``text`` adds
         ``"(out of date)"`` to a completed run that is no longer current (``is_current``).
+        A part never run is ``not_run_text``: ``"<kind>: waiting: <reason>"`` when it
+        cannot start yet, else ``"<kind>: not run"``.
     """
     states = []
     for kind in PARTS:
         model = dispatch.RUN_KINDS[kind].kind.model
         run = model.objects.filter(submission=submission).order_by("-created_at", "-pk").first()
         if run is None:
-            states.append({"kind": kind, "run": None, "text": f"{kind}: not run"})
+            states.append({"kind": kind, "run": None, "text": not_run_text(kind, submission)})
             continue
         text = _describe(run)
         if run.status == run.Status.COMPLETED and not is_current(run, submission):

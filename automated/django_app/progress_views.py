@@ -7,7 +7,8 @@ submission is a 404:
 - ``POST submission/<id>/evaluate/``: ``evaluate_all.evaluate_everything``, then back to the
   progress page (403 without the add permission of every run kind);
 - ``GET submission/<id>/progress/``: each run with a progress bar (videos done / total)
-  and its log (``run_progress.run_log``), updating itself from
+  and its log (``run_progress.run_log``), a part never run with the reason it waits
+  (``evaluate_all.not_run_text``), updating itself from
 - ``GET submission/<id>/progress.json``: ``{"submission", "active", "runs": [...]}``.
 """
 
@@ -66,10 +67,15 @@ def progress(request, submission_id: int):
     """Each recent run of the submission with its progress bar and log."""
     submission = _submission(request, submission_id)
     runs = _runs(submission)
+    shown = {run["kind"] for run in runs}  # the newest run of each part run so far is among them
     context = {
         "submission": submission,
         "campaign": submission.campaign,
         "runs": runs,
+        # Parts never run: why they cannot start yet, or "not run".
+        "not_run": [
+            evaluate_all.not_run_text(kind, submission) for kind in evaluate_all.PARTS if kind not in shown
+        ],
         "active": any(run["active"] for run in runs),
         "may_evaluate": evaluate_all.may_evaluate(request.user),
     }
