@@ -15,6 +15,7 @@ from automated.video import VideoInfo
 
 from . import reports
 from .models import Campaign, MaskedVideo, SourceVideo, Submission, Team, check_team_name, delete_stored
+from .signals import source_video_replaced
 from .validation import MaskedVideoError, compare_with_source, source_spec
 
 REPORT_FORMATS = ("csv", "json")
@@ -90,7 +91,8 @@ def replace_source_video(source: SourceVideo, new_file, *, name: str = "") -> So
     (``DEID_TRANSCODE_TIMEOUT_S``) before anything changes, so raters never get the old
     clip afterwards and a bad file changes nothing. Then, in one transaction, the row
     takes the new files and metadata and ``file_replaced_at`` (results computed before
-    are reported stale), and every current masked video of ``source`` is compared with
+    are reported stale; receivers of ``signals.source_video_replaced``, e.g. the trials
+    app, set aside what was measured on the old file), and every current masked video of ``source`` is compared with
     the new clear video (frames, size, duration): a mismatch sets its ``check_code`` and
     ``check_message`` (its submission becomes incomplete, its rating items take no new
     trials), a match clears them. The old files are deleted after the commit.
@@ -129,6 +131,7 @@ def replace_source_video(source: SourceVideo, new_file, *, name: str = "") -> So
             source.file_replaced_at = timezone.now()
             source.save()
             outcome = _recheck_masked_videos(source)
+            source_video_replaced.send(sender=SourceVideo, source=source)
     except Exception:
         delete_stored(stored)
         raise

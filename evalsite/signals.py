@@ -10,3 +10,8 @@ from django.dispatch import Signal
 #: masked video: ``old`` is now superseded (kept with its responses and scores), ``new``
 #: is the current masked video of the same (submission, source video).
 masked_video_replaced = Signal()
+
+#: Sent (``sender=SourceVideo``, ``source=``) inside the transaction that replaces the clear
+#: file of ``source`` (``services.replace_source_video``; ``source.file_replaced_at`` is set):
+#: what was measured on the old clear file is kept but no longer counts.
+source_video_replaced = Signal()

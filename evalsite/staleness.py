@@ -13,8 +13,10 @@ any run model:
   a fresh plan of its kind (a source video's role changed in the admin, e.g. an evaluated
   clip made attacker training material: the attack's folds and the face evaluation's
   videos change): the check each run's app registers (``register_plan_check``);
-- human ratings of a clear video are stale when responses to it predate its replacement
-  (responses to a replaced masked video are not counted for the submission at all).
+- human ratings of a clear video are stale when counted responses to it predate its
+  replacement: only ratings made before the trials app set aside the items of replaced
+  files (``trials.services.supersede_items``); since then, responses to a replaced clear
+  or masked file stay on superseded items and are not counted at all.
 """
 
 from __future__ import annotations
@@ -79,13 +81,15 @@ def _run_of(section_name: str, section) -> object | None:
 
 
 def human_clear_stale_videos(submission) -> list[str]:
-    """Clear videos of the campaign with responses given before the clear file was replaced."""
+    """Clear videos of the campaign with counted (not superseded) responses given before the
+    clear file was replaced."""
     if not apps.is_installed("trials"):
         return []
     videos = SourceVideo.objects.filter(
         campaign=submission.campaign_id,
         file_replaced_at__isnull=False,
         rating_items__masked_video__isnull=True,
+        rating_items__superseded_at__isnull=True,
         rating_items__trials__response__created_at__lt=F("file_replaced_at"),
     )
     return sorted(set(videos.values_list("name", flat=True)))

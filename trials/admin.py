@@ -38,8 +38,8 @@ class RatingSessionAdmin(ReadOnlyRecordAdmin):
 
 @admin.register(Item)
 class ItemAdmin(ReadOnlyRecordAdmin):
-    list_display = ["id", "source_video", "masked_video", "task", "target_count"]
-    list_filter = ["campaign", "task"]
+    list_display = ["id", "source_video", "masked_video", "task", "target_count", "superseded_at"]
+    list_filter = ["campaign", "task", ("superseded_at", admin.EmptyFieldListFilter)]
 
 
 @admin.register(Trial)
@@ -60,5 +60,25 @@ class TrialAdmin(ReadOnlyRecordAdmin):
 
 @admin.register(Response)
 class ResponseAdmin(ReadOnlyRecordAdmin):
-    list_display = ["id", "trial", "choice", "correct", "response_time_ms", "replays", "watch_time_ms"]
-    list_filter = ["trial__session__campaign", "correct"]
+    list_display = [
+        "id",
+        "trial",
+        "choice",
+        "correct",
+        "response_time_ms",
+        "replays",
+        "watch_time_ms",
+        "superseded",
+    ]
+    list_select_related = ["trial__item"]
+    # Responses to a replaced clear or masked file: kept, not counted (trials.services.supersede_items).
+    list_filter = [
+        "trial__session__campaign",
+        "correct",
+        ("trial__item__superseded_at", admin.EmptyFieldListFilter),
+    ]
+
+    @admin.display(boolean=True, description="superseded (file replaced, not counted)")
+    def superseded(self, response):
+        item = response.trial.item
+        return item is not None and item.superseded

@@ -12,9 +12,10 @@ class TrialsConfig(AppConfig):
 
         human_report.register()  # columns, summary section, caveats, data-dictionary entries
 
-        from evalsite.signals import masked_video_replaced
+        from evalsite.signals import masked_video_replaced, source_video_replaced
 
         masked_video_replaced.connect(_on_masked_video_replaced, dispatch_uid="trials.supersede_masked_video")
+        source_video_replaced.connect(_on_source_video_replaced, dispatch_uid="trials.supersede_clear_video")
 
 
 def _on_masked_video_replaced(sender, old, new, **kwargs):
@@ -22,3 +23,10 @@ def _on_masked_video_replaced(sender, old, new, **kwargs):
     from .services import supersede_masked_video
 
     supersede_masked_video(old, new)
+
+
+def _on_source_video_replaced(sender, source, **kwargs):
+    """Clear-video rating moves to the new clear file (``trials.services.supersede_clear_video``)."""
+    from .services import supersede_clear_video
+
+    supersede_clear_video(source)

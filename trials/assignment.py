@@ -160,6 +160,7 @@ def sync_items(campaign: Campaign) -> int:
                         source_video=video,
                         masked_video=masked,
                         task=task,
+                        superseded_at=None,  # the item of the current file (trials.services.supersede_items)
                         defaults={"target_count": campaign.raters_per_video},
                     )
                     created += made

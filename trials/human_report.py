@@ -21,6 +21,52 @@ SEED = "seeds/002_68b18bfdbdb94491.txt"
 CONDITIONS = {"clear": "the clear (unmasked) video", "masked": "the masked video"}
 
 
+#: Responses that count: to items of the current files. Responses to a replaced clear or
+#: masked file stay stored, on their superseded item (``trials.services.supersede_items``),
+#: but describe the file the rater saw, not the current one.
+COUNTED = Q(trial__item__superseded_at__isnull=True) & (
+    Q(trial__item__masked_video__isnull=True) | Q(trial__item__masked_video__current=True)
+)
+
+
+def _responses(submission):
+    """Evaluated responses on the campaign's clear items and on ``submission``'s masked items
+    (every file version)."""
+    return Response.objects.filter(
+        trial__kind=TrialKind.ITEM,
+        trial__item__campaign=submission.campaign_id,
+    ).filter(Q(trial__item__masked_video__isnull=True) | Q(trial__item__masked_video__submission=submission))
+
+
+def superseded_counts(submission) -> pd.DataFrame:
+    """Responses of usable raters kept on replaced files, per source video, task and condition.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index: source-video name; int columns ``human_id_n_superseded_{clear,masked}`` and
+        ``human_action_n_superseded_{clear,masked}`` (videos without any: no row).
+    """
+    rows = (
+        _responses(submission)
+        .exclude(COUNTED)
+        .exclude(trial__session__rater__excluded=True)
+        .values_list("trial__item__source_video__name", "trial__item__task", "trial__item__masked_video_id")
+    )
+    frame = pd.DataFrame(
+        [(v, "id" if t == "identity" else t, "clear" if m is None else "masked") for v, t, m in rows],
+        columns=["video", "task", "condition"],
+    )
+    counts = frame.groupby(["video", "task", "condition"]).size()
+    out = pd.DataFrame(index=pd.Index(sorted(set(frame["video"])), name="video"))
+    for task in ("id", "action"):
+        for condition in CONDITIONS:
+            out[f"human_{task}_n_superseded_{condition}"] = [
+                int(counts.get((video, task, condition), 0)) for video in out.index
+            ]
+    return out
+
+
 def responses_frame(submission, *, include_excluded: bool = False) -> pd.DataFrame:
     """Evaluated responses for one submission: the campaign's clear items + its masked items.
 
@@ -36,14 +82,7 @@ def responses_frame(submission, *, include_excluded: bool = False) -> pd.DataFra
     pandas.DataFrame
         Columns of :data:`trials.scoring.REQUIRED_COLUMNS`.
     """
-    rows = Response.objects.filter(
-        trial__kind=TrialKind.ITEM,
-        trial__item__campaign=submission.campaign_id,
-    ).filter(
-        # Responses to a replaced masked video stay stored but score the file they saw, not this one.
-        Q(trial__item__masked_video__isnull=True)
-        | Q(trial__item__masked_video__submission=submission, trial__item__masked_video__current=True)
-    )
+    rows = _responses(submission).filter(COUNTED)
     if not include_excluded:
         rows = rows.exclude(trial__session__rater__excluded=True)
     values = rows.values_list(
@@ -95,6 +134,7 @@ def video_columns(submission) -> pd.DataFrame:
     )
     out = scoring.per_video_scores(frame) if not frame.empty else pd.DataFrame(index=videos)
     out = out.reindex(videos.union(out.index))  # the chance levels hold for unrated videos too
+    out = out.join(superseded_counts(submission))  # responses kept on replaced files, not counted
     for name in [c for c in _video_entries() if c.startswith(("human_id_n_", "human_action_n_"))]:
         out[name] = out[name].fillna(0).astype(int) if name in out else 0  # no response: 0, not empty
     chance = chance_levels(submission.campaign)
@@ -119,6 +159,7 @@ def summary(submission) -> dict:
         **scoring.summary_scores(usable),
     }
     out["n_excluded_responses"] = len(every) - len(usable)
+    out["n_superseded_responses"] = int(superseded_counts(submission).to_numpy().sum())
     out["n_excluded_raters"] = len(set(every["rater"]) - set(usable["rater"]))
     out["raters_per_video"] = int(campaign.raters_per_video)
     out.update(chance_levels(campaign))
@@ -232,6 +273,24 @@ def _video_entries() -> dict[str, Column]:
             f"human_action_n_{condition}": Column(
                 f"action-labelling responses for {shown}", "int", unit="responses", range=">= 0"
             ),
+            f"human_id_n_superseded_{condition}": Column(
+                f"identity-matching responses (usable raters) kept on an earlier, replaced file of {shown}: "
+                f"not counted in human_id_n_{condition} or the accuracy",
+                "int",
+                unit="responses",
+                range=">= 0",
+                ideal="0",
+                source="trials/services.py, supersede_items",
+            ),
+            f"human_action_n_superseded_{condition}": Column(
+                f"action-labelling responses (usable raters) kept on an earlier, replaced file of {shown}: "
+                f"not counted in human_action_n_{condition} or the accuracy",
+                "int",
+                unit="responses",
+                range=">= 0",
+                ideal="0",
+                source="trials/services.py, supersede_items",
+            ),
             f"human_action_accuracy_{condition}": Column(
                 f"share of action-labelling responses for {shown} naming the video's action",
                 "float",
@@ -262,8 +321,10 @@ def _video_entries() -> dict[str, Column]:
         for c in CONDITIONS
     ]
     order += ["human_masking_success", "human_id_chance_level"]
+    order += [f"human_id_n_superseded_{c}" for c in CONDITIONS]
     order += [f"human_action_{k}_{c}" for k in ("n", "accuracy", "ci_low", "ci_high") for c in CONDITIONS]
     order += ["human_action_loss", "human_action_chance_level"]
+    order += [f"human_action_n_superseded_{c}" for c in CONDITIONS]
     entries |= {
         "human_masking_success": Column(
             "human_id_accuracy_clear - human_id_accuracy_masked: how much masking lowered human identification",
@@ -360,6 +421,13 @@ def _summary_entries() -> dict[str, Column]:
             ideal="0",
         ),
         "n_excluded_raters": Column("raters excluded and left out", "int", unit="raters", ideal="0"),
+        "n_superseded_responses": Column(
+            "responses of usable raters kept on replaced clear or masked files (both tasks), not counted",
+            "int",
+            unit="responses",
+            ideal="0",
+            source="trials/services.py, supersede_items",
+        ),
         "raters_per_video": Column(
             "the campaign's target of responses per video and condition", "int", unit="raters"
         ),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from django.db import transaction
+from django.utils import timezone
 
 from evalsite.models import Campaign, Submission
 
@@ -176,32 +177,83 @@ def close_rating(campaign: Campaign) -> None:
     campaign.rating_open = False
 
 
-def supersede_masked_video(old, new) -> int:
-    """Move rating from a replaced masked video ``old`` to its replacement ``new``.
+def supersede_items(old_items, *, masked_video=None, now=None) -> int:
+    """Move rating from ``old_items`` (their file was replaced) to new items of the new file.
 
-    Responses to ``old`` stay attached to its items (they are data about the file the
-    raters saw); its items take no new trials (``ItemQuerySet.evaluated`` leaves out
-    superseded masked videos) and its unanswered claims are released, so a rater on one
-    gets another trial. ``new`` gets the same items (task, target) when ``old`` had any;
-    before rating opens, :func:`open_rating` makes them. Locks only trial rows of ``old``
-    and creates new item rows (no item row is locked, so no lock-order cycle with raters).
+    The one mechanism for both replacements (:func:`supersede_masked_video`,
+    :func:`supersede_clear_video`). Responses stay attached to the old items (they are
+    data about the file the raters saw); the old items get ``superseded_at``, so they
+    take no new trials (``ItemQuerySet.evaluated``) and their responses no longer count
+    (``trials.human_report.responses_frame``); their unanswered claims are released, so
+    a rater on one gets another trial and an answer sent to it is refused
+    (``assignment.TrialExpired``). An answer stored in the same instant still lands on
+    the old, superseded item and counts for nothing. Each old item gets a new one (same
+    campaign, source video, task and target) showing ``masked_video`` (None: the clear
+    video). Locks only trial rows of the old items and creates new item rows (no item
+    row is locked, so no lock-order cycle with raters).
+
+    Parameters
+    ----------
+    old_items : QuerySet of Item
+        The items of the replaced file.
+    masked_video : MaskedVideo or None
+        The condition of the new items: the replacement masked video, or None for the
+        (replaced) clear video.
+    now : datetime, optional
+        The replacement time stamped on the old items (default: now).
+
+    Returns
+    -------
+    int
+        Items created for the new file.
+    """
+    from .models import Item, Trial
+
+    old = list(old_items.filter(superseded_at__isnull=True))
+    Trial.objects.filter(item__in=old, completed=False, released=False).update(released=True)
+    Item.objects.filter(pk__in=[i.pk for i in old]).update(superseded_at=now or timezone.now())
+    created = 0
+    for item in old:
+        _, made = Item.objects.get_or_create(
+            campaign_id=item.campaign_id,
+            source_video_id=item.source_video_id,
+            masked_video=masked_video,
+            task=item.task,
+            superseded_at=None,
+            defaults={"target_count": item.target_count},
+        )
+        created += made
+    return created
+
+
+def supersede_masked_video(old, new) -> int:
+    """Move rating from a replaced masked video ``old`` to its replacement ``new``
+    (:func:`supersede_items`); before rating opens, :func:`open_rating` makes the items.
 
     Returns
     -------
     int
         Items created for ``new``.
     """
-    from .models import Item, Trial
+    from .models import Item
 
-    Trial.objects.filter(item__masked_video=old, completed=False, released=False).update(released=True)
-    created = 0
-    for item in Item.objects.filter(masked_video=old):
-        _, made = Item.objects.get_or_create(
-            campaign_id=item.campaign_id,
-            source_video_id=item.source_video_id,
-            masked_video=new,
-            task=item.task,
-            defaults={"target_count": item.target_count},
-        )
-        created += made
-    return created
+    return supersede_items(Item.objects.filter(masked_video=old), masked_video=new, now=old.superseded_at)
+
+
+def supersede_clear_video(source) -> int:
+    """Move the clear-video rating of ``source``, whose clear file was replaced, to new items
+    (:func:`supersede_items`): responses to the old file stop counting in the clear-video
+    accuracy (and so in the human score, clear minus masked accuracy, seeds/002 section 4.3).
+
+    Returns
+    -------
+    int
+        Clear items created for the new file (0 before rating opens: no items yet).
+    """
+    from .models import Item
+
+    return supersede_items(
+        Item.objects.filter(source_video=source, masked_video__isnull=True),
+        masked_video=None,
+        now=source.file_replaced_at,
+    )
