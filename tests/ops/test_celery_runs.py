@@ -397,6 +397,9 @@ def test_a_video_that_kills_its_worker_every_time_fails_its_run_after_n_deliveri
             "DEID_TEST_KILL_ON_VIDEO": str(victim),  # tests/settings.py -> tests/ops/poison.py
             "DEID_TEST_KILL_LOG": str(kills),
             "DEID_TASK_MAX_DELIVERIES": "3",
+            # A killed pool process's task is requeued at once (reject_on_worker_lost); a long
+            # visibility timeout keeps Redis from also redelivering a slow live task here.
+            "DEID_BROKER_VISIBILITY_TIMEOUT_S": "900",
         }
         with celery_worker({**env, **poison}, tmp_path, name="poisoned") as worker:
             finished = lambda: all(  # noqa: E731
