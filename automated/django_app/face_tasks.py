@@ -2,7 +2,9 @@
 
 Acknowledged late and rejected when the worker is lost, so a worker killed mid-video
 (SIGKILL, OOM, a lost machine) leaves the task to be redelivered; the lifecycle makes the
-redelivery store the video's score exactly once.
+redelivery store the video's score exactly once. A video whose worker dies in it every time
+fails its run after ``DEID_TASK_MAX_DELIVERIES`` starts (``lifecycle.start_unit``) instead of
+coming back forever.
 """
 
 from celery import shared_task
