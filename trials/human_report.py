@@ -187,6 +187,21 @@ def human_caveats(submission) -> dict[str, list[str]]:
     return out
 
 
+def superseded_caveats(submission) -> dict[str, list[str]]:
+    """Videos with responses kept on a replaced clear or masked file, per condition:
+    "human: clear video replaced; 6 responses to the earlier file kept, not counted"."""
+    counts = superseded_counts(submission)
+    out: dict[str, list[str]] = {}
+    for video, row in counts.iterrows():
+        for condition in CONDITIONS:
+            n = int(row[f"human_id_n_superseded_{condition}"] + row[f"human_action_n_superseded_{condition}"])
+            if n:
+                out.setdefault(video, []).append(
+                    f"human: {condition} video replaced; {n} responses to the earlier file kept, not counted"
+                )
+    return out
+
+
 GALLERY_FROM_THIS_CLIP = "gallery still is a frame of this clip (identification by pixel matching is easier)"
 
 
@@ -448,3 +463,4 @@ def register() -> None:
     reports.register_summary_section("human", summary)
     reports.register_video_caveats("gallery", gallery_caveats)
     reports.register_video_caveats("human", human_caveats)
+    reports.register_video_caveats("superseded", superseded_caveats)

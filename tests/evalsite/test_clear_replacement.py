@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 
 from evalsite import reports
-from evalsite.models import SourceVideo
+from evalsite.models import MaskedVideo, SourceVideo
 from evalsite.services import replace_source_video
 
 from .test_replacements import _open_rating, _rated_trial, complete, plain_bbaf2n  # noqa: F401 (fixtures)
@@ -128,6 +128,11 @@ def test_replacing_a_clear_video_sets_aside_its_old_responses_and_asks_for_new_r
         2,
     ]
     assert after.loc["bbaf2n", "human_id_n_superseded_masked"] == 0
+    assert (
+        "human: clear video replaced; 6 responses to the earlier file kept, not counted"
+        in (after.loc["bbaf2n", "caveats"])
+    )
+    assert "replaced" not in after.loc["brbk7n", "caveats"]
     assert after.loc["brbk7n", ["human_id_accuracy_clear", "human_id_n_superseded_clear"]].tolist() == [
         0.5,
         0,
@@ -179,3 +184,27 @@ def test_superseded_clear_responses_are_marked_in_the_organizer_page_and_admin(r
     counted = client.get(url, {"trial__item__superseded_at__isempty": "1"})
     assert kept.context["cl"].result_count == 6  # 4 identity + 2 action on the old clear file
     assert counted.context["cl"].result_count == 6  # 4 masked + 2 brbk7n clear
+
+
+def test_a_masked_replacement_marks_the_old_masked_items_superseded_the_same_way(
+    rated, plain_bbaf2n, tmp_path
+):
+    from trials.models import Item
+
+    from .test_replacements import _replace_bbaf2n
+
+    submission, _ = rated
+    old_masked = _items(submission.campaign, "bbaf2n", masked=True)
+    _replace_bbaf2n(submission, plain_bbaf2n, tmp_path)
+
+    old = Item.objects.filter(pk__in=[i.pk for i in old_masked.values()])
+    replaced = MaskedVideo.all_versions.get(pk=old_masked["identity"].masked_video_id)
+    assert set(old.values_list("superseded_at", flat=True)) == {replaced.superseded_at}
+    rows = reports.per_video_report(submission).set_index("video")
+    # The 4 masked identity responses (1 right) are set aside; the clear side is untouched.
+    assert rows.loc["bbaf2n", ["human_id_n_masked", "human_id_n_superseded_masked"]].tolist() == [0, 4]
+    assert rows.loc["bbaf2n", ["human_id_n_clear", "human_id_accuracy_clear"]].tolist() == [4, 0.75]
+    assert (
+        "human: masked video replaced; 4 responses to the earlier file kept, not counted"
+        in (rows.loc["bbaf2n", "caveats"])
+    )
