@@ -208,3 +208,28 @@ def test_a_masked_replacement_marks_the_old_masked_items_superseded_the_same_way
         "human: masked video replaced; 4 responses to the earlier file kept, not counted"
         in (rows.loc["bbaf2n", "caveats"])
     )
+
+
+def test_a_clear_video_replaced_before_rating_opens_and_twice_after_keeps_one_current_item_per_task(
+    complete, plain_bbaf2n
+):
+    from trials.models import Item
+
+    video = SourceVideo.objects.get(name="bbaf2n")
+    replace_source_video(video, plain_bbaf2n)  # no items yet: nothing to set aside
+    assert not Item.objects.exists()
+    _open_rating(complete.campaign)
+    clear = Item.objects.filter(source_video=video, masked_video__isnull=True)
+    assert clear.count() == 2 and not clear.filter(superseded_at__isnull=False).exists()
+    replace_source_video(video, plain_bbaf2n)
+    replace_source_video(video, plain_bbaf2n)
+    # 3 files rated: 2 superseded sets (one per replacement) and the current pair.
+    assert clear.count() == 6
+    assert sorted(clear.filter(superseded_at__isnull=True).values_list("task", flat=True)) == [
+        "action",
+        "identity",
+    ]
+    assert len(set(clear.exclude(superseded_at=None).values_list("superseded_at", flat=True))) == 2
+    # Opening rating again (sync_items) finds the current items and makes none.
+    assert _open_rating(complete.campaign).items_created == 0
+    assert clear.count() == 6
