@@ -20,7 +20,7 @@ from evalsite.staleness import run_staleness
 
 from automated.attack.suite import ALL
 from .attack_models import AttackResult, AttackRun, AttackVideoResult
-from .attack_service import attack_summary
+from .attack_service import attack_summary, format_confounded_identities
 
 VIDEO_COLUMNS = ["attack_worst_case_accuracy", "attack_worst_case_test_frames"]
 
@@ -71,6 +71,27 @@ def attack_video_columns(submission) -> pd.DataFrame:
     return frame.set_index("video")
 
 
+def attack_caveats(submission) -> dict[str, list[str]]:
+    """Per-video caveats: every video of a tested identity alone in its video format.
+
+    ``attack_service.format_confounded_identities`` of the strongest completed run: the
+    attacker can name such an identity by the format, so its rows' ``attack_*`` figures
+    measure the format as much as the masking.
+    """
+    run = strongest_completed_run(submission)
+    if run is None:
+        return {}
+    caveats = {}
+    for found in format_confounded_identities(run):
+        text = (
+            f"attack: {found['identity']} is alone in its video format ({found['format']}): "
+            "an attacker can name it by format, not face"
+        )
+        for video in found["videos"]:
+            caveats.setdefault(video, []).append(text)
+    return caveats
+
+
 def attack_section(submission) -> dict | None:
     """``attack_service.attack_summary`` of the strongest completed run, or None."""
     run = strongest_completed_run(submission)
@@ -84,3 +105,4 @@ def register() -> None:
     attack_dictionary.register()
     reports.register_video_columns("attack", attack_video_columns)
     reports.register_summary_section("attack", attack_section)
+    reports.register_video_caveats("attack", attack_caveats)

@@ -22,6 +22,7 @@ from evalsite.demo_data import build_demo_dataset
 from evalsite.dictionary import find
 from evalsite.importer import import_dataset
 from evalsite.models import Campaign, Identity, MaskedVideo, SourceVideo, Submission, Team
+from evalsite.reports import per_video_report
 
 pytestmark = pytest.mark.django_db
 
@@ -127,6 +128,13 @@ def test_an_identity_alone_in_a_tested_format_is_named_in_the_summary_and_on_the
     )
     assert "<li>B: 720x576, 25 fps, mpg (lgbf6s, sgac2a)</li>" in text
     assert "<li>C:" not in text  # alone in its format, but never tested
+    # The per-video report a team reads carries it on B's rows only.
+    caveats = per_video_report(run.submission).set_index("video")["caveats"]
+    said = "attack: B is alone in its video format (720x576, 25 fps, mpg): an attacker can name it by format, not face"
+    assert [video for video, texts in caveats.items() if said in texts] == ["lgbf6s", "sgac2a"]
+    assert not any(
+        "alone in its video format" in t for texts in caveats.values for t in texts if "B " not in t
+    )
 
 
 def test_a_run_in_one_format_has_no_caveat(data_dir, admin_client):
