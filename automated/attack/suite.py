@@ -144,14 +144,7 @@ def classification_ranking(
         with no validation sample (only the attacker's own videos) ranks last with 0.
     """
     inner = selection_split(
-        split,
-        data.identities,
-        groups=data.groups,
-        time_index=data.time_index,
-        test_fraction=test_fraction,
-        gap=gap,
-        seed=seed,
-        train_only=data.train_only,
+        split, data.identities, test_fraction=test_fraction, gap=gap, seed=seed, **_sample_layout(data)
     )
     _, y_val, y_pred, _, _ = fit_predict(
         data, inner, recognizer, get_attackers(["clear"])[0], data.identity_labels, seed
@@ -203,18 +196,21 @@ def _subsets(
             yield strategy, k, 0, subset
 
 
+def _sample_layout(data: AttackData) -> dict:
+    """Where ``data``'s samples come from, as the split functions of ``protocol`` take it:
+    videos as groups, frame times, attacker-only samples."""
+    return {"groups": data.groups, "time_index": data.time_index, "train_only": data.train_only}
+
+
 def _split(data, *, test_fraction: float, gap: int, seed: int, within_video: bool):
-    """``protocol.split_train_test`` of ``data``'s samples (identities, videos as groups,
-    frame times, attacker-only samples), one call for the suite and its predictions."""
+    """``protocol.split_train_test`` of ``data``'s samples, one call for the suite and its predictions."""
     return split_train_test(
         data.identities,
-        groups=data.groups,
-        time_index=data.time_index,
         test_fraction=test_fraction,
         gap=gap,
         seed=seed,
-        train_only=data.train_only,
         within_groups=within_video,
+        **_sample_layout(data),
     )
 
 
