@@ -55,3 +55,26 @@ def gallery(data_dir: Path) -> tuple[np.ndarray, np.ndarray]:
 
 def probe_path(data_dir: Path, clip: str) -> Path:
     return data_dir / "videos" / "grid_talking_heads" / f"{clip}.mpg"
+
+
+def add_real_clip(campaign, identity, data_dir: Path, clip: str, *, attacker_train: bool = False):
+    """A saved ``SourceVideo`` of ``identity`` from the real clip ``<data_dir>/videos/<clip>``.
+
+    Evaluated, or (``attacker_train``) the attacker's own training material; action
+    "talking". Needs the Django test database (imports evalsite lazily).
+    """
+    from django.core.files import File
+
+    from evalsite.models import SourceVideo
+
+    video = SourceVideo(
+        campaign=campaign,
+        identity=identity,
+        name=Path(clip).stem,
+        action="talking",
+        attacker_train=attacker_train,
+        in_evaluated_subset=not attacker_train,
+    )
+    with (data_dir / "videos" / clip).open("rb") as handle:
+        video.file.save(Path(clip).name, File(handle), save=True)
+    return video

@@ -247,29 +247,17 @@ CLIPS = {
 @pytest.mark.django_db
 @pytest.mark.slow
 def test_a_real_run_reports_what_its_fold_rows_say(data_dir, media_root, admin_client):
-    from pathlib import Path
-
-    from django.core.files import File
-
     from automated.django_app.attack_models import AttackFold
     from automated.django_app.attack_service import run_attack
     from automated.django_app.services import create_baseline_submission
+
+    from .face_fixtures import add_real_clip
 
     campaign = Campaign.objects.create(name="Real", slug="real")
     for code, clips in CLIPS.items():
         identity = Identity.objects.create(campaign=campaign, code=code)
         for clip in clips:
-            attacker = clip.endswith("brif5s.mpg")
-            video = SourceVideo(
-                campaign=campaign,
-                identity=identity,
-                name=Path(clip).stem,
-                action="talking",
-                attacker_train=attacker,
-                in_evaluated_subset=not attacker,
-            )
-            with (data_dir / "videos" / clip).open("rb") as handle:
-                video.file.save(Path(clip).name, File(handle), save=True)
+            add_real_clip(campaign, identity, data_dir, clip, attacker_train=clip.endswith("brif5s.mpg"))
     submission = create_baseline_submission(campaign, "blur_face", web_copies=False)
     run = run_attack(
         submission,

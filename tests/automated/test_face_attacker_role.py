@@ -19,10 +19,8 @@ rank-1 rate of 1.0 (mean 0.5).
 import io
 import math
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
-from django.core.files import File
 from django.core.files.base import ContentFile
 from django.utils import timezone
 from PIL import Image
@@ -40,7 +38,7 @@ from evalsite import leaderboard, reports
 from evalsite.demo import _evaluation_is_current
 from evalsite.models import Campaign, GalleryImage, Identity, MaskedVideo, SourceVideo, Submission, Team
 
-from .face_fixtures import GALLERY_FRAME, frame_at
+from .face_fixtures import GALLERY_FRAME, add_real_clip, frame_at
 
 pytestmark = pytest.mark.django_db
 
@@ -228,16 +226,7 @@ def grid_campaign(data_dir, media_root):
             "still.png", ContentFile(still.getvalue()), save=True
         )
         for clip, attacker in clips:
-            video = SourceVideo(
-                campaign=campaign,
-                identity=identity,
-                name=Path(clip).stem,
-                action="talking",
-                attacker_train=attacker,
-                in_evaluated_subset=not attacker,
-            )
-            with (data_dir / "videos" / clip).open("rb") as handle:
-                video.file.save(Path(clip).name, File(handle), save=True)
+            add_real_clip(campaign, identity, data_dir, clip, attacker_train=attacker)
     return campaign
 
 
