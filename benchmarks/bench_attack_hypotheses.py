@@ -48,6 +48,8 @@ def _masker(method: str):
 
 
 def run() -> list[dict]:
+    """One row per baseline x recognizer (accuracy in [0, 1] per attacker, ``h1``,
+    ``h2_steps_down``, ``best``), then one row per hypothesis: in how many baselines it holds."""
     import cv2
 
     from automated.anonymizers import BASELINE_METHODS

@@ -38,6 +38,8 @@ class AutomatedRun(RunBase):
 
 
 class VideoScoreQuerySet(models.QuerySet):
+    """``VideoScore.objects``: adds ``reported()``, the rows reports may read."""
+
     def reported(self):
         """Scores every report, summary and leaderboard reads: of current masked videos that
         are not attacker training material (``MaskedVideoQuerySet.without_attacker_training``).
