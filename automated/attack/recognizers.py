@@ -46,9 +46,16 @@ def check_images(images) -> np.ndarray:
     Raises
     ------
     ValueError
-        If the dtype is not uint8 or the shape is neither.
+        If the crops differ in size (the recognizers need one size: resize them first),
+        the dtype is not uint8 or the shape is neither.
     """
-    images = np.asarray(images)
+    try:
+        images = np.asarray(images)
+    except ValueError:  # numpy refuses a ragged list
+        sizes = sorted({np.shape(im) for im in images})
+        raise ValueError(
+            f"face crops must all have one size; got {len(sizes)} shapes, e.g. {sizes[:3]}"
+        ) from None
     if images.dtype != np.uint8 or images.ndim not in (3, 4) or (images.ndim == 4 and images.shape[3] != 3):
         raise ValueError(
             f"face crops must be uint8 of shape (n, H, W) or (n, H, W, 3), got {images.dtype} {images.shape}"

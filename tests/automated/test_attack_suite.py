@@ -154,3 +154,19 @@ def test_embedding_cache_batches_misses_and_keeps_embedders_apart(tmp_path, smal
     fresh = EmbeddingCache(tmp_path)
     fresh.get_or_compute_many(images, compute_many, model="b")
     assert batches == [4, 4] and fresh.hits == 4  # a new process finds them on disk
+
+
+def test_crops_of_several_sizes_or_a_wrong_dtype_are_refused_by_name():
+    from automated.attack.recognizers import check_images
+
+    ragged = [np.zeros((80, 80, 3), np.uint8), np.zeros((200, 160, 3), np.uint8)]
+    with pytest.raises(
+        ValueError,
+        match=r"face crops must all have one size; got 2 shapes, e\.g\. \[\(80, 80, 3\), \(200, 160, 3\)\]",
+    ):
+        check_images(ragged)
+    with pytest.raises(
+        ValueError, match=r"must be uint8 of shape \(n, H, W\) or \(n, H, W, 3\), got float64 \(2, 4, 4\)"
+    ):
+        check_images(np.zeros((2, 4, 4)))
+    assert check_images(ragged[:1]).shape == (1, 80, 80, 3)
