@@ -9,17 +9,17 @@ runs, like the platform reuses a team's upload; crops go to the disk cache there
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from pathlib import Path
+
+from evalsite import conf
 
 STRIDE = 5
 KEY = bytes(range(32))
 
 
 def work_dir() -> Path:
-    path = Path(os.environ.get("DEID_BENCH_ATTACK_DIR", Path(tempfile.gettempdir()) / "deid_bench_attack"))
+    path = conf.value("DEID_BENCH_ATTACK_DIR")
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -21,8 +21,9 @@ Rows (wall seconds on this 2-core machine, shared; ``cpu_s`` is process CPU time
 
 from __future__ import annotations
 
-import os
 import time
+
+from evalsite import conf
 
 RECOGNIZERS = ["dlib_svm", "dlib_knn", "lbph", "eigenfaces", "cnn"]
 
@@ -44,9 +45,7 @@ def run() -> list[dict]:
 
     from .attack_demo import attack_data, masked_pairs, work_dir
 
-    names = [
-        n for n in os.environ.get("DEID_BENCH_ATTACK_RECOGNIZERS", ",".join(RECOGNIZERS)).split(",") if n
-    ]
+    names = conf.value("DEID_BENCH_ATTACK_RECOGNIZERS") or list(RECOGNIZERS)
     rows: list[dict] = []
     pairs, masking_s = masked_pairs("block_permute_fixed")
     rows.append({"stage": "mask videos", "wall_s": masking_s, "note": f"{len(pairs)} videos"})

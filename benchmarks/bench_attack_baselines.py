@@ -15,8 +15,9 @@ Masked videos and crops are reused from ``DEID_BENCH_ATTACK_DIR`` when present.
 
 from __future__ import annotations
 
-import os
 import time
+
+from evalsite import conf
 
 RECOGNIZERS = "dlib_svm,lbph,eigenfaces,cnn"
 ATTACKERS = ["clear", "naive", "parrot"]
@@ -31,8 +32,8 @@ def run() -> list[dict]:
 
     from .attack_demo import attack_data, masked_pairs
 
-    recognizers = get_recognizers(os.environ.get("DEID_BENCH_ATTACK_RECOGNIZERS", RECOGNIZERS).split(","))
-    wanted = os.environ.get("DEID_BENCH_ATTACK_BASELINES", ",".join(BASELINE_METHODS)).split(",")
+    recognizers = get_recognizers(conf.value("DEID_BENCH_ATTACK_RECOGNIZERS") or RECOGNIZERS.split(","))
+    wanted = conf.value("DEID_BENCH_ATTACK_BASELINES") or list(BASELINE_METHODS)
     rows = []
     with MediaPipeFaceDetector() as detector:
         for method in wanted:

@@ -23,9 +23,10 @@ hypothesis in how many baselines it holds.
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
+
+from evalsite import conf
 
 RECOGNIZERS = "eigenfaces,lbph,cnn,dlib_svm"
 ATTACKERS = ["clear", "naive", "parrot_25", "parrot_50", "parrot_75", "parrot"]
@@ -60,9 +61,10 @@ def run() -> list[dict]:
 
     images, identities = load_image_folder(settings.DATA_DIR / "faces" / "orl_att_faces")
     images = [cv2.resize(im, SIZE_WH, interpolation=cv2.INTER_AREA) for im in images]
-    names = os.environ.get("DEID_BENCH_HYPOTHESES_RECOGNIZERS", RECOGNIZERS).split(",")
-    default = ",".join(m for m in BASELINE_METHODS if m != "identity")
-    methods = os.environ.get("DEID_BENCH_HYPOTHESES_BASELINES", default).split(",")
+    names = conf.value("DEID_BENCH_HYPOTHESES_RECOGNIZERS") or RECOGNIZERS.split(",")
+    methods = conf.value("DEID_BENCH_HYPOTHESES_BASELINES") or [
+        m for m in BASELINE_METHODS if m != "identity"
+    ]
     rows, held = [], {"H1": 0, "H2": 0, "H3": 0}
     best_recognizers = []
     for method in methods:

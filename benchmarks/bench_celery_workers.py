@@ -37,6 +37,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from evalsite import conf
+
 WORKER_COUNTS = (1, 2)
 STRIDES = (1, 5)
 METHOD = "blur_face"
@@ -149,7 +151,7 @@ def run() -> list[dict]:
     from evalsite.demo_data import build_demo_dataset
     from tests.ops.servers import manage, postgres_database, redis_broker
 
-    repeats = int(os.environ.get("DEID_BENCH_REPEATS", "1"))
+    repeats = conf.value("DEID_BENCH_REPEATS")
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         try:

@@ -1,55 +1,54 @@
 """Django settings for deid-eval.
 
-Everything a deployment can change is read from the environment here and nowhere else
-(typed reads: evalsite/env.py); the README's table "Configuration (environment
-variables)" lists every variable with its default. The defaults suit one machine: SQLite
-file, in-process background tasks, local media folder, DEBUG off. A production campaign
-sets the variables of README, "Running a campaign" (PostgreSQL, Redis, HTTPS proxy).
+Everything a deployment can change is declared once in evalsite/conf.py (environment
+variable, type, default, doc) and read here through ``conf.value``; the documentation's
+configuration page is generated from those declarations. The defaults suit one machine:
+SQLite file, in-process background tasks, local media folder, DEBUG off. A production
+campaign sets the variables of the docs' "Running a campaign" (PostgreSQL, Redis, HTTPS
+proxy).
 """
 
-from pathlib import Path
 from urllib.parse import urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
-from evalsite import env
+from evalsite.conf import BASE_DIR, value
 from evalsite.secret_key import read_secret_key
-
-BASE_DIR = Path(__file__).resolve().parent.parent
 
 # Folders. Everything the site writes lives under VAR_DIR unless moved one by one (media
 # on a filesystem shared with the Celery workers of other machines, for example).
-VAR_DIR = env.path("DEID_VAR_DIR", BASE_DIR / "var")
-DATA_DIR = env.path("DEID_DATA_DIR", BASE_DIR.parent / "shared" / "data")
-MODELS_DIR = env.path("DEID_MODELS_DIR", BASE_DIR.parent / "shared" / "models")
+VAR_DIR = value("DEID_VAR_DIR")
+DATA_DIR = value("DEID_DATA_DIR")
+# DEID_MODELS_DIR is not a Django setting: the science core's models-dir resolver reads it
+# (evalsite/conf.py declares it), so the site and library use find the same model files.
 # Media is never served by a public URL: every media response goes through a
 # permission-checked view (DESIGN.md, security stance).
-MEDIA_ROOT = env.path("DEID_MEDIA_ROOT", VAR_DIR / "media")
+MEDIA_ROOT = value("DEID_MEDIA_ROOT")
 MEDIA_URL = None
-CACHE_DIR = env.path("DEID_CACHE_DIR", VAR_DIR / "cache")
-STATIC_ROOT = env.path("DEID_STATIC_ROOT", VAR_DIR / "static")
+CACHE_DIR = value("DEID_CACHE_DIR")
+STATIC_ROOT = value("DEID_STATIC_ROOT")
 STATIC_URL = "static/"
 VAR_DIR.mkdir(parents=True, exist_ok=True)  # SQLite cannot create its folder
 
 # Security. DEBUG pages show settings, paths and the process environment: never on
 # unless asked for.
-DEBUG = env.boolean("DEID_DEBUG", False)
+DEBUG = value("DEID_DEBUG")
 SECRET_KEY_FILE = VAR_DIR / "secret_key"
-SECRET_KEY = env.string("DEID_SECRET_KEY") or read_secret_key(SECRET_KEY_FILE) or ""
+SECRET_KEY = value("DEID_SECRET_KEY") or read_secret_key(SECRET_KEY_FILE) or ""
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
             "No secret key. Production: set DEID_SECRET_KEY to a long random string "
-            "(README, 'Running a campaign'). One machine: run "
+            "(docs, 'Running a campaign'). One machine: run "
             f"`python -m evalsite.secret_key {SECRET_KEY_FILE}` once to store a random key "
             "there (make demo does). Development only: DEID_DEBUG=1."
         )
     SECRET_KEY = "django-insecure-development-only-key-never-use-it-with-DEID_DEBUG-off"
 # Old keys still accepted for signatures while a new DEID_SECRET_KEY rolls out.
-SECRET_KEY_FALLBACKS = env.strings("DEID_SECRET_KEY_FALLBACKS")
-ALLOWED_HOSTS = env.strings("DEID_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
+SECRET_KEY_FALLBACKS = value("DEID_SECRET_KEY_FALLBACKS")
+ALLOWED_HOSTS = value("DEID_ALLOWED_HOSTS")
 # Behind a TLS-terminating proxy: the https://host origins browsers send (CSRF checks them).
-CSRF_TRUSTED_ORIGINS = env.strings("DEID_CSRF_TRUSTED_ORIGINS")
+CSRF_TRUSTED_ORIGINS = value("DEID_CSRF_TRUSTED_ORIGINS")
 CSRF_FAILURE_VIEW = "evalsite.errors.csrf_failure"
 
 
@@ -63,14 +62,14 @@ def _proxy_ssl_header(value: str) -> tuple[str, str] | None:
 
 
 # Only set it when the proxy always sets (or strips) this header: Django then trusts it.
-SECURE_PROXY_SSL_HEADER = _proxy_ssl_header(env.string("DEID_SECURE_PROXY_SSL_HEADER"))
-SECURE_SSL_REDIRECT = env.boolean("DEID_SECURE_SSL_REDIRECT", False)
-SECURE_HSTS_SECONDS = env.integer("DEID_SECURE_HSTS_SECONDS", 0, minimum=0)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = env.boolean("DEID_SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
-SECURE_HSTS_PRELOAD = env.boolean("DEID_SECURE_HSTS_PRELOAD", False)
+SECURE_PROXY_SSL_HEADER = _proxy_ssl_header(value("DEID_SECURE_PROXY_SSL_HEADER"))
+SECURE_SSL_REDIRECT = value("DEID_SECURE_SSL_REDIRECT")
+SECURE_HSTS_SECONDS = value("DEID_SECURE_HSTS_SECONDS")
+SECURE_HSTS_INCLUDE_SUBDOMAINS = value("DEID_SECURE_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = value("DEID_SECURE_HSTS_PRELOAD")
 # A site that redirects to HTTPS sends its cookies over HTTPS only, unless told otherwise.
-SESSION_COOKIE_SECURE = env.boolean("DEID_SESSION_COOKIE_SECURE", SECURE_SSL_REDIRECT)
-CSRF_COOKIE_SECURE = env.boolean("DEID_CSRF_COOKIE_SECURE", SECURE_SSL_REDIRECT)
+SESSION_COOKIE_SECURE = value("DEID_SESSION_COOKIE_SECURE")
+CSRF_COOKIE_SECURE = value("DEID_CSRF_COOKIE_SECURE")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -131,13 +130,13 @@ def _database_from_url(url: str) -> dict:
             "HOST": parsed.hostname or "",
             "PORT": str(parsed.port or ""),
             # Seconds a web/worker thread keeps its connection (0: one per request).
-            "CONN_MAX_AGE": env.integer("DEID_DB_CONN_MAX_AGE", 0, minimum=0),
+            "CONN_MAX_AGE": value("DEID_DB_CONN_MAX_AGE"),
             "CONN_HEALTH_CHECKS": True,
         }
     raise ImproperlyConfigured(f"DATABASE_URL scheme must be sqlite or postgres, got {parsed.scheme!r}")
 
 
-DATABASE_URL = env.string("DATABASE_URL")
+DATABASE_URL = value("DATABASE_URL")
 DATABASES = {
     "default": _database_from_url(DATABASE_URL)
     if DATABASE_URL
@@ -173,37 +172,37 @@ STORAGES = {
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
 # Seconds one ffmpeg/OpenCV probe (upload checks) and one browser-copy transcode may take.
-DEID_FFMPEG_TIMEOUT_S = env.integer("DEID_FFMPEG_TIMEOUT_S", 300, minimum=1)
-DEID_TRANSCODE_TIMEOUT_S = env.integer("DEID_TRANSCODE_TIMEOUT_S", 1800, minimum=1)
+DEID_FFMPEG_TIMEOUT_S = value("DEID_FFMPEG_TIMEOUT_S")
+DEID_TRANSCODE_TIMEOUT_S = value("DEID_TRANSCODE_TIMEOUT_S")
 # Zip-bomb limits of an upload: entries (files and folders) in one zip, and how many times
 # its compressed size one member may expand to (video hardly compresses: about 1x).
-DEID_UPLOAD_MAX_ZIP_ENTRIES = env.integer("DEID_UPLOAD_MAX_ZIP_ENTRIES", 2000, minimum=1)
-DEID_UPLOAD_MAX_COMPRESSION_RATIO = env.integer("DEID_UPLOAD_MAX_COMPRESSION_RATIO", 100, minimum=1)
+DEID_UPLOAD_MAX_ZIP_ENTRIES = value("DEID_UPLOAD_MAX_ZIP_ENTRIES")
+DEID_UPLOAD_MAX_COMPRESSION_RATIO = value("DEID_UPLOAD_MAX_COMPRESSION_RATIO")
 # PyTorch threads of the face models in automated runs (unset: PyTorch's default, one per core).
-TORCH_NUM_THREADS = env.integer("DEID_TORCH_THREADS", None, minimum=1)
+TORCH_NUM_THREADS = value("DEID_TORCH_THREADS")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "/admin/login/"
 
 # Human evaluation (trials/): session length, practice trials, face crop size, and how
 # long a claimed, unanswered trial keeps its item reserved.
-TRIALS_PER_SESSION = env.integer("TRIALS_PER_SESSION", 20, minimum=1)
-TRIALS_PRACTICE = env.integer("TRIALS_PRACTICE", 2, minimum=0)
-TRIALS_FACE_SIZE_PX = env.integer("TRIALS_FACE_SIZE_PX", 160, minimum=32)
-TRIALS_CLAIM_TIMEOUT_S = env.integer("TRIALS_CLAIM_TIMEOUT_S", 30 * 60, minimum=1)
+TRIALS_PER_SESSION = value("TRIALS_PER_SESSION")
+TRIALS_PRACTICE = value("TRIALS_PRACTICE")
+TRIALS_FACE_SIZE_PX = value("TRIALS_FACE_SIZE_PX")
+TRIALS_CLAIM_TIMEOUT_S = value("TRIALS_CLAIM_TIMEOUT_S")
 # Plausibility checks of answers (trials/plausibility.py); off only for scripted load tests.
-TRIALS_PLAUSIBILITY_CHECKS = env.boolean("TRIALS_PLAUSIBILITY_CHECKS", True)
-TRIALS_MIN_VIEW_MS = env.integer("TRIALS_MIN_VIEW_MS", 1000, minimum=0)
-TRIALS_MIN_VIDEO_PERCENT = env.integer("TRIALS_MIN_VIDEO_PERCENT", 50, minimum=0)
-TRIALS_MIN_WATCH_PERCENT = env.integer("TRIALS_MIN_WATCH_PERCENT", 80, minimum=0)
-TRIALS_MAX_ATTENTION_FAILURES = env.integer("TRIALS_MAX_ATTENTION_FAILURES", 2, minimum=1)
+TRIALS_PLAUSIBILITY_CHECKS = value("TRIALS_PLAUSIBILITY_CHECKS")
+TRIALS_MIN_VIEW_MS = value("TRIALS_MIN_VIEW_MS")
+TRIALS_MIN_VIDEO_PERCENT = value("TRIALS_MIN_VIDEO_PERCENT")
+TRIALS_MIN_WATCH_PERCENT = value("TRIALS_MIN_WATCH_PERCENT")
+TRIALS_MAX_ATTENTION_FAILURES = value("TRIALS_MAX_ATTENTION_FAILURES")
 
 # Fairness reports (fairness/django_app/report.py): score columns (None: its
 # DEFAULT_SCORE_COLUMNS), bootstrap intervals, face quality measured when missing.
-FAIRNESS_SCORE_COLUMNS = env.json_value("FAIRNESS_SCORE_COLUMNS", None)
-FAIRNESS_BOOTSTRAP_RESAMPLES = env.integer("FAIRNESS_BOOTSTRAP_RESAMPLES", 200, minimum=1)
-FAIRNESS_BOOTSTRAP_SEED = env.integer("FAIRNESS_BOOTSTRAP_SEED", 0)
-FAIRNESS_COMPUTE_QUALITY_ON_DEMAND = env.boolean("FAIRNESS_COMPUTE_QUALITY_ON_DEMAND", True)
+FAIRNESS_SCORE_COLUMNS = value("FAIRNESS_SCORE_COLUMNS")
+FAIRNESS_BOOTSTRAP_RESAMPLES = value("FAIRNESS_BOOTSTRAP_RESAMPLES")
+FAIRNESS_BOOTSTRAP_SEED = value("FAIRNESS_BOOTSTRAP_SEED")
+FAIRNESS_COMPUTE_QUALITY_ON_DEMAND = value("FAIRNESS_COMPUTE_QUALITY_ON_DEMAND")
 
 REST_FRAMEWORK = {
     # JSON bodies through evalsite.bodies: an undecodable or absurdly nested body is a 400.
@@ -221,14 +220,14 @@ REST_FRAMEWORK = {
 }
 
 # Background work: Celery with a broker when configured, otherwise eager in-process.
-CELERY_BROKER_URL = env.string("CELERY_BROKER_URL")
+CELERY_BROKER_URL = value("CELERY_BROKER_URL")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 if CELERY_TASK_ALWAYS_EAGER:
     # Eager .delay() still takes a producer from the pool: an in-memory broker with a host
     # keeps Celery from falling back to amqp:// and warning "No hostname was supplied".
     CELERY_BROKER_URL = "memory://localhost/"
 CELERY_TASK_EAGER_PROPAGATES = True
-CELERY_RESULT_BACKEND = env.string("CELERY_RESULT_BACKEND") or None
+CELERY_RESULT_BACKEND = value("CELERY_RESULT_BACKEND") or None
 # Run tasks survive a dead worker (automated/django_app/lifecycle.py): acknowledged only
 # after they ran, so a worker killed mid-task (SIGKILL, OOM, lost machine) leaves its task
 # to be redelivered; each worker process reserves one task at a time, so the per-video
@@ -237,24 +236,22 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Seconds one task may run: at the soft limit its run is marked failed with the reason.
-CELERY_TASK_SOFT_TIME_LIMIT = env.integer("DEID_TASK_TIME_LIMIT_S", 3600, minimum=1)
+CELERY_TASK_SOFT_TIME_LIMIT = value("DEID_TASK_TIME_LIMIT_S")
 CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 60
 # Times one unit of a run (a video, a fold, the summary) may be started: a unit whose worker
 # died this many times in it (SIGKILL, out of memory, a crash in a decoder) fails its run
 # at the next delivery instead of being redelivered forever (automated/django_app/lifecycle.py).
-DEID_TASK_MAX_DELIVERIES = env.integer("DEID_TASK_MAX_DELIVERIES", 3, minimum=1)
+DEID_TASK_MAX_DELIVERIES = value("DEID_TASK_MAX_DELIVERIES")
 # Redis redelivers a task not acknowledged within this many seconds (keep it above the
 # task time limit, or long tasks run twice), looking for such tasks every <= 10 s.
-_VISIBILITY_TIMEOUT_S = env.integer(
-    "DEID_BROKER_VISIBILITY_TIMEOUT_S", CELERY_TASK_TIME_LIMIT + 300, minimum=1
-)
+_VISIBILITY_TIMEOUT_S = value("DEID_BROKER_VISIBILITY_TIMEOUT_S")
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": _VISIBILITY_TIMEOUT_S,
     "unacked_restore_interval": min(10, max(1, _VISIBILITY_TIMEOUT_S // 10)),
     "unacked_restore_throttle": 1,
 }
 # Worker processes per `celery worker` (unset: one per CPU core).
-CELERY_WORKER_CONCURRENCY = env.integer("DEID_WORKER_CONCURRENCY", None, minimum=1)
+CELERY_WORKER_CONCURRENCY = value("DEID_WORKER_CONCURRENCY")
 
 LOGGING = {
     "version": 1,

@@ -65,11 +65,11 @@ class TrialExpired(Exception):
 
 
 def trials_per_session() -> int:
-    return int(getattr(settings, "TRIALS_PER_SESSION", 20))
+    return settings.TRIALS_PER_SESSION
 
 
 def practice_trials() -> int:
-    return int(getattr(settings, "TRIALS_PRACTICE", 2))
+    return settings.TRIALS_PRACTICE
 
 
 # --- catalogue -> items --------------------------------------------------------------

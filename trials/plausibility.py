@@ -35,10 +35,10 @@ def min_view_ms(trial=None) -> int:
     ``max(TRIALS_MIN_VIEW_MS, TRIALS_MIN_WATCH_PERCENT % of the clip's duration)``; without
     a trial (or a clip of unknown duration) only the floor ``TRIALS_MIN_VIEW_MS``.
     """
-    floor = int(getattr(settings, "TRIALS_MIN_VIEW_MS", 1000))
+    floor = settings.TRIALS_MIN_VIEW_MS
     if trial is None:
         return floor
-    share = int(getattr(settings, "TRIALS_MIN_WATCH_PERCENT", 80)) / 100
+    share = settings.TRIALS_MIN_WATCH_PERCENT / 100
     return max(floor, int(round(share * clip_duration_ms(trial))))
 
 
@@ -76,11 +76,11 @@ def capped_watch_ms(trial, reported_ms: int, now) -> int:
 
 
 def min_video_share() -> float:
-    return int(getattr(settings, "TRIALS_MIN_VIDEO_PERCENT", 50)) / 100
+    return settings.TRIALS_MIN_VIDEO_PERCENT / 100
 
 
 def max_attention_failures() -> int:
-    return int(getattr(settings, "TRIALS_MAX_ATTENTION_FAILURES", 2))
+    return settings.TRIALS_MAX_ATTENTION_FAILURES
 
 
 def implausible_answer(trial, now) -> str:
@@ -98,7 +98,7 @@ def implausible_answer(trial, now) -> str:
     str
         One sentence naming the trial position and what was missing; "" if plausible.
     """
-    if not getattr(settings, "TRIALS_PLAUSIBILITY_CHECKS", True):
+    if not settings.TRIALS_PLAUSIBILITY_CHECKS:
         return ""
     where = f"trial {trial.position + 1}"
     if trial.task == "identity" and trial.faces.filter(fetched_at=None).exists():

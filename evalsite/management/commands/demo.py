@@ -9,7 +9,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from automated.anonymizers import BASELINE_METHODS
-from evalsite import env
+from evalsite import conf
 from evalsite.demo import check_arguments, run_demo, site_url
 
 
@@ -56,7 +56,7 @@ class Command(BaseCommand):
         started = time.monotonic()
         try:  # every argument is checked before the database (or the organizer's password) is touched
             check_arguments(stride=stride, methods=methods)
-            url = _checked_url(url) if url else site_url(env.string("DEID_WEB_BIND", "127.0.0.1:8000"))
+            url = _checked_url(url) if url else site_url(conf.value("DEID_WEB_BIND"))
         except ValueError as error:
             raise CommandError(str(error)) from error
         executor = MigrationExecutor(connection)
