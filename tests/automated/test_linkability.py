@@ -164,3 +164,22 @@ def test_bad_input_is_refused(mated, non_mated, options, message):
 def test_plot_is_a_png():
     png = plot_linkability(linkability([0.0, 1.0, 1.0], [0.0, 0.0, 1.0], n_bins=4), title="demo")
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_chance_reference_is_biased_upwards_for_few_mated_scores():
+    from automated.attack.linkability import linkability_chance
+
+    rng = np.random.default_rng(5)
+    # 20 mated vs 2000 non-mated scores of ONE distribution: true linkability 0, but the
+    # histogram estimate is well above 0; the chance reference shows the same level
+    mated, non_mated = rng.normal(size=20), rng.normal(size=2000)
+    observed = linkability(mated, non_mated).d_sys
+    null = linkability_chance(mated, non_mated, n_permutations=100)
+    assert null.shape == (100,)
+    assert np.median(null) > 0.2
+    assert np.percentile(null, 2.5) <= observed <= np.percentile(null, 97.5)
+    # separated scores beat every relabelling
+    separated = linkability(mated + 10, non_mated).d_sys
+    assert (linkability_chance(mated + 10, non_mated, n_permutations=50) < separated).all()
+    with pytest.raises(ValueError, match="n_permutations"):
+        linkability_chance(mated, non_mated, n_permutations=0)
