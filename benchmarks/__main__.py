@@ -1,6 +1,8 @@
 """Run the benchmarks and print one table per benchmark.
 
 Usage: ``python -m benchmarks`` (all) or ``python -m benchmarks face_eval trials``.
+Options after the name of one benchmark go to its ``run(argv)``, e.g.
+``python -m benchmarks attack_photos --quick``.
 """
 
 import importlib
@@ -39,7 +41,11 @@ def main(argv: list[str]) -> int:
         for m in pkgutil.iter_modules(benchmarks.__path__)
         if m.name.startswith("bench_")
     )
-    wanted = argv or names
+    first_option = next((i for i, arg in enumerate(argv) if arg.startswith("-")), len(argv))
+    wanted, options = argv[:first_option] or names, argv[first_option:]
+    if options and len(wanted) != 1:
+        print(f"options {' '.join(options)} need exactly one benchmark name before them")
+        return 2
     unknown = set(wanted) - set(names)
     if unknown:
         print(f"unknown benchmark(s): {', '.join(sorted(unknown))}; known: {', '.join(names)}")
@@ -48,7 +54,7 @@ def main(argv: list[str]) -> int:
         module = importlib.import_module(f"benchmarks.bench_{name}")
         print(f"\n== {name}: {(module.__doc__ or '').strip().splitlines()[0] if module.__doc__ else ''}")
         started = time.perf_counter()
-        _print_table(module.run())
+        _print_table(module.run(options) if options else module.run())
         print(f"({time.perf_counter() - started:.1f} s)")
     return 0
 
