@@ -23,21 +23,21 @@ the other, both directions; chance 1/102). Per baseline of
   identities, the spread with its permutation p-value, Mean-GC-SQFR with its interval.
 
 Tables: the summary (returned), the accuracy of every recognizer x attacker, and the
-fairness table (printed). Scaled photos, detections and masked crops are cached under
-``DEID_BENCH_PHOTOS_DIR`` (default a folder in the system temp dir); dlib embeddings too.
+fairness table (printed). Scaled photos, detections, masked crops and dlib embeddings are
+kept in ``photos/`` under ``DEID_BENCH_ATTACK_DIR`` and reused by later runs.
 ``--quick``: 24 identities spread through the table, three baselines, two recognizers, 200 resamples.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+
+from evalsite import conf
 
 ATTACKERS = ("clear", "naive", "parrot")
 RECOGNIZERS = ("dlib_svm", "dlib_knn", "lbph", "eigenfaces", "cnn")
@@ -48,15 +48,15 @@ QUICK_IDENTITIES = 24
 
 
 def work_dir() -> Path:
-    path = Path(os.environ.get("DEID_BENCH_PHOTOS_DIR", Path(tempfile.gettempdir()) / "deid_bench_photos"))
+    """``photos`` under ``DEID_BENCH_ATTACK_DIR`` (the attack benchmarks' reusable files)."""
+    path = Path(conf.value("DEID_BENCH_ATTACK_DIR")) / "photos"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
 def data_dir() -> Path:
-    """``$DEID_DATA_DIR``, default ``../shared/data`` beside the checkout (as ``settings.DATA_DIR``;
-    this benchmark needs no Django)."""
-    return Path(os.environ.get("DEID_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
+    """``DEID_DATA_DIR`` (``evalsite.conf``; this benchmark needs no Django settings)."""
+    return Path(conf.value("DEID_DATA_DIR"))
 
 
 def parse(argv) -> argparse.Namespace:
