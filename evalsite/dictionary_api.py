@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import dictionary
-from .api import CSVTextRenderer
+from .renderers import CSVTextRenderer
 
 
 class DataDictionaryView(APIView):

@@ -1,4 +1,4 @@
-"""Error responses (``handler400`` ... ``handler500`` in evalsite/urls.py, CSRF_FAILURE_VIEW).
+"""Error responses (``handler400`` ... ``handler500`` in evalsite/portal/urls.py, CSRF_FAILURE_VIEW).
 
 Browsers get the plain pages ``templates/400.html`` ... ``500.html``; the REST API and
 the rater pages' JSON requests get a short JSON body the client can show. Neither names a
@@ -8,7 +8,7 @@ setting, a path, a URL pattern or the exception (DEBUG is off outside developmen
 from django.http import JsonResponse
 from django.views import csrf, defaults
 
-API_PREFIX = "/api/"  # where evalsite/urls.py mounts the REST API
+API_PREFIX = "/api/"  # where evalsite/portal/urls.py mounts the REST API
 
 MESSAGES = {400: "bad request", 403: "forbidden", 404: "not found", 500: "server error"}
 

@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "automated.django_app",
     "trials",
     "fairness.django_app",
+    "evalsite.portal",  # where the apps meet (URL root, API router, leaderboard, team pages, demo)
 ]
 
 MIDDLEWARE = [
@@ -96,7 +97,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-ROOT_URLCONF = "evalsite.urls"
+ROOT_URLCONF = "evalsite.portal.urls"
 
 TEMPLATES = [
     {

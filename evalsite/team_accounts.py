@@ -1,8 +1,13 @@
-"""Accounts of team members (who log in at /team/): created or reset with a random password.
+"""Accounts of team members (who log in at /team/) and what they may see.
+
+Accounts are created or reset with a random password. The access rule of the team pages
+is here too, in one place (:func:`own_submissions`, :func:`own_uploads`,
+:func:`leaderboard_campaigns`, :func:`team_login_required`): rows of the user's teams only,
+used by the team pages (``evalsite/portal/team_views.py``) and the apps' team-facing views.
 
 Used by ``manage.py add_team_member``, the team admin and the demo. A member account is a
 plain account (no staff flag, no permissions): the team pages are all it opens
-(``evalsite/team_views.py``). An organizer chooses members only among
+(``evalsite/portal/team_views.py``). An organizer chooses members only among
 :func:`member_choices`, so no account of another campaign's team is ever listed to them.
 """
 
@@ -10,10 +15,15 @@ from __future__ import annotations
 
 import secrets
 
-from django.contrib.auth import get_user_model
-from django.db import transaction
+from functools import wraps
 
-from .models import Team
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.db.models import F, Q, QuerySet
+from django.urls import reverse_lazy
+
+from .models import Campaign, LeaderboardVisibility, Submission, SubmissionUpload, Team
 from .scoping import visible_campaigns
 
 
@@ -89,3 +99,50 @@ def create_member_account(team: Team, username: str) -> tuple[object, str]:
         raise ValueError(f"the username {username!r} is taken: choose another one")
     user, password = add_team_member(team, username)
     return user, password
+
+
+LOGIN_URL = reverse_lazy("team:login")
+
+
+def team_login_required(view):
+    """``login_required`` with the team login page."""
+    return wraps(view)(login_required(view, login_url=LOGIN_URL))
+
+
+# --- the access rule ------------------------------------------------------------------
+
+
+def own_teams(user) -> QuerySet[Team]:
+    """Teams ``user`` is a member of, in campaigns (none for an anonymous, inactive or staff user).
+
+    A team belongs to one campaign (``Team.campaign``), so a member's teams are exactly
+    the teams an organizer put them into, never a same-named team of another campaign.
+    A team of no campaign (left from before teams were per campaign) opens nothing.
+    Team pages are for plain accounts only (as ``evalsite.team_accounts`` creates them):
+    an organizer's account among the members would otherwise mix the two roles.
+    """
+    if user is None or not user.is_authenticated or not user.is_active or user.is_staff or user.is_superuser:
+        return Team.objects.none()
+    return Team.objects.filter(members=user, campaign__isnull=False)
+
+
+def own_submissions(user) -> QuerySet[Submission]:
+    """Submissions of ``user``'s teams, in every campaign they entered."""
+    # campaign = team's campaign always holds (Submission.save); checked again as a second lock.
+    submissions = Submission.objects.filter(team__in=own_teams(user), campaign=F("team__campaign"))
+    return submissions.select_related("team", "campaign")
+
+
+def own_uploads(user) -> QuerySet[SubmissionUpload]:
+    """Uploads to submissions of ``user``'s teams (whoever uploaded them)."""
+    return SubmissionUpload.objects.filter(submission__in=own_submissions(user)).select_related(
+        "submission__team", "submission__campaign"
+    )
+
+
+def leaderboard_campaigns(user) -> QuerySet[Campaign]:
+    """Campaigns whose leaderboard ``user`` may see: published, and entered by one of their teams."""
+    return Campaign.objects.filter(
+        ~Q(leaderboard_visibility=LeaderboardVisibility.HIDDEN),
+        pk__in=own_submissions(user).values("campaign"),
+    )

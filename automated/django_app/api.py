@@ -1,6 +1,6 @@
 """REST API of automated runs: start runs of a submission and follow their progress.
 
-Served as an action of ``evalsite.api.SubmissionViewSet`` (staff only, the submission
+Served as an action of ``evalsite.portal.api.SubmissionViewSet`` (staff only, the submission
 looked up among the user's campaigns, so another campaign's submission is a 404):
 
 - ``GET /api/submissions/<id>/runs/``: the submission's runs of every kind, newest first,

@@ -10,7 +10,7 @@ Staff only, and only campaigns the user organizes (``evalsite.scoping``): anothe
 campaign's organizer gets 404, as for every organizer page.
 
 A team member gets ``team_submission_frontier``: the frontier of one of the team's own
-submissions (``evalsite.team_views.own_submissions``; any other is 404) against the
+submissions (``evalsite.team_accounts.own_submissions``; any other is 404) against the
 campaign's baselines only, never another team's points.
 """
 
@@ -28,7 +28,7 @@ from automated.attack.suite import ALL
 from automated.behaviour.frontier import FrontierPoint, frontier_figure
 from evalsite.models import Campaign
 from evalsite.scoping import scope
-from evalsite.team_views import own_submissions, team_login_required
+from evalsite.team_accounts import own_submissions, team_login_required
 
 from .attack_models import AttackResult
 from .attack_report import strongest_completed_run

@@ -246,7 +246,7 @@ def test_a_failing_recognizer_in_a_django_fold_names_the_source_videos(monkeypat
 
 
 def test_the_demo_reruns_an_attack_whose_folds_a_role_change_altered(monkeypatch):
-    from evalsite import demo
+    from evalsite.portal import demo
 
     monkeypatch.setattr(attack_service, "_attack_data", lambda run, masked_videos: _data())
     submission = _campaign("demo", MULTI)
@@ -257,7 +257,7 @@ def test_the_demo_reruns_an_attack_whose_folds_a_role_change_altered(monkeypatch
 
 
 def test_list_submissions_says_a_role_change_made_the_attack_stale(monkeypatch):
-    from evalsite.management.commands.list_submissions import submissions_table
+    from evalsite.portal.management.commands.list_submissions import submissions_table
 
     monkeypatch.setattr(attack_service, "_attack_data", lambda run, masked_videos: _data())
     submission = _campaign("list", MULTI)

@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from automated.django_app.attack_service import create_attack_run
-from evalsite.demo import DEMO_ATTACK
+from evalsite.portal.demo import DEMO_ATTACK
 from evalsite.demo_data import build_demo_dataset
 from evalsite.importer import DatasetError, import_dataset
 from evalsite.models import MaskedVideo, SourceVideo, Submission, Team

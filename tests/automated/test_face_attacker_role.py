@@ -34,8 +34,9 @@ from automated.django_app.services import (
     create_face_run,
     run_face_evaluation,
 )
-from evalsite import leaderboard, reports
-from evalsite.demo import _evaluation_is_current
+from evalsite import reports
+from evalsite.portal import leaderboard
+from evalsite.portal.demo import _evaluation_is_current
 from evalsite.models import Campaign, GalleryImage, Identity, MaskedVideo, SourceVideo, Submission, Team
 
 from .face_fixtures import GALLERY_FRAME, add_real_clip, frame_at

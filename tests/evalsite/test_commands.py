@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 
 from automated.django_app.attack_models import AttackRun
 from automated.django_app.face_models import AutomatedRun
-from evalsite.demo import run_demo
+from evalsite.portal.demo import run_demo
 from evalsite.models import Campaign, MaskedVideo, Submission
 
 from .conftest import make_zip

@@ -54,7 +54,7 @@ def test_a_bad_argument_stops_the_demo_before_the_organizers_password_or_the_dat
 def test_the_printed_address_is_where_gunicorn_serves(monkeypatch):
     import pytest
 
-    from evalsite.demo import site_url
+    from evalsite.portal.demo import site_url
 
     assert site_url("127.0.0.1:8000") == "http://127.0.0.1:8000/"
     assert site_url("127.0.0.1:8123") == "http://127.0.0.1:8123/"
@@ -89,8 +89,8 @@ def test_the_login_lines_name_the_served_address(db, monkeypatch, tmp_path):
 
     from django.core.management import call_command
 
-    from evalsite.demo import DemoResult
-    from evalsite.management.commands import demo as command
+    from evalsite.portal.demo import DemoResult
+    from evalsite.portal.management.commands import demo as command
     from evalsite.models import Campaign
 
     campaign = Campaign.objects.create(name="Printed", slug="printed")

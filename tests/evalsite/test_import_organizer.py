@@ -7,7 +7,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
-from evalsite.demo import ORGANIZER_USERNAME, ensure_organizer
+from evalsite.portal.demo import ORGANIZER_USERNAME, ensure_organizer
 from evalsite.models import Campaign
 
 

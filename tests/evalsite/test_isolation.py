@@ -490,7 +490,7 @@ def test_organizer_of_b_sees_nothing_of_a_on_any_url(world):
 
 def _urlconf_with(site, extra=()):
     """A URL conf of the project with ``site`` as its admin, plus ``extra`` patterns."""
-    from evalsite import urls as project_urls
+    from evalsite.portal import urls as project_urls
 
     module = types.ModuleType("isolation_test_urls")
     module.urlpatterns = [

@@ -1,4 +1,4 @@
-"""The campaign leaderboard (evalsite/leaderboard.py, leaderboard_views.py) on hand-made rows.
+"""The campaign leaderboard (evalsite/portal/leaderboard.py, leaderboard_views.py) on hand-made rows.
 
 The campaign is the tiny real dataset (3 source videos); every stored score is chosen
 here, so each figure, interval and comparison is worked out in the test.
@@ -21,7 +21,8 @@ from scipy import stats
 from automated.django_app.attack_models import AttackResult, AttackRun, AttackVideoResult
 from automated.django_app.attack_report import attack_section
 from automated.django_app.face_models import AutomatedRun, VideoScore
-from evalsite import leaderboard, reports
+from evalsite import reports
+from evalsite.portal import leaderboard
 from evalsite.models import MaskedVideo, Submission
 from evalsite.services import create_submission
 from trials.models import Item, Rater, RatingSession, Response, Trial, TrialKind

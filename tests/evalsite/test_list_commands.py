@@ -177,13 +177,20 @@ def test_every_argument_of_every_evalsite_command_has_a_help_text():
     from importlib import import_module
     from pathlib import Path
 
-    import evalsite.management.commands as package
+    import evalsite.management.commands as catalogue
+    import evalsite.portal.management.commands as portal
 
-    names = sorted(p.stem for p in Path(package.__file__).parent.glob("*.py") if p.stem != "__init__")
+    modules = {
+        p.stem: f"{package.__name__}.{p.stem}"
+        for package in (catalogue, portal)  # the catalogue's commands and those combining apps
+        for p in Path(package.__file__).parent.glob("*.py")
+        if p.stem != "__init__"
+    }
+    names = sorted(modules)
     assert {"demo", "list_campaigns", "list_submissions", "export_report", "upload_submission"} <= set(names)
     missing = []
     for name in names:
-        command = import_module(f"evalsite.management.commands.{name}").Command()
+        command = import_module(modules[name]).Command()
         parser = command.create_parser("manage.py", name)
         missing += [f"{name} {a.dest}" for a in parser._actions if not (a.help and a.help.strip())]
         assert command.help, name

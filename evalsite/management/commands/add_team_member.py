@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evalsite.management.commands.list_submissions import find_campaign
+from evalsite.management.campaigns import find_campaign
 from evalsite.team_accounts import add_team_member
 
 

@@ -2,10 +2,10 @@
 
 Staff only, and only campaigns the user organizes (``evalsite.scoping``): another
 campaign's organizer gets 404, as on every organizer page. The figures and comparisons
-are ``evalsite.leaderboard``; the frontier plot on the page is the automated app's
+are ``evalsite.portal.leaderboard``; the frontier plot on the page is the automated app's
 ``automated:frontier_svg`` view.
 
-Routes (evalsite/urls.py, evalsite/api_urls.py):
+Routes (evalsite/portal/urls.py, evalsite/portal/api_urls.py):
 
 - ``/organizer/<campaign>/leaderboard/``: the page (``?compare=<figure>`` chooses the
   paired comparisons, ``?submission=<id>`` the per-video bars);
@@ -27,10 +27,11 @@ from django.utils.text import slugify
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from evalsite.models import Campaign
+from evalsite.renderers import REPORT_RENDERERS, wants_csv
+from evalsite.scoping import scope
+
 from . import leaderboard
-from .api import REPORT_RENDERERS, _wants_csv
-from .models import Campaign
-from .scoping import scope
 
 
 def _campaign(request, campaign_id: int) -> Campaign:
@@ -125,7 +126,7 @@ class LeaderboardAPIView(APIView):
     """``GET /api/campaigns/<id>/leaderboard/``: ``{"campaign", "columns", "rows"}``; CSV with ``?format=csv``.
 
     ``columns`` describes each headline figure (key, label, unit, better, description);
-    ``rows`` are :func:`evalsite.leaderboard.leaderboard_frame` records (NaN -> null).
+    ``rows`` are :func:`evalsite.portal.leaderboard.leaderboard_frame` records (NaN -> null).
     """
 
     renderer_classes = REPORT_RENDERERS
@@ -133,7 +134,7 @@ class LeaderboardAPIView(APIView):
     def get(self, request, pk: int):
         campaign = _campaign(request, pk)
         frame = leaderboard.leaderboard_frame(campaign)
-        if _wants_csv(request):
+        if wants_csv(request):
             return Response(leaderboard.as_csv(frame))
         columns = [
             {"key": h.key, "label": h.label, "unit": h.unit, "better": h.better, "description": h.description}
@@ -146,7 +147,7 @@ class ComparisonsAPIView(APIView):
     """``GET /api/campaigns/<id>/leaderboard/comparisons/?figure=<key>``: paired comparisons of every pair.
 
     JSON ``{"campaign", "figure", "better", "rows"}`` (rows as
-    :func:`evalsite.leaderboard.comparison_frame`); CSV with ``?format=csv``; 400 for an
+    :func:`evalsite.portal.leaderboard.comparison_frame`); CSV with ``?format=csv``; 400 for an
     unknown figure.
     """
 
@@ -160,7 +161,7 @@ class ComparisonsAPIView(APIView):
         except ValueError as error:
             return Response({"figure": [{"message": str(error), "code": "unknown_figure"}]}, status=400)
         table = leaderboard.comparison_frame(campaign, figure, scores=scores)
-        if _wants_csv(request):
+        if wants_csv(request):
             return Response(leaderboard.as_csv(table))
         entry = leaderboard.headline(figure)
         return Response(

@@ -6,12 +6,12 @@ from django.views.generic import RedirectView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("api/", include("evalsite.api_urls")),
+    path("api/", include("evalsite.portal.api_urls")),
     path("staff/", include("evalsite.staff_urls")),
-    path("team/", include("evalsite.team_urls")),
+    path("team/", include("evalsite.portal.team_urls")),
     path("organizer/fairness/", include("fairness.django_app.urls")),
     path("organizer/automated/", include("automated.django_app.urls")),
-    path("organizer/", include("evalsite.leaderboard_urls")),
+    path("organizer/", include("evalsite.portal.leaderboard_urls")),
     # The site root (and the admin's "View site") lands on the organizer pages.
     path("", RedirectView.as_view(pattern_name="trials:organizer"), name="home"),
     path("", include("trials.urls")),

@@ -1,4 +1,4 @@
-"""The team view (mounted under /team/): pages for team members. Views: evalsite/team_views.py."""
+"""The team view (mounted under /team/): pages for team members. Views: evalsite/portal/team_views.py."""
 
 from django.contrib.auth import views as auth_views
 from django.urls import path

@@ -12,8 +12,8 @@ A team member (``Team.members``, a plain account: no staff flag) logs in at
   (``Campaign.teams_may_upload``), which goes through :func:`evalsite.uploads.receive_upload`:
   the same validation, background processing and per-file report as the admin.
 
-Access rule, in one place (:func:`own_submissions`, :func:`own_uploads`,
-:func:`leaderboard_campaigns`): rows of the user's teams only. Anything else answers 404,
+Access rule, in one place (``evalsite.team_accounts``: ``own_submissions``, ``own_uploads``,
+``leaderboard_campaigns``): rows of the user's teams only. Anything else answers 404,
 so a page does not even confirm that another team's submission or upload exists.
 Organizer pages stay closed to team members (they are not staff); team pages show no
 media at all.
@@ -23,30 +23,30 @@ from __future__ import annotations
 
 import json
 import math
-from functools import wraps
 
 import pandas as pd
 
-from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
-from django.db.models import F, Q, QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse_lazy
 
-from . import dictionary, leaderboard, reports, services
-from .forms import SubmissionZipForm
-from .models import Campaign, LeaderboardVisibility, MaskedVideo, Submission, SubmissionUpload, Team
-from .uploads import FINISHED
-from .validation import report_rows_as_csv
+from evalsite import dictionary, reports, services
+from evalsite.forms import SubmissionZipForm
+from evalsite.models import LeaderboardVisibility, MaskedVideo, Submission
+from evalsite.team_accounts import (
+    leaderboard_campaigns,
+    own_submissions,
+    own_teams,
+    own_uploads,
+    team_login_required,
+)
+from evalsite.uploads import FINISHED
+from evalsite.validation import report_rows_as_csv
 
-LOGIN_URL = reverse_lazy("team:login")
+from . import leaderboard
+
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
-
-
-def team_login_required(view):
-    """``login_required`` with the team login page."""
-    return wraps(view)(login_required(view, login_url=LOGIN_URL))
 
 
 class TeamLoginView(LoginView):
@@ -55,45 +55,6 @@ class TeamLoginView(LoginView):
     template_name = "team/login.html"
     redirect_authenticated_user = False
     next_page = reverse_lazy("team:home")
-
-
-# --- the access rule ------------------------------------------------------------------
-
-
-def own_teams(user) -> QuerySet[Team]:
-    """Teams ``user`` is a member of, in campaigns (none for an anonymous, inactive or staff user).
-
-    A team belongs to one campaign (``Team.campaign``), so a member's teams are exactly
-    the teams an organizer put them into, never a same-named team of another campaign.
-    A team of no campaign (left from before teams were per campaign) opens nothing.
-    Team pages are for plain accounts only (as ``evalsite.team_accounts`` creates them):
-    an organizer's account among the members would otherwise mix the two roles.
-    """
-    if user is None or not user.is_authenticated or not user.is_active or user.is_staff or user.is_superuser:
-        return Team.objects.none()
-    return Team.objects.filter(members=user, campaign__isnull=False)
-
-
-def own_submissions(user) -> QuerySet[Submission]:
-    """Submissions of ``user``'s teams, in every campaign they entered."""
-    # campaign = team's campaign always holds (Submission.save); checked again as a second lock.
-    submissions = Submission.objects.filter(team__in=own_teams(user), campaign=F("team__campaign"))
-    return submissions.select_related("team", "campaign")
-
-
-def own_uploads(user) -> QuerySet[SubmissionUpload]:
-    """Uploads to submissions of ``user``'s teams (whoever uploaded them)."""
-    return SubmissionUpload.objects.filter(submission__in=own_submissions(user)).select_related(
-        "submission__team", "submission__campaign"
-    )
-
-
-def leaderboard_campaigns(user) -> QuerySet[Campaign]:
-    """Campaigns whose leaderboard ``user`` may see: published, and entered by one of their teams."""
-    return Campaign.objects.filter(
-        ~Q(leaderboard_visibility=LeaderboardVisibility.HIDDEN),
-        pk__in=own_submissions(user).values("campaign"),
-    )
 
 
 def _own_submission(request, pk: int) -> Submission:

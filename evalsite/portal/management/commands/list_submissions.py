@@ -1,8 +1,9 @@
 """``manage.py list_submissions [--campaign ID|SLUG] [--format table|csv]``: submissions with ids and state."""
 
 import pandas as pd
+from evalsite.management.campaigns import find_campaign
 from evalsite.management.migrated import require_migrated
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from automated.django_app.dispatch import RUN_KINDS
 from evalsite.models import Campaign, MaskedVideo, Submission
@@ -65,21 +66,6 @@ def submissions_table(campaign: Campaign | None = None) -> pd.DataFrame:
         )
     columns = ["id", "campaign", "team", "name", "baseline", "videos", "upload", *RUN_KINDS]
     return pd.DataFrame(rows, columns=columns)
-
-
-def find_campaign(value: str) -> Campaign:
-    """The campaign with id or slug ``value``.
-
-    Raises
-    ------
-    CommandError
-        If there is none (naming ``list_campaigns``).
-    """
-    campaign = Campaign.objects.filter(pk=int(value)).first() if value.isdigit() else None
-    campaign = campaign or Campaign.objects.filter(slug=value).first()
-    if campaign is None:
-        raise CommandError(f"no campaign with id or slug {value!r} (manage.py list_campaigns lists them)")
-    return campaign
 
 
 class Command(BaseCommand):

@@ -1,10 +1,11 @@
-"""REST API (staff only): catalogue, reports and summaries. Views: evalsite/api.py."""
+"""REST API (staff only): catalogue, reports and summaries. Views: evalsite/portal/api.py."""
 
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
+from evalsite.dictionary_api import DataDictionaryView
+
 from . import api
-from .dictionary_api import DataDictionaryView
 from .leaderboard_views import ComparisonsAPIView, LeaderboardAPIView
 
 # No '.json' suffix routes: formats are chosen with ?format= (custom actions take no format argument).

@@ -3,7 +3,7 @@
 Every queryset is restricted by ``evalsite.scoping`` (``CampaignScopedViewSetMixin``), so another
 campaign's objects answer 404. Payloads hold no media URL except the staff-only,
 permission-checked ``download`` endpoints. Reports answer JSON by default and CSV with
-``?format=csv``. Routes: evalsite/api_urls.py; list in README.md ("REST API").
+``?format=csv``. Routes: evalsite/portal/api_urls.py; list in README.md ("REST API").
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from django.http import FileResponse
-from rest_framework import mixins, renderers, serializers, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
@@ -20,32 +20,14 @@ from rest_framework.reverse import reverse
 from automated.django_app.api import submission_evaluate, submission_runs
 from automated.django_app.frontier_view import automated_fields
 from automated.video import VideoError
+from evalsite import reports
+from evalsite.forms import SubmissionZipForm
+from evalsite.models import Campaign, GalleryImage, Identity, SourceVideo, Submission, SubmissionUpload
+from evalsite.renderers import REPORT_RENDERERS, wants_csv
+from evalsite.scoping import CampaignScopedViewSetMixin, visible_campaigns
+from evalsite.services import create_submission, replace_source_video
+from evalsite.validation import ValidationReport
 from trials.services import CannotOpenRating, close_rating, open_rating
-
-from . import reports
-from .forms import SubmissionZipForm
-from .models import Campaign, GalleryImage, Identity, SourceVideo, Submission, SubmissionUpload
-from .scoping import CampaignScopedViewSetMixin, visible_campaigns
-from .services import create_submission, replace_source_video
-from .validation import ValidationReport
-
-
-class CSVTextRenderer(renderers.BaseRenderer):
-    """Pass CSV text through (``?format=csv``); other data (errors) as JSON text."""
-
-    media_type = "text/csv"
-    format = "csv"
-    charset = "utf-8"
-
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        return data if isinstance(data, str) else json.dumps(data)
-
-
-REPORT_RENDERERS = [renderers.JSONRenderer, CSVTextRenderer]
-
-
-def _wants_csv(request) -> bool:
-    return getattr(request.accepted_renderer, "format", "") == "csv"
 
 
 class _CampaignFilterMixin:
@@ -247,7 +229,7 @@ class CampaignViewSet(CampaignScopedViewSetMixin, viewsets.ReadOnlyModelViewSet)
     @action(detail=True, renderer_classes=REPORT_RENDERERS)
     def summary(self, request, pk=None):
         campaign = self.get_object()
-        if _wants_csv(request):
+        if wants_csv(request):
             return Response(reports.summary_table_as_csv(campaign))
         submissions = campaign.submissions.order_by("team__name", "name")
         return Response([reports.summary_as_dict(s) for s in submissions])
@@ -374,7 +356,7 @@ class SubmissionViewSet(
     def report(self, request, pk=None):
         """The per-video score report (JSON: ``{"summary", "videos"}``; CSV: the rows)."""
         submission = self.get_object()
-        if _wants_csv(request):
+        if wants_csv(request):
             return Response(reports.report_as_csv(submission))
         return Response(json.loads(reports.report_as_json(submission)))
 

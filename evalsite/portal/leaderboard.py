@@ -44,9 +44,15 @@ from automated.django_app.behaviour_report import behaviour_video_columns
 from automated.django_app.face_report import face_video_columns
 from trials.human_report import responses_frame
 
-from . import comparisons
-from .comparisons import Estimate, pooled_rate_interval, t_interval, video_bootstrap, video_rater_bootstrap
-from .models import ANONYMISED_TEAM_PREFIX
+from evalsite import comparisons
+from evalsite.comparisons import (
+    Estimate,
+    pooled_rate_interval,
+    t_interval,
+    video_bootstrap,
+    video_rater_bootstrap,
+)
+from evalsite.models import ANONYMISED_TEAM_PREFIX
 
 CROSS_VIDEO = "cross-video"
 WITHIN_VIDEO = "within-video (scene memorisation)"

@@ -1,4 +1,4 @@
-"""The organizer's leaderboard pages (mounted under /organizer/). Views: evalsite/leaderboard_views.py."""
+"""The organizer's leaderboard pages (mounted under /organizer/). Views: evalsite/portal/leaderboard_views.py."""
 
 from django.urls import path
 

@@ -1,4 +1,4 @@
-"""``manage.py demo``: build, import, mask, evaluate, report, and print the login (evalsite/demo.py)."""
+"""``manage.py demo``: build, import, mask, evaluate, report, and print the login (evalsite/portal/demo.py)."""
 
 import time
 from urllib.parse import urlsplit
@@ -10,7 +10,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from automated.anonymizers import BASELINE_METHODS
 from evalsite import conf
-from evalsite.demo import check_arguments, run_demo, site_url
+from evalsite.portal.demo import check_arguments, run_demo, site_url
 
 
 def _checked_url(url: str) -> str:

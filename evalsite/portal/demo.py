@@ -42,13 +42,13 @@ from automated.django_app.frontier_view import write_frontier_files
 from automated.django_app.services import FACE_RUN, create_baseline_submission, run_face_evaluation
 from automated.recognition import DEFAULT_EMBEDDER
 
-from . import dictionary
-from .demo_data import DEMO_CAMPAIGN_NAME, build_demo_dataset
-from .importer import import_dataset
-from .models import Campaign, Submission, Team
-from .reports import report_basename
-from .services import write_report, write_summary
-from .team_accounts import add_team_member
+from evalsite import dictionary
+from evalsite.demo_data import DEMO_CAMPAIGN_NAME, build_demo_dataset
+from evalsite.importer import import_dataset
+from evalsite.models import Campaign, Submission, Team
+from evalsite.reports import report_basename
+from evalsite.services import write_report, write_summary
+from evalsite.team_accounts import add_team_member
 
 ORGANIZER_USERNAME = "organizer"
 TEAM_USERNAME = "team-baselines"
