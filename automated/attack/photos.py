@@ -251,13 +251,25 @@ def photo_attack_data(photos: PhotoSet, clear_crops, masked_crops) -> AttackData
     )
 
 
-def expression_folds(photos: PhotoSet) -> list[VideoFold]:
+def expression_folds(expressions) -> list[VideoFold]:
     """The two directions: fold 0 enrols the neutral photos and tests the smiling ones,
     fold 1 the reverse. By construction no photo is on both sides and every tested
-    identity has its other photo in training."""
+    identity has its other photo in training.
+
+    Parameters
+    ----------
+    expressions : array-like of str, shape (n_samples,)
+        ``"neutral"`` or ``"smiling"`` per sample (``PhotoSet.expressions``, or
+        ``photos.expressions[data.groups]`` for a subset of an ``AttackData``).
+
+    Returns
+    -------
+    list of two VideoFold (indices into the samples)
+    """
+    expressions = np.asarray(expressions)
     folds = []
     for number, tested in enumerate(reversed(EXPRESSIONS)):
-        is_test = photos.expressions == tested
+        is_test = expressions == tested
         folds.append(
             VideoFold(
                 number, np.flatnonzero(~is_test), np.flatnonzero(is_test), tuple(np.flatnonzero(is_test))

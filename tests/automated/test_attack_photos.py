@@ -53,7 +53,7 @@ def test_photos_and_folds(london):
     assert photos.metadata.loc["001"].tolist() == [24.0, "female", "white"]
     widths = boxes[:, 2] - boxes[:, 0]
     assert 150 < widths.min() and widths.max() < 260  # about 200 px faces
-    folds = expression_folds(photos)
+    folds = expression_folds(photos.expressions)
     # by construction: each direction tests one expression and trains on the other only
     for fold, tested in zip(folds, ["smiling", "neutral"]):
         assert set(photos.expressions[fold.test_idx]) == {tested}
@@ -65,7 +65,7 @@ def test_unmasked_photos_are_identified_and_fresh_noise_is_not(london):
     photos, boxes, eyes = london
     clear = face_crops(photos.images, boxes)
     recognizers = get_recognizers(["dlib_knn"])
-    folds = expression_folds(photos)
+    folds = expression_folds(photos.expressions)
     unmasked = run_photo_attack(
         photo_attack_data(
             photos, clear, face_crops(mask_photos(photos.images, boxes, eyes, "identity"), boxes)
