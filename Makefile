@@ -65,8 +65,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 
+# The tests run in parallel (pytest-xdist, one worker per core; TEST_WORKERS=0: one
+# process). --dist loadfile keeps each test file on one worker so its module fixtures are
+# built once; tests/conftest.py hands out the slowest files first.
+TEST_WORKERS ?= auto
 test: lint
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 
 bench: secret-key
 	$(PY) -m benchmarks

@@ -7,8 +7,26 @@ tests start as child processes (gunicorn, Celery workers, ``manage.py``) share i
 
 import os
 import secrets
+from pathlib import Path
 
 os.environ.setdefault("DEID_SECRET_KEY", "tests-only-" + secrets.token_urlsafe(40))
+
+# Under pytest-xdist (`make test` runs `pytest -n 2`) every worker gets a var folder of its
+# own, ``<var>/xdist/<worker id>``: its media, cache and static folders (and the SQLite file
+# of the child processes that inherit it) are never shared with the other worker. The test
+# databases are per worker already (pytest-django gives each worker its own; the
+# PostgreSQL ones of tests/ops/servers.py have random names). It goes into ``os.environ``
+# so the servers and commands a test starts see the same folders unless the test gives them
+# a ``DEID_VAR_DIR`` of their own (those children import this module again with the
+# marker ``DEID_TEST_WORKER_VAR_DIR`` set, and keep the folder they were given).
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if _XDIST_WORKER and not os.environ.get("DEID_TEST_WORKER_VAR_DIR"):
+    _shared_var = Path(os.environ.get("DEID_VAR_DIR") or Path(__file__).resolve().parents[1] / "var")
+    os.environ["DEID_VAR_DIR"] = str(_shared_var / "xdist" / _XDIST_WORKER)
+    os.environ["DEID_TEST_WORKER_VAR_DIR"] = os.environ["DEID_VAR_DIR"]
+    # One OpenMP/BLAS thread per worker (PyTorch, OpenBLAS): two workers with two threads
+    # each on two cores would spin against each other. Set before numpy/torch load.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from evalsite.settings import *  # noqa: E402,F403
 

@@ -12,10 +12,8 @@ documented; a new column without an entry fails here, naming it.
 import csv
 import io
 import json
-from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
@@ -28,20 +26,12 @@ from trials.human_report import GALLERY_FROM_THIS_CLIP
 from trials import assignment
 from trials.models import RatingSession, SessionState
 from trials.services import open_rating
-from trials.simulation import build_grid_campaign, prepare_grid_files
+from trials.simulation import build_grid_campaign
 from trials.stills import check_stills
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 STRIDE = 40  # 2 tested frames per 75-frame clip
-
-
-@pytest.fixture(scope="session")
-def grid_files(data_dir) -> Path:
-    """The rating tests' cached GRID stills and blurred copies (``trials.simulation``)."""
-    cache = Path(settings.CACHE_DIR) / "trials-tests"
-    prepare_grid_files(data_dir, cache)
-    return cache
 
 
 def _rate(campaign, raters: int) -> None:
@@ -57,9 +47,9 @@ def _rate(campaign, raters: int) -> None:
 
 
 @pytest.fixture
-def evaluated(media_root, data_dir, grid_files, settings):
+def evaluated(media_root, data_dir, grid_cache, settings):
     settings.TRIALS_PLAUSIBILITY_CHECKS = False  # scripted raters fetch no media and answer at once
-    campaign = build_grid_campaign(data_dir, grid_files, raters_per_video=3)
+    campaign = build_grid_campaign(data_dir, grid_cache, raters_per_video=3)
     open_rating(campaign, prepare_media=False)
     check_stills(campaign)  # what preparing rating media does: the gallery-still caveats
     _rate(campaign, raters=4)

@@ -11,7 +11,7 @@ Environment:
 - ``DEID_TEST_POSTGRES_URL``: an account that may create databases
   (default ``postgres://deid:deid@127.0.0.1:5432/postgres``).
 - ``DEID_TEST_REDIS_URL``: a Redis server (default ``redis://127.0.0.1:6379``); each
-  use takes a database number of its own and flushes it.
+  use claims a database number of its own (1-15, claims kept in database 0) and flushes it.
 """
 
 from __future__ import annotations
@@ -100,21 +100,58 @@ def redis_available() -> str | None:
     return None
 
 
+#: Redis database numbers the tests' brokers use; database 0 holds the claims on them.
+REDIS_TEST_DATABASES = range(1, 16)
+#: Seconds a claim lasts if its test process dies without releasing it.
+REDIS_CLAIM_TTL_S = 3600
+
+
+def _claim_redis_database(client, token: str, wait_s: float = 300) -> int:
+    """Claim a free Redis database number for this test (``SET NX`` of a key in database 0).
+
+    The claim is atomic on the server, so two pytest-xdist workers, or two test runs of
+    different checkouts on one machine, never share a broker database. Waits up to
+    ``wait_s`` seconds when all are taken, then raises ``RuntimeError``.
+    """
+    deadline = time.monotonic() + wait_s
+    while True:
+        for number in REDIS_TEST_DATABASES:
+            if client.set(f"deid-tests:broker-db:{number}", token, nx=True, ex=REDIS_CLAIM_TTL_S):
+                return number
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"all Redis test databases {REDIS_TEST_DATABASES.start}-{REDIS_TEST_DATABASES.stop - 1} "
+                f"at {REDIS_URL} stayed claimed for {wait_s} s (keys deid-tests:broker-db:* in database 0)"
+            )
+        time.sleep(1)
+
+
 @contextlib.contextmanager
 def redis_broker():
-    """A flushed Redis database of its own (1-15, by process id); yields its URL."""
+    """A flushed Redis database of its own (one of 1-15, claimed); yields its URL.
+
+    The number is claimed in database 0 for the duration (see ``_claim_redis_database``)
+    and released afterwards.
+    """
     reason = redis_available()
     if reason:
         _skip(reason)
     import redis
 
-    url = f"{REDIS_URL.rstrip('/')}/{1 + os.getpid() % 15}"
+    base = REDIS_URL.rstrip("/")
+    claims = redis.Redis.from_url(f"{base}/0")
+    token = f"{os.getpid()}-{uuid.uuid4().hex}"
+    number = _claim_redis_database(claims, token)
+    url = f"{base}/{number}"
     client = redis.Redis.from_url(url)
     client.flushdb()
     try:
         yield url
     finally:
         client.flushdb()
+        key = f"deid-tests:broker-db:{number}"
+        if claims.get(key) == token.encode():
+            claims.delete(key)
 
 
 def base_env(**extra: str) -> dict[str, str]:

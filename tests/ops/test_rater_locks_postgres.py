@@ -36,8 +36,8 @@ def tables(locks):
     return [lock["table"] for lock in locks]
 
 
-def test_every_rater_path_locks_session_then_item_then_trial(tmp_path):
-    cache = settings.CACHE_DIR / "trials-tests"
+def test_every_rater_path_locks_session_then_item_then_trial(tmp_path, grid_cache):
+    cache = grid_cache  # the GRID files tests/trials makes (made once per worker)
     with postgres_database() as url:
         env = {
             "DATABASE_URL": url,

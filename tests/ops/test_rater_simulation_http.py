@@ -56,8 +56,8 @@ def database_facts(url: str) -> dict:
     return {"deadlocks": deadlocks[0], "crops": crops, "gallery_images": identities}
 
 
-def test_100_raters_over_http_on_gunicorn_and_postgresql(tmp_path):
-    cache = Path(settings.CACHE_DIR) / "trials-tests"  # the GRID files tests/trials makes (reused)
+def test_100_raters_over_http_on_gunicorn_and_postgresql(tmp_path, grid_cache):
+    cache = grid_cache  # the GRID files tests/trials makes (made once per worker)
     with postgres_database() as url:
         env = {
             "DATABASE_URL": url,

@@ -1,23 +1,10 @@
 """Fixtures: a rating campaign of the 10 real GRID speakers with a blurred submission."""
 
-from pathlib import Path
-
 import pytest
 from django.conf import settings
 
-from trials.simulation import build_grid_campaign, prepare_grid_files
+from trials.simulation import build_grid_campaign
 from trials.services import open_rating
-
-
-@pytest.fixture(scope="session")
-def grid_cache(data_dir) -> Path:
-    """Gallery stills, blurred (FFV1) and H.264 copies of the GRID clips, made once.
-
-    Kept in ``settings.CACHE_DIR/trials-tests`` so repeated local runs reuse them.
-    """
-    cache = Path(settings.CACHE_DIR) / "trials-tests"
-    prepare_grid_files(data_dir, cache)
-    return cache
 
 
 @pytest.fixture
