@@ -371,17 +371,32 @@ def curve_record(result: VerificationResult, *, n_points: int = 200) -> dict:
 
     ``as_dict()`` plus ``cmc`` (list) and ``fmr``/``fnmr`` lists of at most ``n_points``
     operating points (evenly spaced along the curve, the first and last kept, every point
-    where FMR crosses a power of ten kept too, so the log-axis ROC keeps its shape).
+    where FMR crosses a power of ten kept too, so the log-axis ROC keeps its shape); and
+    the linkability of the genuine (mated) and impostor (non-mated) scores
+    (``linkability.linkability``, Gomez-Barrero et al. 2018 eq. 6-7, the reference's 100
+    bins and omega 1): ``linkability`` (D<->sys), ``linkability_chance`` (median D<->sys of
+    200 random relabellings, ``linkability.linkability_chance``: the histogram estimate's
+    level when the scores carry no identity) and ``linkability_curve`` (``bin_centres``,
+    ``d_local``, ``mated_density``, ``non_mated_density`` lists, for the plot).
     """
+    from .linkability import linkability, linkability_chance
+
     points = result.points
     keep = np.unique(np.linspace(0, len(points.fmr) - 1, n_points).round().astype(int))
     decades = [int(np.argmax(points.fmr >= 10.0**-k)) for k in range(1, 6) if (points.fmr >= 10.0**-k).any()]
     keep = np.unique(np.concatenate([keep, decades, np.maximum(np.asarray(decades, int) - 1, 0)]))
+    linked = linkability(result.genuine, result.impostor)
+    curve = linked.as_dict()
     return {
         **result.as_dict(),
         "cmc": [float(v) for v in result.cmc],
         "fmr": [float(v) for v in points.fmr[keep]],
         "fnmr": [float(v) for v in points.fnmr[keep]],
+        "linkability": linked.d_sys,
+        "linkability_chance": float(np.median(linkability_chance(result.genuine, result.impostor))),
+        "linkability_curve": {
+            key: curve[key] for key in ("bin_centres", "d_local", "mated_density", "non_mated_density")
+        },
     }
 
 

@@ -105,9 +105,13 @@ SUMMARY = {
     ),
     "verification": Column(
         "per pretrained embedder, masked probes of each fold vs the clear gallery of the others: eer, "
-        "fnmr_at_fmr_0_01, fnmr_at_fmr_0_001 (with fmr_*_resolved), cmc_rank_1..5, comparison counts",
+        "fnmr_at_fmr_0_01, fnmr_at_fmr_0_001 (with fmr_*_resolved), cmc_rank_1..5, comparison counts; "
+        "linkability (D<->sys of the genuine vs impostor scores, 0 unlinkable .. 1 fully linkable), "
+        "linkability_chance (its median over 200 random relabellings: the level of scores that carry no "
+        "identity) and linkability_curve (D<->(s) and both densities over 100 score bins)",
         "object",
-        source=VERIFY,
+        source=VERIFY + "; linkability: Gomez-Barrero et al., IEEE TIFS 13(6) 2018, eq. 6-7, reference "
+        "code dasec/unlinkability-metric (automated.attack.linkability)",
     ),
     "scene_memorisation": Column(
         "the within-video table (every video split in time: the attacker trains on other frames of the "

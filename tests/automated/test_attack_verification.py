@@ -148,6 +148,13 @@ def test_verification_pooled_over_cross_video_folds_by_hand():
     record = curve_record(result)
     assert record["fmr"][0] == 0.0 and record["fnmr"][0] == 1.0 and record["fmr"][-1] == 1.0
     assert record["cmc_rank_1"] == 1.0 and record["n_impostor"] == 4
+    # Linkability: scores -11 .. -1 in 100 bins of 0.1; both genuine scores (-1) in the last
+    # bin (density 10, D = 1 there, no impostor); the trapezoid over the bin centres gives the
+    # end bin half weight: 10 * 0.1 / 2 = 0.5.
+    assert record["linkability"] == pytest.approx(0.5)
+    assert len(record["linkability_curve"]["d_local"]) == 100
+    assert record["linkability_curve"]["d_local"][-1] == 1.0
+    assert 0.0 <= record["linkability_chance"] <= 1.0
     assert plot_verification({"stored": record}).startswith(b"\x89PNG")
     with pytest.raises(ValueError, match="no fold has probes"):
         verify_folds(data, [fold_of_groups(data.groups, [], 0)], lambda x: x)
