@@ -28,11 +28,9 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from automated.django_app.admin_actions import SUBMISSION_ACTIONS
 from automated.video import VideoError, VideoInfo
-from trials.services import CannotOpenRating, close_rating, open_rating, rating_blockers
 
-from . import services
+from . import plugins, services
 from .forms import SubmissionZipForm
 from .models import (
     Campaign,
@@ -81,12 +79,12 @@ def _thumbnail(image: GalleryImage) -> str:
 
 
 class CampaignAdminForm(forms.ModelForm):
-    """Ticking "Rating open" runs the checks of ``trials.services.open_rating`` on the edited values."""
+    """Ticking "Rating open" runs the rating app's checks (``evalsite.plugins.rating``) on the edited values."""
 
     def clean(self):
         cleaned = super().clean()
         if cleaned.get("rating_open"):
-            problems = rating_blockers(construct_instance(self, copy.copy(self.instance)))
+            problems = plugins.rating().blockers(construct_instance(self, copy.copy(self.instance)))
             if problems:
                 self.add_error("rating_open", problems)
         return cleaned
@@ -114,7 +112,7 @@ class CampaignAdmin(CampaignScopedAdmin):
     actions = ["open_rating_action", "close_rating_action"]
 
     def save_model(self, request, obj, form, change):
-        """Save the settings; rating opens and closes only through ``trials.services``."""
+        """Save the settings; rating opens and closes only through the rating app (``evalsite.plugins.rating``)."""
         wanted = obj.rating_open
         was_open = change and Campaign.objects.filter(pk=obj.pk, rating_open=True).exists()
         obj.rating_open = was_open
@@ -122,7 +120,7 @@ class CampaignAdmin(CampaignScopedAdmin):
         if wanted:
             self._open(request, obj)
         elif was_open:
-            close_rating(obj)
+            plugins.rating().close(obj)
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
@@ -130,9 +128,10 @@ class CampaignAdmin(CampaignScopedAdmin):
             form.instance.organizers.add(request.user)  # whoever creates a campaign organizes it
 
     def _open(self, request, campaign) -> bool:
+        rating = plugins.rating()
         try:
-            result = open_rating(campaign)
-        except CannotOpenRating as error:
+            result = rating.open(campaign)
+        except rating.refused as error:
             messages.error(request, f"Rating stays closed: {error}")
             return False
         n_warnings = len(result.warnings)
@@ -151,7 +150,7 @@ class CampaignAdmin(CampaignScopedAdmin):
     @admin.action(description="Close rating", permissions=["change"])
     def close_rating_action(self, request, queryset):
         for campaign in queryset:
-            close_rating(campaign)
+            plugins.rating().close(campaign)
         messages.success(request, f"Rating closed for {queryset.count()} campaign(s).")
 
     @admin.display(description="identities")
@@ -434,7 +433,9 @@ class SubmissionAdmin(CampaignScopedAdmin):
     search_fields = ["name", "team__name", "description"]
     readonly_fields = ["completeness", "missing", "replaced", "tools", "created_at"]
     inlines = [SubmissionUploadInline, MaskedVideoInline]
-    actions = SUBMISSION_ACTIONS  # "Run face evaluation", "Run attack suite" (automated/django_app/admin_actions.py)
+    # The apps' actions ("Run face evaluation", "Run attack suite": automated/django_app/admin_actions.py),
+    # registered in their ready(): the registry's own list, so later registrations show.
+    actions = plugins.SUBMISSION_ACTIONS
 
     @admin.display(description="complete")
     def completeness(self, submission):

@@ -12,7 +12,20 @@ class TrialsConfig(AppConfig):
 
         human_report.register()  # columns, summary section, caveats, data-dictionary entries
 
+        from evalsite import plugins
         from evalsite.signals import masked_video_replaced, source_video_replaced
+
+        from . import services
+
+        # The catalogue's admin (and any page of another app) opens and closes rating through this.
+        plugins.register_rating(
+            plugins.RatingControl(
+                open=services.open_rating,
+                close=services.close_rating,
+                blockers=services.rating_blockers,
+                refused=services.CannotOpenRating,
+            )
+        )
 
         masked_video_replaced.connect(_on_masked_video_replaced, dispatch_uid="trials.supersede_masked_video")
         source_video_replaced.connect(_on_source_video_replaced, dispatch_uid="trials.supersede_clear_video")

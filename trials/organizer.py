@@ -2,7 +2,8 @@
 
 Rating progress is rolled up per condition (clear videos, each submission) above the
 per-item table, with the raters still needed (``trials.progress``); each submission row
-shows its automated runs and starts "evaluate everything" (``automated.django_app.evaluate_all``).
+shows what the other apps register for it (``evalsite.plugins.register_submission_panel``:
+the automated runs, and "evaluate everything").
 
 Staff only, and only campaigns the user organizes (``evalsite.scoping``). Opening rating
 goes through ``trials.services.open_rating``, as in the admin and the API.
@@ -17,7 +18,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from automated.django_app.evaluate_all import may_evaluate, part_states
+from evalsite import plugins
 from evalsite.models import Campaign
 from evalsite.scoping import scope
 
@@ -62,7 +63,7 @@ def campaign_progress(request, pk: int):
     evaluated = [item for item in items if item.pk in evaluated_ids]
     submissions = list(campaign.submissions.select_related("team").order_by("team__name", "name"))
     rollup = [
-        (row, part_states(row.submission) if row.submission is not None else [])
+        (row, plugins.submission_lines(row.submission) if row.submission is not None else [])
         for row in progress.rollup(evaluated, submissions)
     ]
     context = {
@@ -82,7 +83,7 @@ def campaign_progress(request, pk: int):
         "submissions_in_rating": submissions_in_rating(campaign),  # _submissions.html
         "rollup": rollup,
         "estimate": progress.raters_needed(evaluated, evaluated_trials_per_session(campaign)),
-        "may_evaluate": may_evaluate(request.user),
+        "may_evaluate": plugins.may_start(request.user),
     }
     return render(request, "trials/organizer/progress.html", context)
 

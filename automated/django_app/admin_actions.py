@@ -1,4 +1,4 @@
-"""Admin actions that start and re-queue automated runs (used by evalsite's Submission admin and ours).
+"""Admin actions that start and re-queue automated runs (evalsite's Submission admin, through ``evalsite.plugins``, and ours).
 
 Each action goes through ``dispatch`` (the same path as the commands and the API): the
 run is created, then its per-video tasks are queued once the row is committed. The
@@ -76,7 +76,7 @@ def evaluate_everything(modeladmin, request, queryset):
         )
 
 
-#: Actions for ``evalsite.admin.SubmissionAdmin``.
+#: Actions for ``evalsite.admin.SubmissionAdmin`` (registered in ``evalsite.plugins`` by ``apps.py``).
 SUBMISSION_ACTIONS = [evaluate_everything, run_face_evaluation, run_attack_suite]
 
 

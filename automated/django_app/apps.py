@@ -20,3 +20,13 @@ class AutomatedConfig(AppConfig):
 
         for model in ("AutomatedRun", "AttackRun"):
             register_plan_check(f"{self.label}.{model}", plan_changes)
+        # The Submission admin's actions and the organizer page's run states (evalsite.plugins).
+        from evalsite import plugins
+
+        from . import admin_actions, evaluate_all
+
+        plugins.register_submission_actions(*admin_actions.SUBMISSION_ACTIONS)
+        plugins.register_submission_panel(
+            "automated",
+            plugins.SubmissionPanel(lines=evaluate_all.part_states, may_start=evaluate_all.may_evaluate),
+        )
