@@ -11,11 +11,11 @@ INSIGHTFACE := insightface==2.1
 VAR_DIR := $(if $(DEID_VAR_DIR),$(DEID_VAR_DIR),var)
 # The demo's address: loopback only (0.0.0.0:8000 would expose it to the network).
 DEMO_ADDRESS ?= 127.0.0.1:8000
-# make serve / make worker read this file if it exists (README, "Running a campaign").
+# make serve / make worker read this file if it exists (docs/campaign.md).
 ENV_FILE ?= .env
 HONCHO := PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/honcho -e $(ENV_FILE)
 
-.PHONY: demo serve worker lint test bench install clean secret-key
+.PHONY: demo serve worker lint docs test bench install clean secret-key
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (set PYTHON=...)"; exit 1; }
@@ -48,7 +48,7 @@ demo: secret-key
 	fi
 
 # Production: migrate, collect static files, then run the Procfile (gunicorn + a Celery
-# worker) with the environment of $(ENV_FILE). README, "Running a campaign".
+# worker) with the environment of $(ENV_FILE). docs/campaign.md.
 serve: $(STAMP)
 	$(HONCHO) run python manage.py migrate --noinput
 	$(HONCHO) run python manage.py collectstatic --noinput --verbosity 0
@@ -65,15 +65,20 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 
+# The documentation site (docs/, mkdocs.yml) into site/; --strict: a warning (broken link,
+# page missing from the navigation, docstring mkdocstrings cannot read) fails the build.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
 # The tests run in parallel (pytest-xdist, one worker per core; TEST_WORKERS=0: one
 # process). --dist loadfile keeps each test file on one worker so its module fixtures are
 # built once; tests/conftest.py hands out the slowest files first.
 TEST_WORKERS ?= auto
-test: lint
+test: lint docs
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 
 bench: secret-key
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) var
+	rm -rf $(VENV) var site

@@ -16,7 +16,7 @@ Detectors (both load their models from the installed wheels, never from the netw
   PyTorch (``automated.dlib_torch``), batched over frames; ``DlibMmodFaceDetector`` is
   dlib's own run of it (slow; the reference).
 - ``insightface_backend.InsightFaceDetector`` (``"insightface"``): SCRFD from an
-  InsightFace model pack the user placed under ``$DEID_MODELS_DIR`` (README).
+  InsightFace model pack the user placed under ``$DEID_MODELS_DIR`` (docs/automated/insightface.md).
 
 The face detection step of the automated evaluation follows the MediaEval 2021 video
 privacy task (seeds/002_68b18bfdbdb94491.txt, section "computational face recognition

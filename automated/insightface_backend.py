@@ -8,7 +8,7 @@ provider, from a model pack the user placed under the models folder::
 
 Nothing is ever downloaded: the pack folder is checked first and its ``.onnx`` files are
 passed to insightface by absolute path (insightface fetches only names it cannot find, and
-only when asked to). README, "InsightFace model packs" says where packs come from and
+only when asked to). docs/automated/insightface.md ("InsightFace model packs") says where packs come from and
 their licence (non-commercial research use; the insightface code is MIT).
 
 - ``InsightFaceDetector`` (detector registry name ``"insightface"``): the pack's SCRFD
@@ -41,7 +41,7 @@ from .detection import FaceDetections, _check_frame, _clip_boxes, _Detector
 #: Where packs live below the models folder (insightface's own layout, ``<root>/models/<pack>``).
 PACKS_SUBDIR = Path("insightface") / "models"
 DEFAULT_PACK = "buffalo_l"
-README_SECTION = 'README, section "InsightFace model packs"'
+README_SECTION = 'docs/automated/insightface.md, "InsightFace model packs"'
 
 #: ArcFace decision threshold: cosine similarity >= 0.4 is "Same Person" (insightface 2.1,
 #: ``insightface/gui/core/constants.py`` DEFAULT_THRESHOLD, used by

@@ -1,6 +1,6 @@
 """Import a campaign (identities, gallery faces, clear videos) from a folder.
 
-Folder layout (also in README.md, "Your own data")::
+Folder layout (also in docs/own-data.md)::
 
     <folder>/
       campaign.json            optional: {"name", "description", "action_vocabulary",

@@ -5,7 +5,7 @@
 start. ``make demo`` (and ``make bench``) run ``python -m evalsite.secret_key PATH`` first,
 which writes a new key to ``PATH`` once (mode 0600) and never replaces an existing one,
 so sessions and signed links stay valid across restarts. A production deployment sets
-``DEID_SECRET_KEY`` instead (README, "Running a campaign").
+``DEID_SECRET_KEY`` instead (docs/campaign.md, "Running a campaign").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Validate masked videos against their clear source videos and ingest a submission zip.
 
-Rules (also in README.md, "Submissions"):
+Rules (also in docs/submissions.md, with the codes table generated from ``CODES``):
 
 - **Name**: a masked file is matched to the source video whose name equals the file's
   stem, ignoring case and extension (``BBAF2N.mp4`` -> source ``bbaf2n``). Folders inside

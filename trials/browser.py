@@ -24,7 +24,7 @@ from django.conf import settings
 COOKIE_NAME = "deid_rater_key"
 COOKIE_MAX_AGE_S = 90 * 24 * 3600  # a study stays open for weeks at most
 
-#: Characters a participant code may have after normalisation (documented in README.md).
+#: Characters a participant code may have after normalisation (documented in docs/human/integrity.md).
 CODE_CHARACTERS = "a-z, 0-9, '-', '_' and '.'"
 CODE_MAX_LENGTH = 64
 _CODE = re.compile(r"^[a-z0-9_.-]+$")

@@ -9,7 +9,7 @@ section 5.5 (ArcFace among its recognizers), beside dlib's ResNet (``dlib_svm``,
 (``recognizers.EMBEDDING_CACHE``).
 
 Needs the default pack (``insightface_backend.DEFAULT_PACK``) under ``$DEID_MODELS_DIR``;
-without it fitting raises ``FileNotFoundError`` naming the folder (README, "InsightFace
+without it fitting raises ``FileNotFoundError`` naming the folder (docs/automated/insightface.md, "InsightFace
 model packs").
 """
 

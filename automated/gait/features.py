@@ -76,6 +76,8 @@ class SimpleFeatures(_SequenceTransformer):
     n_components : int, default=4
         The paper's "4 first components".
 
+    Notes
+    -----
     Input ``X`` : array of shape (n_sequences, n_frames, n_joints, 3) with
     n_frames >= n_components and n_joints * 3 >= n_components.
     Output : ndarray of shape (n_sequences, (n_components + 1) * n_joints * 3), float64.

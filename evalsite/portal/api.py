@@ -3,7 +3,7 @@
 Every queryset is restricted by ``evalsite.scoping`` (``CampaignScopedViewSetMixin``), so another
 campaign's objects answer 404. Payloads hold no media URL except the staff-only,
 permission-checked ``download`` endpoints. Reports answer JSON by default and CSV with
-``?format=csv``. Routes: evalsite/portal/api_urls.py; list in README.md ("REST API").
+``?format=csv``. Routes: evalsite/portal/api_urls.py; list in docs/rest-api.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Settings from the environment, the README's production environment, and plain errors.
+"""Settings from the environment, the documented production environment, and plain errors.
 
-The production environment is read from the README's example ``.env`` block exactly as
+The production environment is read from the example ``.env`` block of docs/campaign.md
+("Running a campaign") exactly as
 ``make serve`` reads it (honcho's parser), so the documented variables are what is tested.
 Settings are loaded in child processes: each deployment variant is a fresh interpreter.
 """
@@ -20,15 +21,15 @@ from honcho.environ import parse as parse_env_file
 from evalsite.errors import server_error
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+CAMPAIGN_PAGE = (ROOT / "docs" / "campaign.md").read_text(encoding="utf-8")
 SETTING_NAME = re.compile(r"\b(?:DEID|TRIALS|FAIRNESS)_[A-Z0-9_]+\b")
 KEY = "k3y-" + "x1y2z3" * 10  # 64 characters, 10+ distinct: a strong key for check --deploy
 
 
 def documented_production_env(tmp_path: Path) -> dict[str, str]:
-    """The README's example ``.env``, with a key pasted in and the folders under ``tmp_path``."""
-    block = re.search(r"```sh\n\s*# \.env: production environment.*?```", README, re.S)
-    assert block, "README lost its example .env block"
+    """The documented example ``.env``, with a key pasted in and the folders under ``tmp_path``."""
+    block = re.search(r"```sh\n\s*# \.env: production environment.*?```", CAMPAIGN_PAGE, re.S)
+    assert block, "docs/campaign.md lost its example .env block"
     lines = [line.strip() for line in block.group(0).splitlines()[1:-1]]
     values = parse_env_file("\n".join(lines))
     assert "DEID_SECRET_KEY" not in values  # left blank: each site makes its own
@@ -77,7 +78,7 @@ def test_without_the_https_variables_check_deploy_names_each_missing_one(tmp_pat
     env = {"DEID_SECRET_KEY": KEY, "DEID_VAR_DIR": str(tmp_path / "var")}
     done = run_python("", env, "check", "--deploy")
     found = set(re.findall(r"\(security\.(W\d+)\)", done.stderr + done.stdout))
-    # HSTS, SSL redirect, session cookie, CSRF cookie: what the README's variables set.
+    # HSTS, SSL redirect, session cookie, CSRF cookie: what the documented variables set.
     assert found == {"W004", "W008", "W012", "W016"}
 
 

@@ -1,7 +1,7 @@
 """Real servers for the operations tests: PostgreSQL, Redis, gunicorn and Celery workers.
 
 PostgreSQL and Redis are the machine's own servers on loopback (`.ci/run` installs and
-starts them; see README, "Running a campaign"). gunicorn and Celery are started here as
+starts them; see docs/campaign.md). gunicorn and Celery are started here as
 child processes of the test, with the environment a real deployment uses
 (``DATABASE_URL``, ``CELERY_BROKER_URL``, ``DEID_VAR_DIR``...). Each helper skips the
 calling test with a printed reason when its server is absent; nothing here is a mock.

@@ -1,6 +1,6 @@
-"""The site as README, "Running a campaign" deploys it: gunicorn on PostgreSQL, DEBUG off.
+"""The site as docs/campaign.md ("Running a campaign") deploys it: gunicorn on PostgreSQL, DEBUG off.
 
-gunicorn runs with the README's example ``.env`` (only the database, the folders and the
+gunicorn runs with the documented example ``.env`` (only the database, the folders and the
 key replaced) and is reached the way a TLS-terminating proxy reaches it: ``Host`` of the
 public name and ``X-Forwarded-Proto: https``. Static files come from WhiteNoise after
 ``collectstatic``; the admin login is a real CSRF-protected POST.
@@ -22,7 +22,7 @@ from tests.evalsite.test_deploy_settings import documented_production_env
 
 from .servers import Server, free_port, gunicorn, manage, postgres_database, redis_broker, wait_for_port
 
-HOST = "eval.example.org"  # the README's example host name
+HOST = "eval.example.org"  # the documented example host name
 ORIGIN = f"https://{HOST}"
 PASSWORD = "a-long-admin-password-1"
 ADMIN_STATIC = Path(django.contrib.admin.__file__).parent / "static"

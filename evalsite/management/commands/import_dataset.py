@@ -9,7 +9,7 @@ class Command(BaseCommand):
     help = "Import identities, gallery stills and clear videos from a dataset folder as a new campaign."
 
     def add_arguments(self, parser):
-        parser.add_argument("folder", help="dataset folder (layout: see README, 'Your own data')")
+        parser.add_argument("folder", help="dataset folder (layout: see docs/own-data.md)")
         parser.add_argument("--campaign", help="campaign name (default: 'name' in campaign.json)")
         parser.add_argument(
             "--organizer",
