@@ -19,6 +19,7 @@ module completes when it is imported (``fairness.measures`` fills ``{scores}`` a
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import os
@@ -133,6 +134,12 @@ def _public_modules(package: str) -> list[str]:
     return names
 
 
+def _only_reexports(package: str) -> bool:
+    """True if ``package/__init__.py`` defines no function or class of its own."""
+    tree = ast.parse(ROOT.joinpath(*package.split("."), "__init__.py").read_text())
+    return not any(isinstance(node, (ast.FunctionDef, ast.ClassDef)) for node in tree.body)
+
+
 def api_markdown(title: str, package: str) -> str:
     lines = [
         f"# {title}",
@@ -141,7 +148,10 @@ def api_markdown(title: str, package: str) -> str:
         "",
     ]
     for module in _public_modules(package):
-        lines += [f"## `{module}`", "", f"::: {module}", "    options:", "      heading_level: 3", ""]
+        lines += [f"## `{module}`", "", f"::: {module}", "    options:", "      heading_level: 3"]
+        # A package's __init__ that only re-exports: its docstring here, the members under
+        # the modules that define them (documented once).
+        lines += ["      members: false", ""] if module == package and _only_reexports(package) else [""]
     return "\n".join(lines)
 
 
