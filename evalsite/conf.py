@@ -245,6 +245,9 @@ SETTINGS: tuple[Setting, ...] = (
       "worker): a masked video id whose processing SIGKILLs the worker (`tests/ops/poison.py`)", "Tests"),
     S("DEID_TEST_KILL_LOG", "string", "", "tests only, with `DEID_TEST_KILL_ON_VIDEO`: the file each killed "
       "worker appends its process id to", "Tests"),
+    S("DEID_TEST_WORKER_VAR_DIR", "path", None, "tests only (set by tests/settings.py under pytest-xdist): "
+      "the worker's own var folder, a marker that child processes keep the folder they were given", "Tests",
+      default_doc="unset"),
     S("DEID_SHOTS_DIR", "path", Path("/tmp/shots"), "tests only: where browser tests save their screenshots",
       "Tests"),
 )

@@ -64,10 +64,12 @@ def strings(name: str, default: list[str] | None = None) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
-def path(name: str, default: Path) -> Path:
+def path(name: str, default: Path | None) -> Path | None:
     """A filesystem path (``~`` expanded, made absolute); the folder need not exist yet."""
     value = _raw(name)
-    return Path(value).expanduser().resolve() if value is not None else Path(default).resolve()
+    if value is None:
+        return None if default is None else Path(default).resolve()
+    return Path(value).expanduser().resolve()
 
 
 def json_value(name: str, default: Any = None) -> Any:
