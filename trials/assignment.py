@@ -46,7 +46,7 @@ from django.utils import timezone
 
 from evalsite.models import Campaign, GalleryImage, MaskedVideo, SourceVideo
 
-from . import browser, design, plausibility
+from . import browser, design, plausibility, variants
 from .models import (
     Item,
     RatingSession,
@@ -494,10 +494,14 @@ def _build_trial(session, kind, task, video, rng, *, item=None, now=None, pool=N
 
 
 def _catch_trial(session, rng, *, kind=TrialKind.CATCH) -> Trial:
-    """An identity trial whose probe is a short video of a lineup face (:func:`_probe_image_of`).
+    """An attention check: an identity trial whose video shows a lineup face
+    (:func:`_probe_image_of`) and, for a stretch starting at a random moment, an
+    instruction naming another answer (:func:`trials.variants.instructed_choice`).
 
     The probe (:func:`trials.media.catch_video_frames`) shows that face turned, relit and
-    moving: obvious to any attentive rater, no pixel match; no source video is spent on it.
+    moving; a rater who reads the instruction passes, a face-recognition bot (or a rater
+    answering by the face without watching) picks the face and fails. No source video
+    is spent on it; its bytes are made like every other trial's (:mod:`trials.variants`).
     """
     campaign = session.campaign
     pool = identity_pool(campaign)
@@ -518,7 +522,11 @@ def _catch_trial(session, rng, *, kind=TrialKind.CATCH) -> Trial:
         probe_image=_probe_image_of(target),
         target_identity_id=target,
         target_present=True,
-        correct_choice=design.correct_choice(target, lineup),
+        # The video also shows an instruction ("Choose face 3", trials.variants): its answer,
+        # never the position of the face shown, so answering by the face always fails.
+        correct_choice=variants.instructed_choice(
+            int(design.correct_choice(target, lineup)), len(lineup), rng
+        ),
     )
     _add_faces(trial, lineup, rng)
     return trial

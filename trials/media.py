@@ -14,12 +14,13 @@
   :func:`trials.tasks.prepare_campaign_media` when rating opens, never inside a rater's
   request: a video not prepared yet is answered 503 with ``Retry-After``
   (:func:`not_prepared_response`).
-- Preparation is idempotent under concurrency: files are written to a temporary name
-  and renamed into place (a reader never sees half a file), rows are claimed by the
-  unique constraint (crops) or compare-and-set (web copies), and the loser of a race
-  deletes its own file and uses the winner's.
-- :func:`ranged_file_response` answers HTTP Range requests (RFC 9110, section 14) so the
-  video can seek and replay in every browser.
+- Preparation is idempotent under concurrency: files are made whole in a temporary
+  folder and saved through the storage API under a fresh name (a reader never sees half
+  a file, and no storage needs a local ``.path``), rows are claimed by the unique
+  constraint (crops) or compare-and-set (web copies), and the loser of a race deletes
+  its own file and uses the winner's.
+- What a rater's browser receives is never these files themselves but per-trial
+  variants of them (:mod:`trials.variants`), served with Range support.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import os
 import re
 import tempfile
 import time
@@ -37,7 +37,8 @@ import cv2
 import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.http import HttpResponse, StreamingHttpResponse
+from django.core.files import File
+from django.http import HttpResponse
 
 from automated.video import transcode_for_web
 
@@ -86,19 +87,44 @@ def oval_mask(crop_rgb: np.ndarray) -> np.ndarray:
     return np.round(blended).astype(np.uint8)
 
 
-def read_image_rgb(path) -> np.ndarray:
+def read_image_rgb(source) -> np.ndarray:
     """Read any image OpenCV decodes (PGM, PNG, JPEG ...) as RGB uint8 (height, width, 3).
+
+    Parameters
+    ----------
+    source : path-like or FieldFile
+        A file path, or a stored file (read with the storage API).
 
     Raises
     ------
     ValueError
         If the file cannot be decoded as an image.
     """
-    data = np.fromfile(str(path), dtype=np.uint8)
+    if hasattr(source, "storage"):
+        with source.open("rb") as handle:
+            data = np.frombuffer(handle.read(), dtype=np.uint8)
+        name = Path(source.name).name
+    else:
+        data, name = np.fromfile(str(source), dtype=np.uint8), Path(source).name
     image = cv2.imdecode(data, cv2.IMREAD_COLOR)
     if image is None:
-        raise ValueError(f"not a readable image: {Path(path).name}")
+        raise ValueError(f"not a readable image: {name}")
     return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+
+
+@contextlib.contextmanager
+def local_copy(field_file):
+    """A temporary local copy of a stored file, for tools that need a path (ffmpeg, OpenCV).
+
+    Read through the storage API, so it works with any storage (no ``.path``); removed
+    on exit. Yields its ``Path`` (same suffix as the stored name).
+    """
+    with tempfile.TemporaryDirectory(prefix="deid-media-") as folder:
+        path = Path(folder) / f"copy{Path(field_file.name).suffix}"
+        with field_file.open("rb") as source, path.open("wb") as target:
+            for chunk in iter(lambda: source.read(1024 * 1024), b""):
+                target.write(chunk)
+        yield path
 
 
 def normalised_face(image_rgb: np.ndarray, *, size_px: int) -> np.ndarray:
@@ -166,16 +192,20 @@ def face_crop_png(image_rgb: np.ndarray, *, size_px: int) -> bytes:
 
 
 def store_atomically(field_file, filename: str, produce) -> str:
-    """Write a new file for ``field_file`` under a temporary name, then rename it into place.
+    """Make a new file for ``field_file`` locally, then save it to storage under a new name.
+
+    The file is written whole in a temporary folder first and then saved with the
+    storage API under a fresh, opaque name that no row refers to yet, so no reader ever
+    sees half a file (the caller points its row at the name afterwards).
 
     Parameters
     ----------
     field_file : FieldFile
-        Gives the storage (a file system storage) and ``upload_to`` of the new name.
+        Gives the storage and ``upload_to`` of the new name.
     filename : str
         Suggested name (only its suffix survives the project's opaque ``upload_to``).
     produce : callable(Path) -> object
-        Writes the complete file at the given temporary path (same folder, same suffix).
+        Writes the complete file at the given temporary path (same suffix).
 
     Returns
     -------
@@ -185,22 +215,14 @@ def store_atomically(field_file, filename: str, produce) -> str:
     Raises
     ------
     Exception
-        Whatever ``produce`` raises; the temporary file is removed and nothing is stored.
+        Whatever ``produce`` raises; nothing is stored then.
     """
-    storage = field_file.storage
-    name = storage.get_available_name(field_file.field.generate_filename(field_file.instance, filename))
-    final = Path(storage.path(name))
-    final.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=final.parent, prefix=".partial-", suffix=final.suffix)
-    os.close(handle)
-    try:
-        produce(Path(temporary))
-        os.chmod(temporary, storage.file_permissions_mode or 0o644)
-        os.replace(temporary, final)  # atomic on one file system
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-    return name
+    name = field_file.field.generate_filename(field_file.instance, filename)
+    with tempfile.TemporaryDirectory(prefix="deid-media-") as folder:
+        path = Path(folder) / f".partial-{Path(name).name}"
+        produce(path)
+        with path.open("rb") as handle:
+            return field_file.storage.save(name, File(handle))
 
 
 def remove_stale_partials(root, older_than_s: float) -> int:
@@ -242,7 +264,7 @@ def ensure_gallery_crop(gallery_image) -> GalleryCrop:
     existing = GalleryCrop.objects.filter(gallery_image=gallery_image).first()
     if existing is not None and (existing.size_px, existing.version) == (size_px, version):
         return existing
-    png = face_crop_png(read_image_rgb(gallery_image.image.path), size_px=size_px)
+    png = face_crop_png(read_image_rgb(gallery_image.image), size_px=size_px)
     crop = GalleryCrop(gallery_image=gallery_image, size_px=size_px, version=version)
     crop.file.name = store_atomically(crop.file, "crop.png", lambda path: path.write_bytes(png))
     replaced = 0
@@ -285,7 +307,12 @@ def ensure_web_file(video) -> bool:
     if web_file_ready(video):
         return False
     old_name = video.web_file.name or ""
-    name = store_atomically(video.web_file, "web.mp4", lambda path: transcode_for_web(video.file.path, path))
+
+    def produce(path: Path) -> None:
+        with local_copy(video.file) as source:
+            transcode_for_web(source, path)
+
+    name = store_atomically(video.web_file, "web.mp4", produce)
     if not type(video).objects.filter(pk=video.pk, web_file=old_name).update(web_file=name):
         video.web_file.storage.delete(name)  # prepared concurrently: keep the other copy
         video.refresh_from_db(fields=["web_file"])
@@ -303,21 +330,6 @@ def not_prepared_response() -> HttpResponse:
     )
     response["Retry-After"] = str(RETRY_AFTER_S)
     return _private(response)
-
-
-def prepared_file_response(request, field_file, content_type: str) -> HttpResponse:
-    """Serve a prepared file with Range support, or :func:`not_prepared_response` if absent.
-
-    A file can be missing while being replaced (a new crop style, a replaced video):
-    the browser is asked to retry rather than shown a server error.
-    """
-    if not field_file:
-        return not_prepared_response()
-    try:
-        return ranged_file_response(request, field_file.path, content_type)
-    except FileNotFoundError:
-        logger.warning("prepared media missing from storage: %s", field_file.name)
-        return not_prepared_response()
 
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
@@ -352,66 +364,6 @@ def parse_range(header: str, size: int) -> tuple[int, int] | None:
     return start, end
 
 
-class _FileRange:
-    """``length`` bytes of an open file from ``start``, in chunks; ``close()`` closes the file.
-
-    The response calls ``close()`` when it is done (also when never iterated, e.g. the
-    client went away), so no file handle is left open.
-    """
-
-    def __init__(self, handle, start: int, length: int, chunk: int = 64 * 1024):
-        self.handle, self.start, self.length, self.chunk = handle, start, length, chunk
-
-    def __iter__(self):
-        self.handle.seek(self.start)
-        remaining = self.length
-        while remaining > 0:
-            data = self.handle.read(min(self.chunk, remaining))
-            if not data:
-                break
-            remaining -= len(data)
-            yield data
-
-    def close(self) -> None:
-        self.handle.close()
-
-
-def ranged_file_response(request, path, content_type: str) -> HttpResponse:
-    """Serve ``path`` with Range support: 206 + Content-Range for a range, else 200.
-
-    No file name is sent (no Content-Disposition) and responses are private, uncached.
-    The file is opened at once, so a file replaced meanwhile is still sent whole.
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` does not exist.
-    """
-    handle = open(path, "rb")
-    size = os.fstat(handle.fileno()).st_size
-    header = request.headers.get("Range", "")
-    try:
-        byte_range = parse_range(header, size) if header else None
-    except ValueError:
-        handle.close()
-        response = HttpResponse(status=416)
-        response["Content-Range"] = f"bytes */{size}"
-        return _private(response)
-    if byte_range is None:
-        # Not FileResponse: it would send the stored file name in Content-Disposition.
-        response = StreamingHttpResponse(_FileRange(handle, 0, size), content_type=content_type)
-        response["Content-Length"] = str(size)
-    else:
-        start, end = byte_range
-        response = StreamingHttpResponse(
-            _FileRange(handle, start, end - start + 1), status=206, content_type=content_type
-        )
-        response["Content-Range"] = f"bytes {start}-{end}/{size}"
-        response["Content-Length"] = str(end - start + 1)
-    response["Accept-Ranges"] = "bytes"
-    return _private(response)
-
-
 def _private(response: HttpResponse) -> HttpResponse:
     response["Cache-Control"] = "private, no-store"
     response["X-Content-Type-Options"] = "nosniff"
@@ -423,13 +375,16 @@ def _private(response: HttpResponse) -> HttpResponse:
 CATCH_FRAMES, CATCH_FPS, CATCH_FRAME_SIZE = 75, 25, (360, 288)
 
 
-def catch_video_spec(campaign) -> tuple[int, float, tuple[int, int]]:
-    """Frames, frame rate and ``(width, height)`` of a campaign's catch-trial probe videos.
+def catch_video_spec(campaign, probe_image_id: int | None = None) -> tuple[int, float, tuple[int, int]]:
+    """Frames, frame rate and ``(width, height)`` of a campaign's catch-trial probe video.
 
-    The medians of its evaluated source videos' probed metadata, so a catch video has the
-    length, frame rate and resolution of the clips it is mixed with (its file size and MP4
-    header give it away otherwise); :data:`CATCH_FRAMES`, :data:`CATCH_FPS`,
-    :data:`CATCH_FRAME_SIZE` for a campaign without probed videos.
+    With ``probe_image_id`` (the gallery image the probe is made of), those of one of the
+    campaign's evaluated source videos drawn at random (seeded by the secret key and the
+    image), so catch videos have the formats and lengths of the clips they are mixed with
+    in the same proportions: no header field, length or size tells them apart (a probe
+    of the median format only would mark every other format "not a check"). Without it,
+    the medians. :data:`CATCH_FRAMES`, :data:`CATCH_FPS`, :data:`CATCH_FRAME_SIZE` for a
+    campaign without probed videos.
     """
     from evalsite.models import SourceVideo
 
@@ -439,11 +394,16 @@ def catch_video_spec(campaign) -> tuple[int, float, tuple[int, int]]:
         .exclude(fps=None)
         .exclude(width=None)
         .exclude(height=None)
+        .order_by("id")
         .values_list("frame_count", "fps", "width", "height")
     )
     if not rows:
         return CATCH_FRAMES, CATCH_FPS, CATCH_FRAME_SIZE
-    frames, fps, width, height = (sorted(column)[len(rows) // 2] for column in zip(*rows))
+    if probe_image_id is None:
+        frames, fps, width, height = (sorted(column)[len(rows) // 2] for column in zip(*rows))
+    else:
+        digest = hashlib.sha256(f"{settings.SECRET_KEY}:catch-format:{probe_image_id}".encode()).digest()
+        frames, fps, width, height = rows[int.from_bytes(digest[:8], "big") % len(rows)]
     return int(frames), float(fps), (int(width) // 2 * 2, int(height) // 2 * 2)
 
 
@@ -586,8 +546,8 @@ def ensure_catch_video(crop: GalleryCrop) -> bool:
     current = crop.catch_video.name.endswith(CATCH_VIDEO_SUFFIX) if crop.catch_video else False
     if current and crop.catch_video.storage.exists(crop.catch_video.name):
         return False
-    crop_rgb = read_image_rgb(crop.file.path)
-    n_frames, fps, frame_size = catch_video_spec(crop.gallery_image.identity.campaign)
+    crop_rgb = read_image_rgb(crop.file)
+    n_frames, fps, frame_size = catch_video_spec(crop.gallery_image.identity.campaign, crop.gallery_image_id)
     digest = hashlib.sha256(f"{settings.SECRET_KEY}:catch-probe:{crop.pk}".encode()).digest()
     seed = int.from_bytes(digest[:8], "big")
 

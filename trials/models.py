@@ -337,8 +337,17 @@ class Trial(models.Model):
     claimed_at = models.DateTimeField(default=timezone.now)
     shown_at = models.DateTimeField(null=True, blank=True, help_text="First time the trial page was served.")
     media_fetched_at = models.DateTimeField(null=True, blank=True, help_text="First request of the video.")
-    video_bytes_served = models.BigIntegerField(default=0, help_text="Video bytes sent (all Range requests).")
-    video_size = models.BigIntegerField(default=0, help_text="Bytes of the video variant served.")
+    video_bytes_served = models.BigIntegerField(
+        default=0, help_text="Distinct bytes of the video sent (repeated ranges count once)."
+    )
+    video_size = models.BigIntegerField(
+        default=0, help_text="Bytes of the served video variant before its padding (what a player reads)."
+    )
+    video_blocks_served = models.BinaryField(
+        default=b"",
+        help_text="One bit per 4 kB block of the video sent whole (trials.variants.mark_blocks): the "
+        "distinct bytes, so repeating a range adds nothing.",
+    )
     page_views = models.PositiveIntegerField(default=0, help_text="Times the trial page was served.")
     replays = models.PositiveIntegerField(
         default=0, help_text="Replays so far (the rater's clicks, plus one per reload: the video restarts)."

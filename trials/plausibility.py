@@ -15,7 +15,8 @@ was first requested cannot follow watching it), ``TRIALS_MIN_WATCH_PERCENT`` (de
 the answer must also come at least this share of the clip's duration after the video's
 first request, so a bot waiting a fixed second fails on a 3 s clip),
 ``TRIALS_MIN_VIDEO_PERCENT`` (default 50: the share of the video's bytes that must have
-been sent before the answer),
+been sent before the answer; distinct bytes, so fetching one range again and again adds
+nothing: :func:`trials.variants.mark_blocks`),
 ``TRIALS_PLAUSIBILITY_CHECKS`` (default on; off only for scripted load tests whose raters
 fetch no media).
 
@@ -53,7 +54,7 @@ def clip_duration_ms(trial) -> int:
     if trial.probe_image_id is not None:
         from .media import catch_video_spec
 
-        n_frames, fps, _ = catch_video_spec(trial.session.campaign)
+        n_frames, fps, _ = catch_video_spec(trial.session.campaign, trial.probe_image_id)
         return int(round(1000 * n_frames / fps))
     video = trial.item.video_for_raters() if trial.item_id else trial.source_video
     for candidate in (video, trial.source_video):

@@ -42,7 +42,7 @@ from evalsite.models import Campaign, GalleryImage, Identity, SourceVideo
 from evalsite.video_formats import alone_in_format, video_format
 
 from . import design
-from .media import read_image_rgb
+from .media import local_copy, read_image_rgb
 from .models import StillCheck
 
 logger = logging.getLogger("deid.trials")
@@ -140,14 +140,15 @@ def check_stills(campaign: Campaign) -> int:
         if existing is not None and existing.fingerprint == fingerprint:
             continue
         try:
-            still = read_image_rgb(image.image.path)
+            still = read_image_rgb(image.image)
         except (ValueError, FileNotFoundError) as error:
             logger.warning("gallery image %s: %s", image.pk, error)
             continue
         best, matched = None, None
         for video in videos:
             try:
-                distance, _ = closest_frame(still, video.file.path)
+                with local_copy(video.file) as path:
+                    distance, _ = closest_frame(still, path)
             except (VideoError, FileNotFoundError) as error:
                 logger.warning("source video %s: %s", video.pk, error)
                 continue

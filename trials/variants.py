@@ -1,91 +1,336 @@
-"""Per-trial byte variants of faces and videos, so no file is its own answer key.
+"""Per-trial byte variants of faces and videos: bytes that carry nothing but the picture.
 
-A face crop or video served with fixed bytes lets a cheating rater (or a bot across
-throw-away sessions) learn answers by file size or hash. Every medium is therefore served
-as a variant derived from the trial's (or face's) opaque token:
+A medium served with bytes that recur across trials is an answer key for a bot that
+never decodes it (issue 19: the size of a video minus its padding named the video in 48
+of 48 trials; the hash of its coded payload too; the largest face PNG once its padding
+chunk was removed picked the target in 28.5 % of lineups). So every medium a rater gets
+is made for that trial from a secret seed (:func:`variant_seed`), and its sizes are
+fixed by format, never by content:
 
-- PNG faces: re-encoded with invisible noise (a random half of the pixels moved by one
-  grey level, at most 1/255 per channel) and a private ancillary padding chunk
-  (``paDd``, ignored by decoders, PNG 1.2 section 4.4) of random length and content.
-- MP4 videos: a top-level ``free`` box (ISO/IEC 14496-12, section 8.1.2: "free space",
-  its contents irrelevant and ignored) of random length and content right after ``ftyp``,
-  with every chunk offset (``stco`` / ``co64``) moved by its length, so the file still
-  plays and seeks and no byte range from the start on is the same as in another trial.
-  Catch-trial probes are also padded to at least a size drawn from the campaign's
-  evaluated videos (:func:`size_floor`), so a size threshold does not tell them apart.
+- **Videos** (:func:`render_mp4_variant`) are decoded and re-encoded per trial: every
+  pixel moved by at most one grey level of seeded noise (invisible; every coded byte
+  differs), H.264 with one fixed set of encoder settings per frame format (no B-frames,
+  a fixed key-frame interval, no scene-cut key frames, a VBV budget of
+  :data:`BITS_PER_PIXEL` per pixel per frame), then every coded frame is padded to the
+  same size with an H.264 filler-data NAL unit (ITU-T H.264, section 7.3.2.7, type 12:
+  decoders discard it) and the MP4's sample tables are rewritten for one frame per
+  chunk (:func:`uniform_samples`). Header and ``mdat`` sizes then depend on the frame
+  size, frame rate and frame count only: two clips of one format and length have
+  byte-identical ``moov`` boxes. Last, a trailing ``free`` box (ISO/IEC 14496-12,
+  section 8.1.2) pads the file to one size for the whole campaign
+  (:func:`campaign_video_size`), larger than any of its videos' variants, so the
+  Content-Range total is the same number for every trial, evaluated or attention check.
+- **Attention checks** are the same pipeline with an instruction ("Choose face 3")
+  burnt into the frames for a stretch starting at a random moment
+  (:func:`instruction_frames`); the answer is the instructed position.
+- **Faces** (:func:`png_variant`) are re-rendered per trial (a seeded sub-pixel shift,
+  scale and rotation, a one-level brightness offset and one-level noise inside the
+  face oval) and written as *uncompressed* PNGs (zlib stored blocks), so every face of
+  one crop size has the same byte length whatever the face: no size, padding or
+  compression-ratio cue (a compressed PNG's size is its picture's entropy, stable per
+  identity: that is why the largest PNG picked the identity with the most videos).
 
-The variant is a pure function of the token (seeded by the server's secret key), so a
-reload and every Range request of one trial see the same bytes. Nothing in a variant
-carries the answer: the padding is random bytes.
+The variant is a pure function of the token and the secret key; a video variant is
+made on the trial's first media request and kept in storage (:func:`stored_variant`),
+so every Range request of one trial sees the same bytes. The plausibility check counts
+the distinct bytes of the file sent (:func:`mark_blocks`), not repeated ranges.
 """
 
 from __future__ import annotations
 
 import hashlib
-import random
+import hmac
+import logging
 import struct
+import subprocess
+import tempfile
+import time
 import zlib
+from pathlib import Path
 
 import cv2
 import numpy as np
 from django.conf import settings
+from django.core.files.base import ContentFile
+from django.db import transaction
 from django.http import HttpResponse, StreamingHttpResponse
 
-from .media import _private, not_prepared_response, parse_range
+from automated.video import VideoError, ffmpeg_executable, iter_frames, transcode_timeout_s
 
-#: Random padding length range (bytes) of a PNG chunk or MP4 free box.
-PADDING_BYTES = (16, 4096)
+from .media import OVAL_GREY, _private, not_prepared_response, oval_alpha, parse_range
+
+logger = logging.getLogger("deid.trials")
+
+#: VBV budget of a coded frame, bits per pixel (0.3 for a 360x288 frame: 3.9 kB).
+BITS_PER_PIXEL = 0.3
+#: Bytes every coded frame is padded to above its VBV budget (the first frame also
+#: carries the encoder's SEI message and parameter sets).
+FRAME_SLACK_BYTES = 1024
+#: Smallest H.264 filler NAL unit in an MP4 sample: 4-byte length, header, trailing bits.
+MIN_FILLER_BYTES = 6
+#: Key-frame interval in seconds (fixed, so the sync-sample table depends on length only).
+KEYFRAME_INTERVAL_S = 2.0
+#: The campaign-wide video size is rounded up to a multiple of this many bytes.
+SIZE_STEP_BYTES = 64 * 1024
+#: Header bytes allowed per video in the campaign-wide size: a fixed part plus per frame.
+HEADER_BYTES_FIXED, HEADER_BYTES_PER_FRAME = 8192, 16
+#: Block size of the distinct-bytes record (:func:`mark_blocks`).
+BLOCK_BYTES = 4096
 
 _CONTAINERS = {b"moov", b"trak", b"mdia", b"minf", b"stbl", b"edts", b"dinf"}
 
 
-def variant_rng(token: str) -> random.Random:
-    """The random source of a token's variant: secret, stable for that token."""
-    digest = hashlib.sha256(f"{settings.SECRET_KEY}:media-variant:{token}".encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
+def variant_seed(token: str, purpose: str = "media-variant") -> int:
+    """A 64-bit seed for ``token``'s variant: secret (keyed by ``SECRET_KEY``), stable per token."""
+    digest = hmac.new(settings.SECRET_KEY.encode(), f"{purpose}:{token}".encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big")
 
 
-def _padding(rng: random.Random) -> bytes:
-    return rng.randbytes(rng.randint(*PADDING_BYTES))
+# --- faces -----------------------------------------------------------------------------
 
 
-def png_variant(png: bytes, token: str) -> bytes:
-    """The PNG re-encoded with one-grey-level noise and a random padding chunk.
+def uncompressed_png(image_rgb: np.ndarray) -> bytes:
+    """An RGB PNG written with zlib *stored* blocks: its length depends on its shape only.
+
+    IHDR, one IDAT (every row with filter type 0), IEND; no ancillary chunk.
 
     Parameters
     ----------
-    png : bytes
-        A PNG (the rater crop of a gallery face).
-    token : str
-        The face's opaque token (seeds the noise and padding).
+    image_rgb : ndarray of shape (height, width, 3), dtype uint8
 
     Returns
     -------
     bytes
-        A PNG of the same size in pixels whose every pixel differs from ``png`` by at
-        most 1 per channel, and whose length and hash differ from any other token's.
+        ``8 + 25 + (12 + zlib length of height * (1 + 3 * width) bytes) + 12`` bytes.
+    """
+    height, width = image_rgb.shape[:2]
+    raw = np.zeros((height, 1 + 3 * width), np.uint8)
+    raw[:, 1:] = image_rgb.reshape(height, 3 * width)
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(body))
+            + kind
+            + body
+            + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+        )
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw.tobytes(), 0))
+        + chunk(b"IEND", b"")
+    )
+
+
+def rerender_face(crop_rgb: np.ndarray, seed: int) -> np.ndarray:
+    """A trial's re-rendering of a face crop: no pixel equals the stored crop's by design.
+
+    A similarity transform about the centre (scale 1 +- 1.5 %, rotation +- 1.5 degrees,
+    shift +- 1.5 px), a brightness offset of -1, 0 or +1 grey level, and +-1 level noise,
+    inside the face oval only: outside it stays flat :data:`trials.media.OVAL_GREY`
+    (no rim cue).
+
+    Parameters
+    ----------
+    crop_rgb : ndarray of shape (size, size, 3), dtype uint8
+    seed : int
+
+    Returns
+    -------
+    ndarray of shape (size, size, 3), dtype uint8
+    """
+    rng = np.random.default_rng(seed)
+    size = crop_rgb.shape[0]
+    matrix = cv2.getRotationMatrix2D(
+        (size / 2 - 0.5, size / 2 - 0.5), rng.uniform(-1.5, 1.5), 1 + rng.uniform(-0.015, 0.015)
+    )
+    matrix[:, 2] += rng.uniform(-1.5, 1.5, 2)
+    moved = cv2.warpAffine(
+        crop_rgb, matrix, (size, size), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
+    )
+    shifted = moved.astype(np.int16) + int(rng.integers(-1, 2))
+    shifted += rng.integers(-1, 2, size=(size, size, 1), dtype=np.int16)
+    alpha = oval_alpha(size)[..., None]
+    blended = np.clip(shifted, 0, 255) * alpha + OVAL_GREY * (1.0 - alpha)
+    return np.round(blended).astype(np.uint8)
+
+
+def png_variant(png: bytes, token: str) -> bytes:
+    """The trial's face: :func:`rerender_face` of the stored crop, as :func:`uncompressed_png`.
+
+    Parameters
+    ----------
+    png : bytes
+        The stored rater crop (any image OpenCV decodes).
+    token : str
+        The face's opaque token (seeds the re-rendering).
+
+    Returns
+    -------
+    bytes
+        A PNG of the crop's pixel size whose length is the same for every face of that
+        size and whose pixels differ from any other token's.
 
     Raises
     ------
     ValueError
         If ``png`` does not decode.
     """
-    rng = variant_rng(token)
     image = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR)
     if image is None:
-        raise ValueError("not a decodable PNG")
-    noise_rng = np.random.default_rng(rng.getrandbits(64))
-    noise = noise_rng.integers(-1, 2, size=image.shape[:2], dtype=np.int16)[..., None]
-    noisy = np.clip(image.astype(np.int16) + noise, 0, 255).astype(np.uint8)
-    ok, encoded = cv2.imencode(".png", noisy, [cv2.IMWRITE_PNG_COMPRESSION, rng.randint(1, 9)])
-    if not ok:
-        raise ValueError("PNG encoding failed")
-    data = encoded.tobytes()
-    iend = data.rfind(b"IEND") - 4  # the IEND chunk starts with its 4-byte length
-    payload = _padding(rng)
-    chunk = struct.pack(">I", len(payload)) + b"paDd" + payload
-    chunk += struct.pack(">I", zlib.crc32(b"paDd" + payload) & 0xFFFFFFFF)
-    return data[:iend] + chunk + data[iend:]
+        raise ValueError("not a decodable image")
+    rgb = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+    return uncompressed_png(rerender_face(rgb, variant_seed(token, "face")))
+
+
+# --- videos: per-trial encoding ------------------------------------------------------------
+
+
+def frame_budget_bytes(width: int, height: int) -> int:
+    """Bytes of every coded frame of a ``width`` x ``height`` variant (VBV budget + slack)."""
+    return int(BITS_PER_PIXEL * width * height / 8) + FRAME_SLACK_BYTES
+
+
+def instruction_frames(frames: list, text: str, seed: int) -> list:
+    """Burn ``text`` into a stretch of ``frames`` starting at a random moment (in place too).
+
+    The stretch starts between 10 % and 50 % of the clip and lasts 40 % of it (at least
+    one frame): about 1.2 s of a 3 s clip, long enough to read, and replays show it
+    again. White letters with a dark outline, about a tenth of the frame high, at a
+    random height.
+
+    Parameters
+    ----------
+    frames : list of ndarray of shape (height, width, 3), dtype uint8
+    text : str
+        ASCII, e.g. ``"Choose face 3"``.
+    seed : int
+
+    Returns
+    -------
+    list
+        The same frames (those of the stretch drawn on).
+    """
+    rng = np.random.default_rng(seed)
+    n = len(frames)
+    if not n:
+        return frames
+    first = int(n * rng.uniform(0.1, 0.5))
+    last = min(n, first + max(1, int(round(0.4 * n))))
+    height, width = frames[0].shape[:2]
+    font = cv2.FONT_HERSHEY_DUPLEX
+    scale = 1.0
+    (text_w, text_h), _ = cv2.getTextSize(text, font, scale, 2)
+    scale = min(0.9 * width / text_w, 0.1 * height / text_h)
+    thickness = max(1, int(round(2 * scale)))
+    (text_w, text_h), _ = cv2.getTextSize(text, font, scale, thickness)
+    x = (width - text_w) // 2
+    y = int(rng.uniform(text_h + 0.05 * height, 0.95 * height))
+    for index in range(first, last):
+        frame = np.ascontiguousarray(frames[index])
+        cv2.putText(frame, text, (x, y), font, scale, (0, 0, 0), thickness + 3, cv2.LINE_AA)
+        cv2.putText(frame, text, (x, y), font, scale, (255, 255, 255), thickness, cv2.LINE_AA)
+        frames[index] = frame
+    return frames
+
+
+def _encode(frames: list, fps: float, out: Path, rate_scale: float) -> None:
+    height, width = frames[0].shape[:2]
+    budget_bits = int(BITS_PER_PIXEL * width * height * rate_scale)
+    keyint = max(1, int(round(KEYFRAME_INTERVAL_S * fps)))
+    command = [
+        ffmpeg_executable(), "-y", "-loglevel", "error",
+        "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{width}x{height}", "-r", repr(float(fps)), "-i", "-",
+        "-an", "-map_metadata", "-1",
+        "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p",
+        "-bf", "0", "-g", str(keyint), "-keyint_min", str(keyint), "-sc_threshold", "0",
+        "-b:v", str(int(budget_bits * fps)), "-maxrate", str(int(budget_bits * fps)), "-bufsize", str(budget_bits),
+        "-movflags", "+faststart", str(out),
+    ]  # fmt: skip
+    data = b"".join(np.ascontiguousarray(frame).tobytes() for frame in frames)
+    try:
+        result = subprocess.run(command, input=data, capture_output=True, timeout=transcode_timeout_s())
+    except subprocess.TimeoutExpired:
+        raise VideoError("encoding a trial's video took too long") from None
+    if result.returncode != 0:
+        raise VideoError(f"cannot encode a trial's video: {result.stderr.decode(errors='replace')[-500:]}")
+
+
+def render_mp4_variant(source: bytes, seed: int, *, total_size: int = 0, instruction: str = "") -> bytes:
+    """A trial's copy of a browser video: re-encoded with seeded noise, uniform frames, padded.
+
+    Parameters
+    ----------
+    source : bytes
+        A video ffmpeg and OpenCV read (the prepared H.264 web copy, or a catch probe).
+    seed : int
+        :func:`variant_seed` of the trial's media token.
+    total_size : int
+        Pad the file to this many bytes (:func:`campaign_video_size`); a variant already
+        larger is left as is and logged (its size would then be a cue).
+    instruction : str
+        Text burnt into a random stretch of the clip (:func:`instruction_frames`), for
+        attention checks; empty for none.
+
+    Returns
+    -------
+    bytes
+        An MP4 (``ftyp``, ``moov``, ``mdat`` of equal-sized samples, ``free``) of the same
+        frames, frame rate and frame size; each pixel within 1 grey level of the source
+        before coding.
+
+    Raises
+    ------
+    automated.video.VideoError
+        If the source cannot be decoded or ffmpeg fails.
+    """
+    rng = np.random.default_rng(seed)
+    with tempfile.TemporaryDirectory(prefix="deid-variant-") as folder:
+        source_path, out = Path(folder) / "source.mp4", Path(folder) / "variant.mp4"
+        source_path.write_bytes(source)
+        capture = cv2.VideoCapture(str(source_path))
+        fps = float(capture.get(cv2.CAP_PROP_FPS) or 0.0)
+        capture.release()
+        frames = []
+        for _, frame in iter_frames(source_path):
+            noise = rng.integers(-1, 2, size=frame.shape[:2], dtype=np.int16)[..., None]
+            frames.append(np.clip(frame.astype(np.int16) + noise, 0, 255).astype(np.uint8))
+        if not frames or fps <= 0:
+            raise VideoError("a trial's video source has no decodable frame or frame rate")
+        if instruction:
+            instruction_frames(frames, instruction, int(rng.integers(2**63)))
+        height, width = frames[0].shape[:2]
+        budget = frame_budget_bytes(width, height)
+        for rate_scale in (1.0, 0.8, 0.6, 0.4):
+            _encode(frames, fps, out, rate_scale)
+            try:
+                data = uniform_samples(out.read_bytes(), budget)
+                break
+            except FrameTooLarge:
+                continue  # a frame beyond the budget: encode at a lower rate
+        else:
+            raise VideoError("a trial's video does not fit its frame budget even at 40 % of the rate")
+    if total_size and len(data) > total_size:
+        logger.warning("video variant of %d bytes exceeds the campaign size %d", len(data), total_size)
+    return pad_mp4(data, total_size)
+
+
+def pad_mp4(data: bytes, total_size: int) -> bytes:
+    """``data`` followed by a ``free`` box of random bytes making it ``total_size`` long
+    (at least an 8-byte box; nothing is added when it is already longer)."""
+    short = total_size - len(data)
+    if short < 8:
+        return data
+    return data + struct.pack(">I4s", short, b"free") + np.random.default_rng().bytes(short - 8)
+
+
+# --- MP4 rewriting ------------------------------------------------------------------------
+
+
+class FrameTooLarge(ValueError):
+    """A coded frame is larger than the frame budget minus a filler NAL unit."""
 
 
 def _boxes(data: bytes | memoryview, start: int, end: int):
@@ -105,138 +350,347 @@ def _boxes(data: bytes | memoryview, start: int, end: int):
         offset += size
 
 
-def _shift_chunk_offsets(moov: bytearray, delta: int) -> None:
-    """Add ``delta`` to every ``stco``/``co64`` entry inside ``moov`` (in place)."""
-
-    def walk(start: int, end: int) -> None:
-        for kind, offset, header, size in list(_boxes(moov, start, end)):
-            body = offset + header
-            if kind in _CONTAINERS:
-                walk(body, offset + size)
-            elif kind in (b"stco", b"co64"):
-                (count,) = struct.unpack_from(">I", moov, body + 4)
-                fmt, width = (">I", 4) if kind == b"stco" else (">Q", 8)
-                for i in range(count):
-                    at = body + 8 + i * width
-                    (value,) = struct.unpack_from(fmt, moov, at)
-                    if kind == b"stco" and value + delta >= 2**32:
-                        raise ValueError("chunk offset overflows stco")
-                    struct.pack_into(fmt, moov, at, value + delta)
-
-    walk(8, len(moov))
+def _tree(data: bytes, start: int, end: int) -> list:
+    """Boxes as ``[kind, children (list) or body (bytes)]``; containers are parsed."""
+    return [
+        [
+            kind,
+            _tree(data, offset + header, offset + size)
+            if kind in _CONTAINERS
+            else data[offset + header : offset + size],
+        ]
+        for kind, offset, header, size in _boxes(data, start, end)
+    ]
 
 
-def mp4_variant(path, token: str, *, min_size: int = 0) -> tuple[list, int]:
-    """The spans of the token's variant of an MP4 file: ``ftyp``, a random ``free`` box,
-    the ``moov`` with shifted chunk offsets, then the rest of the file unchanged.
+def _serialise(nodes: list) -> bytes:
+    out = b""
+    for kind, content in nodes:
+        body = _serialise(content) if isinstance(content, list) else content
+        out += struct.pack(">I4s", 8 + len(body), kind) + body
+    return out
+
+
+def _find(nodes: list, kind: bytes) -> list:
+    """Every node of ``kind`` in the tree, depth first."""
+    found = []
+    for node in nodes:
+        if node[0] == kind:
+            found.append(node)
+        if isinstance(node[1], list):
+            found += _find(node[1], kind)
+    return found
+
+
+def _sample_offsets(stbl: list) -> tuple[list[int], list[int]]:
+    """File offsets and sizes of the samples of one track's ``stbl``."""
+    (stsz,) = [body for kind, body in stbl if kind == b"stsz"]
+    uniform, count = struct.unpack_from(">II", stsz, 4)
+    sizes = [uniform] * count if uniform else list(struct.unpack_from(f">{count}I", stsz, 12))
+    chunk_offsets = []
+    for kind, body in stbl:
+        if kind in (b"stco", b"co64"):
+            (n,) = struct.unpack_from(">I", body, 4)
+            chunk_offsets = list(struct.unpack_from(f">{n}{'I' if kind == b'stco' else 'Q'}", body, 8))
+    (stsc,) = [body for kind, body in stbl if kind == b"stsc"]
+    (n_runs,) = struct.unpack_from(">I", stsc, 4)
+    runs = [struct.unpack_from(">III", stsc, 8 + 12 * i)[:2] for i in range(n_runs)]
+    offsets, sample = [], 0
+    for chunk_index, chunk_offset in enumerate(chunk_offsets, start=1):
+        per_chunk = [per for first, per in runs if first <= chunk_index][-1]
+        position = chunk_offset
+        for _ in range(per_chunk):
+            if sample >= count:
+                break
+            offsets.append(position)
+            position += sizes[sample]
+            sample += 1
+    if len(offsets) != count:
+        raise ValueError(f"sample tables describe {len(offsets)} of {count} samples")
+    return offsets, sizes
+
+
+def uniform_samples(data: bytes, frame_bytes: int) -> bytes:
+    """Rewrite a one-track H.264 MP4 so that every sample is ``frame_bytes`` long.
+
+    Each sample gets an H.264 filler-data NAL unit (type 12, ITU-T H.264 section
+    7.3.2.7; decoders drop it) filling it up; the sample tables become one sample per
+    chunk (``stsc`` one entry, ``stsz`` one uniform size, ``stco`` one offset per
+    sample) and the ``btrt`` box states the padded rate. Layout: ``ftyp``, ``moov``,
+    ``mdat``.
 
     Parameters
     ----------
-    path : path-like
-        An MP4 (ISO base media) file, e.g. a ``web_file`` from ``transcode_for_web``.
-    token : str
-        The trial's media token.
-    min_size : int
-        The variant is padded (a longer ``free`` box) to at least this many bytes
-        (:func:`size_floor`: a size drawn from the campaign's evaluated videos).
+    data : bytes
+        An MP4 with one H.264 track of 4-byte NAL lengths (ffmpeg's libx264 output).
+    frame_bytes : int
+        Size of every sample after padding.
 
     Returns
     -------
-    spans : list
-        Each ``bytes`` (served as is) or ``(offset, length)`` (a byte range of ``path``).
-    size : int
-        Total length in bytes.
+    bytes
 
     Raises
     ------
+    FrameTooLarge
+        If a sample is larger than ``frame_bytes - MIN_FILLER_BYTES``.
     ValueError
-        If the file is not an MP4 starting with ``ftyp`` or has a damaged box.
-    FileNotFoundError
-        If ``path`` does not exist.
+        If the file is not such an MP4.
     """
-    rng = variant_rng(token)
-    with open(path, "rb") as handle:
-        data = handle.read()  # web copies are small (seconds of H.264); moov must be read anyway
-    boxes = list(_boxes(data, 0, len(data)))
-    if not boxes or boxes[0][0] != b"ftyp":
-        raise ValueError("not an MP4 file (no leading ftyp box)")
-    payload = _padding(rng)
-    short = min_size - (len(data) + 8 + len(payload))
-    if short > 0:
-        payload += rng.randbytes(short)
-    free = struct.pack(">I4s", 8 + len(payload), b"free") + payload
-    spans: list = []
-    for kind, offset, _, size in boxes:
-        if kind == b"moov":
-            moov = bytearray(data[offset : offset + size])
-            _shift_chunk_offsets(moov, len(free))
-            spans.append(bytes(moov))
+    top = _tree(data, 0, len(data))
+    kinds = [kind for kind, _ in top]
+    if kinds[:1] != [b"ftyp"] or kinds.count(b"moov") != 1:
+        raise ValueError("not an MP4 file with one moov box")
+    moov = next(node for node in top if node[0] == b"moov")
+    traks = _find(moov[1], b"trak")
+    if len(traks) != 1:
+        raise ValueError(f"expected one track, found {len(traks)}")
+    (stbl_node,) = _find(traks[0][1], b"stbl")
+    stbl = stbl_node[1]
+    stsd = next(body for kind, body in stbl if kind == b"stsd")
+    at = stsd.find(b"avcC")
+    if at < 0 or (stsd[at + 8] & 3) + 1 != 4:
+        raise ValueError("expected an H.264 track with 4-byte NAL lengths")
+    offsets, sizes = _sample_offsets(stbl)
+    if max(sizes) > frame_bytes - MIN_FILLER_BYTES:
+        raise FrameTooLarge(f"a frame of {max(sizes)} bytes exceeds {frame_bytes - MIN_FILLER_BYTES}")
+    count = len(sizes)
+    payload = bytearray()
+    for offset, size in zip(offsets, sizes):
+        filler = frame_bytes - size
+        payload += data[offset : offset + size]
+        payload += struct.pack(">IB", filler - 4, 0x0C) + b"\xff" * (filler - MIN_FILLER_BYTES) + b"\x80"
+    # btrt: buffer size, maximum and average rate (bits/s) of the padded stream.
+    (mdhd,) = [body for kind, body in _find(traks[0][1], b"mdhd")]
+    timescale, duration = (
+        struct.unpack_from(">IQ", mdhd, 20) if mdhd[0] == 1 else struct.unpack_from(">II", mdhd, 12)
+    )
+    rate = int(round(8 * frame_bytes * count * timescale / max(duration, 1)))
+    btrt = stsd.find(b"btrt")
+    if btrt >= 4:
+        stsd = stsd[: btrt + 4] + struct.pack(">III", frame_bytes, rate, rate) + stsd[btrt + 16 :]
+    new_stbl = []
+    for kind, body in stbl:
+        if kind == b"stsd":
+            new_stbl.append([kind, stsd])
+        elif kind == b"stsz":
+            new_stbl.append([kind, struct.pack(">III", 0, frame_bytes, count)])
+        elif kind == b"stsc":
+            new_stbl.append([kind, struct.pack(">IIIII", 0, 1, 1, 1, 1)])
+        elif kind in (b"stco", b"co64"):
+            new_stbl.append([b"stco", struct.pack(">II", 0, count) + b"\0" * (4 * count)])
         else:
-            spans.append((offset, size))
-        if kind == b"ftyp":
-            spans.append(free)
-    return spans, len(data) + len(free)
+            new_stbl.append([kind, body])
+    stbl_node[1] = new_stbl
+    ftyp = _serialise([top[0]])
+    mdat_start = len(ftyp) + len(_serialise([moov])) + 8
+    if mdat_start + count * frame_bytes >= 2**32:
+        raise ValueError("video too large for 32-bit chunk offsets")
+    chunk_offsets = struct.pack(f">{count}I", *(mdat_start + i * frame_bytes for i in range(count)))
+    for node in new_stbl:
+        if node[0] == b"stco":
+            node[1] = struct.pack(">II", 0, count) + chunk_offsets
+    return ftyp + _serialise([moov]) + struct.pack(">I4s", 8 + len(payload), b"mdat") + bytes(payload)
 
 
-def size_floor(campaign, token: str) -> int:
-    """A size in bytes drawn (per token, stable) from the campaign's evaluated videos' variants.
+def content_length(data: bytes) -> int:
+    """Bytes of a variant before its trailing padding ``free`` box (what a player reads)."""
+    end = 0
+    for kind, offset, _, size in _boxes(data, 0, len(data)):
+        if kind != b"free":
+            end = offset + size
+    return end
 
-    A catch-trial probe is padded to at least this (:func:`mp4_variant`): its size is that
-    of an evaluated video's variant picked at random (its browser copy plus a random
-    ``free`` box, reproduced here), or its own if larger, so a size threshold does not
-    tell catch trials from evaluated ones.
+
+# --- one size per campaign ----------------------------------------------------------------
+
+
+def campaign_video_size(campaign) -> int:
+    """The length in bytes of every video variant served in ``campaign``.
+
+    The largest variant any of its rateable videos can give (frame budget x frames +
+    header allowance, :func:`frame_budget_bytes`; frame counts with 10 % spare), from the
+    probed metadata of its source and masked videos, rounded up to
+    :data:`SIZE_STEP_BYTES`. Catch-trial probes take the formats of the evaluated videos
+    (:func:`trials.media.catch_video_spec`), so they are covered too.
 
     Returns
     -------
     int
-        0 when the campaign has no evaluated video with a browser copy.
+        0 when no video of the campaign has probed metadata (no padding then).
     """
-    from .models import Item
+    from evalsite.models import MaskedVideo, SourceVideo
 
-    items = Item.objects.evaluated(campaign).order_by("pk")
-    count = items.count()
-    if not count:
+    columns = ("frame_count", "width", "height")
+    rows = list(
+        SourceVideo.objects.filter(campaign=campaign, attacker_train=False)
+        .exclude(frame_count=None)
+        .exclude(width=None)
+        .exclude(height=None)
+        .values_list(*columns)
+    ) + list(
+        MaskedVideo.objects.filter(submission__campaign=campaign)
+        .exclude(frame_count=None)
+        .exclude(width=None)
+        .exclude(height=None)
+        .values_list(*columns)
+    )
+    if not rows:
         return 0
-    rng = variant_rng(f"size-floor:{token}")
-    item = items.select_related("source_video", "masked_video")[rng.randrange(count)]
-    field = item.video_for_raters().web_file
+    largest = max(
+        int(frames * 1.1 + 1) * (frame_budget_bytes(width // 2 * 2, height // 2 * 2) + HEADER_BYTES_PER_FRAME)
+        for frames, width, height in rows
+    )
+    largest += HEADER_BYTES_FIXED
+    return -(-largest // SIZE_STEP_BYTES) * SIZE_STEP_BYTES
+
+
+def variant_name(token: str) -> str:
+    """Storage name of a trial's video variant: keyed by the secret, so not guessable."""
+    digest = hmac.new(settings.SECRET_KEY.encode(), f"variant-name:{token}".encode(), hashlib.sha256)
+    return f"variants/{digest.hexdigest()[:40]}.mp4"
+
+
+def stored_variant(field_file, token: str, *, lock, total_size, instruction: str = "") -> bytes:
+    """The trial's video variant: read from storage, or made once and stored.
+
+    Parameters
+    ----------
+    field_file : FieldFile
+        The prepared source (a web copy or a catch probe), read with the storage API.
+    token : str
+        The trial's media token (seed and storage name, :func:`variant_name`).
+    lock : callable
+        Called inside a transaction before making the variant (locks the trial's row),
+        so concurrent first requests make it once and every later request reads it.
+    total_size : callable() -> int
+        The size to pad to (:func:`campaign_video_size`), asked only when making it.
+    instruction : str
+        As :func:`render_mp4_variant`.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the source is not in storage.
+    automated.video.VideoError
+        If the variant cannot be encoded.
+    """
+    storage = field_file.storage
+    name = variant_name(token)
+    with transaction.atomic():
+        if not storage.exists(name):
+            lock()
+        if storage.exists(name):  # made before, or by a concurrent request while we waited
+            with storage.open(name, "rb") as handle:
+                return handle.read()
+        with field_file.open("rb") as handle:
+            source = handle.read()
+        data = render_mp4_variant(
+            source, variant_seed(token), total_size=total_size(), instruction=instruction
+        )
+        stored = storage.save(name, ContentFile(data))
+        if stored != name:  # cannot happen under the lock; never serve two copies
+            storage.delete(stored)
+    return data
+
+
+def remove_old_variants(storage, older_than_s: float) -> int:
+    """Delete stored video variants older than ``older_than_s`` seconds (made again if asked).
+
+    Returns
+    -------
+    int
+        Files deleted.
+    """
     try:
-        size = field.size if field else 0
-    except (FileNotFoundError, OSError):
+        _, names = storage.listdir("variants")
+    except FileNotFoundError:
         return 0
-    return size + 8 + rng.randint(*PADDING_BYTES) if size else 0
+    cutoff = time.time() - older_than_s
+    removed = 0
+    for name in names:
+        path = f"variants/{name}"
+        try:
+            if storage.get_modified_time(path).timestamp() < cutoff:
+                storage.delete(path)
+                removed += 1
+        except FileNotFoundError:
+            continue
+    return removed
 
 
-def read_spans(path, spans: list, start: int, end: int):
-    """Yield the bytes ``start``..``end`` (inclusive) of the variant described by ``spans``."""
-    position = 0
-    with open(path, "rb") as handle:
-        for span in spans:
-            length = len(span) if isinstance(span, bytes) else span[1]
-            lo, hi = max(start, position), min(end + 1, position + length)
-            if lo < hi:
-                if isinstance(span, bytes):
-                    yield span[lo - position : hi - position]
-                else:
-                    handle.seek(span[0] + lo - position)
-                    remaining = hi - lo
-                    while remaining > 0:
-                        chunk = handle.read(min(64 * 1024, remaining))
-                        if not chunk:
-                            return
-                        remaining -= len(chunk)
-                        yield chunk
-            position += length
-            if position > end:
-                return
+def instruction_text(choice: str) -> str:
+    """The words of an attention check's instruction for the answer ``choice`` ("0"-"5")."""
+    return "Choose: not present" if choice == "0" else f"Choose face {choice}"
 
 
-def _ranged(request, size: int, read, content_type: str, on_sent=None):
-    """A 200/206/416 response of ``size`` bytes produced by ``read(start, end)``.
+def instructed_choice(probe_position: int, n_faces: int, rng) -> str:
+    """The answer an attention check instructs: any of "0" (not present) and "1".."n_faces"
+    but the position of the face shown in its video, uniformly (``rng``: ``random.Random``).
 
-    ``on_sent(n)`` is called with the bytes actually sent once the body ends (also when
-    the client went away), which is what the plausibility checks count.
+    A rater (or face-recognition bot) who answers by the face and not by the words is
+    always wrong on it.
+
+    Raises
+    ------
+    ValueError
+        If ``probe_position`` is not in 1..n_faces.
     """
+    if not 1 <= probe_position <= n_faces:
+        raise ValueError(f"probe_position must be in 1..{n_faces}, got {probe_position}")
+    return rng.choice([str(i) for i in range(n_faces + 1) if i != probe_position])
+
+
+# --- serving and the distinct-bytes record -------------------------------------------------
+
+
+def mark_blocks(bitmap: bytes, start: int, length: int, limit: int) -> bytes:
+    """``bitmap`` with the :data:`BLOCK_BYTES` blocks of ``[start, start + length)`` set.
+
+    Only bytes below ``limit`` (the content, not the padding) count; a block counts when
+    the range covers it whole (the last, shorter block of the content when it covers
+    that), so repeating a range never adds a block twice.
+
+    Parameters
+    ----------
+    bitmap : bytes
+        One bit per block, block ``i`` at bit ``i % 8`` of byte ``i // 8``.
+    start, length, limit : int
+        Bytes.
+
+    Returns
+    -------
+    bytes
+    """
+    n_blocks = -(-limit // BLOCK_BYTES)
+    bits = bytearray(bitmap.ljust(-(-n_blocks // 8), b"\0"))
+    end = min(start + length, limit)
+    first = -(-start // BLOCK_BYTES)
+    for block in range(first, n_blocks):
+        block_end = min((block + 1) * BLOCK_BYTES, limit)
+        if block_end > end:
+            break
+        bits[block // 8] |= 1 << (block % 8)
+    return bytes(bits)
+
+
+def distinct_bytes(bitmap: bytes, limit: int) -> int:
+    """Bytes below ``limit`` covered by the blocks set in ``bitmap`` (:func:`mark_blocks`)."""
+    total = 0
+    for block in range(-(-limit // BLOCK_BYTES)):
+        if block // 8 < len(bitmap) and bitmap[block // 8] >> (block % 8) & 1:
+            total += min((block + 1) * BLOCK_BYTES, limit) - block * BLOCK_BYTES
+    return total
+
+
+def ranged_bytes_response(request, data: bytes, content_type: str, on_sent=None) -> HttpResponse:
+    """A 200/206/416 response of ``data`` with Range support (RFC 9110, section 14).
+
+    ``on_sent(start, n)`` is called with the first byte and the count of bytes actually
+    sent once the body ends (also when the client went away). No file name is sent and
+    the response is private and uncached.
+    """
+    size = len(data)
     header = request.headers.get("Range", "")
     try:
         byte_range = parse_range(header, size) if header else None
@@ -249,12 +703,13 @@ def _ranged(request, size: int, read, content_type: str, on_sent=None):
     def body():
         sent = 0
         try:
-            for chunk in read(start, end):
+            for offset in range(start, end + 1, 64 * 1024):
+                chunk = data[offset : min(offset + 64 * 1024, end + 1)]
                 sent += len(chunk)
                 yield chunk
         finally:
             if on_sent is not None:
-                on_sent(sent)
+                on_sent(start, sent)
 
     response = StreamingHttpResponse(body(), status=206 if byte_range else 200, content_type=content_type)
     if byte_range:
@@ -264,29 +719,11 @@ def _ranged(request, size: int, read, content_type: str, on_sent=None):
     return _private(response)
 
 
-def png_variant_response(request, field_file, token: str):
-    """The token's :func:`png_variant` of a prepared PNG (503 while it is being prepared)."""
+def png_variant_response(request, field_file, token: str) -> HttpResponse:
+    """The token's :func:`png_variant` of a prepared crop (503 while it is being prepared)."""
     try:
         with field_file.open("rb") as handle:
             data = png_variant(handle.read(), token)
     except (FileNotFoundError, ValueError):
         return not_prepared_response()
-    return _ranged(request, len(data), lambda s, e: iter([data[s : e + 1]]), "image/png")
-
-
-def mp4_variant_response(request, field_file, token: str, on_sent=None, on_size=None, min_size: int = 0):
-    """The token's :func:`mp4_variant` of a prepared MP4 with Range support.
-
-    ``on_size(size)`` is told the variant's length; ``on_sent(n)`` the bytes sent;
-    ``min_size`` pads the variant (:func:`size_floor`).
-    """
-    if not field_file:
-        return not_prepared_response()
-    path = field_file.path
-    try:
-        spans, size = mp4_variant(path, token, min_size=min_size)
-    except FileNotFoundError:
-        return not_prepared_response()
-    if on_size is not None:
-        on_size(size)
-    return _ranged(request, size, lambda s, e: read_spans(path, spans, s, e), "video/mp4", on_sent)
+    return ranged_bytes_response(request, data, "image/png")

@@ -7,6 +7,7 @@ only their own trials. URLs carry opaque random tokens only (DESIGN.md, security
 
 from __future__ import annotations
 
+from django.db import transaction
 from django.db.models import F, Value
 from django.db.models.functions import Greatest
 from django.http import Http404, HttpResponse, HttpResponseForbidden, HttpResponseNotAllowed, JsonResponse
@@ -22,8 +23,8 @@ from evalsite.models import Campaign
 from . import assignment, browser, plausibility
 from .design import PRACTICE
 from .forms import JoinForm, ResponseForm, TrialStateForm
-from .media import ensure_catch_video, ensure_gallery_crop
-from .variants import mp4_variant_response, png_variant_response, size_floor
+from . import variants
+from .media import ensure_catch_video, ensure_gallery_crop, not_prepared_response
 from .models import Item, Rater, RatingSession, SessionState, Task, Trial, TrialFace, TrialKind
 
 SESSION_KEY = "trials_rating_session"
@@ -282,13 +283,15 @@ def trial_state(request, token: str):
 
 
 def media(request, token: str):
-    """A trial's video (or catch-probe video) or gallery face, only for the rater who owns it.
+    """A trial's video (or attention-check video) or gallery face, only for the rater who owns it.
 
-    Every file is the trial's own byte variant (:mod:`trials.variants`), so no size or
-    hash recurs across trials. Each fetch is recorded for the plausibility checks
-    (:mod:`trials.plausibility`): first request of a face and of the video, video bytes
-    sent. Gallery crops and catch videos are made on first use if rating opened without
-    them (safe under concurrent first requests); a video without its browser copy is a 503.
+    Every file is the trial's own byte variant (:mod:`trials.variants`): re-rendered per
+    trial, with sizes fixed by format (faces) or by campaign (videos), so no size or hash
+    recurs across trials or tells attention checks apart. Each fetch is recorded for the
+    plausibility checks (:mod:`trials.plausibility`): first request of a face and of the
+    video, and the distinct bytes of the video sent. Gallery crops and catch videos are
+    made on first use if rating opened without them (safe under concurrent first
+    requests); a video without its browser copy is a 503.
     """
     session = _rating_session(request)
     if session is None:
@@ -299,7 +302,9 @@ def media(request, token: str):
     now = timezone.now()
     if face is not None:
         TrialFace.objects.filter(pk=face.pk, fetched_at=None).update(fetched_at=now)
-        return png_variant_response(request, ensure_gallery_crop(face.gallery_image).file, face.token)
+        return variants.png_variant_response(
+            request, ensure_gallery_crop(face.gallery_image).file, face.token
+        )
     trial = (
         Trial.objects.select_related("probe_image", "item__masked_video", "source_video")
         .filter(media_token=token, session=session)
@@ -307,26 +312,40 @@ def media(request, token: str):
     )
     if trial is None:
         raise Http404
+    instruction = ""
     if trial.probe_image_id is not None:
         crop = ensure_gallery_crop(trial.probe_image)
         ensure_catch_video(crop)
         field = crop.catch_video
+        instruction = variants.instruction_text(trial.correct_choice)
     else:
         video = trial.item.video_for_raters() if trial.item_id else trial.source_video
         # Web copies are made when rating opens (trials.tasks), never in a rater's request:
         # one not ready yet is a 503 with Retry-After, which the trial page retries.
         field = video.web_file
+    if not field:
+        return not_prepared_response()
     trials = Trial.objects.filter(pk=trial.pk)
+    try:
+        data = variants.stored_variant(
+            field,
+            trial.media_token,
+            lock=lambda: list(trials.select_for_update()),
+            total_size=lambda: variants.campaign_video_size(session.campaign),
+            instruction=instruction,
+        )
+    except FileNotFoundError:
+        return not_prepared_response()
+    content = variants.content_length(data)
+    trials.filter(media_fetched_at=None).update(media_fetched_at=now)
+    trials.update(video_size=content)
 
-    def on_size(size: int) -> None:
-        trials.filter(media_fetched_at=None).update(media_fetched_at=now)
-        trials.update(video_size=size)
+    def on_sent(start: int, n: int) -> None:
+        with transaction.atomic():
+            blocks = bytes(trials.select_for_update().values_list("video_blocks_served", flat=True).get())
+            blocks = variants.mark_blocks(blocks, start, n, content)
+            trials.update(
+                video_blocks_served=blocks, video_bytes_served=variants.distinct_bytes(blocks, content)
+            )
 
-    def on_sent(n: int) -> None:
-        trials.update(video_bytes_served=F("video_bytes_served") + n)
-
-    # A catch probe is padded to the size of an evaluated video drawn at random.
-    floor = size_floor(session.campaign, trial.media_token) if trial.probe_image_id else 0
-    return mp4_variant_response(
-        request, field, trial.media_token, on_sent=on_sent, on_size=on_size, min_size=floor
-    )
+    return variants.ranged_bytes_response(request, data, "video/mp4", on_sent)

@@ -170,8 +170,12 @@ def test_catch_probe_not_answered_by_pixel_matching(catch_campaign, tmp_path):
     for trial, video, faces in _served_videos(catch_campaign, ["pix-1", "pix-2"]):
         if trial.kind != "catch":
             continue
-        lineup = [_decode(faces[f"/m/{face.token}"]) for face in trial.faces.order_by("position")]
-        trials.append((_frames_of(video, tmp_path, [0, 37]), lineup, int(trial.correct_choice) - 1))
+        shown = list(trial.faces.order_by("position").select_related("gallery_image"))
+        lineup = [_decode(faces[f"/m/{face.token}"]) for face in shown]
+        # The face in the probe video (the answer is the instruction's, never this face).
+        right = [face.gallery_image.identity_id for face in shown].index(trial.target_identity_id)
+        assert trial.correct_choice != str(right + 1)
+        trials.append((_frames_of(video, tmp_path, [0, 37]), lineup, right))
     served = len(trials)
     assert served >= 6
     crops = {

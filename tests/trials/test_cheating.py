@@ -142,27 +142,32 @@ def _keys(trial, files):
 def test_byte_size_or_hash_of_faces_and_videos_is_no_answer_key(grid_campaign, settings):
     settings.TRIALS_MIN_VIEW_MS = 0
     settings.TRIALS_MIN_WATCH_PERCENT = 0
-    learned_size, learned_hash = {}, set()
+    learned_size, learned_hash = defaultdict(Counter), set()
     for trial, files in _play_session(_start(grid_campaign, "harvester")):
         for size, digest, answer, _ in _keys(trial, files):
-            learned_size.setdefault(size, set()).add(answer)
+            learned_size[size][answer] += 1
             learned_hash.add(digest)
     lookups = size_right = hash_hits = faces = videos = 0
+    sizes = {True: set(), False: set()}
     for trial, files in _play_session(_start(grid_campaign, "cheater")):
         for size, digest, answer, is_face in _keys(trial, files):
             faces += is_face
             videos += not is_face
             lookups += 1
-            size_right += answer in learned_size.get(size, ())
+            sizes[is_face].add(size)
+            # The bot's guess: the answer seen most often with this size.
+            guess = learned_size[size].most_common(1)[0][0] if learned_size[size] else None
+            size_right += guess == answer
             hash_hits += digest in learned_hash
     # A rater sees each of the 10 source videos once (2 in practice here), each as an
     # identity or an action trial at random, plus catch trials: 3+ identity trials (15+
     # faces) in practice; 20 in the run that first failed the old bound of 25.
     assert faces >= 15 and videos >= 9
     assert hash_hits == 0
-    # Old code: every lookup named the right face or video. A chance size collision may
-    # happen (padding spreads sizes over ~4 kB: about 0.3 expected hits per run, so a
-    # tight bound is flaky); naming the right answer must stay far below "always".
+    # Every face served has one length (uncompressed PNG of one pixel size) and every
+    # video another (padded to the campaign's size): a size names nothing at all.
+    assert len(sizes[True]) == 1 and len(sizes[False]) == 1, sizes
+    # Old code: every lookup named the right face or video.
     assert size_right <= 0.2 * lookups, (size_right, lookups)
 
 
@@ -170,6 +175,9 @@ def test_same_trial_reloaded_gets_the_same_bytes_and_the_video_still_decodes(
     grid_campaign, settings, tmp_path
 ):
     import cv2
+    import numpy as np
+
+    from trials.variants import content_length
 
     settings.TRIALS_MIN_VIEW_MS = 0
     settings.TRIALS_MIN_WATCH_PERCENT = 0
@@ -178,10 +186,14 @@ def test_same_trial_reloaded_gets_the_same_bytes_and_the_video_still_decodes(
     urls = MEDIA.findall(html)
     video_url = urls[-1]
     first, again = _fetch(client, video_url), _fetch(client, video_url)
-    assert first == again and first[4:8] == b"ftyp" and b"free" in first[:64]
+    assert (
+        first == again
+        and first[4:8] == b"ftyp"
+        and first[-(len(first) - content_length(first)) + 4 :][:4] == b"free"
+    )
     trial = Trial.objects.get(media_token=video_url.split("/")[-1])
     original = open(trial.source_video.web_file.path, "rb").read()
-    assert len(first) > len(original)
+    assert len(first) > len(original) and original not in first
     decoded = []
     for data in (first, original):
         path = tmp_path / f"v{len(decoded)}.mp4"
@@ -195,10 +207,15 @@ def test_same_trial_reloaded_gets_the_same_bytes_and_the_video_still_decodes(
             frames.append(frame)
         decoded.append(frames)
     assert len(decoded[0]) == len(decoded[1]) > 10
-    assert all((a == b).all() for a, b in zip(*decoded))  # same pictures, other bytes
+    # The same pictures re-encoded with one-level noise: on average within 3 grey levels
+    # (H.264 at the trial's frame budget), other bytes.
+    differences = [np.abs(a.astype(int) - b).mean() for a, b in zip(*decoded)]
+    assert 0.2 < np.mean(differences) < 3.0, differences
 
 
 def test_catch_probe_matched_by_bytes_finds_no_face(grid_campaign, settings):
+    from trials.variants import campaign_video_size
+
     settings.TRIALS_MIN_VIEW_MS = 0
     settings.TRIALS_MIN_WATCH_PERCENT = 0
     checked = 0
@@ -211,6 +228,8 @@ def test_catch_probe_matched_by_bytes_finds_no_face(grid_campaign, settings):
             assert probe[4:8] == b"ftyp"  # a video like every other trial
             assert len(faces) == 5 and all(probe != face and probe[:4096] not in face for face in faces)
             assert len({len(face) for face in faces} & {len(probe)}) == 0
+            # The same length as every other trial's video (the campaign's one size).
+            assert len(probe) == campaign_video_size(grid_campaign)
             checked += 1
     assert checked >= 3
 

@@ -150,7 +150,10 @@ def test_a_video_not_prepared_is_a_503_to_retry_and_is_never_transcoded_in_the_r
     ]
     copies = {video.web_file.name for video in videos if media.web_file_ready(video)}
     assert len(videos) == len(copies) == 20
-    assert len(list(media_root.rglob("*.mp4"))) == 20  # nothing made twice, nothing left over
+    made = list(media_root.rglob("*.mp4"))
+    assert len([p for p in made if p.parent.name != "variants"]) == 20  # nothing made twice, nothing left over
+    # The one video served: the trial's own byte variant (trials.variants), made once.
+    assert len([p for p in made if p.parent.name == "variants"]) == 1
 
 
 def test_preparation_removes_files_a_killed_writer_left_and_keeps_a_live_ones(

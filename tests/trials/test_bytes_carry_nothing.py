@@ -1,0 +1,278 @@
+"""Bytes that carry nothing (issue 19): a bytes-only bot, replayed on a campaign built in
+the test, names no video, no face and no attention check above chance (binomial test,
+p < 0.01); repeated ranges do not pass the byte check; attention checks carry an
+instruction a face-recognition bot cannot follow.
+"""
+
+import hashlib
+import json
+import random
+import struct
+import zlib
+from collections import Counter, defaultdict
+
+import cv2
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from trials import variants
+from trials.models import Rater, Trial
+from trials.services import open_rating
+from trials.simulation import build_grid_campaign
+
+from .test_cheating import CHOICE, MEDIA, RESPOND, _start
+
+# --- hand-computed units ---------------------------------------------------------------------
+
+
+def test_uncompressed_png_has_one_length_per_shape_and_decodes_exactly():
+    rng = np.random.default_rng(0)
+    flat = np.full((160, 160, 3), 128, np.uint8)
+    noisy = rng.integers(0, 256, (160, 160, 3), dtype=np.uint8)
+    # 8 signature + IHDR (12 + 13) + IDAT (12 + zlib) + IEND 12; zlib of 160 rows of
+    # 1 + 480 bytes = 76,960 bytes in 2 stored blocks: 2 + 2 * 5 + 76,960 + 4 = 76,976.
+    for image in (flat, noisy):
+        data = variants.uncompressed_png(image)
+        assert len(data) == 8 + 25 + 12 + 76_976 + 12 == 77_033
+        decoded = cv2.cvtColor(
+            cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB
+        )
+        assert (decoded == image).all()
+
+
+def test_distinct_bytes_count_a_block_once_and_only_when_sent_whole():
+    limit = 10_000  # blocks 0-4095, 4096-8191, 8192-9999 (1,808 bytes)
+    bitmap = b""
+    for _ in range(5):  # the same 4,096 bytes five times
+        bitmap = variants.mark_blocks(bitmap, 0, 4096, limit)
+    assert variants.distinct_bytes(bitmap, limit) == 4096
+    bitmap = variants.mark_blocks(bitmap, 4000, 4000, limit)  # 4000-7999: block 1 not whole
+    assert variants.distinct_bytes(bitmap, limit) == 4096
+    bitmap = variants.mark_blocks(bitmap, 8192, 50_000, limit)  # the short last block, padding beyond
+    assert variants.distinct_bytes(bitmap, limit) == 4096 + 1808
+    bitmap = variants.mark_blocks(bitmap, 4096, 4096, limit)
+    assert variants.distinct_bytes(bitmap, limit) == limit
+
+
+def test_instructed_choice_is_never_the_face_shown_and_uniform_over_the_others():
+    rng = random.Random(3)
+    counts = Counter(variants.instructed_choice(2, 5, rng) for _ in range(5000))
+    assert set(counts) == {"0", "1", "3", "4", "5"}
+    assert all(abs(n / 5000 - 0.2) < 0.03 for n in counts.values()), counts
+    assert variants.instruction_text("0") == "Choose: not present"
+    assert variants.instruction_text("4") == "Choose face 4"
+    with pytest.raises(ValueError, match="probe_position must be in 1..5"):
+        variants.instructed_choice(6, 5, rng)
+
+
+def _boxes_of(data: bytes) -> dict:
+    return {
+        kind: data[offset : offset + size] for kind, offset, _, size in variants._boxes(data, 0, len(data))
+    }
+
+
+def test_two_clips_of_one_format_get_identical_headers_and_equal_frames(grid_cache):
+    """Header and frame sizes depend on the format only: the moov boxes are byte-identical."""
+    webs = [grid_cache / "bbaf2n_web.mp4", grid_cache / "brbk7n_web.mp4"]  # two speakers, 360x288, 3 s
+    assert len(webs) == 2
+    made = [
+        variants.render_mp4_variant(p.read_bytes(), seed, total_size=600_000) for p, seed in zip(webs, (1, 2))
+    ]
+    boxes = [_boxes_of(data) for data in made]
+    assert all(len(data) == 600_000 for data in made)
+    assert boxes[0][b"moov"] == boxes[1][b"moov"] and len(boxes[0][b"mdat"]) == len(boxes[1][b"mdat"])
+    budget = variants.frame_budget_bytes(360, 288)  # 0.3 bit/pixel: 3,888 + 1,024 slack
+    assert budget == 4912 and len(boxes[0][b"mdat"]) == 8 + 75 * budget
+    assert boxes[0][b"mdat"] != boxes[1][b"mdat"] and list(boxes[0]) == [b"ftyp", b"moov", b"mdat", b"free"]
+    again = variants.render_mp4_variant(webs[0].read_bytes(), 3, total_size=600_000)
+    assert _boxes_of(again)[b"mdat"][8:] != boxes[0][b"mdat"][8:]  # another seed: another payload
+
+
+# --- the bytes-only bot on a campaign built here -------------------------------------------------
+
+
+@pytest.fixture
+def bot_campaign(db, media_root, data_dir, grid_cache, settings):
+    """The GRID campaign with attention checks at half the rate of evaluated trials."""
+    settings.TRIALS_MIN_VIEW_MS = 0
+    settings.TRIALS_MIN_WATCH_PERCENT = 0
+    settings.TRIALS_PLAUSIBILITY_CHECKS = False  # the bot's answers are not the point here
+    campaign = build_grid_campaign(
+        data_dir, grid_cache, raters_per_video=6, attention_check_rate=0.5, name="bytes bot"
+    )
+    open_rating(campaign, prepare_media=False)
+    return campaign
+
+
+def _png_idat_length(data: bytes) -> int:
+    """Bytes of a PNG's image data once every other (ancillary, padding) chunk is removed."""
+    total, offset = 0, 8
+    while offset < len(data):
+        (length,) = struct.unpack_from(">I", data, offset)
+        if data[offset + 4 : offset + 8] == b"IDAT":
+            total += length
+        offset += 12 + length
+    return total
+
+
+def _observe(client, trial, html) -> dict:
+    """What a bytes-only bot records of one trial (never decoding a picture)."""
+    urls = MEDIA.findall(html)
+    video_url = f"/m/{trial.media_token}"
+    head = client.get(video_url, HTTP_RANGE="bytes=0-63")
+    assert head.status_code == 206
+    total = int(head["Content-Range"].split("/")[1])
+    body = b"".join(client.get(video_url).streaming_content)
+    boxes = _boxes_of(body)
+    faces = []
+    for face in trial.faces.order_by("position").select_related("gallery_image"):
+        data = b"".join(client.get(f"/m/{face.token}").streaming_content)
+        faces.append(
+            {
+                "identity": face.gallery_image.identity_id,
+                "size": len(data),
+                "idat": _png_idat_length(data),
+                "hash": hashlib.sha256(zlib.decompress(b"".join(_idat_chunks(data)))).hexdigest(),
+            }
+        )
+    assert len(urls) == 1 + len(faces)
+    return {
+        "trial": trial,
+        "video": ("catch", trial.probe_image_id)
+        if trial.probe_image_id
+        else ("video", trial.source_video_id),
+        "catch": trial.kind == "catch",
+        "total": total,
+        "content": variants.content_length(body),
+        "mdat": len(boxes[b"mdat"]),
+        "moov": hashlib.sha256(boxes[b"moov"]).hexdigest(),
+        "payload": hashlib.sha256(boxes[b"mdat"]).hexdigest(),
+        "faces": faces,
+    }
+
+
+def _idat_chunks(data: bytes):
+    offset = 8
+    while offset < len(data):
+        (length,) = struct.unpack_from(">I", data, offset)
+        if data[offset + 4 : offset + 8] == b"IDAT":
+            yield data[offset + 8 : offset + 8 + length]
+        offset += 12 + length
+
+
+def _play(campaign, code) -> list[dict]:
+    client = _start(campaign, code)
+    seen = []
+    for _ in range(40):
+        html = client.get("/session/").content.decode()
+        match = RESPOND.search(html)
+        if match is None:
+            break
+        trial = Trial.objects.get(token=match.group(1).split("/")[2])
+        seen.append(_observe(client, trial, html) | {"session": code})
+        body = {"choice": CHOICE.findall(html)[0], "response_time_ms": 1500}
+        client.post(match.group(1), json.dumps(body), content_type="application/json")
+    return seen
+
+
+def _guess(table: dict, key, rng):
+    """The answer seen most often with ``key`` in the other sessions (ties: at random)."""
+    counts = table.get(key)
+    if not counts:
+        return None
+    best = max(counts.values())
+    return rng.choice(sorted(a for a, n in counts.items() if n == best))
+
+
+def test_bytes_only_bot_names_no_video_face_or_check_above_chance(bot_campaign):
+    sessions = [_play(bot_campaign, f"bot-{i}") for i in range(4)]
+    observed = [row for rows in sessions for row in rows]
+    videos = [row for row in observed if not row["catch"]]
+    checks = [row for row in observed if row["catch"]]
+    assert len(videos) >= 30 and len(checks) >= 10, (len(videos), len(checks))
+    # 1. Sizes are independent of the video: one Content-Range total, one content length,
+    # one mdat length and one header for every trial, evaluated or attention check (before:
+    # the total minus the free box named the video in 48 of 48 trials).
+    for key in ("total", "content", "mdat", "moov"):
+        assert len({row[key] for row in observed}) == 1, key
+    # 2. The payload hash never recurs (before: a key to the video across sessions).
+    assert len({row["payload"] for row in observed}) == len(observed)
+    # 3. Leave-one-session-out: learn key -> video (and face key -> identity) on the other
+    # sessions, guess on this one. Chance: 1 in the number of distinct videos seen.
+    rng = random.Random(0)
+    n_videos = len({row["video"] for row in observed})
+    face_identities = {face["identity"] for row in observed for face in row["faces"]}
+    hits = defaultdict(int)
+    tries = defaultdict(int)
+    for held_out in range(len(sessions)):
+        table = defaultdict(lambda: defaultdict(Counter))
+        for index, rows in enumerate(sessions):
+            if index == held_out:
+                continue
+            for row in rows:
+                for key in ("total", "content", "mdat", "moov", "payload"):
+                    table[key][row[key]][row["video"]] += 1
+                    table[f"catch-{key}"][row[key]][row["catch"]] += 1
+                for face in row["faces"]:
+                    for key in ("size", "idat", "hash"):
+                        table[f"face-{key}"][face[key]][face["identity"]] += 1
+        for row in sessions[held_out]:
+            for key in ("total", "content", "mdat", "moov", "payload"):
+                tries[key] += 1
+                hits[key] += _guess(table[key], row[key], rng) == row["video"]
+                tries[f"catch-{key}"] += 1
+                hits[f"catch-{key}"] += _guess(table[f"catch-{key}"], row[key], rng) == row["catch"]
+            for face in row["faces"]:
+                for key in ("size", "idat", "hash"):
+                    tries[f"face-{key}"] += 1
+                    hits[f"face-{key}"] += _guess(table[f"face-{key}"], face[key], rng) == face["identity"]
+    share_catch = len(checks) / len(observed)
+    chance = {key: 1 / n_videos for key in ("total", "content", "mdat", "moov", "payload")}
+    chance |= {
+        f"catch-{key}": max(share_catch, 1 - share_catch)
+        for key in ("total", "content", "mdat", "moov", "payload")
+    }
+    chance |= {f"face-{key}": 1 / len(face_identities) for key in ("size", "idat", "hash")}
+    # 4. "Largest PNG once its padding is removed" (28.5 % of 319 lineups before): every
+    # face has one image-data length, so the pick is a tie broken at random.
+    for row in observed:
+        if row["trial"].task != "identity" or row["trial"].correct_choice == "0" or row["catch"]:
+            continue
+        lengths = [face["idat"] for face in row["faces"]]
+        largest = [i + 1 for i, n in enumerate(lengths) if n == max(lengths)]
+        assert len(largest) == len(lengths)  # all tied
+        tries["largest-png"] += 1
+        hits["largest-png"] += str(rng.choice(largest)) == row["trial"].correct_choice
+    chance["largest-png"] = 1 / 5
+    assert tries["largest-png"] >= 10
+    report = {key: (hits[key], tries[key], round(chance[key], 3)) for key in tries}
+    print("bytes-only bot (hits, tries, chance):", report)
+    for key, n in tries.items():
+        p = binomtest(hits[key], n, chance[key], alternative="greater").pvalue
+        assert p >= 0.01, (key, hits[key], n, chance[key], p)
+
+
+def test_repeated_ranges_do_not_pass_the_byte_check(grid_campaign, settings):
+    """Before: fetching ``Range: bytes=0-65535`` a few times passed the 50 % check."""
+    settings.TRIALS_MIN_VIEW_MS = 0
+    settings.TRIALS_MIN_WATCH_PERCENT = 0
+    settings.TRIALS_MIN_VIDEO_PERCENT = 50
+    client = _start(grid_campaign, "range-repeater")
+    html = client.get("/session/").content.decode()
+    trial = Trial.objects.get(token=RESPOND.search(html).group(1).split("/")[2])
+    for url in MEDIA.findall(html)[:-1]:
+        b"".join(client.get(url).streaming_content)  # every face
+    video_url = f"/m/{trial.media_token}"
+    for _ in range(8):
+        reply = client.get(video_url, HTTP_RANGE="bytes=0-65535")
+        assert reply.status_code == 206
+        assert len(b"".join(reply.streaming_content)) == 65536
+    trial.refresh_from_db()
+    assert trial.video_size > 2 * 65536  # the content (ftyp, moov, mdat) of a 3 s clip
+    assert trial.video_bytes_served == 65536  # eight times the same bytes count once
+    body = {"choice": CHOICE.findall(html)[0], "response_time_ms": 3000}
+    client.post(RESPOND.search(html).group(1), json.dumps(body), content_type="application/json")
+    rater = Rater.objects.get(participant_code="range-repeater")
+    share = 65536 / trial.video_size
+    assert rater.excluded and f"answered after only {share:.0%} of the video was sent" in rater.flag_reason
