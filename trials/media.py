@@ -329,7 +329,7 @@ def not_prepared_response() -> HttpResponse:
         content_type="text/plain; charset=utf-8",
     )
     response["Retry-After"] = str(RETRY_AFTER_S)
-    return _private(response)
+    return private_response(response)
 
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
@@ -364,7 +364,8 @@ def parse_range(header: str, size: int) -> tuple[int, int] | None:
     return start, end
 
 
-def _private(response: HttpResponse) -> HttpResponse:
+def private_response(response: HttpResponse) -> HttpResponse:
+    """``response`` marked private and uncacheable, its type not to be sniffed; returned."""
     response["Cache-Control"] = "private, no-store"
     response["X-Content-Type-Options"] = "nosniff"
     return response

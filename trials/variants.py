@@ -57,7 +57,7 @@ from django.http import HttpResponse, StreamingHttpResponse
 
 from automated.video import VideoError, ffmpeg_executable, iter_frames, transcode_timeout_s
 
-from .media import OVAL_GREY, _private, not_prepared_response, oval_alpha, parse_range
+from .media import OVAL_GREY, not_prepared_response, private_response, oval_alpha, parse_range
 
 logger = logging.getLogger("deid.trials")
 
@@ -697,7 +697,7 @@ def ranged_bytes_response(request, data: bytes, content_type: str, on_sent=None)
     except ValueError:
         response = HttpResponse(status=416)
         response["Content-Range"] = f"bytes */{size}"
-        return _private(response)
+        return private_response(response)
     start, end = byte_range if byte_range else (0, size - 1)
 
     def body():
@@ -716,7 +716,7 @@ def ranged_bytes_response(request, data: bytes, content_type: str, on_sent=None)
         response["Content-Range"] = f"bytes {start}-{end}/{size}"
     response["Content-Length"] = str(end - start + 1)
     response["Accept-Ranges"] = "bytes"
-    return _private(response)
+    return private_response(response)
 
 
 def png_variant_response(request, field_file, token: str) -> HttpResponse:
