@@ -25,7 +25,8 @@ the other, both directions; chance 1/102). Per baseline of
 - privacy fairness (``fairness.privacy``) of the declared attacker's per-identity success
   (tested identities) by self-reported gender and ethnicity: group means with bootstrap
   intervals over identities, the spread with its permutation p-value, Mean-GC-SQFR with
-  its interval.
+  its interval; and per group the verification EER of its probes (all identities, with
+  its bootstrap interval) and their D<->sys beside its chance median.
 
 Tables: the summary (returned), the accuracy of every recognizer x attacker (tested
 identities), and the fairness table (printed). Scaled photos, detections, masked crops and dlib embeddings are
@@ -241,6 +242,11 @@ def run(argv=()) -> list[dict]:
                 _fairness_row(
                     method, attribute, headline["accuracy"], photos.metadata, n_resamples, privacy_fairness
                 )
+                | {
+                    "ver_eer, dsys (chance) by group": _group_verification(
+                        scores, data.identities, off_protocol, photos.metadata[attribute], n_resamples
+                    )
+                }
             )
     split = declared.split
     print(
@@ -286,6 +292,30 @@ def _fairness_row(method, attribute, success, metadata, n_resamples, privacy_fai
         else f"{sqfr['estimate']:.3f} [{sqfr.get('ci_low', float('nan')):.3f}, {sqfr.get('ci_high', float('nan')):.3f}]",
         "_warnings": report["warnings"],
     }
+
+
+def _group_verification(scores, identities, off_protocol, labels, n_resamples) -> str:
+    """Per group of >= 2 identities: the dlib verification EER [bootstrap interval] of its
+    probes and their D<->sys with its chance median (``linkability_chance``)."""
+    from automated.attack.declared import bootstrap_eer
+    from automated.attack.linkability import linkability, linkability_chance
+
+    group_of = labels.reindex(identities).to_numpy()
+    same = identities[:, None] == identities[None, :]
+    parts = []
+    for name, n in labels.value_counts().items():
+        if n < 2:
+            continue
+        rows = group_of == name
+        eer, low, high = bootstrap_eer(
+            scores[rows], identities[rows], identities, exclude=off_protocol[rows], n_resamples=n_resamples
+        )
+        used = ~off_protocol[rows]
+        genuine, impostor = scores[rows][same[rows] & used], scores[rows][~same[rows] & used]
+        d_sys = linkability(genuine, impostor).d_sys
+        chance = float(np.median(linkability_chance(genuine, impostor, n_permutations=100)))
+        parts.append(f"{name} {eer:.2f} [{low:.2f}, {high:.2f}], {d_sys:.2f} ({chance:.2f})")
+    return "; ".join(parts)
 
 
 def _spread_ids(root, n) -> list[str]:
