@@ -44,6 +44,7 @@ from .models import (
 )
 from .reports import report_basename
 from .scoping import CampaignScopedAdminMixin
+from .storage import local_path
 from .team_accounts import create_member_account, member_choices
 from .validation import report_rows_as_csv
 
@@ -208,7 +209,8 @@ class GalleryImageAdmin(CampaignScopedAdmin):
 
 def _probe_into(video, field_file) -> None:
     """Fill frame count, fps, size and duration from the stored file."""
-    info = VideoInfo.from_video_path(field_file.path, timeout_s=settings.DEID_FFMPEG_TIMEOUT_S)
+    with local_path(field_file) as path:
+        info = VideoInfo.from_video_path(path, timeout_s=settings.DEID_FFMPEG_TIMEOUT_S)
     video.frame_count, video.fps, video.duration_s = info.frame_count, info.fps, info.duration_s
     video.width, video.height = info.resolution_wh
 

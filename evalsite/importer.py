@@ -53,6 +53,7 @@ from PIL import Image, UnidentifiedImageError
 from automated.video import VideoError, VideoInfo
 
 from .models import Campaign, GalleryImage, Identity, ResolutionTier, SourceVideo, delete_stored
+from .storage import store_video
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg"}
 CAMPAIGN_KEYS = {
@@ -427,7 +428,9 @@ def import_dataset(
                     practice=row.practice,
                     attacker_train=row.attacker_train,
                 )
-                stored_files += video.store_video(row.path, row.info, name=row.path.name, web_copy=web_copies)
+                stored_files += store_video(
+                    video, row.path, row.info, name=row.path.name, web_copy=web_copies
+                )
                 video.save()
     except Exception:
         delete_stored(stored_files)

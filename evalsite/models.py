@@ -6,19 +6,15 @@ reveal the answer of a trial (DESIGN.md, security stance).
 """
 
 import secrets
-import tempfile
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from django.apps import apps
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.files import File
 from django.db import models, transaction
 from django.db.models import Q
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
-
-from automated.video import VideoInfo, transcode_for_web
 
 
 def opaque_token() -> str:
@@ -236,45 +232,6 @@ class VideoMetadataMixin(models.Model):
 
     class Meta:
         abstract = True
-
-    def store_video(self, path: Path, info: VideoInfo, *, name: str, web_copy: bool) -> list:
-        """Copy the probed video at ``path`` (and a browser copy) to storage; fill the metadata.
-
-        The row is not saved. ``name`` only gives the suffix: ``upload_to`` makes stored
-        names opaque. ``web_copy`` also stores a silent H.264 MP4 for raters
-        (``automated.video.transcode_for_web``).
-
-        Returns
-        -------
-        list of FieldFile
-            What was stored, so the caller can delete it if saving the row fails.
-
-        Raises
-        ------
-        automated.video.VideoTimeout
-            If the browser copy takes longer than ``DEID_TRANSCODE_TIMEOUT_S``.
-        automated.video.VideoError
-            If the browser copy cannot be made (nothing is left in storage then).
-        """
-        self.frame_count, self.fps, self.duration_s = info.frame_count, info.fps, info.duration_s
-        self.width, self.height = info.resolution_wh
-        stored = []
-        try:
-            with path.open("rb") as handle:
-                self.file.save(name, File(handle), save=False)
-            stored.append(self.file)
-            if web_copy:
-                with tempfile.TemporaryDirectory() as tmp:
-                    web_path = transcode_for_web(
-                        path, Path(tmp) / "web.mp4", timeout_s=settings.DEID_TRANSCODE_TIMEOUT_S
-                    )
-                    with web_path.open("rb") as handle:
-                        self.web_file.save("web.mp4", File(handle), save=False)
-                stored.append(self.web_file)
-        except Exception:
-            delete_stored(stored)
-            raise
-        return stored
 
 
 def delete_stored(field_files) -> None:

@@ -149,11 +149,6 @@ def scope(queryset: QuerySet, user) -> QuerySet:
     return queryset.filter(campaign_q(queryset.model, visible_campaigns(user)))
 
 
-def visible_users(user) -> QuerySet:
-    """Accounts ``user`` may choose (organizers, team members, rater accounts)."""
-    return scope(apps.get_model(settings.AUTH_USER_MODEL).objects.all(), user)
-
-
 # --- admin -----------------------------------------------------------------------------
 
 

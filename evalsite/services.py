@@ -16,6 +16,7 @@ from automated.video import VideoInfo
 from . import reports
 from .models import Campaign, MaskedVideo, SourceVideo, Submission, Team, check_team_name, delete_stored
 from .signals import source_video_replaced
+from .storage import store_video
 from .validation import MaskedVideoError, compare_with_source, source_spec
 
 REPORT_FORMATS = ("csv", "json")
@@ -125,7 +126,7 @@ def replace_source_video(source: SourceVideo, new_file, *, name: str = "") -> So
                 shutil.copyfileobj(new_file, writer)
         info = VideoInfo.from_video_path(local, timeout_s=settings.DEID_FFMPEG_TIMEOUT_S)
         old_files = [f.name for f in (source.file, source.web_file) if f]
-        stored = source.store_video(local, info, name=name, web_copy=True)
+        stored = store_video(source, local, info, name=name, web_copy=True)
     try:
         with transaction.atomic():
             source.file_replaced_at = timezone.now()

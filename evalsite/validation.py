@@ -72,6 +72,7 @@ from automated.video import VideoError, VideoInfo, VideoTimeout, ffmpeg_executab
 
 from .models import MaskedVideo, Submission, SubmissionUpload, UploadStatus, delete_stored
 from .signals import masked_video_replaced
+from .storage import local_path, store_video
 
 logger = logging.getLogger("deid.uploads")
 
@@ -372,7 +373,8 @@ def _is_system_member(path: PurePosixPath) -> bool:
 def source_spec(source) -> SourceSpec:
     """Decoded properties of a SourceVideo (probed and saved once if not stored yet)."""
     if not source.frame_count:
-        info = VideoInfo.from_video_path(source.file.path, timeout_s=settings.DEID_FFMPEG_TIMEOUT_S)
+        with local_path(source.file) as path:
+            info = VideoInfo.from_video_path(path, timeout_s=settings.DEID_FFMPEG_TIMEOUT_S)
         source.frame_count, source.fps, source.duration_s = info.frame_count, info.fps, info.duration_s
         source.width, source.height = info.resolution_wh
         source.save(update_fields=["frame_count", "fps", "duration_s", "width", "height"])
@@ -787,7 +789,7 @@ def _store(upload, source, local: Path, upload_name: str, info: VideoInfo, web_c
     """
     masked = MaskedVideo(submission=upload.submission, source_video=source, upload=upload)
     try:
-        stored = masked.store_video(local, info, name=upload_name, web_copy=web_copies)
+        stored = store_video(masked, local, info, name=upload_name, web_copy=web_copies)
     except VideoTimeout as error:
         raise MaskedVideoError(
             "transcode_timeout",

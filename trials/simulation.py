@@ -179,7 +179,7 @@ def build_grid_campaign(
         return field_file.name
 
     def probed(video, path: Path) -> None:
-        """The metadata the importer probes (store_video): clip length, frame rate, size."""
+        """The metadata the importer probes (evalsite.storage.store_video): clip length, frame rate, size."""
         info = VideoInfo.from_video_path(path)
         video.frame_count, video.fps, video.duration_s = info.frame_count, info.fps, info.duration_s
         video.width, video.height = info.resolution_wh

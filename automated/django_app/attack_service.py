@@ -508,12 +508,6 @@ class AttackRunKind(lifecycle.RunKind):
 ATTACK_RUN = AttackRunKind()
 
 
-def results_table(run: AttackRun) -> pd.DataFrame:
-    """The run's stored cross-video results as the tidy table of ``run_attack_suite``."""
-    rows = run.results.values(*TABLE_COLUMNS)
-    return pd.DataFrame(list(rows), columns=TABLE_COLUMNS)
-
-
 def _scene_memorisation(run: AttackRun) -> dict | None:
     """Worst case of the within-video table (shown apart: the attacker saw the tested recording).
 

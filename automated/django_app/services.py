@@ -13,7 +13,6 @@ import contextlib
 import logging
 import math
 import os
-import shutil
 import tempfile
 import threading
 from pathlib import Path
@@ -22,6 +21,7 @@ import cv2
 import numpy as np
 from django.conf import settings
 from evalsite.models import Campaign, GalleryImage, MaskedVideo, Submission, Team, delete_stored
+from evalsite.storage import local_path, store_video
 
 from automated.anonymizers import BASELINE_METHODS, anonymize_video
 from automated.behaviour import BehaviourExtractor, BehaviourPass
@@ -50,22 +50,6 @@ _GALLERY_CACHE_MAX = 16
 
 class MissingGalleryError(ValueError):
     """Identities of the videos to evaluate have no gallery image (closed set incomplete)."""
-
-
-@contextlib.contextmanager
-def local_path(field_file):
-    """Yield a local filesystem path for a stored file (a temporary copy if the storage is remote)."""
-    try:
-        yield Path(field_file.path)
-        return
-    except NotImplementedError:  # remote storage (e.g. S3): no .path
-        pass
-    suffix = Path(field_file.name).suffix
-    with tempfile.NamedTemporaryFile(suffix=suffix) as tmp:
-        with field_file.open("rb") as handle:
-            shutil.copyfileobj(handle, tmp)
-        tmp.flush()
-        yield Path(tmp.name)
 
 
 def create_baseline_submission(
@@ -137,7 +121,7 @@ def _store_masked_video(
     submission, source, masked_path: Path, info: VideoInfo, *, web_copies: bool
 ) -> MaskedVideo:
     masked = MaskedVideo(submission=submission, source_video=source)
-    stored = masked.store_video(masked_path, info, name="masked.mkv", web_copy=web_copies)
+    stored = store_video(masked, masked_path, info, name="masked.mkv", web_copy=web_copies)
     try:
         masked.save()
     except Exception:

@@ -15,6 +15,7 @@ from automated.quality import detect_face_quality, video_face_quality
 from automated.video import VideoError
 from evalsite.models import GalleryImage, SourceVideo
 from evalsite.reports import per_video_report
+from evalsite.storage import local_path
 
 from .models import FaceQualityScore
 
@@ -49,11 +50,13 @@ def compute_face_quality(campaign, *, force: bool = False) -> int:
         for image in images:
             _store(_measure(lambda: detect_face_quality(_read_rgb(image), detector)), gallery_image=image)
         for video in videos:
-            _store(
-                _measure(lambda: video_face_quality(video.file.path, detector, stride=CLEAR_VIDEO_STRIDE)),
-                source_video=video,
-            )
+            _store(_measure(lambda: _video_quality(video, detector)), source_video=video)
     return len(images) + len(videos)
+
+
+def _video_quality(video: SourceVideo, detector):
+    with local_path(video.file) as path:  # a temporary copy if the storage has no local files
+        return video_face_quality(path, detector, stride=CLEAR_VIDEO_STRIDE)
 
 
 def _read_rgb(image: GalleryImage) -> np.ndarray:
