@@ -188,6 +188,22 @@ def register_video_columns(name: str, provider: Callable) -> None:
         VIDEO_COLUMN_PROVIDERS.append((name, provider))
 
 
+def video_columns(name: str, submission) -> pd.DataFrame:
+    """The per-video columns the provider registered as ``name`` gives for ``submission``.
+
+    An empty frame when no installed app registered ``name`` (e.g. ``"face"``,
+    ``"behaviour"``, ``"attack"``).
+    """
+    provider = dict(VIDEO_COLUMN_PROVIDERS).get(name)
+    return provider(submission) if provider is not None else pd.DataFrame()
+
+
+def summary_section(name: str, submission) -> dict | None:
+    """The summary section ``name`` (e.g. ``"attack"``) of ``submission``; None if no app registered it."""
+    provider = dict(SUMMARY_PROVIDERS).get(name)
+    return provider(submission) if provider is not None else None
+
+
 def register_summary_section(name: str, provider: Callable) -> None:
     """Register ``provider(submission) -> dict`` as the summary section ``name``.
 

@@ -45,6 +45,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from evalsite.models import MaskedVideo
 
 from .run_models import RunBase, RunStatus
 
@@ -189,8 +190,6 @@ def start_unit(kind: RunKind, run_id: int, unit: str, describe) -> bool:
 
 def _video_unit(masked_video_id: int) -> str:
     """``"video <source video name>"`` of a (possibly replaced) masked video, for messages."""
-    from evalsite.models import MaskedVideo
-
     name = (
         MaskedVideo.all_versions.filter(pk=masked_video_id)
         .values_list("source_video__name", flat=True)
@@ -201,8 +200,6 @@ def _video_unit(masked_video_id: int) -> str:
 
 def _fold_unit(run, fold: int) -> str:
     """``"fold <n> (testing videos a, b)"`` of an attack run's planned fold, for messages."""
-    from evalsite.models import MaskedVideo
-
     folds = getattr(run, "planned_folds", None) or []
     planned = folds[fold] if 0 <= fold < len(folds) else []
     names = dict(MaskedVideo.all_versions.filter(pk__in=planned).values_list("pk", "source_video__name"))
@@ -262,8 +259,6 @@ def process_video(kind: RunKind, run_id: int, masked_video_id: int) -> VideoOutc
         masked video deleted since the run was queued fails the run with ``LookupError``
         (one replaced meanwhile is still scored, and reported stale).
     """
-    from evalsite.models import MaskedVideo
-
     if claim(kind.model, run_id):
         logger.info("%s run %s claimed", kind.name, run_id)
     run = _running(kind.model, run_id)

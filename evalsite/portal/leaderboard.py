@@ -39,12 +39,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from automated.django_app.attack_report import attack_section, attack_video_columns
-from automated.django_app.behaviour_report import behaviour_video_columns
-from automated.django_app.face_report import face_video_columns
 from trials.human_report import responses_frame
 
-from evalsite import comparisons
+from evalsite import comparisons, reports
 from evalsite.comparisons import (
     Estimate,
     pooled_rate_interval,
@@ -258,7 +255,7 @@ def campaign_scores(campaign) -> CampaignScores:
     }
     for submission in submissions:
         label = str(submission.pk)
-        face = face_video_columns(submission)
+        face = reports.video_columns("face", submission)
         scores.face[submission.pk] = face
         if len(face):
             columns["face_detection_failure_rate"][label] = pd.to_numeric(face["face_detection_failure_rate"])
@@ -267,12 +264,12 @@ def campaign_scores(campaign) -> CampaignScores:
             columns["faces_leaked"][label] = pd.to_numeric(face["face_faces_leaked"]) / tracks.where(
                 tracks > 0
             )
-        behaviour = behaviour_video_columns(submission)
+        behaviour = reports.video_columns("behaviour", submission)
         if len(behaviour) and "behaviour_score" in behaviour:
             columns["behaviour_score"][label] = pd.to_numeric(behaviour["behaviour_score"])
-        section = attack_section(submission)
+        section = reports.summary_section("attack", submission)
         scores.attack[submission.pk] = section
-        attack = attack_video_columns(submission)
+        attack = reports.video_columns("attack", submission)
         scores.attack_videos[submission.pk] = attack
         if section and len(attack):
             columns["reidentification"][label] = pd.Series(

@@ -151,7 +151,9 @@ def test_a_video_not_prepared_is_a_503_to_retry_and_is_never_transcoded_in_the_r
     copies = {video.web_file.name for video in videos if media.web_file_ready(video)}
     assert len(videos) == len(copies) == 20
     made = list(media_root.rglob("*.mp4"))
-    assert len([p for p in made if p.parent.name != "variants"]) == 20  # nothing made twice, nothing left over
+    assert (
+        len([p for p in made if p.parent.name != "variants"]) == 20
+    )  # nothing made twice, nothing left over
     # The one video served: the trial's own byte variant (trials.variants), made once.
     assert len([p for p in made if p.parent.name == "variants"]) == 1
 
