@@ -14,7 +14,8 @@ import time
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
 
 
-def _print_table(rows: list[dict]) -> None:
+def print_table(rows: list[dict]) -> None:
+    """Print ``rows`` (dicts; keys are the columns, in first-seen order) as an aligned text table."""
     if not rows:
         print("(no rows)")
         return
@@ -54,7 +55,7 @@ def main(argv: list[str]) -> int:
         module = importlib.import_module(f"benchmarks.bench_{name}")
         print(f"\n== {name}: {(module.__doc__ or '').strip().splitlines()[0] if module.__doc__ else ''}")
         started = time.perf_counter()
-        _print_table(module.run(options) if options else module.run())
+        print_table(module.run(options) if options else module.run())
         print(f"({time.perf_counter() - started:.1f} s)")
     return 0
 

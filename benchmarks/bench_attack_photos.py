@@ -145,7 +145,7 @@ def run(argv=()) -> list[dict]:
     from automated.temporal import linking_attack
     from fairness.privacy import privacy_fairness
 
-    from .__main__ import _print_table
+    from .__main__ import print_table
 
     options = parse(argv)
     # one photo per identity and fold: sklearn's "more classes than half the samples" note is expected
@@ -256,14 +256,14 @@ def run(argv=()) -> list[dict]:
     print(
         "\n-- accuracy of every recognizer x attacker on the tested identities (mean of the two directions)"
     )
-    _print_table(pair_rows)
+    print_table(pair_rows)
     print(
         "\n-- privacy fairness of the declared attacker (tested identities): per-identity success by group, mean [95 % bootstrap "
         "interval over identities]; spread = max - min group mean, p by permuting group labels; "
         "SQFR on privacy = 1 - success"
     )
     notes = sorted({w for row in fairness_rows for w in row.pop("_warnings")})
-    _print_table(fairness_rows)
+    print_table(fairness_rows)
     for warning in notes:
         print(f"warning: {warning}")
     print(f"\ntotal wall time {time.perf_counter() - started:.1f} s", flush=True)

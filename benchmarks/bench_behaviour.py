@@ -250,6 +250,6 @@ if __name__ == "__main__":
 
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
         django.setup()
-        from benchmarks.__main__ import _print_table
+        from benchmarks.__main__ import print_table
 
-        _print_table(run())
+        print_table(run())

@@ -205,10 +205,10 @@ def run() -> list[dict]:
     from django.conf import settings
 
     from benchmarks import bench_face_models
-    from benchmarks.__main__ import _print_table
+    from benchmarks.__main__ import print_table
 
     print("-- dlib's networks, dlib's own code vs the PyTorch ports (bench_face_models):")
-    _print_table(bench_face_models.run())
+    print_table(bench_face_models.run())
     print("-- face evaluation (default detector and embedder):")
     data_dir = Path(settings.DATA_DIR)
     rows = []
@@ -247,6 +247,6 @@ if __name__ == "__main__":
 
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
         django.setup()
-        from benchmarks.__main__ import _print_table
+        from benchmarks.__main__ import print_table
 
-        _print_table(run())
+        print_table(run())
