@@ -1,4 +1,7 @@
-"""Face detection on RGB frames: per-frame results, offline detectors, box helpers.
+"""Face detection on RGB frames: the detector registry and the offline detectors.
+
+The result type (``FaceDetections``) and box helpers live in ``automated.face_boxes``
+(re-exported here).
 
 Boxes are always ``boxes_xyxy``: float32 arrays of shape ``(n, 4)`` holding
 ``[x1, y1, x2, y2]`` in pixels of the original frame; "no face" is shape ``(0, 4)``, never
@@ -26,154 +29,38 @@ by intersection over union (IoU).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+
+from .face_boxes import (
+    Detector,
+    FaceDetections,
+    box_iou,
+    check_frame,
+    clip_boxes,
+    largest_face,
+    xywh_to_xyxy,
+)
+
+#: Re-exported from ``face_boxes`` (where they live) for callers of this module.
+__all__ = [
+    "DETECTOR_NAMES",
+    "DETECTORS",
+    "DlibHogFaceDetector",
+    "DlibMmodFaceDetector",
+    "FaceDetections",
+    "MediaPipeFaceDetector",
+    "MmodFaceDetector",
+    "box_iou",
+    "detector_key",
+    "largest_face",
+    "make_face_detector",
+    "xywh_to_xyxy",
+]
 
 DETECTOR_NAMES = ("mediapipe", "dlib_hog", "mmod", "mmod_native", "insightface")
 
 
-@dataclass(frozen=True)
-class FaceDetections:
-    """Faces found in one frame.
-
-    Attributes
-    ----------
-    frame_index : int
-        0-based index of the frame in its video.
-    boxes_xyxy : ndarray of shape (n, 4), dtype float32
-        ``[x1, y1, x2, y2]`` in pixels of the original frame, ``x2 >= x1``, ``y2 >= y1``.
-    scores : ndarray of shape (n,), dtype float32
-        Detector confidence per box (mediapipe: [0, 1]; dlib HOG: SVM margin, unbounded).
-
-    Raises
-    ------
-    ValueError
-        If the arrays have the wrong shape or dtype, or their lengths differ.
-    """
-
-    frame_index: int
-    boxes_xyxy: np.ndarray
-    scores: np.ndarray
-
-    def __post_init__(self) -> None:
-        boxes, scores = self.boxes_xyxy, self.scores
-        if not isinstance(boxes, np.ndarray) or boxes.ndim != 2 or boxes.shape[1] != 4:
-            shape = getattr(boxes, "shape", type(boxes).__name__)
-            raise ValueError(f"boxes_xyxy must be an ndarray of shape (n, 4), got {shape}")
-        if boxes.dtype != np.float32:
-            raise ValueError(f"boxes_xyxy must be float32, got {boxes.dtype}")
-        if not isinstance(scores, np.ndarray) or scores.ndim != 1 or scores.dtype != np.float32:
-            shape = getattr(scores, "shape", type(scores).__name__)
-            raise ValueError(f"scores must be a float32 ndarray of shape (n,), got {shape}")
-        if len(scores) != len(boxes):
-            raise ValueError(f"{len(boxes)} boxes but {len(scores)} scores")
-        if np.any(boxes[:, 2] < boxes[:, 0]) or np.any(boxes[:, 3] < boxes[:, 1]):
-            raise ValueError(f"boxes_xyxy must have x2 >= x1 and y2 >= y1, got {boxes.tolist()}")
-
-    @classmethod
-    def empty(cls, frame_index: int) -> FaceDetections:
-        """No face in frame ``frame_index``: boxes of shape (0, 4), scores of shape (0,)."""
-        return cls(frame_index, np.zeros((0, 4), np.float32), np.zeros((0,), np.float32))
-
-    def __len__(self) -> int:
-        return len(self.boxes_xyxy)
-
-
-def xywh_to_xyxy(boxes_xywh: np.ndarray) -> np.ndarray:
-    """Convert ``[x, y, width, height]`` boxes to ``[x1, y1, x2, y2]``.
-
-    Parameters
-    ----------
-    boxes_xywh : array-like of shape (n, 4) or (4,)
-
-    Returns
-    -------
-    boxes_xyxy : ndarray of the same shape, dtype float32
-    """
-    boxes = np.asarray(boxes_xywh, dtype=np.float32).copy()
-    boxes[..., 2] += boxes[..., 0]
-    boxes[..., 3] += boxes[..., 1]
-    return boxes
-
-
-def box_iou(a_xyxy, b_xyxy) -> float:
-    """Intersection over union of two boxes, in [0, 1].
-
-    Parameters
-    ----------
-    a_xyxy, b_xyxy : array-like of shape (4,)
-        ``[x1, y1, x2, y2]`` in pixels.
-
-    Returns
-    -------
-    float
-        Area of the intersection divided by area of the union; 0.0 for disjoint boxes
-        and when both boxes have zero area.
-
-    Raises
-    ------
-    ValueError
-        If either box does not have shape (4,).
-
-    Examples
-    --------
-    >>> box_iou([0, 0, 2, 2], [1, 1, 3, 3])  # intersection 1, union 4 + 4 - 1
-    0.14285714285714285
-    """
-    a = np.asarray(a_xyxy, dtype=np.float64)
-    b = np.asarray(b_xyxy, dtype=np.float64)
-    if a.shape != (4,) or b.shape != (4,):
-        raise ValueError(f"boxes must have shape (4,), got {a.shape} and {b.shape}")
-    inter_w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    inter_h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    intersection = inter_w * inter_h
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - intersection
-    return float(intersection / union) if union > 0 else 0.0
-
-
-def largest_face(detections: FaceDetections) -> np.ndarray | None:
-    """Box of the largest face by area, shape (4,) float32, or None when there is none.
-
-    The evaluated person is the largest face in the frame (as PrivHAR-Bench processes
-    "only the largest detected person", seeds/004_cf13f4f759494b31.txt, section 2.C).
-    """
-    if len(detections) == 0:
-        return None
-    boxes = detections.boxes_xyxy
-    areas = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
-    return boxes[int(np.argmax(areas))].copy()
-
-
-def _check_frame(frame_rgb: np.ndarray) -> None:
-    if not isinstance(frame_rgb, np.ndarray) or frame_rgb.ndim != 3 or frame_rgb.shape[2] != 3:
-        shape = getattr(frame_rgb, "shape", type(frame_rgb).__name__)
-        raise ValueError(f"frame_rgb must be an (height, width, 3) array, got {shape}")
-    if frame_rgb.dtype != np.uint8:
-        raise ValueError(f"frame_rgb must be uint8, got {frame_rgb.dtype}")
-
-
-def _clip_boxes(boxes_xyxy: np.ndarray, width: int, height: int) -> np.ndarray:
-    boxes = boxes_xyxy.astype(np.float32).reshape(-1, 4)
-    boxes[:, [0, 2]] = np.clip(boxes[:, [0, 2]], 0, width)
-    boxes[:, [1, 3]] = np.clip(boxes[:, [1, 3]], 0, height)
-    return boxes
-
-
-class _Detector:
-    """Context-manager plumbing shared by the detectors."""
-
-    def close(self) -> None:  # pragma: no cover - overridden where resources exist
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-class MediaPipeFaceDetector(_Detector):
+class MediaPipeFaceDetector(Detector):
     """MediaPipe BlazeFace detector (mediapipe 0.10.21 ``solutions.face_detection``).
 
     Parameters
@@ -222,7 +109,7 @@ class MediaPipeFaceDetector(_Detector):
         ValueError
             If ``frame_rgb`` is not a uint8 (height, width, 3) array.
         """
-        _check_frame(frame_rgb)
+        check_frame(frame_rgb)
         height, width = frame_rgb.shape[:2]
         result = self._model.process(np.ascontiguousarray(frame_rgb))
         if not result.detections:
@@ -245,7 +132,7 @@ class MediaPipeFaceDetector(_Detector):
             )
         self.last_keypoints_xy = np.asarray(keypoints, np.float32).reshape(-1, 6, 2)
         return FaceDetections(
-            frame_index, _clip_boxes(np.asarray(boxes), width, height), np.asarray(scores, np.float32)
+            frame_index, clip_boxes(np.asarray(boxes), width, height), np.asarray(scores, np.float32)
         )
 
     def close(self) -> None:
@@ -264,7 +151,7 @@ class MediaPipeFaceDetector(_Detector):
         )
 
 
-class DlibHogFaceDetector(_Detector):
+class DlibHogFaceDetector(Detector):
     """dlib's HOG frontal face detector (``dlib.get_frontal_face_detector()``).
 
     Parameters
@@ -284,13 +171,13 @@ class DlibHogFaceDetector(_Detector):
 
     def detect(self, frame_rgb: np.ndarray, frame_index: int = 0) -> FaceDetections:
         """Detect faces in one RGB frame; see ``MediaPipeFaceDetector.detect``."""
-        _check_frame(frame_rgb)
+        check_frame(frame_rgb)
         height, width = frame_rgb.shape[:2]
         rects, scores, _ = self._detector.run(np.ascontiguousarray(frame_rgb), self.upsample, 0.0)
         if len(rects) == 0:
             return FaceDetections.empty(frame_index)
         boxes = np.asarray([[r.left(), r.top(), r.right() + 1, r.bottom() + 1] for r in rects])
-        return FaceDetections(frame_index, _clip_boxes(boxes, width, height), np.asarray(scores, np.float32))
+        return FaceDetections(frame_index, clip_boxes(boxes, width, height), np.asarray(scores, np.float32))
 
     def close(self) -> None:
         """Nothing to release (kept for a uniform interface)."""
@@ -309,10 +196,10 @@ def _mmod_detections(
     if len(rects_lrtb) == 0:
         return FaceDetections.empty(frame_index)
     boxes = np.asarray(rects_lrtb, np.float64).reshape(-1, 4) + [0, 0, 1, 1]
-    return FaceDetections(frame_index, _clip_boxes(boxes, width, height), np.asarray(scores, np.float32))
+    return FaceDetections(frame_index, clip_boxes(boxes, width, height), np.asarray(scores, np.float32))
 
 
-class MmodFaceDetector(_Detector):
+class MmodFaceDetector(Detector):
     """dlib's MMOD CNN face detector, run by PyTorch (``automated.dlib_torch.MmodNet``).
 
     The network and weights of ``mmod_human_face_detector.dat`` (King 2015, "Max-Margin
@@ -379,7 +266,7 @@ class MmodFaceDetector(_Detector):
         """
         frames = list(frames_rgb)
         for frame in frames:
-            _check_frame(frame)
+            check_frame(frame)
         if len({f.shape for f in frames}) > 1:
             raise ValueError(
                 f"frames of one batch must have one size, got {sorted({f.shape for f in frames})}"
@@ -406,7 +293,7 @@ class MmodFaceDetector(_Detector):
         return f"mmod-torch-{torch.__version__}-mmod_human_face_detector-threshold{self.threshold!r}"
 
 
-class DlibMmodFaceDetector(_Detector):
+class DlibMmodFaceDetector(Detector):
     """dlib's own MMOD CNN face detector (``dlib.cnn_face_detection_model_v1``).
 
     The reference for ``MmodFaceDetector``: same model and boxes, run by dlib's C++ code
@@ -432,7 +319,7 @@ class DlibMmodFaceDetector(_Detector):
         """Detect faces in one RGB frame; see ``MediaPipeFaceDetector.detect``."""
         from .dlib_torch import mmod_frame_too_small
 
-        _check_frame(frame_rgb)
+        check_frame(frame_rgb)
         height, width = frame_rgb.shape[:2]
         if mmod_frame_too_small(height << self.upsample, width << self.upsample):  # dlib raises; no face fits
             return FaceDetections.empty(frame_index)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .detection import FaceDetections, box_iou
+from .face_boxes import FaceDetections, box_iou
 
 
 def masked_frame_iou(clear_box_xyxy, masked: FaceDetections) -> float:

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .detection import box_iou
+from .face_boxes import box_iou
 from .recognition import identity_distances
 
 

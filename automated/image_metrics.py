@@ -28,22 +28,15 @@ from __future__ import annotations
 import numpy as np
 from skimage.metrics import structural_similarity
 
+from .face_boxes import check_frame
+
 PEAK = 255.0
 BT601_LUMA = np.array([0.299, 0.587, 0.114])
 
 
 def _check_pair(clear_rgb: np.ndarray, masked_rgb: np.ndarray) -> None:
-    for name, frame in (("clear_rgb", clear_rgb), ("masked_rgb", masked_rgb)):
-        if (
-            not isinstance(frame, np.ndarray)
-            or frame.ndim != 3
-            or frame.shape[2] != 3
-            or frame.dtype != np.uint8
-        ):
-            raise ValueError(
-                f"{name} must be uint8 of shape (height, width, 3), got "
-                f"{getattr(frame, 'dtype', type(frame).__name__)} {getattr(frame, 'shape', '')}"
-            )
+    check_frame(clear_rgb, "clear_rgb")
+    check_frame(masked_rgb, "masked_rgb")
     if clear_rgb.shape != masked_rgb.shape:
         raise ValueError(f"frame sizes differ: clear {clear_rgb.shape}, masked {masked_rgb.shape}")
 

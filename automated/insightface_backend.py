@@ -36,7 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from .chip_embedder import ChipEmbedder
-from .detection import FaceDetections, _check_frame, _clip_boxes, _Detector
+from .models_dir import default_models_dir
+from .face_boxes import Detector, FaceDetections, box_iou, check_frame, clip_boxes
 
 #: Where packs live below the models folder (insightface's own layout, ``<root>/models/<pack>``).
 PACKS_SUBDIR = Path("insightface") / "models"
@@ -68,13 +69,6 @@ KEYPOINT_CROP_SCALE = 2.0
 KEYPOINT_DET_SIZE = (256, 256)
 #: A face SCRFD finds in that crop stands for the box when their IoU is at least this.
 KEYPOINT_MIN_IOU = 0.3
-
-
-def default_models_dir() -> Path:
-    """``$DEID_MODELS_DIR``, else ``../shared/models`` beside the checkout (as ``settings.MODELS_DIR``)."""
-    from .behaviour.face_classifier import default_models_dir as models_dir
-
-    return models_dir()
 
 
 def pack_dir(pack: str = DEFAULT_PACK, models_dir=None) -> Path:
@@ -219,7 +213,7 @@ def _to_bgr(image_rgb: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(image_rgb[..., ::-1])
 
 
-class InsightFaceDetector(_Detector):
+class InsightFaceDetector(Detector):
     """The pack's SCRFD face detector through insightface (``SCRFD.detect``).
 
     Parameters
@@ -269,13 +263,13 @@ class InsightFaceDetector(_Detector):
 
     def detect(self, frame_rgb: np.ndarray, frame_index: int = 0) -> FaceDetections:
         """Detect faces in one RGB frame; see ``detection.MediaPipeFaceDetector.detect``."""
-        _check_frame(frame_rgb)
+        check_frame(frame_rgb)
         height, width = frame_rgb.shape[:2]
         boxes, keypoints = _scrfd(self._pack.detector, _to_bgr(frame_rgb), self.det_size, self.min_confidence)
         self.last_keypoints_xy = keypoints
         if len(boxes) == 0:
             return FaceDetections.empty(frame_index)
-        return FaceDetections(frame_index, _clip_boxes(boxes[:, :4], width, height), boxes[:, 4].copy())
+        return FaceDetections(frame_index, clip_boxes(boxes[:, :4], width, height), boxes[:, 4].copy())
 
     def close(self) -> None:
         """Nothing to release (the pack is shared by the process)."""
@@ -399,8 +393,6 @@ class ArcFaceEmbedder(ChipEmbedder):
         crop = cv2.warpAffine(_to_bgr(image_rgb), warp, KEYPOINT_DET_SIZE, borderValue=0)
         det, kps = _scrfd(self._pack.detector, crop, KEYPOINT_DET_SIZE, self._pack.detector.det_thresh)
         if len(det):
-            from .detection import box_iou
-
             target = (np.array([x1, y1, x2, y2]) - [x0, y0, x0, y0]) * scale
             ious = [box_iou(target, d[:4]) for d in det]
             best = int(np.argmax(ious))
@@ -462,7 +454,7 @@ class ArcFaceEmbedder(ChipEmbedder):
         -------
         ndarray of shape (n, dim), dtype float32
         """
-        _check_frame(image_rgb)
+        check_frame(image_rgb, "image_rgb")
         points = np.asarray(keypoints_xy, np.float32).reshape(-1, 5, 2)
         return self.embed_chips([self.align(image_rgb, p) for p in points])
 
@@ -480,7 +472,7 @@ class ArcFaceEmbedder(ChipEmbedder):
         """
         chips = []
         for image_rgb, box in faces:
-            _check_frame(image_rgb)
+            check_frame(image_rgb, "image_rgb")
             box = np.asarray(box, np.float64).reshape(-1)
             if box.shape != (4,) or not np.isfinite(box).all():
                 raise ValueError(f"a face box must be 4 finite numbers [x1, y1, x2, y2], got {box.tolist()}")

@@ -46,10 +46,20 @@ MATCH_THRESHOLD = 0.6
 
 
 @functools.lru_cache(maxsize=1)
-def _shape_predictor():
-    """dlib's 5-point landmark model, loaded once per process.
+def shape_predictor():
+    """dlib's 5-point landmark model (``dlib.shape_predictor``), loaded once per process.
 
-    The 5-point predictor's training data allows commercial use, the 68-point one not.
+    Called as ``shape_predictor()(image_rgb, dlib.rectangle(...))`` on a uint8 RGB image
+    of shape (height, width, 3); it gives the eye corners and nose base
+    (``dlib.full_object_detection`` of 5 parts) that ``dlib.get_face_chips`` aligns by
+    (King 2009, "Dlib-ml", JMLR 10; the model file of the ``face-recognition-models``
+    wheel). The 5-point predictor's training data allows commercial use, the 68-point one
+    not.
+
+    Raises
+    ------
+    RuntimeError
+        (dlib's) if the model file of the ``face-recognition-models`` wheel is missing.
     """
     import dlib
 
@@ -57,16 +67,20 @@ def _shape_predictor():
 
 
 @functools.lru_cache(maxsize=1)
-def _native_encoder():
-    """dlib's own ``face_recognition_model_v1`` (its C++ ResNet), loaded once per process."""
+def native_encoder():
+    """dlib's own ``face_recognition_model_v1`` (its C++ ResNet), loaded once per process.
+
+    ``native_encoder().compute_face_descriptor(chips)`` maps aligned 150 x 150 uint8 RGB
+    chips to 128-D float embeddings (dlib dnn_face_recognition_ex.cpp); the reference the
+    PyTorch port (``dlib_torch``) is checked against.
+    """
     import dlib
 
     return dlib.face_recognition_model_v1(str(face_recognition_models_dir() / FACE_RESNET_FILE))
 
 
-def _dlib_models():
-    """(5-point predictor, dlib's own ResNet encoder), loaded once per process."""
-    return _shape_predictor(), _native_encoder()
+#: Old private name, kept until ``trials/face_norm.py`` imports ``shape_predictor``.
+_shape_predictor = shape_predictor
 
 
 class _AlignedChipEmbedder(ChipEmbedder):
@@ -121,7 +135,7 @@ class _AlignedChipEmbedder(ChipEmbedder):
         """
         import dlib
 
-        predictor = _shape_predictor()
+        predictor = shape_predictor()
         chips = []
         for image_rgb, box in faces:
             image = check_image(image_rgb)
@@ -204,7 +218,7 @@ class DlibFaceEmbedder(_AlignedChipEmbedder):
         """Embeddings of aligned chips, (n, 150, 150, 3) uint8 -> (n, dim) float32 (dlib's
         ``compute_face_descriptor`` on a list of chips)."""
         chips = np.asarray(chips_rgb)
-        descriptors = _native_encoder().compute_face_descriptor([np.ascontiguousarray(c) for c in chips])
+        descriptors = native_encoder().compute_face_descriptor([np.ascontiguousarray(c) for c in chips])
         return np.asarray([np.asarray(d) for d in descriptors], dtype=np.float32).reshape(
             len(chips), self.dim
         )

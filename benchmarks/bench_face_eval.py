@@ -55,10 +55,10 @@ def _naive_loop(clear_path: str, masked_path: str, gallery) -> int:
     import dlib
     import numpy as np
 
-    from automated.recognition import _native_encoder, _shape_predictor
+    from automated.recognition import native_encoder, shape_predictor
     from automated.video import iter_frames
 
-    hog, predictor, encoder = dlib.get_frontal_face_detector(), _shape_predictor(), _native_encoder()
+    hog, predictor, encoder = dlib.get_frontal_face_detector(), shape_predictor(), native_encoder()
     frames = 0
     for (_, clear), (_, masked) in zip(iter_frames(clear_path), iter_frames(masked_path)):
         for frame in (clear, masked):
@@ -89,12 +89,12 @@ def _child(clear_path: str, masked_path: str, stride: int, gallery_path: str, ca
     from automated.detection import MediaPipeFaceDetector
     from automated.dlib_torch import load_face_resnet
     from automated.face_eval import evaluate_video
-    from automated.recognition import _native_encoder, _shape_predictor, make_face_embedder
+    from automated.recognition import native_encoder, shape_predictor, make_face_embedder
     from automated.video import VideoInfo
 
     # One-off per process, not per frame: model files, mediapipe import + graph.
-    _shape_predictor()
-    _native_encoder()
+    shape_predictor()
+    native_encoder()
     load_face_resnet()
     MediaPipeFaceDetector().close()
     gallery = np.load(gallery_path)

@@ -68,7 +68,7 @@ def _child(task: str, data_dir: str) -> list[dict]:
         import dlib
 
         from automated.dlib_torch import load_face_resnet
-        from automated.recognition import _native_encoder, make_face_embedder
+        from automated.recognition import native_encoder, make_face_embedder
 
         hog = dlib.get_frontal_face_detector()
         faces = []
@@ -78,7 +78,7 @@ def _child(task: str, data_dir: str) -> list[dict]:
         embedder = make_face_embedder()
         chips = embedder.chips(faces)
         align = _cpu_seconds(lambda: embedder.chips(faces)) / len(faces)
-        encoder, net = _native_encoder(), load_face_resnet()
+        encoder, net = native_encoder(), load_face_resnet()
         reference = np.asarray(
             [np.asarray(d) for d in encoder.compute_face_descriptor(list(chips))], np.float32
         )

@@ -42,7 +42,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+
+from automated.intervals import student_t_interval
 
 #: Bootstrap resamples unless the caller chooses; with 2000 the 2.5 % and 97.5 %
 #: percentiles move by about 0.1 standard error between seeds.
@@ -196,11 +197,8 @@ def t_interval(values, *, confidence: float = CONFIDENCE) -> Estimate:
     kept = _finite("values", values)
     if len(kept) == 0:
         return Estimate.missing("t")
-    mean = float(kept.mean())
-    if len(kept) < 2:
-        return Estimate(mean, math.nan, math.nan, 1, "t")
-    half = float(stats.t.ppf((1 + confidence) / 2, len(kept) - 1) * kept.std(ddof=1) / math.sqrt(len(kept)))
-    return Estimate(mean, mean - half, mean + half, len(kept), "t")
+    mean, low, high = student_t_interval(kept, confidence)
+    return Estimate(mean, low, high, len(kept), "t")
 
 
 def resample_counts(n: int, n_resamples: int, rng: np.random.Generator) -> np.ndarray:

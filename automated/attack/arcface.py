@@ -6,7 +6,7 @@ embedder ``"arcface"``: 5-point alignment by the pack's SCRFD, 112x112 chips, un
 "pretrained embedding + trained classifier" family of seeds/000_0b74979cb8a3f1c3.txt,
 section 5.5 (ArcFace among its recognizers), beside dlib's ResNet (``dlib_svm``,
 ``dlib_knn``). Embeddings are cached per embedder key and crop content
-(``recognizers.EMBEDDING_CACHE``).
+(``embedding.EMBEDDING_CACHE``).
 
 Needs the default pack (``insightface_backend.DEFAULT_PACK``) under ``$DEID_MODELS_DIR``;
 without it fitting raises ``FileNotFoundError`` naming the folder (docs/automated/insightface.md, "InsightFace
@@ -20,7 +20,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-from .recognizers import DlibEmbedding
+from .embedding import DlibEmbedding
 
 #: Registry name of the embedder (``recognition.EMBEDDERS``).
 EMBEDDER = "arcface"

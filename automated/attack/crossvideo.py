@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from ..intervals import student_t_interval
 from .attackers import DEFAULT_ATTACKERS, get_attackers
 from .data import ROLE_EVALUATED, AttackData
 from .protocol import Split, accuracy, chance_level, chance_normalised_accuracy, identity_rng
@@ -230,9 +230,8 @@ def fold_interval(values, confidence: float = 0.95) -> tuple[float, float]:
         raise ValueError(f"fold accuracies must be in [0, 1], got {bad.tolist()}")
     if len(values) < 2 or np.isnan(values).any():
         return float("nan"), float("nan")
-    half = stats.t.ppf((1.0 + confidence) / 2.0, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values))
-    mean = values.mean()
-    return float(max(0.0, mean - half)), float(min(1.0, mean + half))
+    _, low, high = student_t_interval(values, confidence)
+    return float(max(0.0, low)), float(min(1.0, high))
 
 
 @dataclass(frozen=True)

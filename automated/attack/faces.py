@@ -26,7 +26,7 @@ from ..cache_files import save_npz, settings_token
 from ..face_crop import crop_internal_face
 from ..video import iter_frames
 from .data import AttackData
-from .recognizers import DlibEmbedding
+from .embedding import DlibEmbedding
 
 IMAGE_SUFFIXES = (".pgm", ".png", ".jpg", ".jpeg", ".bmp")
 #: Bump when the crop procedure changes, so stale cache files are not reused.

@@ -41,7 +41,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import LabelEncoder, StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
-from .recognizers import to_rgb
+from .embedding import to_rgb
 
 #: The op (``dlib_torch`` bottom-up list) whose output the spatial read-out uses: the last
 #: ReLU of the 64-channel stage, 64 x 17 x 17 for a 150-pixel input.

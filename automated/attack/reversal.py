@@ -22,7 +22,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from .recognizers import check_images, to_rgb
+from .embedding import check_images, to_rgb
 
 
 def _double_conv(c_in: int, c_out: int) -> nn.Sequential:

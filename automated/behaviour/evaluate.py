@@ -27,12 +27,12 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
-from numbers import Integral
 from pathlib import Path
 
 import numpy as np
 
 from ..cache_files import settings_token
+from ..checks import check_stride
 from ..clear_side import file_sha256
 from ..face_eval import VideoPairError, check_video_pair, iter_frame_pairs
 from ..video import iter_frames
@@ -73,11 +73,6 @@ def clear_cache_path(cache_dir, clear_path, stride: int, settings: str) -> Path:
     """Cache file of a clear video's features under these settings (module docstring)."""
     key = settings_token("behaviour-clear", file_sha256(clear_path), stride, settings)
     return Path(cache_dir) / f"behaviour-{key}.npz"
-
-
-def _check_stride(stride) -> None:
-    if isinstance(stride, bool) or not isinstance(stride, Integral) or stride < 1:
-        raise ValueError(f"stride must be a whole number >= 1, got {stride!r}")
 
 
 class BehaviourPass:
@@ -129,7 +124,7 @@ class BehaviourPass:
         timings: dict | None = None,
         **model_options,
     ):
-        _check_stride(stride)
+        check_stride(stride)
         if extractors is not None and model_options:
             raise ValueError(f"pass model options or extractors, not both (got {sorted(model_options)})")
         self._stack = contextlib.ExitStack()
@@ -282,7 +277,7 @@ def evaluate_behaviour(
     FileNotFoundError
         If the classifier weights are missing.
     """
-    _check_stride(stride)
+    check_stride(stride)
     check_video_pair(clear_path, masked_path)
     with BehaviourPass(clear_path, stride=stride, timings=timings, **pass_options) as behaviour:
         if behaviour.clear_from_cache:  # the clear video is not decoded at all

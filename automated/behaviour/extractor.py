@@ -23,7 +23,8 @@ from .face_classifier import expression_classifier, gender_classifier, mesh_box
 from .features import BehaviourFeatures
 from .gaze import gaze_vector
 from .head_pose import head_pose
-from .landmarks import FaceMeshModel, HandsModel, PoseModel, check_frame
+from ..face_boxes import check_frame
+from .landmarks import FaceMeshModel, HandsModel, PoseModel
 from .openness import eye_aspect_ratio, mouth_aspect_ratio
 
 FEATURE_VERSION = 1  # bump when a feature's definition changes (invalidates cached clear sides)

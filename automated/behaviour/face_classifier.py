@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 from pathlib import Path
 
 import cv2
@@ -37,7 +36,8 @@ import torch
 
 from ..dlib_torch import torch_threads
 from .keras_model import KerasGraph, KerasModelError
-from .landmarks import check_frame
+from ..face_boxes import check_frame
+from ..models_dir import default_models_dir
 
 EXPRESSION_LABELS = ("angry", "disgust", "fear", "happy", "sad", "surprise", "neutral")
 GENDER_LABELS = ("woman", "man")
@@ -46,12 +46,6 @@ GENDER_FILE = "gender_mini_XCEPTION.21-0.95.hdf5"
 # fractions of the face box's width / height added on each side (module docstring)
 EXPRESSION_MARGIN_XY = (0.10, 0.20)
 GENDER_MARGIN_XY = (0.15, 0.30)
-
-
-def default_models_dir() -> Path:
-    """``$DEID_MODELS_DIR``, else ``../shared/models`` beside the project checkout (as ``settings.MODELS_DIR``)."""
-    configured = os.environ.get("DEID_MODELS_DIR")
-    return Path(configured) if configured else Path(__file__).resolve().parents[3] / "shared" / "models"
 
 
 def mesh_box(landmarks_px: np.ndarray) -> np.ndarray:

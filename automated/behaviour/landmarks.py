@@ -19,21 +19,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..face_boxes import check_frame
+
 # FaceMesh landmark indices (the person's right eye is on the image left in a frontal view).
 RIGHT_IRIS_CENTRE, LEFT_IRIS_CENTRE = 468, 473
 N_FACE_LANDMARKS = 478
 N_POSE_LANDMARKS = 33
 N_HAND_LANDMARKS = 21
 HAND_SIDES = ("Left", "Right")  # MediaPipe handedness labels, in this order in every array
-
-
-def check_frame(frame_rgb: np.ndarray) -> None:
-    """Raise ValueError unless ``frame_rgb`` is a uint8 array of shape (height, width, 3)."""
-    if not isinstance(frame_rgb, np.ndarray) or frame_rgb.ndim != 3 or frame_rgb.shape[2] != 3:
-        shape = getattr(frame_rgb, "shape", type(frame_rgb).__name__)
-        raise ValueError(f"frame_rgb must be an (height, width, 3) array, got {shape}")
-    if frame_rgb.dtype != np.uint8:
-        raise ValueError(f"frame_rgb must be uint8, got {frame_rgb.dtype}")
 
 
 class _Model:
