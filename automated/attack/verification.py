@@ -412,8 +412,38 @@ def _curves(result):
     return result.cmc, result.points.fmr, result.points.fnmr, result.eer
 
 
+def _plot_local_linkability(ax, label: str, result) -> None:
+    """D<->(s) where genuine scores lie, labelled with D<->sys (and its chance level)."""
+    from .linkability import linkability
+
+    if isinstance(result, Mapping):
+        curve = result.get("linkability_curve")
+        if curve is None:
+            ax.text(
+                0.5,
+                0.5,
+                f"{label}: not recorded (older run)",
+                ha="center",
+                transform=ax.transAxes,
+                fontsize=8,
+            )
+            return
+        centres, local, mated = (np.asarray(curve[k]) for k in ("bin_centres", "d_local", "mated_density"))
+        text = f"{label} (D<->sys {result['linkability']:.2f}, chance {result['linkability_chance']:.2f})"
+    else:
+        linked = linkability(result.genuine, result.impostor)
+        centres, local, mated = linked.bin_centres, linked.d_local, linked.mated_density
+        text = f"{label} (D<->sys {linked.d_sys:.2f})"
+    ax.plot(centres, np.where(mated > 0, local, np.nan), marker=".", label=text)
+
+
 def plot_verification(results: Mapping[str, VerificationResult], *, title: str = "") -> bytes:
-    """CMC, ROC and DET panels of several results as PNG bytes (matplotlib, Agg).
+    """CMC, ROC, DET and linkability panels of several results as PNG bytes (matplotlib, Agg).
+
+    The fourth panel is the local linkability D<->(s) over the score bins that hold genuine
+    scores (Gomez-Barrero et al. 2018, eq. 6; ``linkability.linkability``), labelled with
+    D<->sys and, for stored records, its chance level; records stored before linkability
+    was recorded leave it empty with a note.
 
     Parameters
     ----------
@@ -424,7 +454,7 @@ def plot_verification(results: Mapping[str, VerificationResult], *, title: str =
     Returns
     -------
     bytes
-        A PNG image (1500 x 450 pixels).
+        A PNG image (2000 x 450 pixels).
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -432,10 +462,11 @@ def plot_verification(results: Mapping[str, VerificationResult], *, title: str =
 
     if not results:
         raise ValueError("results is empty")
-    figure = Figure(figsize=(15, 4.5), dpi=100)
+    figure = Figure(figsize=(20, 4.5), dpi=100)
     FigureCanvasAgg(figure)
-    cmc_ax, roc_ax, det_ax = figure.subplots(1, 3)
+    cmc_ax, roc_ax, det_ax, link_ax = figure.subplots(1, 4)
     for label, result in results.items():
+        _plot_local_linkability(link_ax, label, result)
         cmc, fmr_points, fnmr_points, eer = _curves(result)
         ranks = np.arange(1, len(cmc) + 1)
         cmc_ax.plot(ranks, cmc, marker="o", label=label)
@@ -445,9 +476,11 @@ def plot_verification(results: Mapping[str, VerificationResult], *, title: str =
     cmc_ax.set(xlabel="rank", ylabel="identification rate", title="CMC", ylim=(0, 1.02), xticks=ranks)
     roc_ax.set(xscale="log", xlim=(1e-4, 1.0), ylim=(0, 1.02), xlabel="FMR", ylabel="1 - FNMR", title="ROC")
     det_ax.set(xlabel="FMR", ylabel="FNMR", title="DET")
-    for ax in (cmc_ax, roc_ax, det_ax):
+    link_ax.set(xlabel="score", ylabel="D<->(s)", title="Linkability (Gomez-Barrero 2018)", ylim=(0, 1.05))
+    for ax in (cmc_ax, roc_ax, det_ax, link_ax):
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
     if title:
         figure.suptitle(title)
     figure.tight_layout()

@@ -91,6 +91,9 @@ def test_attack_run_stores_the_table_worst_case_and_per_video_results(
     figures = summary["verification"]["dlib_resnet"]
     assert 0 <= figures["eer"] <= 1 and figures["cmc_rank_1"] <= figures["cmc_rank_5"] <= 1
     assert figures["n_probes"] == summary["n_tested_frames"]
+    # ... with the linkability of its genuine / impostor scores (Gomez-Barrero et al. 2018)
+    assert 0 <= figures["linkability"] <= 1 and 0 <= figures["linkability_chance"] <= 1
+    assert len(figures["linkability_curve"]["d_local"]) == 100
     # The within-video table is there, apart and labelled, never the headline.
     scene = summary["scene_memorisation"]
     assert scene["protocol"] == "within_video" and "not the worst case" in scene["meaning"]

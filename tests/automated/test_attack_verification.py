@@ -124,7 +124,7 @@ def test_pretrained_dlib_verification_on_clear_and_blurred_orl_probes(orl_ten):
     assert blur.eer > 0.4 and blur.cmc[0] <= 0.25 and blur.fnmr_at[0.01] > clear.fnmr_at[0.01]
     png = plot_verification(results, title="ORL")
     image = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR)
-    assert image.shape == (450, 1500, 3)
+    assert image.shape == (450, 2000, 3)  # CMC, ROC, DET, linkability
 
 
 def test_verification_pooled_over_cross_video_folds_by_hand():
@@ -156,5 +156,7 @@ def test_verification_pooled_over_cross_video_folds_by_hand():
     assert record["linkability_curve"]["d_local"][-1] == 1.0
     assert 0.0 <= record["linkability_chance"] <= 1.0
     assert plot_verification({"stored": record}).startswith(b"\x89PNG")
+    older = {k: v for k, v in record.items() if not k.startswith("linkability")}  # stored before linkability
+    assert plot_verification({"stored": older, "new": record}).startswith(b"\x89PNG")
     with pytest.raises(ValueError, match="no fold has probes"):
         verify_folds(data, [fold_of_groups(data.groups, [], 0)], lambda x: x)
