@@ -121,12 +121,71 @@ def practice_pool(campaign: Campaign) -> tuple[dict[int, dict], list[int]]:
     return (pool, videos) if videos else ({}, [])
 
 
+def identity_plans(campaign: Campaign) -> tuple[dict[int, design.IdentityPlan], list[tuple[int, int]]]:
+    """Lineup blocks of the campaign's evaluated people (:func:`trials.design.exposure_plan`).
+
+    Returns
+    -------
+    plans : dict
+        ``{identity_pk: IdentityPlan}`` for identities with a gallery face and evaluated videos.
+    videos : list of (source_video_pk, identity_pk)
+        Those evaluated videos, by name (a plan keeps the first ``kept`` of its identity's).
+    """
+    pool = identity_pool(campaign)
+    rows = list(
+        SourceVideo.objects.filter(
+            campaign=campaign, in_evaluated_subset=True, practice=False, identity_id__in=list(pool)
+        )
+        .exclude(identity__practice=True)
+        .order_by("name", "pk")
+        .values_list("pk", "identity_id", "identity__code")
+    )
+    counts: dict[int, int] = {}
+    codes = {}
+    for _, identity, code in rows:
+        counts[identity] = counts.get(identity, 0) + 1
+        codes[identity] = code
+    plans = design.exposure_plan(
+        counts,
+        pool,
+        campaign.demographic_attributes,
+        n_foils=campaign.foils_per_trial,
+        target_absent_share=campaign.target_absent_share,
+        labels=codes,
+    )
+    return plans, [(pk, identity) for pk, identity, _ in rows]
+
+
+def identity_exclusions(campaign: Campaign) -> dict[int, str]:
+    """Evaluated videos that get no identity-matching trials, with the organizer's reason.
+
+    A video whose identity's group (stratum of the campaign's demographic attributes) is
+    too thin for a lineup that keeps the answer hidden by its make-up, whose identity is
+    left over after the group's last lineup block, or beyond its block's equal number of
+    videos per identity (the later videos by name) is left out of identity rating
+    (:func:`trials.design.exposure_plan`); its action trials are unaffected.
+
+    Returns
+    -------
+    dict
+        ``{source_video_pk: reason}``; empty when every such video is rated.
+    """
+    plans, videos = identity_plans(campaign)
+    out, used = {}, {}
+    for pk, identity in videos:
+        used[identity] = used.get(identity, 0) + 1
+        if used[identity] > plans[identity].kept:
+            out[pk] = plans[identity].reason
+    return out
+
+
 def sync_items(campaign: Campaign) -> int:
     """Create the items of the evaluated subset (clear + every masked video of a rated
     submission, each task).
 
-    Identity items need the video's identity to have a gallery face and action items
-    need an action label; videos lacking them get no such item (reported by
+    Identity items need the video's identity to have a gallery face and a lineup with
+    balanced exposure (:func:`identity_exclusions`), action items need an action label;
+    videos lacking them get no such item (reported by
     :func:`trials.checks.campaign_warnings`). Existing items get the current target.
 
     Returns
@@ -135,6 +194,7 @@ def sync_items(campaign: Campaign) -> int:
         Items created.
     """
     pool = identity_pool(campaign)
+    no_identity_trials = identity_exclusions(campaign)
     created = 0
     videos = (
         SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=True, practice=False)
@@ -150,7 +210,9 @@ def sync_items(campaign: Campaign) -> int:
     with transaction.atomic():
         for video in videos:
             for task in campaign_tasks(campaign):
-                if task == Task.IDENTITY and video.identity_id not in pool:
+                if task == Task.IDENTITY and (
+                    video.identity_id not in pool or video.pk in no_identity_trials
+                ):
                     continue
                 if task == Task.ACTION and video.action not in campaign.action_vocabulary:
                     continue
@@ -238,14 +300,15 @@ def join(
 def evaluated_trials_per_session(campaign: Campaign) -> int:
     """Evaluated (item) trials in one session of ``campaign``, attention checks not counted.
 
-    ``TRIALS_PER_SESSION``, fewer when the campaign has fewer evaluated videos: a rater
-    sees each source video at most once, and practice takes videos outside the evaluated
-    subset first, then evaluated ones, which the rater then cannot rate.
+    ``TRIALS_PER_SESSION``, fewer when the campaign has fewer evaluated people: a rater
+    sees at most one video of each person (:func:`_new_trial`), and practice takes videos
+    outside the evaluated subset first, then evaluated ones, whose people the rater then
+    cannot rate.
     """
     videos = SourceVideo.objects.filter(campaign=campaign, attacker_train=False)  # never shown to raters
-    n_videos = videos.filter(in_evaluated_subset=True).count()
+    n_people = videos.filter(in_evaluated_subset=True).values("identity_id").distinct().count()
     spent = max(0, practice_trials() - videos.filter(in_evaluated_subset=False).count())
-    return max(0, min(trials_per_session(), n_videos - spent))
+    return max(0, min(trials_per_session(), n_people - spent))
 
 
 def _plan_for(campaign: Campaign) -> list[str]:
@@ -360,15 +423,28 @@ def _complete(session: RatingSession, now) -> None:
 def _new_trial(session: RatingSession, now) -> Trial | None:
     rng = random.Random(session.seed * 1009 + session.position)
     kind = session.plan[session.position]
-    seen = set(session.trials.exclude(source_video=None).values_list("source_video_id", flat=True))
+    seen = _seen_videos(session)
     if kind == design.ITEM:
-        if Rater.objects.filter(pk=session.rater_id, excluded=True).exists():
-            return None  # an excluded rater's answers would not count: no item is spent on them
+        # An excluded (flagged) rater goes on exactly like any other, so a bot cannot tell
+        # it was caught; its trials and answers count toward no item (Item.with_counts).
         return _item_trial(session, seen, rng, now)
     if kind == design.PRACTICE:
         n_before = sum(1 for k in session.plan[: session.position] if k == design.PRACTICE)
         return _practice_trial(session, seen, rng, n_before)
     return _catch_trial(session, rng)
+
+
+def _seen_videos(session) -> set[int]:
+    """Every source video of every person the session has shown a video of (released
+    trials included: the rater saw them). Rotation is per person, not per video: two
+    videos of one person (same clothes, same room), or a clear and a masked one, in one
+    session would let the rater carry the answer from one to the other."""
+    shown = session.trials.exclude(source_video=None).values_list("source_video__identity_id", flat=True)
+    return set(
+        SourceVideo.objects.filter(campaign=session.campaign, identity_id__in=shown).values_list(
+            "id", flat=True
+        )
+    ) | set(session.trials.exclude(source_video=None).values_list("source_video_id", flat=True))
 
 
 #: Candidate items read per pick, and rounds of (read candidates, try them) per pick.
@@ -478,19 +554,42 @@ def _build_trial(session, kind, task, video, rng, *, item=None, now=None, pool=N
         trial.correct_choice = video.action
     else:
         trial.target_identity_id = video.identity_id
-        # Make-up independent of the answer; no target-absent trials for a thin stratum.
-        lineup, trial.target_present = design.trial_lineup(
-            video.identity_id,
-            pool if pool is not None else identity_pool(campaign),
-            campaign.demographic_attributes,
-            n_foils=campaign.foils_per_trial,
-            target_absent_share=campaign.target_absent_share,
-            rng=rng,
-        )
+        if item is not None:
+            lineup, trial.target_present = _balanced_lineup(session, video.identity_id, rng)
+        else:
+            # Practice: make-up independent of the answer; no target-absent trials for a
+            # thin stratum (practice people are never evaluated).
+            lineup, trial.target_present = design.trial_lineup(
+                video.identity_id,
+                pool if pool is not None else identity_pool(campaign),
+                campaign.demographic_attributes,
+                n_foils=campaign.foils_per_trial,
+                target_absent_share=campaign.target_absent_share,
+                rng=rng,
+            )
         trial.correct_choice = design.correct_choice(video.identity_id, lineup)
     trial.save()
     _add_faces(trial, lineup, rng)
     return trial
+
+
+def _balanced_lineup(session, target: int, rng) -> tuple[list, bool]:
+    """An evaluated identity trial's lineup: the target's block minus one member at random
+    (:func:`trials.design.balanced_lineup`). A target without a block (an item made before
+    the catalogue changed) falls back to the matched lineup of :func:`trials.design.trial_lineup`.
+    """
+    campaign = session.campaign
+    plan = identity_plans(campaign)[0].get(target)
+    if plan is not None and plan.block:
+        return design.balanced_lineup(target, plan.block, n_foils=campaign.foils_per_trial, rng=rng)
+    return design.trial_lineup(
+        target,
+        identity_pool(campaign),
+        campaign.demographic_attributes,
+        n_foils=campaign.foils_per_trial,
+        target_absent_share=campaign.target_absent_share,
+        rng=rng,
+    )
 
 
 def _catch_trial(session, rng, *, kind=TrialKind.CATCH) -> Trial:

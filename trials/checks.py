@@ -1,33 +1,18 @@
 """Organizer-facing checks of a campaign before and during rating.
 
 The protocol needs 5 demographically matched gallery faces per identity trial
-(``../shared/seeds/002_68b18bfdbdb94491.txt``, section 4.2). Where the catalogue cannot
-provide them the organizer is told, here and on the organizer page, instead of lineups
-being mismatched silently.
+(``../shared/seeds/002_68b18bfdbdb94491.txt``, section 4.2), and lineups whose make-up
+and frequencies say nothing about the answer (:mod:`trials.design`, balanced exposure).
+Videos the catalogue cannot give such lineups get no identity trials, and the organizer
+is told why, here and on the organizer page.
 """
 
 from __future__ import annotations
 
-from evalsite.models import Campaign, Identity, SourceVideo
+from evalsite.models import Campaign, SourceVideo
 
-from . import design
-from .assignment import campaign_tasks, identity_pool, practice_pool, practice_trials
+from .assignment import campaign_tasks, identity_exclusions, identity_pool, practice_pool, practice_trials
 from .models import Task
-
-
-def foil_shortages(campaign: Campaign) -> list[design.FoilShortage]:
-    """Identities in the campaign's evaluated videos lacking fully matched foils."""
-    pool = identity_pool(campaign)
-    targets = sorted(
-        set(SourceVideo.objects.filter(campaign=campaign).values_list("identity_id", flat=True)) & set(pool)
-    )
-    return design.foil_shortages(
-        pool,
-        campaign.demographic_attributes,
-        n_foils=campaign.foils_per_trial,
-        targets=targets,
-        target_absent=campaign.target_absent_share > 0,
-    )
 
 
 def campaign_warnings(campaign: Campaign) -> list[str]:
@@ -39,13 +24,13 @@ def campaign_warnings(campaign: Campaign) -> list[str]:
         Empty when the campaign can be rated exactly as designed.
     """
     warnings = []
-    codes = dict(Identity.objects.filter(campaign=campaign).values_list("pk", "code"))
     pool = identity_pool(campaign)
     needed = campaign.foils_per_trial + 1
     if len(pool) < needed:
         warnings.append(f"only {len(pool)} identities have a gallery face; an identity trial shows {needed}")
-    for shortage in foil_shortages(campaign):
-        warnings.append(shortage.message(codes.get(shortage.identity), n_foils=campaign.foils_per_trial))
+    # Thin groups and identities above their balanced share get no identity trials
+    # (trials.design.exposure_plan): one sentence per identity.
+    warnings.extend(dict.fromkeys(identity_exclusions(campaign).values()))
     evaluated = SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=True)
     for video in evaluated.exclude(identity_id__in=list(pool)):
         warnings.append(f"video {video.name}: identity {video.identity.code} has no gallery face")

@@ -376,3 +376,195 @@ def session_plan(
     for _ in range(n_catch):
         body.insert(rng.randint(1, len(body)) if body else 0, CATCH)
     return [PRACTICE] * n_practice + body
+
+
+# --- balanced exposure: lineups that give nothing to a strategist ---------------------
+#
+# A rater who cannot recognise anyone still sees which faces are shown together, how
+# often each face recurs over the lineups of one video or of linked videos (a Sybil ring
+# pools its sessions), and how many videos each identity has (the catalogue, or counting).
+# Evaluated lineups are built so that none of this tells the answer:
+#
+# - Blocks: each stratum (identities with evaluated videos and the same known value on
+#   every matching attribute) is cut into fixed blocks of ``draw_size`` identities with
+#   the same number of evaluated videos (videos above the block's smallest count are
+#   left out). Every lineup of a target is its block minus one member drawn uniformly:
+#   the target itself (a target-absent trial, share 1 / draw_size) or another member.
+# - Given its block, a lineup is independent of which member is the target, and every
+#   member of a block is the target of the same number of trials. So given any lineups
+#   seen, however many and however linked (same video, same person), each face shown is
+#   the answer with probability 1 / draw_size and so is "not present": counting
+#   recurrences, picking the identity with the most videos or reading the group's
+#   make-up all score chance (exchangeability; the design of a balanced lineup in
+#   Wells & Luus 1990, "Police lineups as experiments", PSPB 16(1):106-117, where every
+#   lineup member must be an equally plausible choice for one who lacks the memory).
+# - A stratum with fewer than ``draw_size`` identities cannot be balanced (a lineup of
+#   other groups, or one that always holds the target, shows the answer by its
+#   make-up): its videos get no identity trials, and the identities left over after
+#   the last full block (those with the fewest videos) neither.
+#
+# With target-absent trials the absent share is exactly 1 / draw_size (1/6 for 4 foils):
+# a share the block members' recurrences cannot tell apart from the target's.
+
+
+def draw_size(n_foils: int, target_absent_share: float) -> int:
+    """Identities in a lineup block: ``n_foils + 1``, plus one when target-absent trials are used."""
+    return n_foils + 1 + (1 if target_absent_share > 0 else 0)
+
+
+def effective_absent_share(n_foils: int, target_absent_share: float) -> float:
+    """The target-absent share evaluated lineups actually have: ``1 / draw_size`` if any, else 0."""
+    return 1.0 / draw_size(n_foils, target_absent_share) if target_absent_share > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class IdentityPlan:
+    """How many of an identity's evaluated videos get identity-matching trials, and its block.
+
+    Attributes
+    ----------
+    videos : int
+        Evaluated videos of the identity that could get identity trials.
+    kept : int
+        Videos that get them (the first ``kept`` in the caller's order); 0 = none.
+    block : tuple
+        The identities every lineup of this identity is drawn from (itself included);
+        empty when ``kept == 0``.
+    reason : str
+        Empty when ``kept == videos``; otherwise the plain-language reason shown to the organizer.
+    """
+
+    videos: int
+    kept: int
+    block: tuple = ()
+    reason: str = ""
+
+
+def exposure_plan(
+    video_counts: Mapping[Hashable, int],
+    identities: Mapping[Hashable, Mapping],
+    matching_attributes: Sequence[str],
+    *,
+    n_foils: int,
+    target_absent_share: float,
+    labels: Mapping[Hashable, str] | None = None,
+) -> dict[Hashable, IdentityPlan]:
+    """Lineup blocks of the identities in evaluated videos, and which videos they keep.
+
+    Each stratum's members are sorted by number of videos (most first; ties by key) and
+    cut into consecutive blocks of :func:`draw_size`; a block keeps as many videos per
+    member as its member with the fewest has. Members after the last full block, and
+    every member of a stratum smaller than one block (a thin group), keep none. An
+    identity with a missing matching value forms a stratum of its own (matches nobody).
+
+    Parameters
+    ----------
+    video_counts : mapping of identity key -> int
+        Evaluated videos per identity that would get identity trials (>= 0; 0 = not a target).
+    identities : mapping of identity key -> dict of attribute values
+        Gallery identities (at least those in ``video_counts``).
+    matching_attributes : sequence of str
+    n_foils : int
+        Foils per lineup (>= 1).
+    target_absent_share : float in [0, 1]
+        Only whether it is 0 matters (:func:`effective_absent_share`).
+    labels : mapping, optional
+        Identity key -> code used in the reasons (default: the key).
+
+    Returns
+    -------
+    dict of identity key -> IdentityPlan
+        One entry per key of ``video_counts``.
+
+    Raises
+    ------
+    ValueError
+        On ``n_foils < 1``, a share outside [0, 1] or a negative count.
+    KeyError
+        If an identity of ``video_counts`` is not in ``identities``.
+    """
+    if n_foils < 1:
+        raise ValueError(f"n_foils must be >= 1, got {n_foils}")
+    if not 0.0 <= target_absent_share <= 1.0:
+        raise ValueError(f"target_absent_share must be in [0, 1], got {target_absent_share}")
+    if any(n < 0 for n in video_counts.values()):
+        raise ValueError(f"video counts must be >= 0, got {dict(video_counts)}")
+    size = draw_size(n_foils, target_absent_share)
+    need = f"{n_foils + 1} faces" + (" + 1 for target-absent trials" if size > n_foils + 1 else "")
+    labels = labels or {}
+    strata: dict[tuple, list] = {}
+    for key, n in video_counts.items():
+        if n > 0:
+            profile = profile_of(identities[key], matching_attributes)
+            strata.setdefault(profile if None not in profile else ("missing", key), []).append(key)
+    plans = {key: IdentityPlan(n, n) for key, n in video_counts.items()}
+    for profile, members in strata.items():
+        group = (
+            "a missing attribute value, which matches nobody"
+            if profile[0] == "missing"
+            else ", ".join(f"{a}={v}" for a, v in zip(matching_attributes, profile)) or "everyone"
+        )
+        members.sort(key=lambda key: (-video_counts[key], str(key)))
+        n_blocks = len(members) // size
+        for key in members[n_blocks * size :]:
+            why = (
+                f"its group has {len(members)} identities with evaluated videos, a lineup that does not "
+                f"reveal the answer by its make-up needs {size} ({need})"
+                if n_blocks == 0
+                else f"its group has {len(members)} identities with evaluated videos, lineups come from "
+                f"blocks of {size}, and it is left over with the fewest videos"
+            )
+            plans[key] = IdentityPlan(
+                video_counts[key],
+                0,
+                reason=f"identity {labels.get(key, key)} ({group}): {why}: its videos get no identity trials",
+            )
+        for b in range(n_blocks):
+            block = tuple(members[b * size : (b + 1) * size])
+            kept = min(video_counts[key] for key in block)
+            for key in block:
+                n = video_counts[key]
+                reason = (
+                    f"identity {labels.get(key, key)} ({group}): {n} evaluated videos, but its lineup block's "
+                    f"identities have {kept} each and every face must be the answer equally often: "
+                    f"{n - kept} of its videos get no identity trials"
+                    if n > kept
+                    else ""
+                )
+                plans[key] = IdentityPlan(n, kept, block, reason)
+    return plans
+
+
+def balanced_lineup(target, block: Sequence, *, n_foils: int, rng: random.Random) -> tuple[list, bool]:
+    """The lineup of one evaluated identity trial: the target's block minus one member at random.
+
+    Parameters
+    ----------
+    target : hashable
+        The identity in the video; a member of ``block``.
+    block : sequence of keys
+        :attr:`IdentityPlan.block` of the target: ``n_foils + 1`` identities (no
+        target-absent trials) or ``n_foils + 2`` (the dropped member is the target with
+        probability ``1 / len(block)``: a target-absent trial).
+    n_foils : int >= 1
+    rng : random.Random
+
+    Returns
+    -------
+    lineup : list of keys, length ``n_foils + 1``, display order
+    target_present : bool
+
+    Raises
+    ------
+    ValueError
+        If the target is not in the block or the block has another size.
+    """
+    block = list(block)
+    if target not in block:
+        raise ValueError(f"target {target!r} is not in its block {block}")
+    if len(block) not in (n_foils + 1, n_foils + 2):
+        raise ValueError(f"a block holds {n_foils + 1} or {n_foils + 2} identities, got {len(block)}")
+    if len(block) == n_foils + 2:
+        block.remove(rng.choice(block))
+    rng.shuffle(block)
+    return block, target in block

@@ -3,13 +3,16 @@
 Registered in :class:`trials.apps.TrialsConfig` as the ``human`` per-video columns and
 summary section of ``evalsite.reports``. Responses of excluded raters are left out: a
 rater who fails an attention check is flagged and excluded, and the organizer can include
-them again (organizer page or admin), so scoring follows what the organizer sees.
+them again (organizer page or admin), so scoring follows what the organizer sees. Every
+human figure is also given with the flagged (excluded) raters' responses counted
+(``*_with_flagged`` columns, the ``with_flagged`` summary entry), so a reader sees how
+much the exclusions move it.
 """
 
 from __future__ import annotations
 
 import pandas as pd
-from django.db.models import Q
+from django.db.models import Count, Q
 
 from evalsite import dictionary, reports
 from evalsite.dictionary import Column
@@ -80,23 +83,33 @@ def responses_frame(submission, *, include_excluded: bool = False) -> pd.DataFra
     Returns
     -------
     pandas.DataFrame
-        Columns of :data:`trials.scoring.REQUIRED_COLUMNS`.
+        Columns of :data:`trials.scoring.REQUIRED_COLUMNS`, plus ``truth`` (the trial's
+        correct answer) and ``n_faces`` (gallery faces shown; 0 for action trials).
     """
     rows = _responses(submission).filter(COUNTED)
     if not include_excluded:
         rows = rows.exclude(trial__session__rater__excluded=True)
-    values = rows.values_list(
-        "trial__session__rater_id",
-        "trial__item__source_video__name",
-        "trial__item__masked_video_id",
-        "trial__item__task",
-        "choice",
-        "correct",
-        "trial__target_present",
+    values = (
+        rows.order_by()
+        .annotate(n_faces=Count("trial__faces"))
+        .values_list(
+            "trial__session__rater_id",
+            "trial__item__source_video__name",
+            "trial__item__masked_video_id",
+            "trial__item__task",
+            "choice",
+            "correct",
+            "trial__target_present",
+            "trial__correct_choice",
+            "n_faces",
+        )
     )
     frame = pd.DataFrame(
-        [(r, v, "clear" if m is None else "masked", t, c, ok, p) for r, v, m, t, c, ok, p in values],
-        columns=scoring.REQUIRED_COLUMNS,
+        [
+            (r, v, "clear" if m is None else "masked", t, c, ok, p, x, f)
+            for r, v, m, t, c, ok, p, x, f in values
+        ],
+        columns=[*scoring.REQUIRED_COLUMNS, "truth", "n_faces"],
     )
     return frame
 
@@ -137,10 +150,25 @@ def video_columns(submission) -> pd.DataFrame:
     out = out.join(superseded_counts(submission))  # responses kept on replaced files, not counted
     for name in [c for c in _video_entries() if c.startswith(("human_id_n_", "human_action_n_"))]:
         out[name] = out[name].fillna(0).astype(int) if name in out else 0  # no response: 0, not empty
+    for condition in CONDITIONS:
+        if f"human_id_chance_as_served_{condition}" not in out:
+            out[f"human_id_chance_as_served_{condition}"] = float("nan")  # no identity trial served yet
     chance = chance_levels(submission.campaign)
     out["human_id_chance_level"] = chance["id_chance_level"]
     out["human_action_chance_level"] = chance["action_chance_level"]
+    every = responses_frame(submission, include_excluded=True)
+    flagged = scoring.per_video_scores(every) if not every.empty else pd.DataFrame(index=videos)
+    for name in WITH_FLAGGED:
+        out[f"{name}_with_flagged"] = flagged[name].reindex(out.index) if name in flagged else float("nan")
     return out
+
+
+#: Per-video figures also given with the flagged (excluded) raters' responses counted.
+WITH_FLAGGED = [
+    *(f"human_{task}_{k}_{c}" for task in ("id", "action") for k in ("n", "accuracy") for c in CONDITIONS),
+    "human_masking_success",
+    "human_action_loss",
+]
 
 
 def summary(submission) -> dict:
@@ -163,6 +191,7 @@ def summary(submission) -> dict:
     out["n_excluded_raters"] = len(set(every["rater"]) - set(usable["rater"]))
     out["raters_per_video"] = int(campaign.raters_per_video)
     out.update(chance_levels(campaign))
+    out["with_flagged"] = scoring.summary_scores(every)
     return out
 
 
@@ -340,6 +369,19 @@ def _video_entries() -> dict[str, Column]:
     order += [f"human_action_{k}_{c}" for k in ("n", "accuracy", "ci_low", "ci_high") for c in CONDITIONS]
     order += ["human_action_loss", "human_action_chance_level"]
     order += [f"human_action_n_superseded_{c}" for c in CONDITIONS]
+    order += [f"human_id_chance_as_served_{c}" for c in CONDITIONS]
+    for condition, shown in CONDITIONS.items():
+        entries[f"human_id_chance_as_served_{condition}"] = Column(
+            f"chance level of the identity lineups of {shown} as served: mean over its trials of "
+            "1 / (faces shown + 1), the accuracy of a uniform guess (the lineup design makes it the "
+            "best accuracy without recognition: trials/design.py, balanced exposure)",
+            "float",
+            unit="fraction",
+            range="(0, 1]",
+            precision=4,
+            source="trials/scoring.py, served_chance",
+        )
+    order += [f"{name}_with_flagged" for name in WITH_FLAGGED]
     entries |= {
         "human_masking_success": Column(
             "human_id_accuracy_clear - human_id_accuracy_masked: how much masking lowered human identification",
@@ -376,6 +418,15 @@ def _video_entries() -> dict[str, Column]:
             precision=4,
         ),
     }
+    for name in WITH_FLAGGED:
+        base = entries[name]
+        entries[f"{name}_with_flagged"] = Column(
+            **{
+                **base.__dict__,
+                "meaning": f"{name} with the responses of flagged (excluded) raters counted too: {base.meaning}",
+                "ideal": "",
+            }
+        )
     return {name: entries[name] for name in order}
 
 
@@ -452,6 +503,41 @@ def _summary_entries() -> dict[str, Column]:
         "id_chance_level": video["human_id_chance_level"],
         "action_chance_level": video["human_action_chance_level"],
     }
+    for condition, shown in CONDITIONS.items():
+        entries[f"id_chance_as_served_{condition}"] = Column(
+            **{
+                **video[f"human_id_chance_as_served_{condition}"].__dict__,
+                "meaning": "pooled over videos: " + video[f"human_id_chance_as_served_{condition}"].meaning,
+            }
+        )
+        entries[f"action_majority_rate_{condition}"] = Column(
+            f"share of action responses for {shown} whose correct action is the most common one: the "
+            "accuracy of always naming that action without looking (the honest chance level of the "
+            "action task, above 1 / labels when actions are unevenly common)",
+            "float",
+            unit="fraction",
+            range="(0, 1]",
+            precision=4,
+            source="trials/scoring.py, majority_rate",
+        )
+        entries[f"action_chance_corrected_{condition}"] = Column(
+            f"(action_accuracy_{condition} - action_majority_rate_{condition}) / "
+            f"(1 - action_majority_rate_{condition}): action accuracy above always naming the most "
+            "common action; 0 = no better, 1 = always right, negative = worse",
+            "float",
+            unit="fraction",
+            range="<= 1",
+            ideal="as on the clear video" if condition == "masked" else "",
+            precision=4,
+            source="Cohen 1960 (form (p_o - p_e) / (1 - p_e)), p_e = the majority-class rate; "
+            "trials/scoring.py, chance_corrected",
+        )
+    entries["with_flagged"] = Column(
+        "every figure of this section (the keys of trials.scoring.summary_scores) recomputed with the "
+        "responses of flagged (excluded) raters counted too, so the effect of the exclusions is visible",
+        "object",
+        source="trials/scoring.py, summary_scores",
+    )
     return entries
 
 

@@ -30,6 +30,20 @@ Input frame ``responses``: one row per evaluated response with columns
 ``target_present`` bool (identity trials; True for action trials)
 =================  ==========================================================
 
+and optionally ``truth`` (the correct answer: the video's action for action trials; for
+the majority-class rate) and ``n_faces`` (gallery faces shown in the identity trial; for
+the chance level of the lineup as served).
+
+Chance levels are reported beside every accuracy, because a strategist beats the naive
+"1 / choices" without looking: in the action task, answering the most common action
+scores its share of the videos (the majority-class rate); so action accuracy is also
+given chance-corrected, ``(accuracy - p_majority) / (1 - p_majority)`` (Cohen's 1960
+form ``(p_o - p_e) / (1 - p_e)`` with the majority-class rate as ``p_e``: the best
+accuracy a rater can reach without looking, higher than Cohen's product-of-marginals
+``p_e``): 0 = no better than always naming the most common action, 1 = always right,
+negative = worse. Identity chance is ``1 / (faces shown + 1)`` per trial as served,
+averaged over the trials.
+
 Rates are fractions in [0, 1]; a rate with no trials is NaN.
 """
 
@@ -88,6 +102,53 @@ def wilson_interval(successes, n, *, alpha: float = 0.05):
     if low.ndim == 0:
         return float(low), float(high)
     return low, high
+
+
+def chance_corrected(accuracy: float, reference: float) -> float:
+    """``(accuracy - reference) / (1 - reference)``: accuracy above a no-look reference.
+
+    Parameters
+    ----------
+    accuracy, reference : float in [0, 1]
+        e.g. action accuracy and the majority-class rate (module docstring).
+
+    Returns
+    -------
+    float in (-inf, 1]
+        NaN when either is NaN or ``reference == 1`` (nothing to gain over the reference).
+    """
+    if np.isnan(accuracy) or np.isnan(reference) or reference >= 1.0:
+        return float("nan")
+    return (accuracy - reference) / (1.0 - reference)
+
+
+def majority_rate(responses: pd.DataFrame, task: str = "action") -> float:
+    """Share of ``task`` responses whose correct answer is the most common correct answer.
+
+    The accuracy of a rater who always gives that answer without looking (e.g. "talking"
+    in a campaign of mostly talking drivers). Needs the optional ``truth`` column.
+
+    Returns
+    -------
+    float in (0, 1], NaN without such responses or without ``truth``.
+    """
+    if "truth" not in responses.columns:
+        return float("nan")
+    truth = responses.loc[responses["task"] == task, "truth"].astype(str)
+    return float(truth.value_counts().iloc[0] / len(truth)) if len(truth) else float("nan")
+
+
+def served_chance(responses: pd.DataFrame) -> float:
+    """Mean over identity responses of ``1 / (n_faces + 1)``: the chance level of the lineups as served.
+
+    Returns
+    -------
+    float in (0, 1], NaN without identity responses or without the ``n_faces`` column.
+    """
+    if "n_faces" not in responses.columns:
+        return float("nan")
+    faces = responses.loc[responses["task"] == "identity", "n_faces"].astype(float)
+    return float((1.0 / (faces + 1.0)).mean()) if len(faces) else float("nan")
 
 
 def _rate(numerator, denominator):
@@ -172,6 +233,8 @@ def per_video_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> pd.Data
         ``human_id_ci_high_<c>``, ``human_id_hit_rate_<c>``,
         ``human_id_false_alarm_rate_<c>`` for c in (clear, masked);
         ``human_masking_success`` = accuracy clear - accuracy masked;
+        ``human_id_chance_as_served_<c>`` (:func:`served_chance` of the video's trials,
+        with the ``n_faces`` column);
         ``human_action_n_<c>``, ``human_action_accuracy_<c>``, ``human_action_ci_low_<c>``,
         ``human_action_ci_high_<c>``; ``human_action_loss`` = action accuracy clear -
         action accuracy masked (lower is better). Every column starts with ``human_``
@@ -202,6 +265,11 @@ def per_video_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> pd.Data
     ):
         if name not in out:
             out[name] = np.nan
+    if "n_faces" in responses.columns:
+        for condition in CONDITIONS:
+            trials = responses[(responses["condition"] == condition) & (responses["task"] == "identity")]
+            chance = (1.0 / (trials["n_faces"].astype(float) + 1.0)).groupby(trials["video"]).mean()
+            out[f"human_id_chance_as_served_{condition}"] = chance.reindex(out.index).astype(float)
     out["human_masking_success"] = out["human_id_accuracy_clear"] - out["human_id_accuracy_masked"]
     out["human_action_loss"] = out["human_action_accuracy_clear"] - out["human_action_accuracy_masked"]
     out.index.name = "video"
@@ -251,7 +319,11 @@ def summary_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> dict:
         responses), ``<key>_ci_<c>`` ([low, high] Wilson, ``1 - alpha``), ``<key>_n_<c>``
         (int); ``masking_success`` and ``action_loss`` (float in [-1, 1], clear - masked,
         NaN when no video has both conditions); ``n_videos_both_conditions`` (int);
-        ``action_agreement_<c>`` (dict of :func:`action_agreement`).
+        ``action_agreement_<c>`` (dict of :func:`action_agreement`);
+        ``id_chance_as_served_<c>`` (:func:`served_chance`), ``action_majority_rate_<c>``
+        (:func:`majority_rate`) and ``action_chance_corrected_<c>``
+        (:func:`chance_corrected` of the action accuracy against it), NaN without the
+        optional columns.
 
     Raises
     ------
@@ -278,4 +350,10 @@ def summary_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> dict:
     )
     for condition in CONDITIONS:
         summary[f"action_agreement_{condition}"] = action_agreement(responses, condition)
+        subset = responses[responses["condition"] == condition]
+        summary[f"id_chance_as_served_{condition}"] = served_chance(subset)
+        summary[f"action_majority_rate_{condition}"] = majority_rate(subset)
+        summary[f"action_chance_corrected_{condition}"] = chance_corrected(
+            summary[f"action_accuracy_{condition}"], summary[f"action_majority_rate_{condition}"]
+        )
     return summary

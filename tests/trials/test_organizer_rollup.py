@@ -1,8 +1,9 @@
 """The organizer page's rating roll-up per condition and its estimate of the raters still needed.
 
 ``trials.progress`` on hand-made items whose answers are worked out by hand, then the page
-of the real 10-speaker GRID campaign (10 clips x clear/blurred x identity/action = 40
-items, 3 raters per video, so a target of 60 responses per condition).
+of the real 10-speaker GRID campaign (10 clips x clear/blurred x action + the 6 men's clips
+x clear/blurred x identity = 32 items, 3 raters per video, so a target of 48 responses per
+condition; the 4 women are too few for a women-only lineup block).
 """
 
 import math
@@ -107,16 +108,17 @@ def test_campaign_page_rolls_up_progress_above_the_collapsed_item_table(grid_cam
     settings.TRIALS_PLAUSIBILITY_CHECKS = False  # answered directly, no media fetched
     client = _organizer_client(grid_campaign)
     per_session = assignment.evaluated_trials_per_session(grid_campaign)
-    assert per_session == 8  # 20 per session, but 10 clips and 2 practice trials on evaluated clips
+    assert per_session == 8  # 20 per session, but 10 people and 2 practice trials on evaluated clips
     page = client.get(f"/organizer/{grid_campaign.pk}/").content.decode()
-    assert _rollup_rows(page) == [("0", "60", "0"), ("0", "60", "0")]  # clear, blurred
-    # 120 responses / 8 per session = 15; each clip needs 4 items x 3 = 12 different raters.
-    assert "About <strong>15 more raters</strong> needed" in page
-    assert "120 responses not yet taken on, 8 evaluated trials per session" in page
+    assert _rollup_rows(page) == [("0", "48", "0"), ("0", "48", "0")]  # clear, blurred
+    # 96 responses / 8 per session = 12; each man's clip needs 4 items x 3 = 12 different
+    # raters (the 4 women's clips get no identity items: trials.design.exposure_plan).
+    assert "About <strong>12 more raters</strong> needed" in page
+    assert "96 responses not yet taken on, 8 evaluated trials per session" in page
     # Order: roll-up, raters, then the per-item table folded away.
     assert page.index('id="rollup"') < page.index('id="raters"') < page.index('<details id="items-details">')
     assert page.index('<details id="items-details">') < page.index('<table id="items">')
-    assert "Per-item progress (40 items)" in page
+    assert "Per-item progress (32 items)" in page
 
     # One answer and one open claim; then the answering rater is excluded.
     session = assignment.join(grid_campaign, participant_code="P-rollup")
@@ -126,11 +128,11 @@ def test_campaign_page_rolls_up_progress_above_the_collapsed_item_table(grid_cam
     assignment.current_trial(session)  # the second item is claimed, not answered
     page = client.get(f"/organizer/{grid_campaign.pk}/").content.decode()
     rows = _rollup_rows(page)
-    assert sorted(rows) == [("0", "60", "0"), ("1", "60", "2")]
-    assert "118 responses not yet taken on" in page and "About <strong>15 more raters</strong>" in page
+    assert sorted(rows) == [("0", "48", "0"), ("1", "48", "2")]
+    assert "94 responses not yet taken on" in page and "About <strong>12 more raters</strong>" in page
     assert Rater.objects.filter(pk=session.rater_id).update(excluded=True) == 1
     page = client.get(f"/organizer/{grid_campaign.pk}/").content.decode()
-    assert _rollup_rows(page) == [("0", "60", "0"), ("0", "60", "0")]
+    assert _rollup_rows(page) == [("0", "48", "0"), ("0", "48", "0")]
     table = page[
         page.index('<table id="rollup">') : page.index("</table>", page.index('<table id="rollup">'))
     ]
@@ -140,7 +142,7 @@ def test_campaign_page_rolls_up_progress_above_the_collapsed_item_table(grid_cam
             r'<td data-label="excluded">(\d+)</td><td data-label="claimed, unanswered">(\d+)</td>', table
         )
     ) == [("0", "0"), ("1", "0")]
-    assert "120 responses not yet taken on" in page
+    assert "96 responses not yet taken on" in page
 
 
 @pytest.mark.django_db

@@ -133,3 +133,43 @@ def test_bad_frames_are_rejected_by_name():
     bad = pd.DataFrame(rows("v", "blurred", "identity", [("1", True, True)]))
     with pytest.raises(ValueError, match="condition must be 'clear' or 'masked', got \\['blurred'\\]"):
         scoring.per_video_scores(bad)
+
+
+def test_action_accuracy_beside_the_majority_rate_and_chance_corrected():
+    # 8 masked action responses on 8 videos: 6 talking, 2 eating; all right but one eating.
+    truths = ["talking"] * 6 + ["eating"] * 2
+    choices = ["talking"] * 6 + ["eating", "talking"]
+    frame = pd.DataFrame(
+        {
+            "rater": [f"r{i}" for i in range(8)],
+            "video": [f"v{i}" for i in range(8)],
+            "condition": "masked",
+            "task": "action",
+            "choice": choices,
+            "correct": [c == t for c, t in zip(choices, truths)],
+            "target_present": True,
+            "truth": truths,
+        }
+    )
+    summary = scoring.summary_scores(frame)
+    assert summary["action_accuracy_masked"] == pytest.approx(7 / 8)
+    assert summary["action_majority_rate_masked"] == pytest.approx(6 / 8)  # always "talking"
+    # (7/8 - 6/8) / (1 - 6/8) = 0.5: halfway from always-"talking" to always right.
+    assert summary["action_chance_corrected_masked"] == pytest.approx(0.5)
+    # Always answering "talking" scores 6/8 = 75 %, but 0 chance-corrected.
+    always = frame.assign(choice="talking", correct=[t == "talking" for t in truths])
+    assert scoring.summary_scores(always)["action_chance_corrected_masked"] == pytest.approx(0.0)
+    assert scoring.chance_corrected(0.5, 1.0) != scoring.chance_corrected(0.5, 1.0)  # NaN
+    assert math.isnan(summary["action_majority_rate_clear"])  # no clear responses
+
+
+def test_identity_chance_as_served_averages_one_over_the_options_shown():
+    frame = pd.DataFrame(
+        rows("v1", "masked", "identity", [("1", True, True), ("0", False, True), ("2", False, True)])
+    ).assign(n_faces=[5, 5, 4], truth=["1", "3", "1"])
+    # (1/6 + 1/6 + 1/5) / 3: two 5-face lineups and one of 4 faces (+ "not present" each).
+    expected = (1 / 6 + 1 / 6 + 1 / 5) / 3
+    assert scoring.summary_scores(frame)["id_chance_as_served_masked"] == pytest.approx(expected)
+    assert scoring.per_video_scores(frame).loc["v1", "human_id_chance_as_served_masked"] == pytest.approx(
+        expected
+    )

@@ -175,9 +175,10 @@ def test_organizer_sees_progress_and_foil_warnings_of_own_campaigns(grid_campaig
         assert client.get(f"/organizer/{grid_campaign.pk}/").status_code == 404
         grid_campaign.organizers.add(staff)
     page = client.get(f"/organizer/{grid_campaign.pk}/").content.decode()
-    assert "0 of 120 usable responses" in page  # 40 items x 3 raters
-    # 4 female speakers: 3 matched foils, 5 needed with target-absent trials.
-    assert page.count("only 3 other identities share these values") == 4
+    assert "0 of 96 usable responses" in page  # 32 items x 3 raters
+    # 4 female speakers: a women-only lineup block needs 6 (5 faces + 1 for target-absent
+    # trials), so their videos get no identity trials (trials.design.exposure_plan).
+    assert page.count("its group has 4 identities with evaluated videos, a lineup that does not") == 4
     client.post(f"/organizer/{grid_campaign.pk}/rating/", {"open": "0"})
     grid_campaign.refresh_from_db()
     assert not grid_campaign.rating_open
@@ -194,7 +195,7 @@ def test_opening_rating_from_the_organizer_page_reports_foil_shortages(grid_camp
     grid_campaign.refresh_from_db()
     assert grid_campaign.rating_open
     assert "Rating open (0 new items)" in page
-    assert "subject-grid-p02-code (gender=female): only 3 other identities share these values" in page
+    assert "subject-grid-p02-code (gender=female): its group has 4 identities with evaluated videos" in page
 
 
 def test_rater_login_page_and_csrf_protected_answers(grid_campaign):
