@@ -87,9 +87,11 @@ def test_admin_checks_the_edited_values_target_absent_trials_need_one_identity_m
     page = _post_change(client, campaign, rating_open=True, foils_per_trial=2, target_absent_share=0)
     campaign.refresh_from_db()
     assert campaign.rating_open and campaign.foils_per_trial == 2
-    # open_rating ran: one item per (video, clear, task) of the 3 evaluated videos.
-    assert Item.objects.filter(campaign=campaign).count() == 6
-    assert "Tiny: rating open (6 new items" in page.content.decode()
+    # open_rating ran: one action item per evaluated video; no identity items, since each
+    # group (2 men, 1 woman) is thinner than a 3-face lineup block (trials.design.exposure_plan).
+    assert Item.objects.filter(campaign=campaign).count() == 3
+    assert not Item.objects.filter(campaign=campaign, task="identity").exists()
+    assert "Tiny: rating open (3 new items" in page.content.decode()
     _post_change(client, campaign, rating_open=False)
     campaign.refresh_from_db()
     assert not campaign.rating_open
@@ -162,7 +164,7 @@ def test_api_opens_with_the_same_checks_and_queues_media_on_commit(
         opened = api.post(url, {"open": True}, format="json")
     assert opened.status_code == 200
     body = opened.json()
-    assert body["rating_open"] is True and body["items_created"] == 6
+    assert body["rating_open"] is True and body["items_created"] == 3  # action only: thin groups
     assert len(queued) == 1  # media preparation, after the commit
     assert api.get(f"/api/campaigns/{campaign.pk}/").json()["rating_open"] is True
     assert api.post(url, {"open": False}, format="json").json() == {"rating_open": False}
