@@ -1,6 +1,7 @@
 """Where pretrained weights live: the one models-folder resolver of the science core.
 
-Django-free and a leaf. ``evalsite.settings.MODELS_DIR`` follows the same rule.
+Django-free and a leaf. The site reads it too: ``evalsite/conf.py`` declares ``DEID_MODELS_DIR``
+with this default (documented on the configuration page).
 """
 
 from __future__ import annotations

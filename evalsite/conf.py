@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from automated.models_dir import default_models_dir
 from evalsite import env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -141,7 +142,7 @@ SETTINGS: tuple[Setting, ...] = (
       "the admin's CSS/JS for WhiteNoise", "Folders", "STATIC_ROOT", default_doc="`$DEID_VAR_DIR/static`"),
     S("DEID_DATA_DIR", "path", BASE_DIR.parent / "shared" / "data", "the real public data (demo, tests, "
       "benchmarks)", "Folders", "DATA_DIR", default_doc="`../shared/data` beside the checkout"),
-    S("DEID_MODELS_DIR", "path", BASE_DIR.parent / "shared" / "models", "model files placed on disk "
+    S("DEID_MODELS_DIR", "path", lambda get: default_models_dir(), "model files placed on disk "
       "(read only; nothing is downloaded): InsightFace packs, the face classifiers; read by the science "
       "core's models-dir resolver, so library use sees it too", "Folders",
       default_doc="`../shared/models` beside the checkout"),
