@@ -58,12 +58,15 @@ serve: $(STAMP)
 worker: $(STAMP)
 	$(HONCHO) start worker
 
-# Lint and format check (ruff) and the import contract (the science cores import no
-# Django, Celery, DRF, evalsite or trials), then the whole test suite.
+# Lint and format check (ruff), the import contracts (pyproject.toml: the science cores
+# import no Django, Celery, DRF, evalsite or trials; the catalogue imports no app; the apps
+# are independent; nothing imports the portal) and no private name imported from another
+# module (evalsite/checks/private_imports.py).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(PY) -m evalsite.checks.private_imports
 
 # The documentation site (docs/, mkdocs.yml) into site/; --strict: a warning (broken link,
 # page missing from the navigation, docstring mkdocstrings cannot read) fails the build.

