@@ -9,11 +9,12 @@ import logging
 
 from celery import shared_task
 from django.conf import settings
+from django.core.files.storage import default_storage
 
 from automated.video import VideoError
 from evalsite.models import Campaign, GalleryImage, MaskedVideo, SourceVideo
 
-from . import media
+from . import media, variants
 
 logger = logging.getLogger("deid.trials")
 
@@ -38,6 +39,8 @@ def prepare_campaign_media(campaign_id: int) -> dict:
     """
     # A worker killed mid-transcode leaves its temporary file: gone once surely dead.
     media.remove_stale_partials(settings.MEDIA_ROOT, older_than_s=2 * settings.DEID_TRANSCODE_TIMEOUT_S)
+    # Per-trial video variants of trials long past their claim (made again if ever asked).
+    variants.remove_old_variants(default_storage, older_than_s=2 * settings.TRIALS_CLAIM_TIMEOUT_S)
     faces = videos = transcoded = 0
     failed = []
     for image in GalleryImage.objects.filter(identity__campaign_id=campaign_id):

@@ -220,20 +220,33 @@ def instruction_frames(frames: list, text: str, seed: int) -> list:
     first = int(n * rng.uniform(0.1, 0.5))
     last = min(n, first + max(1, int(round(0.4 * n))))
     height, width = frames[0].shape[:2]
+    text_h = instruction_layout(text, width, height)[3]
+    y = int(rng.uniform(text_h + 0.05 * height, 0.95 * height))
+    for index in range(first, last):
+        frames[index] = draw_instruction(frames[index], text, y)
+    return frames
+
+
+def instruction_layout(text: str, width: int, height: int) -> tuple[int, float, int, int]:
+    """``(x, font scale, thickness, text height)`` of an instruction in a ``width`` x
+    ``height`` frame: centred, at most 90 % of the width and a tenth of the height."""
     font = cv2.FONT_HERSHEY_DUPLEX
-    scale = 1.0
-    (text_w, text_h), _ = cv2.getTextSize(text, font, scale, 2)
+    (text_w, text_h), _ = cv2.getTextSize(text, font, 1.0, 2)
     scale = min(0.9 * width / text_w, 0.1 * height / text_h)
     thickness = max(1, int(round(2 * scale)))
     (text_w, text_h), _ = cv2.getTextSize(text, font, scale, thickness)
-    x = (width - text_w) // 2
-    y = int(rng.uniform(text_h + 0.05 * height, 0.95 * height))
-    for index in range(first, last):
-        frame = np.ascontiguousarray(frames[index])
-        cv2.putText(frame, text, (x, y), font, scale, (0, 0, 0), thickness + 3, cv2.LINE_AA)
-        cv2.putText(frame, text, (x, y), font, scale, (255, 255, 255), thickness, cv2.LINE_AA)
-        frames[index] = frame
-    return frames
+    return (width - text_w) // 2, scale, thickness, text_h
+
+
+def draw_instruction(frame: np.ndarray, text: str, y: int) -> np.ndarray:
+    """``frame`` (RGB uint8) with ``text`` in white letters outlined in black, baseline at ``y``."""
+    height, width = frame.shape[:2]
+    x, scale, thickness, _ = instruction_layout(text, width, height)
+    frame = np.ascontiguousarray(frame)
+    font = cv2.FONT_HERSHEY_DUPLEX
+    cv2.putText(frame, text, (x, y), font, scale, (0, 0, 0), thickness + 3, cv2.LINE_AA)
+    cv2.putText(frame, text, (x, y), font, scale, (255, 255, 255), thickness, cv2.LINE_AA)
+    return frame
 
 
 def _encode(frames: list, fps: float, out: Path, rate_scale: float) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
+from automated.video import iter_frames
 from trials import variants
 from trials.models import Rater, Trial
 from trials.services import open_rating
@@ -276,3 +277,102 @@ def test_repeated_ranges_do_not_pass_the_byte_check(grid_campaign, settings):
     rater = Rater.objects.get(participant_code="range-repeater")
     share = 65536 / trial.video_size
     assert rater.excluded and f"answered after only {share:.0%} of the video was sent" in rater.flag_reason
+
+
+# --- attention checks: an instruction in the video ------------------------------------------
+
+
+def _read_instruction(video: bytes, tmp_path, n_faces: int) -> str:
+    """A reader: the answer whose instruction's letters match the video's frames best.
+
+    Each candidate ("Choose face 1" ... and "Choose: not present") is drawn as the page
+    draws it (:func:`trials.variants.draw_instruction`) on flat grey; its band of rows is
+    slid over every frame (normalised correlation); the best match over frames and
+    heights wins.
+    """
+    path = tmp_path / "check.mp4"
+    path.write_bytes(video)
+    frames = [cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY) for _, frame in iter_frames(path)]
+    height, width = frames[0].shape
+    scores = {}
+    for choice in ["0", *(str(i) for i in range(1, n_faces + 1))]:
+        canvas = variants.draw_instruction(
+            np.full((height, width, 3), 128, np.uint8), variants.instruction_text(choice), height // 2
+        )
+        rows = np.flatnonzero((canvas != 128).any(axis=(1, 2)))
+        template = cv2.cvtColor(canvas[rows[0] : rows[-1] + 1], cv2.COLOR_RGB2GRAY)
+        scores[choice] = max(
+            float(cv2.matchTemplate(frame, template, cv2.TM_CCOEFF_NORMED).max()) for frame in frames
+        )
+    return max(scores, key=scores.get)
+
+
+def _answer_all(campaign, code, answer) -> list:
+    """Play a whole session fetching every medium; ``answer(trial, files)`` gives the choice."""
+    client = _start(campaign, code)
+    played = []
+    for _ in range(40):
+        html = client.get("/session/").content.decode()
+        match = RESPOND.search(html)
+        if match is None:
+            break
+        trial = Trial.objects.get(token=match.group(1).split("/")[2])
+        files = {url: b"".join(client.get(url).streaming_content) for url in MEDIA.findall(html)}
+        choice = answer(trial, files)
+        played.append((trial, choice))
+        body = {"choice": choice, "response_time_ms": 3000}
+        client.post(match.group(1), json.dumps(body), content_type="application/json")
+    return played
+
+
+def _face_of_target(trial) -> str:
+    """What a perfect face-recognition bot answers: the face of the person in the video."""
+    for face in trial.faces.select_related("gallery_image"):
+        if face.gallery_image.identity_id == trial.target_identity_id:
+            return str(face.position)
+    return "0"
+
+
+def test_attention_checks_are_read_by_a_reader_and_failed_by_face_recognition(
+    bot_campaign, settings, tmp_path
+):
+    settings.TRIALS_PLAUSIBILITY_CHECKS = True
+    settings.TRIALS_MAX_ATTENTION_FAILURES = 2
+
+    def recognise(trial, files):
+        return _face_of_target(trial) if trial.task == "identity" else bot_campaign.action_vocabulary[0]
+
+    played = _answer_all(bot_campaign, "face-bot", recognise)
+    checks = [(trial, choice) for trial, choice in played if trial.kind == "catch"]
+    assert len(checks) >= 2
+    # Before: the probe showed a lineup face and its answer was that face (dlib 72/72).
+    assert all(choice != trial.correct_choice for trial, choice in checks)
+    bot = Rater.objects.get(participant_code="face-bot")
+    assert bot.flagged and bot.excluded and "failed 2 attention checks" in bot.flag_reason
+
+    def read(trial, files):
+        if trial.probe_image_id is not None:
+            return _read_instruction(files[f"/m/{trial.media_token}"], tmp_path, trial.faces.count())
+        return recognise(trial, files)
+
+    played = _answer_all(bot_campaign, "reader", read)
+    checks = [(trial, choice) for trial, choice in played if trial.probe_image_id is not None]
+    assert len(checks) >= 2
+    assert [choice for _, choice in checks] == [trial.correct_choice for trial, _ in checks]
+    reader = Rater.objects.get(participant_code="reader")
+    assert not reader.flagged and not reader.excluded, reader.flag_reason
+
+
+def test_old_variants_are_removed_and_young_ones_kept(db, media_root):
+    import os
+    import time
+
+    from django.core.files.base import ContentFile
+    from django.core.files.storage import default_storage
+
+    old = default_storage.save("variants/old.mp4", ContentFile(b"old"))
+    young = default_storage.save("variants/young.mp4", ContentFile(b"young"))
+    hour_ago = time.time() - 3600
+    os.utime(media_root / old, (hour_ago, hour_ago))
+    assert variants.remove_old_variants(default_storage, older_than_s=1800) == 1
+    assert not default_storage.exists(old) and default_storage.exists(young)
