@@ -139,9 +139,14 @@ def test_failed_attention_check_flags_the_rater(grid_campaign, settings):
     settings.TRIALS_MAX_ATTENTION_FAILURES = 1
     session = running_session(grid_campaign, "P-1")
     catch = skip_to_kind(session, TrialKind.CATCH)
-    assert catch.probe_image_id == catch.faces.get(position=int(catch.correct_choice)).gallery_image_id
-    wrong = next(c for c in assignment.valid_choices(catch) if c != catch.correct_choice)
-    answer(catch, wrong)
+    # The video shows a lineup face and an instruction naming another answer (trials.variants):
+    # answering by the face (as a face-recognition bot does) fails the check.
+    shown = catch.faces.get(gallery_image__identity_id=catch.probe_image.identity_id)
+    assert catch.target_identity_id == catch.probe_image.identity_id
+    assert catch.correct_choice in assignment.valid_choices(catch) and catch.correct_choice != str(
+        shown.position
+    )
+    answer(catch, str(shown.position))
     rater = Rater.objects.get()
     assert rater.flagged and rater.flag_reason == "failed 1 attention checks"
 
