@@ -16,7 +16,7 @@
   (:func:`not_prepared_response`).
 - Preparation is idempotent under concurrency: files are made whole in a temporary
   folder and saved through the storage API under a fresh name (a reader never sees half
-  a file, and no storage needs a local ``.path``), rows are claimed by the unique
+  a file; tools that need a path get one from ``evalsite.storage.local_path``), rows are claimed by the unique
   constraint (crops) or compare-and-set (web copies), and the loser of a race deletes
   its own file and uses the winner's.
 - What a rater's browser receives is never these files themselves but per-trial
@@ -41,6 +41,7 @@ from django.core.files import File
 from django.http import HttpResponse
 
 from automated.video import transcode_for_web
+from evalsite.storage import local_path
 
 from . import face_norm
 from .models import CATCH_VIDEO_SUFFIX, GalleryCrop
@@ -110,21 +111,6 @@ def read_image_rgb(source) -> np.ndarray:
     if image is None:
         raise ValueError(f"not a readable image: {name}")
     return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
-
-
-@contextlib.contextmanager
-def local_copy(field_file):
-    """A temporary local copy of a stored file, for tools that need a path (ffmpeg, OpenCV).
-
-    Read through the storage API, so it works with any storage (no ``.path``); removed
-    on exit. Yields its ``Path`` (same suffix as the stored name).
-    """
-    with tempfile.TemporaryDirectory(prefix="deid-media-") as folder:
-        path = Path(folder) / f"copy{Path(field_file.name).suffix}"
-        with field_file.open("rb") as source, path.open("wb") as target:
-            for chunk in iter(lambda: source.read(1024 * 1024), b""):
-                target.write(chunk)
-        yield path
 
 
 def normalised_face(image_rgb: np.ndarray, *, size_px: int) -> np.ndarray:
@@ -309,7 +295,7 @@ def ensure_web_file(video) -> bool:
     old_name = video.web_file.name or ""
 
     def produce(path: Path) -> None:
-        with local_copy(video.file) as source:
+        with local_path(video.file) as source:
             transcode_for_web(source, path)
 
     name = store_atomically(video.web_file, "web.mp4", produce)

@@ -38,11 +38,12 @@ import numpy as np
 from scipy.fft import dctn
 
 from automated.video import VideoError, iter_frames
+from evalsite.storage import local_path
 from evalsite.models import Campaign, GalleryImage, Identity, SourceVideo
 from evalsite.video_formats import alone_in_format, video_format
 
 from . import design
-from .media import local_copy, read_image_rgb
+from .media import read_image_rgb
 from .models import StillCheck
 
 logger = logging.getLogger("deid.trials")
@@ -147,7 +148,7 @@ def check_stills(campaign: Campaign) -> int:
         best, matched = None, None
         for video in videos:
             try:
-                with local_copy(video.file) as path:
+                with local_path(video.file) as path:
                     distance, _ = closest_frame(still, path)
             except (VideoError, FileNotFoundError) as error:
                 logger.warning("source video %s: %s", video.pk, error)
