@@ -7,28 +7,41 @@ import pytest
 from django.conf import settings
 
 
-#: The test files that take longest (serial seconds on the 2-core machine, --durations).
-#: Under pytest-xdist (``make test``: ``-n auto --dist loadfile``) a worker takes one file
-#: at a time in collection order; these go first, longest first, so no long file is left
-#: to run alone at the end while the other worker idles. A file missing here only runs
-#: in its collection place; the numbers are a schedule, not a test.
+#: The test files that take longest (seconds on the 2-core machine: the last serial CI run
+#: and per-test CPU seconds of a pytest-xdist run). Under pytest-xdist (``make test``:
+#: ``-n auto --dist loadfile``) a worker takes one file at a time in collection order; these
+#: go first, longest first, then every other file with a ``slow`` or ``browser`` mark or in
+#: tests/ops (real models, Chromium, servers), then the rest, so no long file is left to run
+#: alone at the end while the other worker idles. The numbers are a schedule, not a test.
 SLOWEST_FILES = {
     "test_celery_runs.py": 250,
-    "test_attack_orl.py": 130,
-    "test_attack_finetune.py": 125,
+    "test_attack_finetune.py": 135,
     "test_demo_command.py": 75,
     "test_rater_simulation_http.py": 60,
+    "test_attack_orl.py": 55,
 }
+SLOW_MARKS = ("slow", "browser")
+
+
+def _schedule_weight(items) -> dict[Path, float]:
+    """{test file: weight}: ``SLOWEST_FILES`` seconds, else 1 for slow ones, else 0."""
+    weights: dict[Path, float] = {}
+    for item in items:
+        slow = "ops" in item.path.parts or any(item.get_closest_marker(m) for m in SLOW_MARKS)
+        weight = SLOWEST_FILES.get(item.path.name, 1.0 if slow else 0.0)
+        weights[item.path] = max(weights.get(item.path, 0.0), weight)
+    return weights
 
 
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist, move the files of ``SLOWEST_FILES`` to the front, longest first.
+    """Under pytest-xdist, order the test files by ``_schedule_weight``, heaviest first.
 
-    The sort is stable: each file's tests stay together and in their order, and the other
-    files keep theirs. Every worker collects and sorts the same way (xdist checks it).
+    The sort is stable: each file's tests stay together and in their order, and files of
+    equal weight keep theirs. Every worker collects and sorts the same way (xdist checks it).
     """
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        items.sort(key=lambda item: -SLOWEST_FILES.get(item.path.name, 0))
+        weights = _schedule_weight(items)
+        items.sort(key=lambda item: -weights[item.path])
 
 
 @pytest.fixture(scope="session")
