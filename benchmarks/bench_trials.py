@@ -1,11 +1,11 @@
 """Rater server time per trial page and per answer with 100 concurrent simulated raters (SQLite).
 
-Runs ``python -m trials.simulation`` in a fresh process on a fresh default database (a
+Runs ``python -m tests.crowd.simulation`` in a fresh process on a fresh default database (a
 SQLite file with the project's settings: ``BEGIN IMMEDIATE``, 30 s busy timeout): a
 campaign of the 10 real GRID speakers, their clips x 3 source-video rows (30 videos),
 one blurred submission, 2 tasks, 10 raters per item (1200 evaluated responses), and 100
 raters in 100 client threads (10 % abandoning mid-session) served by a pool of 4 request
-workers (``trials.simulation.ServerSlots``, as a WSGI server would). Times are measured
+workers (``tests.crowd.simulation.ServerSlots``, as a WSGI server would). Times are measured
 around Django's test client inside a worker, i.e. the whole server-side request
 (middleware, views, queries, template) including waits for the SQLite write lock, but
 not queueing for a free worker; no network.
@@ -39,7 +39,7 @@ def run() -> list[dict]:
             [
                 sys.executable,
                 "-m",
-                "trials.simulation",
+                "tests.crowd.simulation",
                 "--raters",
                 str(RATERS),
                 "--threads",

@@ -4,8 +4,8 @@ For each server the benchmark starts everything itself: a fresh database (a new
 PostgreSQL database on ``DEID_TEST_POSTGRES_URL``, or a SQLite file with the project's
 settings: WAL, ``BEGIN IMMEDIATE``, 30 s busy timeout), the GRID rating campaign (10
 real speakers x 2 source-video rows = 20 videos, clear and blurred, identity and action:
-80 items, 10 responses each) built and opened by ``python -m trials.simulation
---setup-only``, then the server, then ``python -m trials.simulation --base-url``: 100
+80 items, 10 responses each) built and opened by ``python -m tests.crowd.simulation
+--setup-only``, then the server, then ``python -m tests.crowd.simulation --base-url``: 100
 raters at once, each a thread with its own keep-alive HTTP/1.1 connection, 10 %
 abandoning, 20 % of answers double-clicked, media of the first 2 trial pages fetched.
 
@@ -40,7 +40,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from trials.simulation import percentile
+from tests.crowd.simulation import percentile
 
 RATERS = 100
 COPIES = 2
@@ -53,7 +53,7 @@ def _simulation(*args: str, env: dict) -> dict:
     from tests.ops.servers import ROOT, base_env
 
     proc = subprocess.run(
-        [sys.executable, "-m", "trials.simulation", *args],
+        [sys.executable, "-m", "tests.crowd.simulation", *args],
         cwd=ROOT,
         env=base_env(**env),
         capture_output=True,
@@ -61,7 +61,7 @@ def _simulation(*args: str, env: dict) -> dict:
         timeout=3600,
     )
     if proc.returncode:
-        raise RuntimeError(f"trials.simulation {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
+        raise RuntimeError(f"tests.crowd.simulation {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -123,6 +123,7 @@ def _gunicorn_postgres(tmp: Path, conn_max_age: int) -> tuple[dict, dict]:
             "DEID_VAR_DIR": str(tmp / f"var-pg-{conn_max_age}"),
             "DEID_DEBUG": "0",
             "TRIALS_PLAUSIBILITY_CHECKS": "0",
+            "TRIALS_TRUSTED_PROXIES": "1",  # each simulated rater sends its own X-Forwarded-For
             "DEID_DATA_DIR": str(settings.DATA_DIR),
             "DEID_DB_CONN_MAX_AGE": str(conn_max_age),
         }
@@ -144,6 +145,7 @@ def _runserver_sqlite(tmp: Path) -> tuple[dict, dict]:
         "DEID_VAR_DIR": str(tmp / "var-sqlite"),
         "DEID_DEBUG": "0",
         "TRIALS_PLAUSIBILITY_CHECKS": "0",
+        "TRIALS_TRUSTED_PROXIES": "1",  # each simulated rater sends its own X-Forwarded-For
         "DEID_DATA_DIR": str(settings.DATA_DIR),
     }
     setup = _setup(env)

@@ -198,8 +198,35 @@ SETTINGS: tuple[Setting, ...] = (
       "Human evaluation (trials)", "TRIALS_PRACTICE", minimum=0),
     S("TRIALS_FACE_SIZE_PX", "integer", 160, "side of the face crops raters see, in pixels",
       "Human evaluation (trials)", "TRIALS_FACE_SIZE_PX", minimum=32),
-    S("TRIALS_CLAIM_TIMEOUT_S", "integer", 30 * 60, "seconds a shown, unanswered trial keeps its item "
-      "reserved", "Human evaluation (trials)", "TRIALS_CLAIM_TIMEOUT_S", minimum=1),
+    S("TRIALS_CLAIM_TIMEOUT_S", "integer", 180, "seconds an unanswered trial keeps its item reserved after "
+      "its page's last heartbeat (the page sends one every quarter of this): a closed page or a hoarder's "
+      "script frees it within minutes", "Human evaluation (trials)", "TRIALS_CLAIM_TIMEOUT_S", minimum=1),
+    S("TRIALS_CLAIM_MAX_HOLD_S", "integer", 30 * 60, "heartbeats renew a claim for at most this many seconds "
+      "after its page was first shown", "Human evaluation (trials)", "TRIALS_CLAIM_MAX_HOLD_S", minimum=1),
+    S("TRIALS_OVERASSIGN", "boolean", True, "when open claims hold every item still missing responses, new "
+      "raters get those items too (first answers count): a study is never full while responses are "
+      "missing; `0`: they wait for claims to lapse", "Human evaluation (trials)", "TRIALS_OVERASSIGN"),
+    S("TRIALS_MAX_SESSIONS_PER_BROWSER", "integer", 1, "participant codes that may join one campaign from one "
+      "browser (its server-issued cookie); codes sharing a browser are flagged and excluded; `0`: no cap",
+      "Human evaluation (trials)", "TRIALS_MAX_SESSIONS_PER_BROWSER", minimum=0),
+    S("TRIALS_MAX_SESSIONS_PER_ADDRESS", "integer", 3, "participant codes that may join one campaign from one "
+      "network address (an IPv6 /64); codes sharing one are flagged; `0`: no cap",
+      "Human evaluation (trials)", "TRIALS_MAX_SESSIONS_PER_ADDRESS", minimum=0),
+    S("TRIALS_MAX_OPEN_CLAIMS_PER_BROWSER", "integer", 1, "unanswered evaluated trials held at once by one "
+      "browser's sessions (a new claim releases the oldest beyond it)", "Human evaluation (trials)",
+      "TRIALS_MAX_OPEN_CLAIMS_PER_BROWSER", minimum=1),
+    S("TRIALS_MAX_OPEN_CLAIMS_PER_ADDRESS", "integer", 3, "unanswered evaluated trials held at once by one "
+      "network address's sessions", "Human evaluation (trials)", "TRIALS_MAX_OPEN_CLAIMS_PER_ADDRESS",
+      minimum=1),
+    S("TRIALS_TRUSTED_PROXIES", "integer", 0, "proxies in front of the site whose `X-Forwarded-For` entries "
+      "are trusted to name the rater's address (`0`: the TCP peer is the rater; behind one nginx: `1`)",
+      "Human evaluation (trials)", "TRIALS_TRUSTED_PROXIES", minimum=0),
+    S("TRIALS_OUTLIER_ALPHA", "json", 0.01, "family-wise error rate (Holm) of the per-rater test of masked "
+      "identity accuracy against the crowd's; raters below it are flagged", "Human evaluation (trials)",
+      "TRIALS_OUTLIER_ALPHA"),
+    S("TRIALS_ADDRESS_HASH_KEY", "string", "", "key of the HMAC that stores raters' network addresses "
+      "(addresses themselves are never stored)", "Human evaluation (trials)", "TRIALS_ADDRESS_HASH_KEY",
+      default_doc="`DEID_SECRET_KEY`"),
     S("TRIALS_PLAUSIBILITY_CHECKS", "boolean", True, "flag and exclude raters whose answers could not follow "
       "looking (faces or video never fetched, too fast, too little video sent); `0` only for scripted load "
       "tests", "Human evaluation (trials)", "TRIALS_PLAUSIBILITY_CHECKS"),

@@ -185,12 +185,26 @@ TORCH_NUM_THREADS = value("DEID_TORCH_THREADS")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "/admin/login/"
 
-# Human evaluation (trials/): session length, practice trials, face crop size, and how
-# long a claimed, unanswered trial keeps its item reserved.
+# Human evaluation (trials/): session length, practice trials, face crop size, how long
+# a claimed, unanswered trial keeps its item reserved without heartbeats, and Sybil caps.
 TRIALS_PER_SESSION = value("TRIALS_PER_SESSION")
 TRIALS_PRACTICE = value("TRIALS_PRACTICE")
 TRIALS_FACE_SIZE_PX = value("TRIALS_FACE_SIZE_PX")
 TRIALS_CLAIM_TIMEOUT_S = value("TRIALS_CLAIM_TIMEOUT_S")
+TRIALS_CLAIM_MAX_HOLD_S = value("TRIALS_CLAIM_MAX_HOLD_S")
+TRIALS_OVERASSIGN = value("TRIALS_OVERASSIGN")
+# Sybil resistance (trials/integrity.py).
+TRIALS_MAX_SESSIONS_PER_BROWSER = value("TRIALS_MAX_SESSIONS_PER_BROWSER")
+TRIALS_MAX_SESSIONS_PER_ADDRESS = value("TRIALS_MAX_SESSIONS_PER_ADDRESS")
+TRIALS_MAX_OPEN_CLAIMS_PER_BROWSER = value("TRIALS_MAX_OPEN_CLAIMS_PER_BROWSER")
+TRIALS_MAX_OPEN_CLAIMS_PER_ADDRESS = value("TRIALS_MAX_OPEN_CLAIMS_PER_ADDRESS")
+TRIALS_TRUSTED_PROXIES = value("TRIALS_TRUSTED_PROXIES")
+TRIALS_ADDRESS_HASH_KEY = value("TRIALS_ADDRESS_HASH_KEY")
+TRIALS_OUTLIER_ALPHA = value("TRIALS_OUTLIER_ALPHA")
+if not isinstance(TRIALS_OUTLIER_ALPHA, int | float) or not 0 < TRIALS_OUTLIER_ALPHA < 1:
+    raise ImproperlyConfigured(
+        f"TRIALS_OUTLIER_ALPHA={TRIALS_OUTLIER_ALPHA!r}: must be a number between 0 and 1"
+    )
 # Plausibility checks of answers (trials/plausibility.py); off only for scripted load tests.
 TRIALS_PLAUSIBILITY_CHECKS = value("TRIALS_PLAUSIBILITY_CHECKS")
 TRIALS_MIN_VIEW_MS = value("TRIALS_MIN_VIEW_MS")

@@ -69,7 +69,7 @@ def grid_cache(data_dir) -> Path:
     pytest-xdist each worker has its own ``CACHE_DIR``, see tests/settings.py). Used by the
     rating tests and passed as ``--cache-dir`` to the simulation the ops tests start.
     """
-    from trials.simulation import prepare_grid_files
+    from tests.crowd.simulation import prepare_grid_files
 
     cache = Path(settings.CACHE_DIR) / "trials-tests"
     prepare_grid_files(data_dir, cache)

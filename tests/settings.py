@@ -39,3 +39,7 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # noqa: F405
 # worker with this set: that worker dies (SIGKILL) in every face unit of the masked video.
 if os.environ.get("DEID_TEST_KILL_ON_VIDEO"):
     import tests.ops.poison  # noqa: E402,F401
+
+# Every rater of the Django test client comes from 127.0.0.1: no cap of sessions per
+# network address, except in the tests of that cap (tests/trials/test_sybil.py).
+TRIALS_MAX_SESSIONS_PER_ADDRESS = 0

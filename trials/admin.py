@@ -10,17 +10,31 @@ from django.contrib import admin
 
 from evalsite.scoping import CampaignScopedAdminMixin, ReadOnlyAdminMixin
 
-from .models import Item, RatingSession, Rater, Response, Trial
+from .models import Item, RaterFlag, RatingSession, Rater, Response, Trial
 
 
 class ReadOnlyRecordAdmin(CampaignScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     pass
 
 
+class RaterFlagInline(admin.TabularInline):
+    """Integrity flags (trials.integrity): written by the site, read-only here."""
+
+    model = RaterFlag
+    fields = ["kind", "reason", "updated_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Rater)
 class RaterAdmin(CampaignScopedAdminMixin, admin.ModelAdmin):
     list_display = ["id", "campaign", "participant_code", "user", "flagged", "excluded", "created_at"]
-    list_filter = ["campaign", "flagged", "excluded"]
+    list_filter = ["campaign", "flagged", "excluded", "flags__kind"]
+    inlines = [RaterFlagInline]
     list_editable = ["excluded"]
     search_fields = ["participant_code", "user__username"]
     fields = ["campaign", "participant_code", "user", "flagged", "excluded", "created_at"]

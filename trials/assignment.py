@@ -46,9 +46,10 @@ from django.utils import timezone
 
 from evalsite.models import Campaign, GalleryImage, MaskedVideo, SourceVideo
 
-from . import browser, design, plausibility, variants
+from . import browser, design, integrity, plausibility, variants
 from .models import (
     Item,
+    claim_timeout,
     RatingSession,
     Rater,
     Response,
@@ -242,6 +243,7 @@ def join(
     participant_code: str = "",
     user=None,
     browser_hash: str = "",
+    address_hash: str = "",
     platform_params: Mapping | None = None,
 ) -> RatingSession:
     """Get or create the rater and their session (a second join resumes the same session).
@@ -253,6 +255,9 @@ def join(
     browser_hash : str
         SHA-256 hex of the joining browser's secret key; empty (commands, simulations)
         joins without binding. A new session is bound to it, as is an unbound one.
+    address_hash : str
+        Keyed hash of the joining network address (:func:`trials.integrity.address_hash`);
+        empty: not counted.
     platform_params : mapping, optional
         Crowd-platform parameters of the join link, recorded on the rater's first join.
 
@@ -265,28 +270,46 @@ def join(
     OtherBrowser
         If the participant code's session is bound to another browser (a rater account
         moves its session to the new browser instead: its password is the secret).
+    trials.integrity.JoinRefused
+        If a new participant's browser or address already has its share of sessions
+        (:func:`trials.integrity.check_join_caps`); nothing is stored then. A new
+        session sharing a browser or an address with others flags them all
+        (:func:`trials.integrity.flag_shared`).
     """
     participant_code = browser.normalise_participant_code(participant_code)
     if not participant_code and user is None:
         raise ValueError("a participant code or a rater account is needed to join")
     lookup = {"user": user} if user is not None else {"participant_code": participant_code}
+    platform_id = browser.platform_id(platform_params or {})
     with transaction.atomic():
         try:
             with transaction.atomic():
                 rater, made = Rater.objects.get_or_create(
-                    campaign=campaign, **lookup, defaults={"platform_params": dict(platform_params or {})}
+                    campaign=campaign,
+                    **lookup,
+                    defaults={"platform_params": dict(platform_params or {}), "platform_id": platform_id},
                 )
-        except IntegrityError:  # the same participant joined twice at once
-            rater, made = Rater.objects.get(campaign=campaign, **lookup), False
+        except IntegrityError:  # the same participant joined twice at once, or another code
+            rater = Rater.objects.filter(campaign=campaign, **lookup).first()
+            if rater is None:  # ... with this platform ID (one code per platform ID)
+                raise integrity.JoinRefused(integrity.PLATFORM_ID_TAKEN) from None
+            made = False
         session = RatingSession.objects.select_for_update().filter(rater=rater).first()
         if session is None:
-            return RatingSession.objects.create(
+            # New participants of one campaign join one at a time (the campaign row's lock),
+            # so concurrent joins from one machine cannot all pass the caps.
+            Campaign.objects.select_for_update().filter(pk=campaign.pk).first()
+            integrity.check_join_caps(campaign, browser_hash=browser_hash, address=address_hash)
+            session = RatingSession.objects.create(
                 rater=rater,
                 campaign=campaign,
                 seed=random.SystemRandom().getrandbits(48),
                 plan=_plan_for(campaign),
                 browser_key_hash=browser_hash,
+                address_hash=address_hash,
             )
+            integrity.flag_shared(session)
+            return session
         if browser_hash and session.browser_key_hash != browser_hash:
             if session.browser_key_hash and user is None:
                 raise OtherBrowser(f"session {session.pk} is open in another browser")
@@ -462,36 +485,80 @@ def _item_trial(session, seen, rng, now) -> Trial | None:
     Candidates are read without locks, fewest completed responses first (random among
     ties), then tried one by one under a lock that skips items another rater is claiming
     or answering right now; only when every candidate is busy does it wait, for one.
+
+    Over-assignment (``TRIALS_OVERASSIGN``): when every item this rater could take is held by open claims but
+    still misses responses, the item with the fewest claims is claimed anyway (the first
+    answers fill it, a later one gets :class:`TrialExpired`), so unanswered claims never
+    turn raters away while responses are missing. Before claiming, the browser's and the
+    address's older open claims beyond their limit are released (:func:`_release_hoarded`).
     """
+    _release_hoarded(session, now)
     for _ in range(PICK_ROUNDS):
+        over = False
         rows = list(
             Item.objects.least_completed_first(session.campaign, exclude_video_ids=seen, now=now).values_list(
                 "id", "n_completed"
             )[:PICK_CANDIDATES]
         )
+        if not rows and settings.TRIALS_OVERASSIGN:
+            over = True
+            rows = list(
+                Item.objects.missing_responses(session.campaign, now=now)
+                .exclude(source_video_id__in=list(seen))
+                .order_by("n_live", "n_completed", "id")
+                .values_list("id", "n_live")[:PICK_CANDIDATES]
+            )
         if not rows:
             return None
         order = sorted(rows, key=lambda row: (row[1], rng.random()))
         busy = []
         for pk, _ in order:
-            trial = _claim_item(session, pk, rng, now, wait=False)
+            trial = _claim_item(session, pk, rng, now, wait=False, over=over)
             if trial is not None and trial is not _BUSY:
                 return trial
             if trial is _BUSY:
                 busy.append(pk)
         if busy:
-            trial = _claim_item(session, busy[0], rng, now, wait=True)
+            trial = _claim_item(session, busy[0], rng, now, wait=True, over=over)
             if trial is not None:
                 return trial
     return None
+
+
+def _release_hoarded(session, now) -> None:
+    """Release the open item claims of other sessions from this session's browser or
+    address beyond ``TRIALS_MAX_OPEN_CLAIMS_PER_BROWSER`` / ``..._PER_ADDRESS`` - 1, oldest
+    first, so one machine never holds more than its limit of items at once.
+
+    The released trials' raters get :class:`TrialExpired` when they answer. Releasing
+    needs no item lock: it only lowers an item's live count.
+    """
+    open_claims = Trial.objects.filter(
+        session__campaign_id=session.campaign_id, kind=TrialKind.ITEM, completed=False, released=False
+    ).exclude(session_id=session.pk)
+    open_claims = open_claims.filter(claimed_at__gte=_after_lock(now) - claim_timeout())
+    for field, limit in (
+        ("browser_key_hash", settings.TRIALS_MAX_OPEN_CLAIMS_PER_BROWSER),
+        ("address_hash", settings.TRIALS_MAX_OPEN_CLAIMS_PER_ADDRESS),
+    ):
+        value = getattr(session, field)
+        if not value:
+            continue
+        kept = open_claims.filter(**{f"session__{field}": value}).order_by("-claimed_at", "-id")
+        surplus = list(kept.values_list("pk", flat=True)[limit - 1 :])
+        if surplus:
+            Trial.objects.filter(pk__in=surplus, completed=False).update(released=True)
 
 
 #: :func:`_claim_item` found the item locked by another transaction (skipped).
 _BUSY = object()
 
 
-def _claim_item(session, pk, rng, now, *, wait: bool):
-    """A trial of item ``pk`` if it still has room; None if full or gone; ``_BUSY`` if locked."""
+def _claim_item(session, pk, rng, now, *, wait: bool, over: bool = False):
+    """A trial of item ``pk`` if it still has room; None if full or gone; ``_BUSY`` if locked.
+
+    With ``over`` (over-assignment) "room" is a missing response, whatever the open claims.
+    """
     try:
         with transaction.atomic():  # savepoint: rolled back (lock released) when full
             item = _lock_item(pk, skip_locked=not wait)
@@ -499,7 +566,9 @@ def _claim_item(session, pk, rng, now, *, wait: bool):
                 gone = wait or not Item.objects.filter(pk=pk).exists()
                 return None if gone else _BUSY
             now = _after_lock(now)
-            if Trial.objects.filter(item=item).live(now).count() >= item.target_count:
+            taken = Trial.objects.filter(item=item)
+            taken = taken.answered() if over else taken.live(now)
+            if taken.count() >= item.target_count:
                 raise _NoRoom
             return _build_trial(
                 session, TrialKind.ITEM, item.task, item.source_video, rng, item=item, now=now
@@ -714,11 +783,55 @@ def record_response(trial: Trial, answer: Mapping, *, now=None) -> tuple[Respons
         existing = Response.objects.filter(trial=trial).first()
         if existing is not None:
             return existing, False
-        expired = trial.released or not _keep_claim(trial, item, now)
+        expired = trial.released or not _keep_claim(trial, item, now) or _answered_by_others(trial, item)
         if not expired:
             return _store_response(trial, answer), True
     # Raised after the commit, so the release of the lapsed claim is kept.
     raise TrialExpired(f"trial {trial.token} expired")
+
+
+def _answered_by_others(trial: Trial, item: Item | None) -> bool:
+    """True (and the trial released) when ``item`` already has its target of counted
+    answers: an over-assigned claim answered after others filled the item."""
+    if item is None or Trial.objects.filter(item=item).answered().count() < item.target_count:
+        return False
+    trial.released = True
+    trial.save(update_fields=["released"])
+    return True
+
+
+def renew_claim(trial: Trial, *, now=None) -> bool:
+    """Renew the claim of an unanswered trial (the trial page's heartbeat).
+
+    A claim lives ``TRIALS_CLAIM_TIMEOUT_S`` after its last renewal, and is renewed for at
+    most ``TRIALS_CLAIM_MAX_HOLD_S`` after the page was first shown; a lapsed claim is
+    taken up again if its item still has room (:func:`_keep_claim`).
+
+    Returns
+    -------
+    bool
+        True if the trial is still the rater's to answer; False if it was answered,
+        released, or held too long (then its answer may still be taken if the item has
+        room when it arrives).
+    """
+    with transaction.atomic():
+        _lock_session(trial.session_id)
+        item = _lock_item(trial.item_id)
+        trial = Trial.objects.select_for_update().get(pk=trial.pk)
+        if trial.completed or trial.released:
+            return False
+        now = _after_lock(now)
+        if item is None:
+            return True  # practice and checks hold nothing
+        if _answered_by_others(trial, item):
+            return False
+        if (now - (trial.shown_at or trial.claimed_at)).total_seconds() > settings.TRIALS_CLAIM_MAX_HOLD_S:
+            return not trial.claim_expired(now)
+        if not trial.claim_expired(now):
+            trial.claimed_at = now
+            trial.save(update_fields=["claimed_at"])
+            return True
+        return _keep_claim(trial, item, now)
 
 
 def _store_response(trial: Trial, answer: Mapping) -> Response:

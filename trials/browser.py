@@ -3,6 +3,9 @@
 A participant code is self-asserted (anyone who knows or guesses it can type it), so it
 cannot be the only key to a session: whoever joins first gets a random secret cookie
 (:data:`COOKIE_NAME`), and the session stores only its SHA-256 (``browser_key_hash``).
+The key is issued by the server and signed with the site's secret (``django.core.signing``):
+a key the client makes up (any string, as many as it likes) is ignored and replaced by a
+new one, so the number of codes joined from one browser is known (``trials.integrity``).
 Another browser or device with the same code is refused: it neither answers trials nor
 sees the completion code. Rater accounts are authenticated by their password, so a
 logged-in rater may move the session to a new browser.
@@ -20,6 +23,7 @@ import secrets
 import unicodedata
 
 from django.conf import settings
+from django.core import signing
 
 COOKIE_NAME = "deid_rater_key"
 COOKIE_MAX_AGE_S = 90 * 24 * 3600  # a study stays open for weeks at most
@@ -46,6 +50,9 @@ PLATFORM_PARAMS = (
     "source",
 )
 PLATFORM_VALUE_MAX = 200
+#: Parameters naming the participant on the platform: one participant code per platform
+#: ID and campaign (``Rater.platform_id``, :func:`platform_id`).
+PLATFORM_ID_PARAMS = ("PROLIFIC_PID", "workerId", "participantId")
 
 
 class BadParticipantCode(ValueError):
@@ -95,15 +102,46 @@ def platform_params(query) -> dict[str, str]:
     return found
 
 
+def platform_id(params) -> str:
+    """The participant's crowd-platform ID among :func:`platform_params` ``params``
+    (``"PROLIFIC_PID:5f1a..."``, the parameter's name first), or ``""`` if the link has none."""
+    for name in PLATFORM_ID_PARAMS:
+        if params.get(name):
+            return f"{name}:{params[name]}"
+    return ""
+
+
 def key_hash(key: str) -> str:
     """Hex SHA-256 of a browser key (what ``RatingSession.browser_key_hash`` stores)."""
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def browser_key(request) -> str:
-    """This browser's key from its cookie, or a new random one (256 bits) when it has none."""
+_SIGNER_SALT = "trials.browser.key"
+
+
+def _signer() -> signing.Signer:
+    return signing.Signer(salt=_SIGNER_SALT)
+
+
+def issued_key(request) -> str | None:
+    """The browser's key if the server issued it (its signature checks), else None.
+
+    The signed cookie value itself is the key (it is what :func:`key_hash` hashes).
+    """
     key = request.COOKIES.get(COOKIE_NAME, "")
-    return key if 32 <= len(key) <= 128 else secrets.token_urlsafe(32)
+    if not key or len(key) > 256:
+        return None
+    try:
+        _signer().unsign(key)
+    except signing.BadSignature:
+        return None
+    return key
+
+
+def browser_key(request) -> str:
+    """This browser's server-issued key, or a new one (256 random bits, signed) when it has
+    none or sends one the server did not issue."""
+    return issued_key(request) or _signer().sign(secrets.token_urlsafe(32))
 
 
 def set_cookie(response, key: str) -> None:

@@ -90,12 +90,23 @@ class Rater(models.Model):
         blank=True,
         help_text="PROLIFIC_PID, STUDY_ID, SESSION_ID ... from the join link, as received.",
     )
+    platform_id = models.CharField(
+        "crowd-platform ID",
+        max_length=250,
+        blank=True,
+        help_text="e.g. 'PROLIFIC_PID:5f1a...' from the join link; one participant code per platform ID.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         verbose_name = "rater"
         ordering = ["campaign", "id"]
         constraints = [
+            models.UniqueConstraint(
+                fields=["campaign", "platform_id"],
+                condition=~Q(platform_id=""),
+                name="one_code_per_platform_id",
+            ),
             models.UniqueConstraint(
                 fields=["campaign", "participant_code"],
                 condition=~Q(participant_code=""),
@@ -111,6 +122,36 @@ class Rater(models.Model):
 
     def __str__(self) -> str:
         return f"rater {self.pk}"
+
+
+class FlagKind(models.TextChoices):
+    SHARED_BROWSER = "shared_browser", "shares a browser with other codes"
+    SHARED_ADDRESS = "shared_address", "shares a network address with other codes"
+    ACCURACY_OUTLIER = "accuracy_outlier", "masked-trial accuracy far from the crowd's"
+
+
+class RaterFlag(models.Model):
+    """Why a rater's answers are suspect (``trials.integrity``): one row per kind, with the reason.
+
+    A flagged rater keeps working like any other (nothing tells a Sybil it was caught);
+    the report gives every human figure with and without flagged raters
+    (:func:`trials.integrity.flagged_rater_ids`). Codes sharing a browser are also excluded
+    from scoring (their items reopen); the organizer may include them again.
+    """
+
+    rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="flags")
+    kind = models.CharField(max_length=32, choices=FlagKind.choices)
+    reason = models.TextField(help_text="e.g. 'joined from the same browser as raters 12, 13'.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "rater flag"
+        ordering = ["rater", "kind"]
+        constraints = [models.UniqueConstraint(fields=["rater", "kind"], name="one_flag_per_kind")]
+
+    def __str__(self) -> str:
+        return f"{self.rater}: {self.get_kind_display()}"
 
 
 class SessionState(models.TextChoices):
@@ -145,7 +186,16 @@ class RatingSession(models.Model):
     browser_key_hash = models.CharField(
         max_length=64,
         blank=True,
+        db_index=True,
         help_text="SHA-256 of the secret cookie of the browser that joined; other browsers are refused.",
+    )
+    address_hash = models.CharField(
+        "network address (keyed hash)",
+        max_length=64,
+        blank=True,
+        db_index=True,
+        help_text="HMAC-SHA-256 of the network address that joined (IPv6: its /64), keyed by the "
+        "site's secret and the campaign; the address itself is never stored (trials.integrity).",
     )
     started_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
@@ -205,6 +255,11 @@ class ItemQuerySet(models.QuerySet):
                 distinct=True,
             ),
         )
+
+    def missing_responses(self, campaign, now=None):
+        """Evaluated items with fewer usable completed responses than their target (open
+        claims not counted: a study is never "full" while responses are missing)."""
+        return self.evaluated(campaign).with_counts(now).filter(n_completed__lt=models.F("target_count"))
 
     def least_completed_first(self, campaign, *, exclude_video_ids=(), now=None):
         """Evaluated items with room left (live count < target), fewest completed first.
@@ -288,6 +343,10 @@ class TrialKind(models.TextChoices):
 class TrialQuerySet(models.QuerySet):
     def active(self):
         return self.filter(released=False)
+
+    def answered(self):
+        """Completed trials of raters not excluded (what fills an item's target)."""
+        return self.filter(completed=True, session__rater__excluded=False)
 
     def live(self, now=None):
         """Completed trials plus unexpired claims of raters not excluded (what counts

@@ -22,7 +22,7 @@ from evalsite import plugins
 from evalsite.models import Campaign
 from evalsite.scoping import scope
 
-from . import progress
+from . import integrity, progress
 from .assignment import evaluated_trials_per_session
 from .checks import campaign_warnings
 from .models import Item, Rater, SessionState
@@ -52,6 +52,7 @@ def campaign_progress(request, pk: int):
     )
     for item in items:
         item.n_claimed = item.n_live - item.n_completed  # open claims, not yet answered
+    flagged_ids = integrity.flagged_rater_ids(campaign)  # re-runs the per-rater accuracy test
     raters = Rater.objects.filter(campaign=campaign).annotate(
         n_responses=Count("session__trials__response"),
         n_catch_failed=Count(
@@ -59,6 +60,7 @@ def campaign_progress(request, pk: int):
             filter=Q(session__trials__kind="catch", session__trials__response__correct=False),
         ),
     )
+    raters = raters.prefetch_related("flags")  # integrity flags and their reasons
     evaluated_ids = set(Item.objects.evaluated(campaign).values_list("pk", flat=True))
     evaluated = [item for item in items if item.pk in evaluated_ids]
     submissions = list(campaign.submissions.select_related("team").order_by("team__name", "name"))
@@ -74,6 +76,7 @@ def campaign_progress(request, pk: int):
         "n_raters": raters.count(),
         "n_complete": raters.filter(session__state=SessionState.COMPLETE).count(),
         "n_flagged": raters.filter(flagged=True).count(),
+        "n_integrity_flagged": len(flagged_ids),
         "n_excluded": raters.filter(excluded=True).count(),
         "responses_done": sum(min(item.n_completed, item.target_count) for item in evaluated),
         "responses_excluded": sum(item.n_excluded for item in evaluated),

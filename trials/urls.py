@@ -14,6 +14,7 @@ urlpatterns = [
     path("session/start/", views.start, name="start"),
     path("t/<str:token>/respond/", views.respond, name="respond"),
     path("t/<str:token>/state/", views.trial_state, name="trial_state"),
+    path("t/<str:token>/heartbeat/", views.heartbeat, name="heartbeat"),
     path("m/<str:token>", views.media, name="media"),
     path("organizer/", organizer.campaign_list, name="organizer"),
     path("organizer/<int:pk>/", organizer.campaign_progress, name="organizer_campaign"),

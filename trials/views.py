@@ -7,6 +7,7 @@ only their own trials. URLs carry opaque random tokens only (DESIGN.md, security
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Value
 from django.db.models.functions import Greatest
@@ -20,7 +21,7 @@ from django.views.decorators.http import require_POST
 from evalsite.bodies import BadBody, json_object_body
 from evalsite.models import Campaign
 
-from . import assignment, browser, plausibility
+from . import assignment, browser, integrity, plausibility
 from .design import PRACTICE
 from .forms import JoinForm, ResponseForm, TrialStateForm
 from . import variants
@@ -45,12 +46,18 @@ def _rating_session(request) -> RatingSession | None:
 
 
 def _campaign_full(campaign, code, user) -> bool:
-    """True when every evaluated item has its target and this would be a new participant
-    (late raters would get only practice and checks); a returning one resumes."""
+    """True when every evaluated item has all its responses and this would be a new
+    participant (late raters would get only practice and checks); a returning one resumes.
+
+    Open claims do not make a study full: while responses are missing, new participants
+    are assigned items others hold (over-assignment, ``TRIALS_OVERASSIGN``).
+    """
     lookup = {"user": user} if user is not None else {"participant_code": code}
     if Rater.objects.filter(campaign=campaign, **lookup).exists():
         return False
-    return not Item.objects.least_completed_first(campaign).exists()
+    if not settings.TRIALS_OVERASSIGN:  # raters would wait for open claims to lapse
+        return not Item.objects.least_completed_first(campaign).exists()
+    return not Item.objects.missing_responses(campaign).exists()
 
 
 def _other_browser(request, campaign):
@@ -84,10 +91,16 @@ def join(request, join_code: str):
                     participant_code=code,
                     user=user,
                     browser_hash=browser.key_hash(key),
+                    address_hash=integrity.address_hash(campaign.pk, integrity.client_address(request)),
                     platform_params=browser.platform_params(request.GET),
                 )
             except assignment.OtherBrowser:
                 return _other_browser(request, campaign)
+            except integrity.JoinRefused as refusal:
+                context = {"campaign": campaign, "message": str(refusal)}
+                response = render(request, "trials/refused.html", context, status=403)
+                browser.set_cookie(response, key)  # the same browser is recognised next time
+                return response
             request.session.cycle_key()
             request.session[SESSION_KEY] = session.pk
             response = redirect("trials:session")
@@ -163,6 +176,8 @@ def _trial_context(session, trial: Trial) -> dict:
         "next_url": reverse("trials:session"),
         "practice": practice,
         "state_url": reverse("trials:trial_state", args=[trial.token]),
+        "heartbeat_url": reverse("trials:heartbeat", args=[trial.token]),
+        "heartbeat_ms": max(1000, settings.TRIALS_CLAIM_TIMEOUT_S * 1000 // 4),
         "replays": trial.replays,
         "watch_time_ms": trial.watch_time_ms,
         "elapsed_ms": max(0, int((now - trial.shown_at).total_seconds() * 1000)),
@@ -280,6 +295,26 @@ def trial_state(request, token: str):
     if not updated:
         return JsonResponse({"error": "unknown or answered trial"}, status=404)
     return HttpResponse(status=204)
+
+
+def heartbeat(request, token: str):
+    """Renew the claim of the rater's unanswered trial while its page is open (POST, no body).
+
+    The trial page sends one every quarter of ``TRIALS_CLAIM_TIMEOUT_S``; a claim without
+    them lapses and its item goes to other raters (:func:`trials.assignment.renew_claim`).
+    204 while the trial is the rater's; 409 with the next page's URL when it is not.
+    """
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    session = _rating_session(request)
+    if session is None:
+        return JsonResponse({"error": "no rating session"}, status=403)
+    trial = Trial.objects.filter(token=token, session=session).first()
+    if trial is None:
+        return JsonResponse({"error": "unknown trial"}, status=404)
+    if assignment.renew_claim(trial):
+        return HttpResponse(status=204)
+    return JsonResponse({"error": "claim lapsed", "next": reverse("trials:session")}, status=409)
 
 
 def media(request, token: str):

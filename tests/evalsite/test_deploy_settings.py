@@ -223,7 +223,7 @@ def test_declared_defaults_are_the_settings_without_environment(tmp_path):
         "'CELERY_TASK_SOFT_TIME_LIMIT', 'SESSION_COOKIE_SECURE', 'CELERY_BROKER_TRANSPORT_OPTIONS']}))"
     )
     values = json.loads(run_python(code, {"DEID_SECRET_KEY": KEY, "DEID_VAR_DIR": str(tmp_path)}).stdout)
-    assert values["TRIALS_PER_SESSION"] == 20 and values["TRIALS_CLAIM_TIMEOUT_S"] == 1800
+    assert values["TRIALS_PER_SESSION"] == 20 and values["TRIALS_CLAIM_TIMEOUT_S"] == 180
     assert values["DEID_UPLOAD_MAX_ZIP_ENTRIES"] == 2000 and values["CELERY_TASK_SOFT_TIME_LIMIT"] == 3600
     assert values["SESSION_COOKIE_SECURE"] is False
     assert values["CELERY_BROKER_TRANSPORT_OPTIONS"]["visibility_timeout"] == 3600 + 60 + 300

@@ -1,6 +1,6 @@
 """Every column any report emits has a data-dictionary entry (issue 13), on a realistic campaign.
 
-The campaign: the 10 real GRID speakers with a blurred submission (``trials.simulation``,
+The campaign: the 10 real GRID speakers with a blurred submission (``tests.crowd.simulation``,
 the rating tests' campaign), rated by 4 scripted raters, with a real face evaluation
 (detection, recognition, behaviour), a real attack run, the gallery-still checks and the
 fairness section computed from those columns; a second submission has nothing yet but a
@@ -26,7 +26,7 @@ from trials.human_report import GALLERY_FROM_THIS_CLIP
 from trials import assignment
 from trials.models import RatingSession, SessionState
 from trials.services import open_rating
-from trials.simulation import build_grid_campaign
+from tests.crowd.simulation import build_grid_campaign
 from trials.stills import check_stills
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
@@ -166,7 +166,7 @@ def test_reports_are_stable_typed_rounded_and_say_what_is_pending(evaluated):
     assert summary["face_evaluation"]["mean_rank_chance"] == 5.5
     assert summary["face_evaluation"]["distance"] == "euclidean"
     assert summary["human"]["id_chance_level"] == pytest.approx(1 / 6)
-    # Caveats: the gallery still of bbaf2n is its own middle frame (trials.simulation);
+    # Caveats: the gallery still of bbaf2n is its own middle frame (tests.crowd.simulation);
     # 4 raters give no video its 3 ratings in every task and condition.
     assert GALLERY_FROM_THIS_CLIP in first["caveats"].split("; ")
     assert any("human: fewer ratings than the target of 3" in row["caveats"] for row in rated)

@@ -1,7 +1,7 @@
 """The row locks the rater paths take on PostgreSQL, for ``test_rater_locks_postgres.py``.
 
 Run in a child process with ``DATABASE_URL`` set and a campaign built (``python -m
-trials.simulation --setup-only``)::
+tests.crowd.simulation --setup-only``)::
 
     python -m tests.ops.lock_probe CAMPAIGN_ID
 
@@ -96,6 +96,9 @@ def main(campaign_id: int) -> dict:
     Trial.objects.filter(pk=trial.pk).update(claimed_at=timezone.now() - timedelta(days=1))
     kept, report["current_trial_lapsed_claim"] = captured(lambda: assignment.current_trial(session))
     report["lapsed_claim_kept"] = kept.pk == trial.pk
+    # The trial page's heartbeat renewing that claim.
+    renewed, report["renew_claim"] = captured(lambda: assignment.renew_claim(kept))
+    report["heartbeat_renewed"] = renewed
 
     # A pick while another connection holds every candidate item but one: skipped, no wait.
     other = running_session(campaign, "probe-2")

@@ -45,13 +45,16 @@ def test_every_rater_path_locks_session_then_item_then_trial(tmp_path, grid_cach
             "DEID_DATA_DIR": str(settings.DATA_DIR),
         }
         setup = run(
-            ["trials.simulation", "--setup-only", "--raters-per-video", "10", "--cache-dir", str(cache)], env
+            ["tests.crowd.simulation", "--setup-only", "--raters-per-video", "10", "--cache-dir", str(cache)],
+            env,
         )
         report = run(["tests.ops.lock_probe", str(setup["campaign"])], env)
 
     assert tables(report["record_response"]) == ["trials_ratingsession", "trials_item", "trials_trial"]
     assert tables(report["current_trial_lapsed_claim"]) == ["trials_ratingsession", "trials_item"]
     assert report["lapsed_claim_kept"]
+    assert tables(report["renew_claim"]) == ["trials_ratingsession", "trials_item", "trials_trial"]
+    assert report["heartbeat_renewed"]
     # A new claim: the session, then one item, tried without waiting for a busy one.
     new = report["current_trial_new_item"]
     assert tables(new) == ["trials_ratingsession", "trials_item"]

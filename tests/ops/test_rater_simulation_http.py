@@ -2,9 +2,9 @@
 
 A fresh PostgreSQL database gets the GRID rating campaign (10 real speakers, clear and
 blurred clips, identity and action tasks: 40 items, 10 responses each) built and opened
-by ``python -m trials.simulation --setup-only``; gunicorn serves it with the production
+by ``python -m tests.crowd.simulation --setup-only``; gunicorn serves it with the production
 configuration (``evalsite.gunicorn_conf``: gthread workers, keep-alive) at 4 workers x 4
-threads; then ``python -m trials.simulation --base-url`` runs 100 raters at once, each a
+threads; then ``python -m tests.crowd.simulation --base-url`` runs 100 raters at once, each a
 thread with its own keep-alive HTTP/1.1 connection, 30 % abandoning mid-session and 20 %
 of answers double-clicked (sent twice at the same moment on two connections), fetching the
 media of their first trial pages; later waves fill what abandoned claims (4 s timeout)
@@ -30,7 +30,7 @@ ACCESS_LINE = re.compile(r"^access (\d{3}) (\w+) (\S+) (\d+)$", re.MULTILINE)
 
 def simulation(*args: str, env: dict, timeout: float) -> dict:
     proc = subprocess.run(
-        [sys.executable, "-m", "trials.simulation", *args],
+        [sys.executable, "-m", "tests.crowd.simulation", *args],
         cwd=ROOT,
         env=base_env(**env),
         capture_output=True,
@@ -66,6 +66,7 @@ def test_100_raters_over_http_on_gunicorn_and_postgresql(tmp_path, grid_cache):
             "DEID_DEBUG": "0",
             "TRIALS_CLAIM_TIMEOUT_S": "4",
             "TRIALS_PLAUSIBILITY_CHECKS": "0",  # scripted raters fetch few media and answer at once
+            "TRIALS_TRUSTED_PROXIES": "1",  # each simulated rater sends its own X-Forwarded-For
         }
         setup = simulation(
             "--setup-only", "--raters-per-video", "10", "--cache-dir", str(cache), env=env, timeout=900

@@ -3,7 +3,7 @@
 import pytest
 from django.conf import settings
 
-from trials.simulation import build_grid_campaign
+from tests.crowd.simulation import build_grid_campaign
 from trials.services import open_rating
 
 

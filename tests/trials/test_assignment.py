@@ -82,6 +82,7 @@ def test_live_claims_count_against_the_target(grid_campaign):
 
 def test_abandoned_claim_is_released_after_the_timeout(grid_campaign, settings):
     settings.TRIALS_CLAIM_TIMEOUT_S = 60
+    settings.TRIALS_OVERASSIGN = False  # raters wait for the claim (over-assignment: test_hoarding.py)
     settings.TRIALS_PRACTICE = 0
     grid_campaign.attention_check_rate = 0.0  # evaluated trials only: the plan is predictable
     grid_campaign.save()

@@ -19,7 +19,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from evalsite.models import SourceVideo
 from trials.models import RatingSession, Response, SessionState, Trial, TrialKind
 from trials.services import open_rating
-from trials.simulation import build_grid_campaign
+from tests.crowd.simulation import build_grid_campaign
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 CHROMIUM_FLAGS = [

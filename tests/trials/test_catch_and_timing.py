@@ -18,7 +18,7 @@ from trials.human_report import responses_frame
 from evalsite.models import GalleryImage
 from trials.models import Item, Rater, Trial
 from trials.services import open_rating
-from trials.simulation import build_grid_campaign
+from tests.crowd.simulation import build_grid_campaign
 from trials.variants import _boxes
 
 from .test_cheating import _fetch, _play_session, _start

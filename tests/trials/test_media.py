@@ -12,7 +12,7 @@ from evalsite.models import GalleryImage, MaskedVideo, SourceVideo
 from trials.media import OVAL_GREY, ensure_gallery_crop, face_crop_png, parse_range, read_image_rgb
 from trials.models import GalleryCrop
 from trials.services import CannotOpenRating, open_rating
-from trials.simulation import build_grid_campaign
+from tests.crowd.simulation import build_grid_campaign
 
 
 @pytest.mark.parametrize(

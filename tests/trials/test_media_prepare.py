@@ -16,7 +16,7 @@ from evalsite.models import GalleryImage, MaskedVideo, SourceVideo
 from trials import media
 from trials.models import GalleryCrop, Trial
 from trials.services import open_rating
-from trials.simulation import build_grid_campaign
+from tests.crowd.simulation import build_grid_campaign
 from trials.tasks import prepare_campaign_media
 
 RESPOND = re.compile(r'"respond_url": "(/t/[^"]+/respond/)"')

@@ -1,6 +1,6 @@
 """Many simulated raters at once on a file-based SQLite database (the default settings).
 
-Runs ``python -m trials.simulation`` in a fresh process with its own ``DEID_VAR_DIR`` so
+Runs ``python -m tests.crowd.simulation`` in a fresh process with its own ``DEID_VAR_DIR`` so
 that the threads share a real SQLite file (``BEGIN IMMEDIATE``, 30 s busy timeout), as in
 production, rather than the test runner's in-memory database. The same raters over real
 HTTP against gunicorn + PostgreSQL: ``tests/ops/test_rater_simulation_http.py``.
@@ -25,7 +25,7 @@ def test_concurrent_raters_fill_every_item_exactly_with_nothing_lost(tmp_path, g
         [
             sys.executable,
             "-m",
-            "trials.simulation",
+            "tests.crowd.simulation",
             "--raters",
             "40",
             "--threads",

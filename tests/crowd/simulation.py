@@ -14,7 +14,7 @@ Three modes, each printing one JSON line:
   database connection, on a fresh default database (SQLite: ``BEGIN IMMEDIATE``, 30 s
   busy timeout)::
 
-      DEID_VAR_DIR=/tmp/sim python -m trials.simulation --raters 60 --threads 12
+      DEID_VAR_DIR=/tmp/sim python -m tests.crowd.simulation --raters 60 --threads 12
 
 - ``--setup-only``: build and open the campaign in the configured database
   (``DATABASE_URL``), print ``{"campaign": id, "join_code": ...}``.
@@ -283,20 +283,33 @@ class ServerSlots:
             return result, time.perf_counter() - started
 
 
+_addresses = iter(range(1, 2**24))
+_address_lock = threading.Lock()
+
+
+def next_address() -> str:
+    """A network address of its own for each simulated rater (``10.x.y.z``): raters are
+    different machines, and the site caps sessions per address (``trials.integrity``)."""
+    with _address_lock:
+        n = next(_addresses)
+    return f"10.{n >> 16}.{(n >> 8) & 255}.{n & 255}"
+
+
 class InProcessClient:
     """A rater's browser as Django's test ``Client`` in this process (no network, no CSRF).
 
     ``request`` returns ``(Reply, seconds inside the server)``, each request run in one
-    of ``server``'s slots.
+    of ``server``'s slots. Each client has its own address (:func:`next_address`).
     """
 
     keepalive_retries = 0  # no connections here
 
-    def __init__(self, server: ServerSlots):
+    def __init__(self, server: ServerSlots, address: str | None = None):
         from django.test import Client
 
         self.server = server
-        self.client = Client()
+        self.address = address or next_address()
+        self.client = Client(REMOTE_ADDR=self.address)
 
     def request(self, method: str, path: str, *, form: dict | None = None, json_body: str | None = None):
         def call():
@@ -313,7 +326,7 @@ class InProcessClient:
 
     def clone(self) -> InProcessClient:
         """A second tab of the same browser (same cookies)."""
-        twin = InProcessClient(self.server)
+        twin = InProcessClient(self.server, self.address)
         for name, morsel in self.client.cookies.items():
             twin.client.cookies[name] = morsel.value
         return twin
@@ -334,17 +347,24 @@ class HttpClient:
     the server had closed as idle, failing before any byte of an answer, is sent again
     once on a new connection and counted in ``keepalive_retries`` (a server that crashed
     or timed out instead shows in its own log, which the tests check).
+
+    Each client is a machine of its own behind the server's one trusted proxy (run the
+    server with ``TRIALS_TRUSTED_PROXIES=1``): it sends ``X-Forwarded-For`` with its own
+    address (:func:`next_address`), as the proxy would.
     """
 
-    def __init__(self, base_url: str, *, timeout: float = 60.0, cookies: dict | None = None):
+    def __init__(
+        self, base_url: str, *, timeout: float = 60.0, cookies: dict | None = None, address: str | None = None
+    ):
         parts = urlsplit(base_url)
         self.base_url, self.timeout = base_url, timeout
+        self.address = address or next_address()
         self.cookies = dict(cookies or {})
         self.connection = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
         self.keepalive_retries = 0
 
     def request(self, method: str, path: str, *, form: dict | None = None, json_body: str | None = None):
-        headers = {}
+        headers = {"X-Forwarded-For": self.address}
         if self.cookies:
             headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
         if "csrftoken" in self.cookies:
@@ -383,7 +403,7 @@ class HttpClient:
 
     def clone(self) -> HttpClient:
         """A second tab of the same browser: same cookies, its own connection."""
-        return HttpClient(self.base_url, timeout=self.timeout, cookies=self.cookies)
+        return HttpClient(self.base_url, timeout=self.timeout, cookies=self.cookies, address=self.address)
 
     def close(self) -> None:
         self.connection.close()
@@ -654,7 +674,7 @@ def check_counts(campaign) -> dict:
     """
     from django.db.models import Count
 
-    from .models import Item, Response
+    from trials.models import Item, Response
 
     items = list(Item.objects.evaluated(campaign).with_counts().values("n_completed", "target_count"))
     responses = Response.objects.filter(trial__session__campaign=campaign)
@@ -676,7 +696,7 @@ def check_counts(campaign) -> dict:
 
 def summarize(campaign, logs: list[RaterLog], elapsed_s: float) -> dict:
     """Counts and timings of a run: what raters were told was stored vs what the database holds."""
-    from .models import Response
+    from trials.models import Response
 
     acknowledged = {url: choice for log in logs for url, choice in log.stored.items()}
     stored = {
@@ -728,8 +748,8 @@ def _setup_campaign(args):
     """Build the GRID campaign in the configured database and open it for rating."""
     from django.conf import settings
 
-    from .services import open_rating
-    from .tasks import prepare_campaign_media
+    from trials.services import open_rating
+    from trials.tasks import prepare_campaign_media
 
     campaign = build_grid_campaign(
         settings.DATA_DIR,

@@ -1,0 +1,384 @@
+"""Sybil resistance and detection: caps per browser and network address, flags, and the
+per-rater accuracy test (issue 19; threat model: ``docs/human/threat-model.md``).
+
+For the report: :func:`flagged_rater_ids` gives the raters whose answers are suspect
+(any reason); every human figure is reported with and without them.
+
+What a Sybil ring is up against:
+
+- **Browser.** The browser key is issued by the server in a signed cookie
+  (:mod:`trials.browser`); a key the client makes up is replaced. At most
+  ``TRIALS_MAX_SESSIONS_PER_BROWSER`` participant codes join one campaign from one
+  browser; codes sharing a browser are flagged *and* excluded from scoring.
+- **Network address.** The rater's address (behind ``TRIALS_TRUSTED_PROXIES`` proxies:
+  the X-Forwarded-For entry that many hops from the right) is stored only as a keyed hash
+  (HMAC-SHA-256 keyed by ``TRIALS_ADDRESS_HASH_KEY`` or the site's secret, and the
+  campaign: hashes of two campaigns cannot be matched). An IPv6 address counts by its
+  /64 (one machine gets a whole /64). At most ``TRIALS_MAX_SESSIONS_PER_ADDRESS`` codes
+  join from one address; codes sharing one are flagged (not excluded: a household or a
+  campus network is honest more often than not).
+- **Crowd platform.** A join link carrying a platform ID (``PROLIFIC_PID``, ``workerId``,
+  ``participantId``) makes that ID the participant code: one code per platform ID.
+- **Answers.** :func:`accuracy_tests`: each rater's masked identity accuracy against the
+  accuracy of the *other* (unflagged) raters on the same items, an exact two-sided
+  Poisson-binomial test, Holm-corrected over raters; outliers are flagged. A ring that
+  carries identities from clear to masked videos by clothes or background scores far
+  above the crowd on masked trials; one that answers wrongly on purpose, far below.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+from dataclasses import dataclass
+
+import numpy as np
+from django.conf import settings
+from django.db.models import Q
+
+from .models import FlagKind, Rater, RaterFlag, RatingSession, Response, Task, TrialKind
+
+# --- network addresses ---------------------------------------------------------------
+
+
+def client_address(request) -> str:
+    """The rater's network address, seen through ``TRIALS_TRUSTED_PROXIES`` proxies.
+
+    With N trusted proxies the chain is X-Forwarded-For's entries followed by the TCP peer
+    (``REMOTE_ADDR``, the last proxy); the client is the entry N places from the right.
+    Entries the client wrote itself are further left, so they are never read. A chain
+    shorter than N+1 (a misconfigured proxy) gives its leftmost entry.
+
+    Returns
+    -------
+    str
+        The address in canonical form (``ipaddress``), or the raw text if it does not parse.
+    """
+    chain = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part.strip()]
+    chain.append(request.META.get("REMOTE_ADDR", "") or "")
+    proxies = settings.TRIALS_TRUSTED_PROXIES
+    raw = chain[-(proxies + 1)] if len(chain) > proxies else chain[0]
+    try:
+        return str(ipaddress.ip_address(raw))
+    except ValueError:
+        return raw
+
+
+def network_of(address: str) -> str:
+    """What counts as one network address: an IPv4 address, or an IPv6 address's /64.
+
+    ``"2001:db8::1"`` and ``"2001:db8::2"`` -> ``"2001:db8::/64"``; an IPv4-mapped IPv6
+    address counts as its IPv4 address.
+    """
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
+def address_hash(campaign_pk: int, address: str) -> str:
+    """Hex HMAC-SHA-256 of ``campaign_pk`` and :func:`network_of` ``address`` (what
+    ``RatingSession.address_hash`` stores); ``""`` for no address.
+
+    Keyed by ``TRIALS_ADDRESS_HASH_KEY`` (default: the site's ``SECRET_KEY``), so nobody
+    without the key can test a guessed address against it (an unkeyed hash of the 2^32
+    IPv4 addresses is reversed in minutes).
+    """
+    if not address:
+        return ""
+    key = (settings.TRIALS_ADDRESS_HASH_KEY or settings.SECRET_KEY).encode()
+    message = f"{campaign_pk}|{network_of(address)}".encode()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+# --- caps at join --------------------------------------------------------------------
+
+
+class JoinRefused(Exception):
+    """Joining would exceed a cap; the message is for the person joining."""
+
+
+PLATFORM_ID_TAKEN = (
+    "Your crowd-platform ID has already joined this study with another participant code. "
+    "Continue with the code you used first."
+)
+
+
+def check_join_caps(campaign, *, browser_hash: str, address: str) -> None:
+    """Refuse a *new* participant from a browser or address that has its share of sessions.
+
+    Parameters
+    ----------
+    campaign : evalsite.models.Campaign
+    browser_hash : str
+        SHA-256 hex of the joining browser's key (``""``: no browser, not counted).
+    address : str
+        :func:`address_hash` of the joining address (``""``: none, not counted).
+
+    Raises
+    ------
+    JoinRefused
+        When ``TRIALS_MAX_SESSIONS_PER_BROWSER`` sessions of the campaign already came
+        from this browser, or ``TRIALS_MAX_SESSIONS_PER_ADDRESS`` from this address
+        (a cap of 0 is no cap).
+    """
+    sessions = RatingSession.objects.filter(campaign=campaign)
+    browser_cap = settings.TRIALS_MAX_SESSIONS_PER_BROWSER
+    if browser_hash and browser_cap and sessions.filter(browser_key_hash=browser_hash).count() >= browser_cap:
+        raise JoinRefused(
+            "This browser has already taken part in this study with another participant code. "
+            "Each participant takes part once."
+        )
+    address_cap = settings.TRIALS_MAX_SESSIONS_PER_ADDRESS
+    if address and address_cap and sessions.filter(address_hash=address).count() >= address_cap:
+        raise JoinRefused(
+            "Too many participants have joined this study from your network. "
+            "If you share a network with other participants, contact the organizer."
+        )
+
+
+def flag_shared(session: RatingSession) -> None:
+    """Flag every rater of ``session``'s campaign that shares its browser or address.
+
+    Sharing a browser (the server-issued key) flags and excludes all raters concerned
+    (their items reopen for others; the organizer may include them again); sharing an
+    address flags them only. Reasons name the other raters, e.g. ``"joined from the
+    same browser as raters 12, 14"``.
+    """
+    for field, kind, what, exclude in (
+        ("browser_key_hash", FlagKind.SHARED_BROWSER, "browser", True),
+        ("address_hash", FlagKind.SHARED_ADDRESS, "network address", False),
+    ):
+        value = getattr(session, field)
+        if not value:
+            continue
+        raters = sorted(
+            RatingSession.objects.filter(campaign_id=session.campaign_id, **{field: value}).values_list(
+                "rater_id", flat=True
+            )
+        )
+        if len(raters) < 2:
+            continue
+        for rater in raters:
+            others = ", ".join(str(pk) for pk in raters if pk != rater)
+            RaterFlag.objects.update_or_create(
+                rater_id=rater,
+                kind=kind,
+                defaults={
+                    "reason": f"joined from the same {what} as rater{'s' * (len(raters) > 2)} {others}"
+                },
+            )
+        if exclude:
+            Rater.objects.filter(pk__in=raters).update(excluded=True)
+
+
+# --- the per-rater accuracy test (no Django below, up to accuracy_tests) ---------------
+
+
+def poisson_binomial_pvalue(probabilities, k: int) -> float:
+    """Exact two-sided p-value of ``k`` successes among independent trials of the given
+    success probabilities (Poisson-binomial distribution).
+
+    Two-sided as twice the smaller tail, capped at 1: ``min(1, 2 min(P(X<=k), P(X>=k)))``.
+    With equal probabilities it is the binomial test's doubled-tail p-value, e.g.
+    ``poisson_binomial_pvalue([0.5] * 4, 4) == 2 * 0.5**4 == 0.125``.
+
+    Parameters
+    ----------
+    probabilities : array-like of shape (n_trials,), floats in [0, 1]
+    k : int
+        Observed successes, 0 <= k <= n_trials.
+
+    Raises
+    ------
+    ValueError
+        If a probability is outside [0, 1] or ``k`` outside [0, n_trials].
+    """
+    p = np.asarray(probabilities, dtype=float).ravel()
+    if np.any((p < 0) | (p > 1)) or np.any(np.isnan(p)):
+        raise ValueError(f"probabilities must lie in [0, 1], got {p.tolist()}")
+    if not 0 <= k <= p.size:
+        raise ValueError(f"k must lie in [0, {p.size}] for {p.size} trials, got {k}")
+    pmf = np.array([1.0])
+    for pi in p:  # pmf of the number of successes, one trial at a time
+        pmf = np.convolve(pmf, [1.0 - pi, pi])
+    lower, upper = pmf[: k + 1].sum(), pmf[k:].sum()
+    return float(min(1.0, 2.0 * min(lower, upper)))
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm's step-down adjusted p-values (family-wise error rate; Holm 1979).
+
+    ``holm([0.01, 0.04, 0.03]) -> [0.03, 0.06, 0.06]``: sorted, the i-th smallest (from 0)
+    is multiplied by ``m - i``, made non-decreasing, capped at 1.
+
+    Parameters
+    ----------
+    pvalues : array-like of shape (m,)
+
+    Returns
+    -------
+    ndarray of shape (m,), in the input order.
+    """
+    p = np.asarray(pvalues, dtype=float).ravel()
+    order = np.argsort(p, kind="stable")
+    scaled = p[order] * (p.size - np.arange(p.size))
+    adjusted = np.minimum(1.0, np.maximum.accumulate(scaled))
+    out = np.empty_like(p)
+    out[order] = adjusted
+    return out
+
+
+@dataclass(frozen=True)
+class RaterTest:
+    """One rater's masked identity accuracy against the crowd's on the same items."""
+
+    rater_id: int
+    n_trials: int
+    n_correct: int
+    expected: float  # sum over the rater's trials of the others' (smoothed) accuracy on that item
+    p_value: float
+    p_adjusted: float  # Holm over the raters tested
+
+    @property
+    def reason(self) -> str:
+        return (
+            f"masked identity accuracy {self.n_correct}/{self.n_trials}, "
+            f"{self.expected:.1f} expected from the other raters on the same items "
+            f"(exact test p = {self.p_value:.2g}, Holm-adjusted {self.p_adjusted:.2g})"
+        )
+
+
+def rater_tests(rows, *, baseline_raters=None, min_trials: int = 5) -> list[RaterTest]:
+    """The per-rater test over answered trials (pure: rows in, tests out).
+
+    For each trial of rater r on item i, the others' accuracy on i is
+    ``(c + 1) / (n + 2)`` (Laplace's rule: never exactly 0 or 1) over the answers to i of
+    the raters in ``baseline_raters`` other than r; items no baseline rater answered are
+    left out. r's number correct is then Poisson-binomial under "r answers like the
+    crowd" (:func:`poisson_binomial_pvalue`); p-values are Holm-adjusted (:func:`holm`)
+    over the raters with at least ``min_trials`` such trials.
+
+    Parameters
+    ----------
+    rows : iterable of (rater_id, item_id, correct)
+    baseline_raters : set of int, optional
+        Raters whose answers make the crowd's accuracy (default: every rater).
+    min_trials : int
+        Raters with fewer comparable trials are not tested.
+
+    Returns
+    -------
+    list of RaterTest, by rater id.
+    """
+    rows = [(int(r), int(i), bool(c)) for r, i, c in rows]
+    baseline = {r for r, _, _ in rows} if baseline_raters is None else set(baseline_raters)
+    totals: dict[int, list[int]] = {}
+    for rater, item, correct in rows:
+        if rater in baseline:
+            total = totals.setdefault(item, [0, 0])
+            total[0] += correct
+            total[1] += 1
+    per_rater: dict[int, list[tuple[float, bool]]] = {}
+    for rater, item, correct in rows:
+        c, n = totals.get(item, (0, 0))
+        if rater in baseline:  # leave the rater's own answer out
+            c, n = c - correct, n - 1
+        if n > 0:
+            per_rater.setdefault(rater, []).append(((c + 1) / (n + 2), correct))
+    tested = sorted(r for r, trials in per_rater.items() if len(trials) >= min_trials)
+    pvalues = [
+        poisson_binomial_pvalue([p for p, _ in per_rater[r]], sum(c for _, c in per_rater[r])) for r in tested
+    ]
+    adjusted = holm(pvalues) if tested else []
+    return [
+        RaterTest(
+            rater_id=r,
+            n_trials=len(per_rater[r]),
+            n_correct=sum(c for _, c in per_rater[r]),
+            expected=float(sum(p for p, _ in per_rater[r])),
+            p_value=pv,
+            p_adjusted=float(adj),
+        )
+        for r, pv, adj in zip(tested, pvalues, adjusted)
+    ]
+
+
+# --- Django: the campaign's tests and flags ------------------------------------------
+
+
+def _suspect_ids(campaign, *, kinds) -> set[int]:
+    raters = Rater.objects.filter(campaign=campaign)
+    return set(
+        raters.filter(Q(flagged=True) | Q(excluded=True) | Q(flags__kind__in=list(kinds))).values_list(
+            "pk", flat=True
+        )
+    )
+
+
+def accuracy_tests(campaign) -> list[RaterTest]:
+    """:func:`rater_tests` over the campaign's answered masked identity trials.
+
+    The crowd's accuracy comes from raters neither flagged (attention checks,
+    plausibility, a shared browser or address) nor excluded; items of a replaced file are
+    left out.
+    """
+    rows = Response.objects.filter(
+        trial__session__campaign=campaign,
+        trial__kind=TrialKind.ITEM,
+        trial__task=Task.IDENTITY,
+        trial__item__masked_video__isnull=False,
+        trial__item__superseded_at__isnull=True,
+    ).values_list("trial__session__rater_id", "trial__item_id", "correct")
+    suspects = _suspect_ids(campaign, kinds=[FlagKind.SHARED_BROWSER, FlagKind.SHARED_ADDRESS])
+    everyone = set(Rater.objects.filter(campaign=campaign).values_list("pk", flat=True))
+    return rater_tests(rows, baseline_raters=everyone - suspects)
+
+
+def refresh_outlier_flags(campaign, *, alpha: float | None = None) -> list[RaterTest]:
+    """Flag the raters whose Holm-adjusted p-value is below ``alpha`` (default
+    ``TRIALS_OUTLIER_ALPHA``) and unflag those no longer below it; returns the outliers."""
+    alpha = settings.TRIALS_OUTLIER_ALPHA if alpha is None else alpha
+    outliers = [test for test in accuracy_tests(campaign) if test.p_adjusted < alpha]
+    for test in outliers:
+        RaterFlag.objects.update_or_create(
+            rater_id=test.rater_id, kind=FlagKind.ACCURACY_OUTLIER, defaults={"reason": test.reason}
+        )
+    RaterFlag.objects.filter(rater__campaign=campaign, kind=FlagKind.ACCURACY_OUTLIER).exclude(
+        rater_id__in=[test.rater_id for test in outliers]
+    ).delete()
+    return outliers
+
+
+def flagged_rater_ids(campaign, *, refresh: bool = True) -> set[int]:
+    """Ids of the campaign's raters whose answers are suspect: for the report's figures
+    "with flagged raters excluded" (every human figure is given with and without them).
+
+    Suspect: flagged by an attention check or a plausibility check (``Rater.flagged``),
+    or by a :class:`~trials.models.RaterFlag` (a browser or network address shared with
+    other codes, masked accuracy far from the crowd's). Raters the organizer excluded
+    by hand are left out of every figure anyway (``Rater.excluded``) and are not listed
+    unless also flagged.
+
+    Parameters
+    ----------
+    campaign : evalsite.models.Campaign
+    refresh : bool, default=True
+        Re-run the per-rater accuracy test first (:func:`refresh_outlier_flags`), so the
+        set reflects every answer so far.
+
+    Returns
+    -------
+    set of int
+        ``Rater`` primary keys.
+    """
+    if refresh:
+        refresh_outlier_flags(campaign)
+    raters = Rater.objects.filter(campaign=campaign)
+    return set(raters.filter(Q(flagged=True) | Q(flags__isnull=False)).values_list("pk", flat=True))
