@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('evalsite', '0009_team_campaign'),
-        ('trials', '0006_item_superseded_at'),
+        ('trials', '0007_trial_distinct_video_bytes'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
