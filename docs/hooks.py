@@ -72,20 +72,28 @@ def dictionary_markdown() -> str:
         parts += [f"## {title}", ""]
         sections: dict[str, list] = {}
         for entry in dictionary.entries(level):
-            sections.setdefault(entry.section or "(top level)", []).append(entry)
+            sections.setdefault(entry.section or "top level", []).append(entry)
         for section, rows in sections.items():
-            parts += [f"### {section} ({level})", ""]
-            parts += [
-                "| name | meaning | type | unit | range | ideal | decimals | model / threshold / distance | source |"
-            ]
-            parts += ["|---|---|---|---|---|---|---|---|---|"]
+            parts += [f"### {section} ({level})", "", "| name | meaning | type | unit | range | ideal |"]
+            parts.append("|---|---|---|---|---|---|")
             for entry in rows:
                 c = entry.column
-                model = " / ".join(x for x in (c.model, c.threshold, c.distance) if x)
+                details = [
+                    f"*{label}:* {_escape(value)}"
+                    for label, value in (
+                        ("model", c.model),
+                        ("threshold", c.threshold),
+                        ("distance", c.distance),
+                        ("source", c.source),
+                    )
+                    if value
+                ]
+                meaning = _escape(c.meaning) + (" (internal)" if c.internal else "")
+                meaning += "<br>" + " · ".join(details) if details else ""
+                dtype = c.dtype if c.precision is None else f"{c.dtype}, {c.precision} decimals in CSV"
                 parts.append(
-                    f"| `{_escape(entry.name)}` | {_escape(c.meaning)}{' (internal)' if c.internal else ''} "
-                    f"| {c.dtype} | {_escape(c.unit)} | {_escape(c.range)} | {_escape(c.ideal)} "
-                    f"| {'' if c.precision is None else c.precision} | {_escape(model)} | {_escape(c.source)} |"
+                    f"| `{_escape(entry.name)}` | {meaning} | {dtype} | {_escape(c.unit)} "
+                    f"| {_escape(c.range)} | {_escape(c.ideal)} |"
                 )
             parts.append("")
     return "\n".join(parts)
