@@ -25,6 +25,7 @@ Pure numpy/pandas, no Django.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from fairness.stats import stratified_resamples
 from fairness.summary import MISSING_LABELS, plain, summarize
@@ -151,3 +152,51 @@ def privacy_fairness(
         "excluded": excluded,
         "confidence_level": plain(confidence_level),
     }
+
+
+def privacy_fairness_by_attribute(success_by_identity, metadata, attributes=None, **options) -> dict:
+    """``privacy_fairness`` for each demographic attribute of the identities.
+
+    Parameters
+    ----------
+    success_by_identity : pandas.Series
+        Re-identification success in [0, 1] indexed by identity (e.g. the ``accuracy`` of
+        ``CrossVideoResult.per_identity()`` for one recognizer x attacker, indexed by
+        ``identity``).
+    metadata : pandas.DataFrame
+        One row per identity (index: identity), one column per attribute
+        (``AttackData.identity_metadata``, ``attack.photos.PhotoSet.metadata``).
+    attributes : sequence of str, optional
+        Columns to compare; default every non-numeric column.
+    **options
+        Passed to ``privacy_fairness`` (``n_resamples``, ``n_permutations``, ...).
+
+    Returns
+    -------
+    dict
+        attribute -> the ``privacy_fairness`` report, or ``{"error": message}`` when the
+        attribute has fewer than two usable groups (the others still computed).
+
+    Raises
+    ------
+    ValueError
+        If an identity has no metadata row or an attribute is not a column.
+    """
+    missing = sorted(set(map(str, success_by_identity.index)) - set(map(str, metadata.index)))
+    if missing:
+        raise ValueError(f"identities without metadata: {missing[:5]}")
+    if attributes is None:
+        attributes = [c for c in metadata.columns if not pd.api.types.is_numeric_dtype(metadata[c])]
+    unknown = [a for a in attributes if a not in metadata.columns]
+    if unknown:
+        raise ValueError(f"unknown attribute(s) {unknown}; columns: {list(metadata.columns)}")
+    rows = metadata.set_axis(metadata.index.map(str)).loc[success_by_identity.index.map(str)]
+    reports = {}
+    for attribute in attributes:
+        try:
+            reports[attribute] = privacy_fairness(
+                success_by_identity.to_numpy(), rows[attribute].fillna("").to_numpy(), **options
+            )
+        except ValueError as error:
+            reports[attribute] = {"error": str(error)}
+    return reports

@@ -60,3 +60,26 @@ def test_small_single_and_unlabelled_groups_are_flagged():
 def test_bad_input_is_refused(success, groups, message):
     with pytest.raises(ValueError, match=message):
         privacy_fairness(success, groups, n_resamples=10, n_permutations=10)
+
+
+def test_by_attribute_from_identity_metadata():
+    import pandas as pd
+
+    from fairness.privacy import privacy_fairness_by_attribute
+
+    metadata = pd.DataFrame(
+        {"age": [20.0, 30.0, 40.0, 50.0], "gender": ["f", "f", "m", "m"], "ethnicity": ["x", "x", "x", "y"]},
+        index=pd.Index(["001", "002", "003", "004"], name="identity"),
+    )
+    success = pd.Series([1.0, 1.0, 0.0, 0.5], index=["001", "002", "003", "004"])
+    reports = privacy_fairness_by_attribute(success, metadata, n_resamples=50, n_permutations=50)
+    assert set(reports) == {"gender", "ethnicity"}  # numeric age is not a group attribute
+    assert reports["gender"]["groups"]["f"]["success"] == 1.0
+    assert reports["gender"]["groups"]["m"]["success"] == 0.25
+    assert reports["gender"]["spread"]["estimate"] == 0.75
+    # ethnicity: y has one identity (left out), so one group remains: an error, not a crash
+    assert "need two groups" in reports["ethnicity"]["error"]
+    with pytest.raises(ValueError, match="without metadata"):
+        privacy_fairness_by_attribute(pd.Series([1.0], index=["999"]), metadata)
+    with pytest.raises(ValueError, match="unknown attribute"):
+        privacy_fairness_by_attribute(success, metadata, ["religion"])
