@@ -56,12 +56,13 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from itertools import zip_longest
-from numbers import Integral, Real
+from numbers import Real
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
+from .checks import check_stride
 from .clear_side import ClearSide, ClearSideStore, Stopwatch, clear_side_key
 from .detection import FaceDetections, box_iou, largest_face, make_face_detector
 from .face_tracks import target_track, track_centroids, track_faces
@@ -277,6 +278,237 @@ def iter_frame_pairs(clear_path, masked_path, *, stride: int = 1):
         yield frame_index, clear_rgb, masked_rgb
 
 
+@dataclass(frozen=True)
+class EvaluationPlan:
+    """The checked settings of one ``evaluate_video`` call (``plan_evaluation``).
+
+    Attributes
+    ----------
+    stride : int
+        Every ``stride``-th frame is tested (>= 1).
+    embedder : embedder object
+        ``dim``, ``embed_faces`` or ``embed`` (``recognition.make_face_embedder``).
+    embedder_name : str
+        Registry name, or the embedder's ``name`` or class name.
+    threshold : float
+        Verification threshold on the L2 embedding distance (finite, >= 0).
+    gallery : ndarray of shape (k, dim), dtype float32
+        Gallery embeddings of every identity, finite.
+    labels : ndarray of shape (k,)
+        Identity of each gallery row.
+    true_identity : label
+        The person in the video; one of ``labels``.
+    no_face : {"raise", "nan"}
+    """
+
+    stride: int
+    embedder: object
+    embedder_name: str
+    threshold: float
+    gallery: np.ndarray
+    labels: np.ndarray
+    true_identity: object
+    no_face: str
+
+
+def plan_evaluation(
+    gallery_embeddings,
+    gallery_identities,
+    true_identity,
+    *,
+    stride=5,
+    embedder=DEFAULT_EMBEDDER,
+    threshold=None,
+    no_face="raise",
+) -> EvaluationPlan:
+    """Check the settings of ``evaluate_video`` before any frame is decoded; build its embedder.
+
+    Parameters are those of ``evaluate_video`` (same meaning and defaults).
+
+    Returns
+    -------
+    EvaluationPlan
+
+    Raises
+    ------
+    ValueError
+        If ``stride`` is not a whole number >= 1 (``checks.check_stride``), ``no_face``
+        is neither "raise" nor "nan", the embedder has no documented threshold and none is
+        passed, ``threshold`` is negative or not finite, the gallery arrays are empty,
+        inconsistent, of another size than the embedder's or not finite, or
+        ``true_identity`` is not in the gallery (closed-set identification).
+    """
+    check_stride(stride)
+    if no_face not in ("raise", "nan"):
+        raise ValueError(f"no_face must be 'raise' or 'nan', got {no_face!r}")
+    embedder_name = (
+        embedder if isinstance(embedder, str) else getattr(embedder, "name", "") or type(embedder).__name__
+    )
+    embedder = make_face_embedder(embedder) if isinstance(embedder, str) else embedder
+    if threshold is None:
+        if not hasattr(embedder, "threshold"):
+            raise ValueError(f"{embedder_name} has no documented threshold: pass threshold=")
+        threshold = embedder.threshold
+    if isinstance(threshold, bool) or not isinstance(threshold, Real) or not 0 <= threshold < math.inf:
+        raise ValueError(f"threshold must be a finite L2 distance >= 0, got {threshold!r}")
+    labels = np.asarray(gallery_identities)
+    gallery = np.asarray(gallery_embeddings, dtype=np.float32)
+    if gallery.ndim != 2 or len(gallery) != len(labels) or len(labels) == 0:
+        raise ValueError(
+            f"gallery_embeddings must be (k, d) with k = len(gallery_identities) > 0, got {gallery.shape} "
+            f"and {len(labels)} identities"
+        )
+    if gallery.shape[1] != embedder.dim:
+        raise ValueError(
+            f"gallery_embeddings must have {embedder.dim} columns (the embedder's size), got {gallery.shape}"
+        )
+    bad_rows = np.flatnonzero(~np.isfinite(gallery).all(axis=1))
+    if len(bad_rows):
+        raise ValueError(f"gallery_embeddings hold NaN or infinite values in rows {bad_rows.tolist()}")
+    if not np.any(labels == true_identity):
+        raise ValueError(f"true identity {true_identity!r} is not in the gallery (closed-set identification)")
+    return EvaluationPlan(stride, embedder, embedder_name, threshold, gallery, labels, true_identity, no_face)
+
+
+class _ImageQuality:
+    """Observer: SSIM and PSNR of every tested frame pair (protocol step 1)."""
+
+    def __init__(self, watch: Stopwatch):
+        self.watch = watch
+        self.ssims: list[float] = []
+        self.psnrs: list[float] = []
+
+    def update(self, frame_index, clear_rgb, masked_rgb) -> None:
+        started = time.process_time()
+        self.ssims.append(ssim(clear_rgb, masked_rgb))
+        self.psnrs.append(psnr(clear_rgb, masked_rgb))
+        self.watch.add("metrics", started)
+
+
+@dataclass(frozen=True)
+class _MaskedFaces:
+    """What the masked video gave for every clear face, in clear-side order.
+
+    ``found_per_frame`` (n_frames,) bool: a face is found in the masked frame;
+    ``ious`` (n_faces,) float64: IoU of each clear face with its best masked box;
+    ``probes`` (n_faces, dim) float32: embedding of each face's probe (step 4).
+    """
+
+    found_per_frame: np.ndarray
+    ious: np.ndarray
+    probes: np.ndarray
+
+
+class _FaceObserver:
+    """Observer: detects and embeds tested frame pairs in batches of ``BATCH_FRAMES``.
+
+    The clear side comes from ``side`` when it is stored, else it is computed here
+    (``clear_side()`` after ``finish()``).
+    """
+
+    def __init__(self, detector, embedder, side: ClearSide | None, clear_name: str, watch: Stopwatch):
+        self.detector, self.embedder, self.side = detector, embedder, side
+        self.clear_name, self.watch = clear_name, watch
+        self.rows = (
+            {int(index): t for t, index in enumerate(side.frame_indices)} if side is not None else None
+        )
+        self.chunk: list = []
+        self.found_per_frame: list[bool] = []
+        self.ious: list[float] = []
+        self.probes: list[np.ndarray] = []
+        self.frame_indices: list[int] = []  # the clear side, when computed here
+        self.clear_boxes: list[np.ndarray] = []
+        self.clear_embeddings: list[np.ndarray] = []
+
+    def update(self, frame_index, clear_rgb, masked_rgb) -> None:
+        self.chunk.append((frame_index, clear_rgb, masked_rgb))
+        if len(self.chunk) == BATCH_FRAMES:
+            self._analyse(self.chunk)
+            self.chunk = []
+
+    def finish(self) -> _MaskedFaces:
+        """Analyse the last partial batch; return the masked side of every clear face."""
+        if self.chunk:
+            self._analyse(self.chunk)
+            self.chunk = []
+        probes = np.concatenate(self.probes) if self.probes else np.zeros((0, self.embedder.dim), np.float32)
+        return _MaskedFaces(np.asarray(self.found_per_frame, bool), np.asarray(self.ious, np.float64), probes)
+
+    def clear_side(self) -> ClearSide:
+        """The clear side: the stored one, or the one computed from the frames seen."""
+        if self.side is not None:
+            return self.side
+        return ClearSide(
+            np.asarray(self.frame_indices, np.int64), tuple(self.clear_boxes), tuple(self.clear_embeddings)
+        )
+
+    def _clear_boxes(self, chunk, indices) -> list:
+        if self.side is None:
+            return [d.boxes_xyxy for d in _detect_frames(self.detector, [c for _, c, _ in chunk], indices)]
+        missing = [index for index in indices if index not in self.rows]
+        if missing:
+            raise ValueError(f"the stored clear side of {self.clear_name} lacks frames {missing}")
+        return [self.side.boxes[self.rows[index]] for index in indices]
+
+    def _analyse(self, chunk) -> None:
+        """Detect and embed a batch of tested frame pairs (clear side only when not stored)."""
+        started = time.process_time()
+        indices = [index for index, _, _ in chunk]
+        boxes = self._clear_boxes(chunk, indices)
+        masked_detections = _detect_frames(self.detector, [m for _, _, m in chunk], indices)
+        started = self.watch.add("detect", started)
+        faces = [
+            (masked, _probe_box(box, found))
+            for (_, _, masked), frame_boxes, found in zip(chunk, boxes, masked_detections)
+            for box in frame_boxes
+        ]
+        n_probes = len(faces)
+        if self.side is None:
+            faces += [(clear, box) for (_, clear, _), frame_boxes in zip(chunk, boxes) for box in frame_boxes]
+        dim = self.embedder.dim
+        embeddings = _embed_faces(self.embedder, faces) if faces else np.zeros((0, dim), np.float32)
+        self.probes.append(embeddings[:n_probes])
+        if self.side is None:
+            splits = np.cumsum([len(b) for b in boxes])[:-1]
+            self.frame_indices.extend(indices)
+            self.clear_boxes.extend(np.asarray(b, np.float32).reshape(-1, 4) for b in boxes)
+            self.clear_embeddings.extend(np.split(np.asarray(embeddings[n_probes:], np.float32), splits))
+        started = self.watch.add("embed", started)
+        for frame_boxes, found in zip(boxes, masked_detections):
+            self.found_per_frame.append(len(found) > 0)
+            self.ious.extend(masked_frame_iou(box, found) for box in frame_boxes)
+        self.watch.add("metrics", started)
+
+
+def run_frame_loop(clear_path, masked_path, stride: int, observers: Sequence, watch: Stopwatch) -> None:
+    """Decode two videos in lockstep and hand every tested frame pair to each observer, in order.
+
+    Parameters
+    ----------
+    clear_path, masked_path : path-like
+    stride : int
+        Every ``stride``-th frame is tested (``iter_frame_pairs``).
+    observers : sequence
+        Objects with ``update(frame_index, clear_rgb, masked_rgb)`` (uint8 RGB frames of
+        shape (height, width, 3)), called in this order for each tested pair.
+    watch : clear_side.Stopwatch
+        Decoding CPU time is added under "decode"; the observers' own time is not.
+
+    Raises
+    ------
+    VideoPairError
+        If the videos decode to different frame counts or sizes.
+    automated.video.VideoError
+        If either file is not a readable video.
+    """
+    started = time.process_time()
+    for frame_index, clear_rgb, masked_rgb in iter_frame_pairs(clear_path, masked_path, stride=stride):
+        watch.add("decode", started)
+        for observer in observers:
+            observer.update(frame_index, clear_rgb, masked_rgb)
+        started = time.process_time()
+
+
 def evaluate_video(
     clear_path,
     masked_path,
@@ -356,36 +588,15 @@ def evaluate_video(
         >= 1, ``threshold`` is negative or not finite, or the gallery arrays are
         empty, inconsistent or not finite; all checked before any frame is decoded.
     """
-    if isinstance(stride, bool) or not isinstance(stride, Integral) or stride < 1:
-        raise ValueError(f"stride must be a whole number >= 1, got {stride!r}")
-    if no_face not in ("raise", "nan"):
-        raise ValueError(f"no_face must be 'raise' or 'nan', got {no_face!r}")
-    embedder_name = (
-        embedder if isinstance(embedder, str) else getattr(embedder, "name", "") or type(embedder).__name__
+    plan = plan_evaluation(
+        gallery_embeddings,
+        gallery_identities,
+        true_identity,
+        stride=stride,
+        embedder=embedder,
+        threshold=threshold,
+        no_face=no_face,
     )
-    embedder = make_face_embedder(embedder) if isinstance(embedder, str) else embedder
-    if threshold is None:
-        if not hasattr(embedder, "threshold"):
-            raise ValueError(f"{embedder_name} has no documented threshold: pass threshold=")
-        threshold = embedder.threshold
-    if isinstance(threshold, bool) or not isinstance(threshold, Real) or not 0 <= threshold < math.inf:
-        raise ValueError(f"threshold must be a finite L2 distance >= 0, got {threshold!r}")
-    labels = np.asarray(gallery_identities)
-    gallery = np.asarray(gallery_embeddings, dtype=np.float32)
-    if gallery.ndim != 2 or len(gallery) != len(labels) or len(labels) == 0:
-        raise ValueError(
-            f"gallery_embeddings must be (k, d) with k = len(gallery_identities) > 0, got {gallery.shape} "
-            f"and {len(labels)} identities"
-        )
-    if gallery.shape[1] != embedder.dim:
-        raise ValueError(
-            f"gallery_embeddings must have {embedder.dim} columns (the embedder's size), got {gallery.shape}"
-        )
-    bad_rows = np.flatnonzero(~np.isfinite(gallery).all(axis=1))
-    if len(bad_rows):
-        raise ValueError(f"gallery_embeddings hold NaN or infinite values in rows {bad_rows.tolist()}")
-    if not np.any(labels == true_identity):
-        raise ValueError(f"true identity {true_identity!r} is not in the gallery (closed-set identification)")
     check_video_pair(clear_path, masked_path)
     own_detector = isinstance(detector, str)
     detector_name = detector if own_detector else type(detector).__name__
@@ -394,181 +605,114 @@ def evaluate_video(
     store = ClearSideStore(clear_cache, clear_cache_dir)
     key = None
     if clear_cache is not None or clear_cache_dir is not None:
-        key = clear_side_key(clear_path, stride=stride, detector=face_detector, embedder=embedder)
-    side = store.get(key) if key is not None else None
-    cached_rows = {int(index): t for t, index in enumerate(side.frame_indices)} if side is not None else None
-
-    frame_indices, clear_boxes, clear_embeddings = [], [], []  # the clear side, if computed here
-    masked_found_per_frame, face_ious, probe_embeddings = [], [], []
-    ssims, psnrs = [], []
-
-    def analyse(chunk) -> None:
-        """Detect and embed a batch of tested frame pairs (clear side only when not cached)."""
-        started = time.process_time()
-        indices = [index for index, _, _ in chunk]
-        if side is None:
-            boxes = [d.boxes_xyxy for d in _detect_frames(face_detector, [c for _, c, _ in chunk], indices)]
-        else:
-            missing = [index for index in indices if index not in cached_rows]
-            if missing:
-                raise ValueError(f"the stored clear side of {Path(clear_path).name} lacks frames {missing}")
-            boxes = [side.boxes[cached_rows[index]] for index in indices]
-        masked_detections = _detect_frames(face_detector, [m for _, _, m in chunk], indices)
-        started = watch.add("detect", started)
-        faces = [
-            (masked, _probe_box(box, found))
-            for (_, _, masked), frame_boxes, found in zip(chunk, boxes, masked_detections)
-            for box in frame_boxes
-        ]
-        n_probes = len(faces)
-        if side is None:
-            faces += [(clear, box) for (_, clear, _), frame_boxes in zip(chunk, boxes) for box in frame_boxes]
-        embeddings = _embed_faces(embedder, faces) if faces else np.zeros((0, embedder.dim), np.float32)
-        probe_embeddings.append(embeddings[:n_probes])
-        if side is None:
-            splits = np.cumsum([len(b) for b in boxes])[:-1]
-            frame_indices.extend(indices)
-            clear_boxes.extend(np.asarray(b, np.float32).reshape(-1, 4) for b in boxes)
-            clear_embeddings.extend(np.split(np.asarray(embeddings[n_probes:], np.float32), splits))
-        started = watch.add("embed", started)
-        for (_, clear, masked), frame_boxes, found in zip(chunk, boxes, masked_detections):
-            ssims.append(ssim(clear, masked))
-            psnrs.append(psnr(clear, masked))
-            masked_found_per_frame.append(len(found) > 0)
-            face_ious.extend(masked_frame_iou(box, found) for box in frame_boxes)
-        watch.add("metrics", started)
-
+        key = clear_side_key(clear_path, stride=stride, detector=face_detector, embedder=plan.embedder)
+    stored = store.get(key) if key is not None else None
+    quality = _ImageQuality(watch)
+    faces = _FaceObserver(face_detector, plan.embedder, stored, Path(clear_path).name, watch)
     try:
-        chunk: list = []
-        started = time.process_time()
-        for frame_index, clear_rgb, masked_rgb in iter_frame_pairs(clear_path, masked_path, stride=stride):
-            started = watch.add("decode", started)
-            for observer in observers:
-                observer.update(frame_index, clear_rgb, masked_rgb)
-            started = time.process_time()
-            chunk.append((frame_index, clear_rgb, masked_rgb))
-            if len(chunk) == BATCH_FRAMES:
-                analyse(chunk)
-                chunk = []
-            started = time.process_time()
-        if chunk:
-            analyse(chunk)
+        run_frame_loop(clear_path, masked_path, stride, [*observers, faces, quality], watch)
+        masked = faces.finish()
     finally:
         if own_detector:
             face_detector.close()
-    if side is None:
-        side = ClearSide(np.asarray(frame_indices, np.int64), tuple(clear_boxes), tuple(clear_embeddings))
-        if key is not None:
-            store.put(key, side)
-
+    side = faces.clear_side()
+    if stored is None and key is not None:
+        store.put(key, side)
     started = time.process_time()
-    # Tracks follow the embedder's documented threshold, not a scoring threshold of the caller's.
-    track_ids = track_faces(side.boxes, side.embeddings, threshold=getattr(embedder, "threshold", threshold))
-    target = target_track(track_ids, side.embeddings, gallery, labels, true_identity, threshold=threshold)
-    if target is None and no_face == "raise":
-        raise NoFaceError(
-            f"{Path(clear_path).name}: no face detected in the {len(ssims)} tested clear frames (stride {stride}); "
-            f"pass no_face='nan' to score it as undefined"
-        )
-    psnr_db, identical = summarize_psnr(psnrs)
-    scores = _person_scores(
-        track_ids,
-        target,
-        side.embeddings,
-        face_ious,
-        probe_embeddings,
-        masked_found_per_frame,
-        gallery=gallery,
-        labels=labels,
-        true_identity=true_identity,
-        threshold=threshold,
-    )
+    scores = _scores(plan, side, masked, len(quality.ssims), Path(clear_path).name)
+    psnr_db, identical = summarize_psnr(quality.psnrs)
     watch.add("metrics", started)
     return VideoEvaluation(
-        frames_tested=len(ssims),
-        chance_level=chance_level(labels),
-        n_identities=len(np.unique(labels)),
-        ssim=float(np.mean(ssims)),
+        frames_tested=len(quality.ssims),
+        chance_level=chance_level(plan.labels),
+        n_identities=len(np.unique(plan.labels)),
+        ssim=float(np.mean(quality.ssims)),
         psnr_db=psnr_db,
         psnr_identical_frames=identical,
         stride=stride,
         detector=detector_name,
-        threshold=float(threshold),
-        embedder=embedder_name,
+        threshold=float(plan.threshold),
+        embedder=plan.embedder_name,
         **scores,
     )
 
 
-def _person_scores(
-    track_ids,
-    target,
-    clear_embeddings,
-    face_ious,
-    probe_embeddings,
-    masked_found_per_frame,
-    *,
-    gallery,
-    labels,
-    true_identity,
-    threshold,
+def _scores(
+    plan: EvaluationPlan, side: ClearSide, masked: _MaskedFaces, frames_tested: int, clear_name
 ) -> dict:
-    """Detection and recognition scores of the target track and of every track (protocol 2-6)."""
-    nan = math.nan
+    """Track the clear faces, pick the person's track, score it and every track (steps 2-7)."""
+    threshold = plan.threshold
+    # Tracks follow the embedder's documented threshold, not a scoring threshold of the caller's.
+    track_ids = track_faces(
+        side.boxes, side.embeddings, threshold=getattr(plan.embedder, "threshold", threshold)
+    )
+    target = target_track(
+        track_ids, side.embeddings, plan.gallery, plan.labels, plan.true_identity, threshold=threshold
+    )
+    if target is None and plan.no_face == "raise":
+        raise NoFaceError(
+            f"{clear_name}: no face detected in the {frames_tested} tested clear frames (stride {plan.stride}); "
+            f"pass no_face='nan' to score it as undefined"
+        )
+    return {
+        **_person_scores(track_ids, target, side.embeddings, masked, plan),
+        **_track_scores(track_ids, side.embeddings, masked, threshold),
+    }
+
+
+#: The scores of ``_person_scores`` that are NaN without a reference frame.
+PERSON_SCORES = (
+    "mean_iou",
+    "detection_failure_rate",
+    "match_rate",
+    "rank1_rate",
+    "mean_rank",
+    "mean_genuine_distance",
+    "clear_match_rate",
+    "clear_rank1_rate",
+)
+
+
+def _person_scores(track_ids, target, clear_embeddings, masked: _MaskedFaces, plan: EvaluationPlan) -> dict:
+    """Detection and recognition scores of the target track over its frames (protocol 2-5)."""
     ids = np.concatenate(track_ids) if track_ids else np.zeros(0, np.int64)
     frame_of_face = np.repeat(np.arange(len(track_ids)), [len(i) for i in track_ids])
-    ious = np.asarray(face_ious, np.float64)
-    probes = (
-        np.concatenate(probe_embeddings) if probe_embeddings else np.zeros((0, gallery.shape[1]), np.float32)
-    )
-    clear = np.concatenate(clear_embeddings) if len(ids) else probes[:0]
-    masked_found = np.asarray(masked_found_per_frame, bool)
-    scores: dict = {}
+    clear = np.concatenate(clear_embeddings) if len(ids) else masked.probes[:0]
     rows = np.flatnonzero(ids == target) if target is not None else np.zeros(0, np.int64)
-    scores["clear_faces"] = len(rows)
-    scores["masked_faces"] = int(np.count_nonzero(masked_found[frame_of_face[rows]]))
-    if len(rows):
-        scores["mean_iou"] = iou_summary(ious[rows])[0]
-        scores["detection_failure_rate"] = detection_failure_rate(
-            np.ones(len(rows), bool), masked_found[frame_of_face[rows]]
-        )
-        for prefix, embeddings in (("", probes[rows]), ("clear_", clear[rows])):
-            distances = [_genuine_distance(e, gallery, labels, true_identity) for e in embeddings]
-            ranks = np.asarray([closed_set_rank(e, gallery, labels, true_identity) for e in embeddings])
-            scores[f"{prefix}match_rate"] = match_rate(distances, threshold=threshold)
-            scores[f"{prefix}rank1_rate"] = float(np.mean(ranks == 1))
-            if not prefix:
-                scores["mean_rank"] = float(ranks.mean())
-                scores["mean_genuine_distance"] = float(np.mean(distances))
-    else:
-        scores.update(
-            dict.fromkeys(
-                (
-                    "mean_iou",
-                    "detection_failure_rate",
-                    "match_rate",
-                    "rank1_rate",
-                    "mean_rank",
-                    "mean_genuine_distance",
-                    "clear_match_rate",
-                    "clear_rank1_rate",
-                ),
-                nan,
-            )
-        )
-    scores["all_faces"] = len(ids)
+    found = masked.found_per_frame[frame_of_face[rows]]
+    scores: dict = {"clear_faces": len(rows), "masked_faces": int(np.count_nonzero(found))}
+    if not len(rows):
+        return {**scores, **dict.fromkeys(PERSON_SCORES, math.nan)}
+    scores["mean_iou"] = iou_summary(masked.ious[rows])[0]
+    scores["detection_failure_rate"] = detection_failure_rate(np.ones(len(rows), bool), found)
+    gallery, labels, true_identity = plan.gallery, plan.labels, plan.true_identity
+    for prefix, embeddings in (("", masked.probes[rows]), ("clear_", clear[rows])):
+        distances = [_genuine_distance(e, gallery, labels, true_identity) for e in embeddings]
+        ranks = np.asarray([closed_set_rank(e, gallery, labels, true_identity) for e in embeddings])
+        scores[f"{prefix}match_rate"] = match_rate(distances, threshold=plan.threshold)
+        scores[f"{prefix}rank1_rate"] = float(np.mean(ranks == 1))
+        if not prefix:
+            scores["mean_rank"] = float(ranks.mean())
+            scores["mean_genuine_distance"] = float(np.mean(distances))
+    return scores
+
+
+def _track_scores(track_ids, clear_embeddings, masked: _MaskedFaces, threshold: float) -> dict:
+    """Leak counts over every face track, bystanders too (protocol step 6)."""
+    ids = np.concatenate(track_ids) if track_ids else np.zeros(0, np.int64)
     if len(ids) == 0:
         return {
-            **scores,
+            "all_faces": 0,
             "n_face_tracks": 0,
             "faces_leaked": 0,
             "faces_detected": 0,
             "faces_recognisable": 0,
-            "all_faces_mean_iou": nan,
-            "all_faces_detection_failure_rate": nan,
+            "all_faces_mean_iou": math.nan,
+            "all_faces_detection_failure_rate": math.nan,
         }
     centroids = track_centroids(track_ids, clear_embeddings)
-    detected = ious >= DETECTED_IOU
-    recognisable = np.linalg.norm(probes.astype(np.float64) - centroids[ids], axis=1) <= threshold
+    detected = masked.ious >= DETECTED_IOU
+    recognisable = np.linalg.norm(masked.probes.astype(np.float64) - centroids[ids], axis=1) <= threshold
     n_tracks = len(centroids)
     frames_per_track = np.bincount(ids, minlength=n_tracks)
     track_detected = np.bincount(ids, weights=detected, minlength=n_tracks) >= LEAK_SHARE * frames_per_track
@@ -576,12 +720,12 @@ def _person_scores(
         np.bincount(ids, weights=recognisable, minlength=n_tracks) >= LEAK_SHARE * frames_per_track
     )
     return {
-        **scores,
+        "all_faces": len(ids),
         "n_face_tracks": n_tracks,
         "faces_leaked": int(np.count_nonzero(track_detected | track_recognisable)),
         "faces_detected": int(np.count_nonzero(track_detected)),
         "faces_recognisable": int(np.count_nonzero(track_recognisable)),
-        "all_faces_mean_iou": float(ious.mean()),
+        "all_faces_mean_iou": float(masked.ious.mean()),
         "all_faces_detection_failure_rate": float(np.mean(~detected)),
     }
 
