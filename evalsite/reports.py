@@ -46,6 +46,7 @@ from django.apps import apps
 from django.utils.text import slugify
 
 from automated.privacy_utility import privacy_utility_score
+from automated.serialize import jsonable
 
 from . import dictionary
 from .dictionary import Column
@@ -492,18 +493,6 @@ def caveat_counts(report: pd.DataFrame) -> list[str]:
     return [f"{kind} ({n} of {len(report)} videos)" for kind, n in counts.items()]
 
 
-def _jsonable(value):
-    if value is pd.NA or (isinstance(value, float) and value != value):  # <NA>, NaN -> null
-        return None
-    if hasattr(value, "item"):
-        return _jsonable(value.item())
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
-
-
 def report_as_csv(submission) -> str:
     """The per-video report as CSV text (header row, one row per video), floats rounded
     to the dictionary's precision, whole numbers without ``.0``, missing values empty."""
@@ -514,7 +503,7 @@ def report_as_json(submission) -> str:
     """``{"summary": ..., "videos": [row, ...]}`` as JSON text; NaN becomes null."""
     rows = per_video_report(submission).to_dict(orient="records")
     payload = {"summary": submission_summary(submission), "videos": rows}
-    return json.dumps(_jsonable(payload), indent=2, default=str)
+    return json.dumps(jsonable(payload), indent=2, default=str)
 
 
 def _scalar(value) -> bool:
@@ -526,7 +515,7 @@ def summary_row(submission) -> dict:
     for every scalar entry of each section (nested tables such as per-group breakdowns
     are left to the JSON report)."""
     row = {}
-    for key, value in _jsonable(submission_summary(submission)).items():
+    for key, value in jsonable(submission_summary(submission)).items():
         if isinstance(value, dict):
             row.update({f"{key}.{k}": v for k, v in value.items() if _scalar(v)})
         elif _scalar(value):
@@ -609,4 +598,4 @@ def report_basename(submission) -> str:
 
 def summary_as_dict(submission) -> dict:
     """:func:`submission_summary` made JSON-safe (NaN -> None, numpy scalars -> Python)."""
-    return json.loads(json.dumps(_jsonable(submission_summary(submission)), default=str))
+    return json.loads(json.dumps(jsonable(submission_summary(submission)), default=str))

@@ -27,7 +27,6 @@ or ``attacker_train`` material). ``dispatch.py`` queues the units as Celery task
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 from pathlib import Path
 
@@ -54,6 +53,7 @@ from automated.attack.suite import ALL, TABLE_COLUMNS, run_attack_suite, worst_c
 from automated.attack.verification import curve_record, verify_folds
 from automated.detection import DETECTOR_NAMES, make_face_detector
 from automated.recognition import DEFAULT_EMBEDDER
+from automated.serialize import jsonable
 
 from . import lifecycle
 from .attack_models import AttackExtraction, AttackFold, AttackResult, AttackRun, AttackVideoResult
@@ -306,18 +306,8 @@ def _fold(run: AttackRun, data, masked_videos, number: int):
     return fold_of_groups(data.groups, [position[pk] for pk in run.planned_folds[number]], number)
 
 
-def _jsonable(value):
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating, float)):
-        return None if math.isnan(value) else float(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
-    return value
-
-
 def _records(frame: pd.DataFrame) -> list[dict]:
-    return [{k: _jsonable(v) for k, v in row.items()} for row in frame.to_dict("records")]
+    return [{k: jsonable(v) for k, v in row.items()} for row in frame.to_dict("records")]
 
 
 def _seconds_by_recognizer(rows) -> dict:
@@ -386,8 +376,8 @@ class AttackRunKind(lifecycle.RunKind):
         )
         return {
             "test_videos": run.planned_folds[fold],
-            "rows": [{k: _jsonable(v) for k, v in row.items()} for row in rows],
-            "predictions": {c: [_jsonable(v) for v in predictions[c].tolist()] for c in PREDICTION_COLUMNS},
+            "rows": [{k: jsonable(v) for k, v in row.items()} for row in rows],
+            "predictions": {c: [jsonable(v) for v in predictions[c].tolist()] for c in PREDICTION_COLUMNS},
             "fit_s": time.perf_counter() - started,
         }
 
@@ -477,7 +467,7 @@ class AttackRunKind(lifecycle.RunKind):
                 for group, row in per_video.iterrows()
             ],
             "per_identity": _records(cross.per_identity()),
-            "counts": {k: _jsonable(v) for k, v in cross.counts.items()},
+            "counts": {k: jsonable(v) for k, v in cross.counts.items()},
         }
 
     def write_final(self, run: AttackRun, result: dict) -> None:
@@ -634,11 +624,11 @@ def attack_summary(run: AttackRun) -> dict:
         "worst_case_chance_normalised": float(best["chance_normalised"]),
         "worst_case_recognizer": best["recognizer"],
         "worst_case_attacker": best["attacker"],
-        "worst_case_sd": _jsonable(best["sd"]),
-        "worst_case_min": _jsonable(best["min_accuracy"]),
-        "worst_case_max": _jsonable(best["max_accuracy"]),
-        "worst_case_ci_low": _jsonable(best["ci_low"]),
-        "worst_case_ci_high": _jsonable(best["ci_high"]),
+        "worst_case_sd": jsonable(best["sd"]),
+        "worst_case_min": jsonable(best["min_accuracy"]),
+        "worst_case_max": jsonable(best["max_accuracy"]),
+        "worst_case_ci_low": jsonable(best["ci_low"]),
+        "worst_case_ci_high": jsonable(best["ci_high"]),
         "chance_level": float(best["chance_level"]),
         "clear_bound": None if top is None else float(top["accuracy"]),
         "clear_bound_recognizer": None if top is None else top["recognizer"],

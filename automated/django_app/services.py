@@ -32,6 +32,7 @@ from . import lifecycle
 from .face_models import AutomatedRun, VideoScore
 from automated.dlib_torch import torch_threads
 from automated.recognition import DEFAULT_EMBEDDER, MATCH_THRESHOLD, embedder_spec, make_face_embedder
+from automated.checks import check_stride
 from automated.video import VideoInfo
 
 logger = logging.getLogger(__name__)
@@ -193,8 +194,7 @@ def _run_config(
     """
     if not isinstance(behaviour, bool):
         raise ValueError(f"behaviour must be true or false, got {behaviour!r}")
-    if isinstance(stride, bool) or not isinstance(stride, int) or stride < 1:
-        raise ValueError(f"stride must be a whole number >= 1, got {stride!r}")
+    check_stride(stride)
     threshold = embedder_spec(embedder).threshold if threshold is None else threshold
     if (
         isinstance(threshold, bool)

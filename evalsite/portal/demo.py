@@ -33,6 +33,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 
+from automated.checks import check_stride
 from automated.anonymizers import BASELINE_METHODS
 from automated.django_app.attack_models import AttackRun
 from automated.django_app.attack_service import attack_config, run_attack
@@ -86,8 +87,7 @@ def check_arguments(*, stride: int, methods: list[str] | None) -> list[str]:
         If ``stride`` is below 1 or a method is not one of ``BASELINE_METHODS`` (the
         message names the known ones).
     """
-    if isinstance(stride, bool) or not isinstance(stride, int) or stride < 1:
-        raise ValueError(f"stride must be a whole number >= 1, got {stride!r}")
+    check_stride(stride)
     unknown = [m for m in methods or () if m not in BASELINE_METHODS]
     if unknown:
         raise ValueError(
