@@ -171,29 +171,41 @@ def split_train_test(
         rng = identity_rng(seed, identity)
         own_groups = sorted(set(groups[idx].tolist()))
         if len(own_groups) >= 2 and not within_groups:
-            chosen = rng.permutation(len(own_groups))[: _test_count(len(own_groups), test_fraction)]
-            is_test = np.isin(groups[idx], [own_groups[i] for i in chosen])
+            is_test = _whole_groups_test(groups[idx], own_groups, test_fraction, rng)
             test.append(idx[is_test])
             train.append(idx[~is_test])
             continue
         parts = [idx] if not within_groups else [idx[groups[idx] == g] for g in own_groups]
-        n_tested = 0
-        for part in parts:
-            if len(part) < 2:
-                train.append(part)
-                continue
-            order = part[np.argsort(time[part], kind="stable")]
-            segment, kept, near = _time_segment(
-                order, time, _test_count(len(order), test_fraction), rng, gap, identity
-            )
+        segments = [_split_in_time(part, time, test_fraction, rng, gap, identity) for part in parts]
+        if not any(len(segment) for segment, _, _ in segments):
+            raise ValueError(f"identity {identity!r} has no video of two or more samples to split in time")
+        for segment, kept, near in segments:
             test.append(segment)
             train.append(kept)
             dropped.append(near)
-            n_tested += len(segment)
-        if n_tested == 0:
-            raise ValueError(f"identity {identity!r} has no video of two or more samples to split in time")
-    as_idx = lambda parts: np.sort(np.concatenate(parts)).astype(np.int64) if parts else np.zeros(0, np.int64)  # noqa: E731
-    return Split(as_idx(train), as_idx(test), as_idx(dropped))
+    return Split(_sorted_indices(train), _sorted_indices(test), _sorted_indices(dropped))
+
+
+def _whole_groups_test(sample_groups, own_groups, test_fraction, rng) -> np.ndarray:
+    """Test mask of one identity's samples: ``test_fraction`` of its groups, drawn by ``rng``."""
+    chosen = rng.permutation(len(own_groups))[: _test_count(len(own_groups), test_fraction)]
+    return np.isin(sample_groups, [own_groups[i] for i in chosen])
+
+
+def _split_in_time(part, time, test_fraction, rng, gap, identity):
+    """(test segment, kept for training, dropped near the segment) of one group's samples.
+
+    A part of fewer than two samples goes to training whole.
+    """
+    empty = np.zeros(0, np.int64)
+    if len(part) < 2:
+        return empty, part, empty
+    order = part[np.argsort(time[part], kind="stable")]
+    return _time_segment(order, time, _test_count(len(order), test_fraction), rng, gap, identity)
+
+
+def _sorted_indices(parts) -> np.ndarray:
+    return np.sort(np.concatenate(parts)).astype(np.int64) if parts else np.zeros(0, np.int64)
 
 
 def selection_split(
