@@ -230,6 +230,27 @@ def _check_selection(data: AttackData, strategies) -> None:
                 raise ValueError(f"identity_metadata has no row for identities {missing}")
 
 
+def _subset_sizes(n_identities: int, subset_sizes, with_strategies: bool) -> list[int]:
+    """Subset sizes, largest first: the given ones, else halvings of the identity set when a
+    selection strategy runs, else the full set only."""
+    if subset_sizes is None:
+        return halving_subset_sizes(n_identities) if with_strategies else [n_identities]
+    return sorted({int(k) for k in subset_sizes}, reverse=True)
+
+
+def _scores(y_test, y_pred, n_identities: int, n_train: int) -> dict:
+    """The score columns of one table row (``TABLE_COLUMNS``)."""
+    acc = accuracy(y_test, y_pred)
+    return {
+        "n_identities": n_identities,
+        "n_train": n_train,
+        "n_test": len(y_test),
+        "accuracy": acc,
+        "chance_level": chance_level(n_identities),
+        "chance_normalised": chance_normalised_accuracy(acc, n_identities),
+    }
+
+
 def run_attack_suite(
     data: AttackData,
     *,
@@ -309,11 +330,7 @@ def run_attack_suite(
     attacker_list = get_attackers(attackers)
     strategies = [s for s in selection if s != ALL]
     _check_selection(data, strategies)
-    n = len(data.identity_labels)
-    if subset_sizes is None:
-        sizes = halving_subset_sizes(n) if strategies else [n]
-    else:
-        sizes = sorted({int(k) for k in subset_sizes}, reverse=True)
+    sizes = _subset_sizes(len(data.identity_labels), subset_sizes, bool(strategies))
     split = _split(data, test_fraction=test_fraction, gap=gap, seed=seed, within_video=within_video)
     rows = []
     restorers: dict = {}
@@ -335,19 +352,13 @@ def run_attack_suite(
                 _, y_test, y_pred, n_train, timing = fit_predict(
                     data, split, factory, attacker, identities, seed, restorer=restorer, restorers=restorers
                 )
-                acc = accuracy(y_test, y_pred)
                 row = {
                     "recognizer": name,
                     "attacker": attacker.name,
                     "selection": strategy,
                     "subset_size": k,
                     "repeat": repeat,
-                    "n_identities": len(identities),
-                    "n_train": n_train,
-                    "n_test": len(y_test),
-                    "accuracy": acc,
-                    "chance_level": chance_level(len(identities)),
-                    "chance_normalised": chance_normalised_accuracy(acc, len(identities)),
+                    **_scores(y_test, y_pred, len(identities), n_train),
                     **timing,
                 }
                 rows.append(row)
