@@ -174,7 +174,8 @@ def t_interval(values, *, confidence: float = CONFIDENCE) -> Estimate:
     """Mean of ``values`` with Student's t interval (NaN values left out).
 
     ``mean +- t_{(1 + confidence) / 2, n - 1} * sd / sqrt(n)``, sd with ddof 1: the
-    interval of ``scipy.stats.t.interval(confidence, n - 1, mean, sem)``.
+    interval of ``scipy.stats.t.interval(confidence, n - 1, mean, sem)``, computed by
+    ``automated.intervals.student_t_interval`` (shared with the attack's fold interval).
 
     Parameters
     ----------

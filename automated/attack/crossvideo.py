@@ -197,7 +197,7 @@ def fold_interval(values, confidence: float = 0.95) -> tuple[float, float]:
     """Student-t interval of the mean of per-fold accuracies, clipped to [0, 1].
 
     ``mean +- t_{(1+confidence)/2, n-1} * sd / sqrt(n)`` with the sample standard
-    deviation (ddof 1). Folds share training videos, so they are not independent and the
+    deviation (ddof 1), by ``intervals.student_t_interval``. Folds share training videos, so they are not independent and the
     interval is approximate (no unbiased variance estimator exists for k-fold
     cross-validation: Bengio and Grandvalet 2004); it shows how far the headline moves
     with the held-out videos. A single fold gives (nan, nan).
