@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rest_framework import parsers
+from rest_framework import parsers, serializers
 from rest_framework.exceptions import ParseError
+
+from .booleans import ACCEPTED, NotABoolean, parse_boolean
 
 #: Deepest nesting of lists/objects accepted; the site's payloads are 1-2 levels deep.
 MAX_DEPTH = 32
@@ -110,3 +112,19 @@ class JSONParser(parsers.JSONParser):
             return decode_json(stream.read(), encoding=encoding)
         except BadBody as error:
             raise ParseError(f"JSON parse error - {error}") from None
+
+
+class BooleanField(serializers.BooleanField):
+    """DRF's boolean field, read by :func:`evalsite.booleans.parse_boolean` (strict).
+
+    DRF's own field also takes ``t``/``f``/``y``/``n``; this one answers 400 with the
+    field's name for anything but true/false, 1/0, yes/no, on/off (any case).
+    """
+
+    default_error_messages = {"invalid": f"{{input!r}} is not a yes/no value; use {ACCEPTED}"}
+
+    def to_internal_value(self, data):
+        try:
+            return parse_boolean(data, self.field_name or "value")
+        except NotABoolean:
+            self.fail("invalid", input=data)

@@ -15,8 +15,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
+from .booleans import NotABoolean, parse_boolean
 
 
 def _raw(name: str) -> str | None:
@@ -31,15 +30,14 @@ def string(name: str, default: str = "") -> str:
 
 
 def boolean(name: str, default: bool = False) -> bool:
-    """``1/true/yes/on`` or ``0/false/no/off`` (any case)."""
+    """``1/true/yes/on`` or ``0/false/no/off`` (any case; :func:`evalsite.booleans.parse_boolean`)."""
     value = _raw(name)
     if value is None:
         return default
-    if value.lower() in _TRUE:
-        return True
-    if value.lower() in _FALSE:
-        return False
-    raise ImproperlyConfigured(f"{name}={value!r}: use 1 or 0 (or true/false, yes/no, on/off)")
+    try:
+        return parse_boolean(value, name)
+    except NotABoolean:
+        raise ImproperlyConfigured(f"{name}={value!r}: use 1 or 0 (or true/false, yes/no, on/off)") from None
 
 
 def integer(name: str, default: int | None, minimum: int | None = None) -> int | None:

@@ -2,8 +2,43 @@
 (evalsite/validation.py: ``not_a_zip``, ``damaged_zip``, then every member)."""
 
 from django import forms
+from django.core.exceptions import ValidationError
 
+from .booleans import ACCEPTED, NotABoolean, parse_boolean
 from .uploads import receive_upload
+
+
+class _RawCheckboxInput(forms.CheckboxInput):
+    """A checkbox that hands the field the text sent (``None`` when absent), not Django's
+    early ``bool(text)`` (which reads ``"0"``, ``"no"`` and ``"off"`` as true)."""
+
+    def value_from_datadict(self, data, files, name):
+        return data.get(name)
+
+
+class StrictBooleanField(forms.Field):
+    """A yes/no form field read by :func:`evalsite.booleans.parse_boolean`.
+
+    Absent (an unchecked checkbox) or blank: false unless ``required``; a checked checkbox
+    (``on``) or true/1/yes: true; false/0/no/off: false; anything else: a form error naming
+    the accepted words (the API answers it as a 400 under the field's name).
+    """
+
+    widget = _RawCheckboxInput
+
+    def to_python(self, value):
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return False
+        try:
+            return parse_boolean(value, self.label or "value")
+        except NotABoolean:
+            raise ValidationError(
+                f"%(value)r is not a yes/no value; use {ACCEPTED}", code="invalid", params={"value": value}
+            ) from None
+
+    def validate(self, value):
+        if not value and self.required:
+            raise ValidationError(self.error_messages["required"], code="required")
 
 
 class SubmissionZipForm(forms.Form):
@@ -17,7 +52,7 @@ class SubmissionZipForm(forms.Form):
         label="zip of masked videos",
         help_text="One video per source video, named after it (e.g. bbaf2n.mp4); folders are ignored.",
     )
-    replace = forms.BooleanField(
+    replace = StrictBooleanField(
         label="replace masked videos already stored",
         required=False,
         help_text="Without this, a file for a video that already has a masked video is rejected. With it, "

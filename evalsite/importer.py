@@ -52,6 +52,7 @@ from PIL import Image, UnidentifiedImageError
 
 from automated.video import VideoError, VideoInfo
 
+from .booleans import ACCEPTED, FALSE_WORDS, TRUE_WORDS
 from .models import Campaign, GalleryImage, Identity, ResolutionTier, SourceVideo, delete_stored
 from .storage import store_video
 
@@ -69,8 +70,9 @@ CAMPAIGN_KEYS = {
 }
 HIGH_TIER_MIN_HEIGHT = 480  # pixels; used when resolution_tier is left empty
 _CODE_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-_TRUE = {"true", "1", "yes", ""}
-_FALSE = {"false", "0", "no"}
+# The yes/no words of every form, API field and setting (evalsite.booleans); blank = true.
+_TRUE = {"", *TRUE_WORDS}
+_FALSE = set(FALSE_WORDS)
 
 
 class DatasetError(ValueError):
@@ -152,9 +154,7 @@ def _check_identities(rows: list[dict], problems: list[str], practice: set[str])
         code = row.pop("identity")
         flag = (row.pop("practice", "") or "").strip().lower()
         if flag and flag not in _TRUE | _FALSE:
-            problems.append(
-                f"identities.csv line {line}: practice must be true/false/1/0/yes/no, got {flag!r}"
-            )
+            problems.append(f"identities.csv line {line}: practice must be {ACCEPTED}, got {flag!r}")
         elif flag in _TRUE - {""}:
             practice.add(code)
         if not _CODE_PATTERN.match(code):
@@ -205,7 +205,7 @@ def _parse_subset(value: str, where: str, problems: list[str]) -> bool:
         return True
     if lowered in _FALSE:
         return False
-    problems.append(f"{where}: in_evaluated_subset must be true/false/1/0/yes/no, got {value!r}")
+    problems.append(f"{where}: in_evaluated_subset must be {ACCEPTED}, got {value!r}")
     return True
 
 
@@ -219,7 +219,7 @@ def _parse_role(row: dict, where: str, problems: list[str]) -> str:
         problems.append(f"{where}: role must be one of {', '.join(ROLES)}, got {row.get('role')!r}")
     flag = (row.get("practice") or "").strip().lower()
     if flag and flag not in _TRUE | _FALSE:
-        problems.append(f"{where}: practice must be true/false/1/0/yes/no, got {row.get('practice')!r}")
+        problems.append(f"{where}: practice must be {ACCEPTED}, got {row.get('practice')!r}")
     if role == "attacker_train":
         if flag in _TRUE - {""}:
             problems.append(f"{where}: an attacker_train video cannot be practice material")

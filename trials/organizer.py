@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
+from django.core.exceptions import BadRequest
 from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from evalsite import plugins
+from evalsite.booleans import NotABoolean, parse_boolean
 from evalsite.models import Campaign
 from evalsite.scoping import scope
 
@@ -91,11 +93,25 @@ def campaign_progress(request, pk: int):
     return render(request, "trials/organizer/progress.html", context)
 
 
+def _posted_boolean(request, name: str) -> bool:
+    """The page button's yes/no value ``name`` (:func:`evalsite.booleans.parse_boolean`).
+
+    Raises
+    ------
+    BadRequest
+        (a 400) when it is absent or not a yes/no value.
+    """
+    try:
+        return parse_boolean(request.POST.get(name), name)
+    except NotABoolean as error:
+        raise BadRequest(str(error)) from None
+
+
 @staff_member_required
 @require_POST
 def set_rating_open(request, pk: int):
     campaign = _campaign(request, pk)
-    if request.POST.get("open") == "1":
+    if _posted_boolean(request, "open"):
         try:
             result = open_rating(campaign)
         except CannotOpenRating as error:
@@ -118,7 +134,7 @@ def set_rating_open(request, pk: int):
 @require_POST
 def set_rater_excluded(request, pk: int, rater_pk: int):
     campaign = _campaign(request, pk)
-    Rater.objects.filter(campaign=campaign, pk=rater_pk).update(excluded=request.POST.get("excluded") == "1")
+    Rater.objects.filter(campaign=campaign, pk=rater_pk).update(excluded=_posted_boolean(request, "excluded"))
     return redirect("trials:organizer_campaign", pk=campaign.pk)
 
 
@@ -128,7 +144,7 @@ def set_submission_in_rating(request, pk: int, submission_pk: int):
     """Add a submission to human rating (items at once if rating is open) or take it out."""
     campaign = _campaign(request, pk)
     submission = get_object_or_404(campaign.submissions, pk=submission_pk)
-    included = request.POST.get("rated") == "1"
+    included = _posted_boolean(request, "rated")
     created = set_submission_rated(submission, included)
     if included:
         messages.success(request, f"{submission}: rated by humans ({created} new items).")

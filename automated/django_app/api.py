@@ -32,6 +32,7 @@ from automated.attack.selection import SELECTION_STRATEGIES
 from automated.attack.suite import ALL
 from automated.detection import DETECTOR_NAMES
 from automated.recognition import DEFAULT_EMBEDDER, EMBEDDER_NAMES
+from evalsite.bodies import BooleanField
 
 from . import dispatch, evaluate_all, lifecycle, run_progress
 from .run_progress import run_payload
@@ -61,8 +62,8 @@ class FaceRunOptions(_Options):
         required=False,
         help_text="verification threshold on the L2 embedding distance (default: the embedder's own)",
     )
-    allow_incomplete = serializers.BooleanField(default=False)
-    behaviour = serializers.BooleanField(
+    allow_incomplete = BooleanField(default=False)
+    behaviour = BooleanField(
         default=True, help_text="also measure behaviour preservation (automated.behaviour)"
     )
 
@@ -85,14 +86,14 @@ class AttackRunOptions(_Options):
     gap = serializers.IntegerField(min_value=0, default=10, help_text="frames")
     seed = serializers.IntegerField(min_value=0, max_value=2**32 - 1, default=0)
     detector = serializers.ChoiceField(DETECTOR_NAMES, default="mediapipe")
-    allow_incomplete = serializers.BooleanField(default=False)
+    allow_incomplete = BooleanField(default=False)
     n_folds = serializers.IntegerField(
         min_value=2, required=False, help_text="cross-video folds by video (default: leave one video out)"
     )
-    scene_memorisation = serializers.BooleanField(
+    scene_memorisation = BooleanField(
         required=False, help_text="also the within-video table, shown apart (default true)"
     )
-    verification = serializers.BooleanField(
+    verification = BooleanField(
         required=False, help_text="CMC, EER and FNMR at FMR of the pretrained embedding (default true)"
     )
 

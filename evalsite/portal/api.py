@@ -21,6 +21,7 @@ from automated.django_app.api import submission_evaluate, submission_runs
 from automated.django_app.frontier_view import automated_fields
 from automated.video import VideoError
 from evalsite import reports
+from evalsite.bodies import BooleanField
 from evalsite.forms import SubmissionZipForm
 from evalsite.models import Campaign, GalleryImage, Identity, SourceVideo, Submission, SubmissionUpload
 from evalsite.renderers import REPORT_RENDERERS, wants_csv
@@ -190,7 +191,7 @@ class SubmissionUploadSerializer(serializers.ModelSerializer):
 
 
 class RatingSerializer(serializers.Serializer):
-    open = serializers.BooleanField(help_text="true opens rating (after the checks), false closes it")
+    open = BooleanField(help_text="true opens rating (after the checks), false closes it")
     submissions = serializers.ListField(
         child=serializers.IntegerField(),
         required=False,
