@@ -45,8 +45,10 @@ def crop_upload_to(instance, filename: str) -> str:
 
 
 #: Ending of catch-probe video names of the current probe style (trials.media): a probe
-#: stored under another ending (an older style) is made again on its next use.
-CATCH_VIDEO_SUFFIX = ".probe2.mp4"
+#: stored under another ending (an older style: probe2 had the median format of the
+#: campaign, probe3 the format of an evaluated clip drawn at random) is made again on its
+#: next use.
+CATCH_VIDEO_SUFFIX = ".probe3.mp4"
 
 
 def catch_video_upload_to(instance, filename: str) -> str:

@@ -346,8 +346,15 @@ class FrameTooLarge(ValueError):
     """A coded frame is larger than the frame budget minus a filler NAL unit."""
 
 
-def _boxes(data: bytes | memoryview, start: int, end: int):
-    """``(type, offset, header_size, size)`` of the boxes in ``data[start:end]``."""
+def mp4_boxes(data: bytes | memoryview, start: int, end: int):
+    """Yield ``(type, offset, header_size, size)`` of the boxes in ``data[start:end]``
+    (ISO/IEC 14496-12, section 4.2: 32-bit size, or 1 and a 64-bit size, or 0 to the end).
+
+    Raises
+    ------
+    ValueError
+        If a box is shorter than its header or runs past ``end``.
+    """
     offset = start
     while offset + 8 <= end:
         size, kind = struct.unpack_from(">I4s", data, offset)
@@ -372,7 +379,7 @@ def _tree(data: bytes, start: int, end: int) -> list:
             if kind in _CONTAINERS
             else data[offset + header : offset + size],
         ]
-        for kind, offset, header, size in _boxes(data, start, end)
+        for kind, offset, header, size in mp4_boxes(data, start, end)
     ]
 
 
@@ -509,7 +516,7 @@ def uniform_samples(data: bytes, frame_bytes: int) -> bytes:
 def content_length(data: bytes) -> int:
     """Bytes of a variant before its trailing padding ``free`` box (what a player reads)."""
     end = 0
-    for kind, offset, _, size in _boxes(data, 0, len(data)):
+    for kind, offset, _, size in mp4_boxes(data, 0, len(data)):
         if kind != b"free":
             end = offset + size
     return end

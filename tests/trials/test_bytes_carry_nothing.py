@@ -69,7 +69,7 @@ def test_instructed_choice_is_never_the_face_shown_and_uniform_over_the_others()
 
 def _boxes_of(data: bytes) -> dict:
     return {
-        kind: data[offset : offset + size] for kind, offset, _, size in variants._boxes(data, 0, len(data))
+        kind: data[offset : offset + size] for kind, offset, _, size in variants.mp4_boxes(data, 0, len(data))
     }
 
 

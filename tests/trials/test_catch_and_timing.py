@@ -19,7 +19,7 @@ from evalsite.models import GalleryImage
 from trials.models import Item, Rater, Trial
 from trials.services import open_rating
 from tests.crowd.simulation import build_grid_campaign
-from trials.variants import _boxes
+from trials.variants import mp4_boxes
 
 from .test_cheating import _fetch, _play_session, _start
 
@@ -31,7 +31,7 @@ def mp4_header(data: bytes) -> dict:
     found = {}
 
     def walk(start, end):
-        for kind, offset, header, size in _boxes(data, start, end):
+        for kind, offset, header, size in mp4_boxes(data, start, end):
             body = offset + header
             if kind in CONTAINERS:
                 walk(body, offset + size)
