@@ -20,7 +20,7 @@ from automated.video import iter_frames
 from trials import variants
 from trials.models import Rater, Trial
 from trials.services import open_rating
-from trials.simulation import build_grid_campaign
+from tests.crowd.simulation import build_grid_campaign
 
 from .test_cheating import CHOICE, MEDIA, RESPOND, _start
 
