@@ -207,10 +207,12 @@ SETTINGS: tuple[Setting, ...] = (
       "raters get those items too (first answers count): a study is never full while responses are "
       "missing; `0`: they wait for claims to lapse", "Human evaluation (trials)", "TRIALS_OVERASSIGN"),
     S("TRIALS_MAX_SESSIONS_PER_BROWSER", "integer", 1, "participant codes that may join one campaign from one "
-      "browser (its server-issued cookie); codes sharing a browser are flagged and excluded; `0`: no cap",
+      "browser (its server-issued cookie); codes sharing a browser are flagged and excluded; `0`: no cap, "
+      "no flag",
       "Human evaluation (trials)", "TRIALS_MAX_SESSIONS_PER_BROWSER", minimum=0),
     S("TRIALS_MAX_SESSIONS_PER_ADDRESS", "integer", 3, "participant codes that may join one campaign from one "
-      "network address (an IPv6 /64); codes sharing one are flagged; `0`: no cap",
+      "network address (an IPv6 /64); codes sharing one are flagged and excluded; `0`: addresses not "
+      "counted (no cap, no flag; a lab behind one address)",
       "Human evaluation (trials)", "TRIALS_MAX_SESSIONS_PER_ADDRESS", minimum=0),
     S("TRIALS_MAX_OPEN_CLAIMS_PER_BROWSER", "integer", 1, "unanswered evaluated trials held at once by one "
       "browser's sessions (a new claim releases the oldest beyond it)", "Human evaluation (trials)",

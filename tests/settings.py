@@ -40,6 +40,6 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # noqa: F405
 if os.environ.get("DEID_TEST_KILL_ON_VIDEO"):
     import tests.ops.poison  # noqa: E402,F401
 
-# Every rater of the Django test client comes from 127.0.0.1: no cap of sessions per
-# network address, except in the tests of that cap (tests/trials/test_sybil.py).
+# Every rater of the Django test client comes from 127.0.0.1: addresses are not counted
+# (no cap, no flag), except in the tests of that check (tests/trials/test_sybil*.py).
 TRIALS_MAX_SESSIONS_PER_ADDRESS = 0

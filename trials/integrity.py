@@ -9,14 +9,13 @@ What a Sybil ring is up against:
 - **Browser.** The browser key is issued by the server in a signed cookie
   (:mod:`trials.browser`); a key the client makes up is replaced. At most
   ``TRIALS_MAX_SESSIONS_PER_BROWSER`` participant codes join one campaign from one
-  browser; codes sharing a browser are flagged *and* excluded from scoring.
+  browser; codes sharing a browser are flagged.
 - **Network address.** The rater's address (behind ``TRIALS_TRUSTED_PROXIES`` proxies:
   the X-Forwarded-For entry that many hops from the right) is stored only as a keyed hash
   (HMAC-SHA-256 keyed by ``TRIALS_ADDRESS_HASH_KEY`` or the site's secret, and the
   campaign: hashes of two campaigns cannot be matched). An IPv6 address counts by its
   /64 (one machine gets a whole /64). At most ``TRIALS_MAX_SESSIONS_PER_ADDRESS`` codes
-  join from one address; codes sharing one are flagged (not excluded: a household or a
-  campus network is honest more often than not).
+  join from one address; codes sharing one are flagged.
 - **Crowd platform.** A join link carrying a platform ID (``PROLIFIC_PID``, ``workerId``,
   ``participantId``) makes that ID the participant code: one code per platform ID.
 - **Answers.** :func:`accuracy_tests`: each rater's masked identity accuracy against the
@@ -24,6 +23,11 @@ What a Sybil ring is up against:
   Poisson-binomial test, Holm-corrected over raters; outliers are flagged. A ring that
   carries identities from clear to masked videos by clothes or background scores far
   above the crowd on masked trials; one that answers wrongly on purpose, far below.
+
+Every flag also excludes the rater from scoring (``Rater.excluded``: the report's figures
+leave them out, its ``with_flagged`` figures count them; their items reopen for others);
+the organizer may include a rater again (a household sharing an address, say), and a
+flag never overrules that choice.
 """
 
 from __future__ import annotations
@@ -146,17 +150,22 @@ def check_join_caps(campaign, *, browser_hash: str, address: str) -> None:
 def flag_shared(session: RatingSession) -> None:
     """Flag every rater of ``session``'s campaign that shares its browser or address.
 
-    Sharing a browser (the server-issued key) flags and excludes all raters concerned
-    (their items reopen for others; the organizer may include them again); sharing an
-    address flags them only. Reasons name the other raters, e.g. ``"joined from the
-    same browser as raters 12, 14"``.
+    Flagged raters are excluded from scoring (:func:`_flag`). Reasons name the other
+    raters, e.g. ``"joined from the same browser as raters 12, 14"``. A cap of 0
+    (``TRIALS_MAX_SESSIONS_PER_BROWSER`` or ``..._PER_ADDRESS``) turns that check off
+    entirely: no cap, no flag (a lab whose raters all share one network address).
     """
-    for field, kind, what, exclude in (
-        ("browser_key_hash", FlagKind.SHARED_BROWSER, "browser", True),
-        ("address_hash", FlagKind.SHARED_ADDRESS, "network address", False),
+    for field, kind, what, cap in (
+        ("browser_key_hash", FlagKind.SHARED_BROWSER, "browser", settings.TRIALS_MAX_SESSIONS_PER_BROWSER),
+        (
+            "address_hash",
+            FlagKind.SHARED_ADDRESS,
+            "network address",
+            settings.TRIALS_MAX_SESSIONS_PER_ADDRESS,
+        ),
     ):
         value = getattr(session, field)
-        if not value:
+        if not value or not cap:
             continue
         raters = sorted(
             RatingSession.objects.filter(campaign_id=session.campaign_id, **{field: value}).values_list(
@@ -167,15 +176,18 @@ def flag_shared(session: RatingSession) -> None:
             continue
         for rater in raters:
             others = ", ".join(str(pk) for pk in raters if pk != rater)
-            RaterFlag.objects.update_or_create(
-                rater_id=rater,
-                kind=kind,
-                defaults={
-                    "reason": f"joined from the same {what} as rater{'s' * (len(raters) > 2)} {others}"
-                },
-            )
-        if exclude:
-            Rater.objects.filter(pk__in=raters).update(excluded=True)
+            _flag(rater, kind, f"joined from the same {what} as rater{'s' * (len(raters) > 2)} {others}")
+
+
+def _flag(rater_id: int, kind: str, reason: str) -> None:
+    """Store (or update the reason of) a flag; a new flag excludes the rater from scoring.
+
+    Only a new flag excludes: a rater the organizer included again stays included when
+    the same flag's reason is updated (another code joined from the same address).
+    """
+    _, created = RaterFlag.objects.update_or_create(rater_id=rater_id, kind=kind, defaults={"reason": reason})
+    if created:
+        Rater.objects.filter(pk=rater_id).update(excluded=True)
 
 
 # --- the per-rater accuracy test (no Django below, up to accuracy_tests) ---------------
@@ -342,14 +354,13 @@ def accuracy_tests(campaign) -> list[RaterTest]:
 
 
 def refresh_outlier_flags(campaign, *, alpha: float | None = None) -> list[RaterTest]:
-    """Flag the raters whose Holm-adjusted p-value is below ``alpha`` (default
-    ``TRIALS_OUTLIER_ALPHA``) and unflag those no longer below it; returns the outliers."""
+    """Flag (and exclude, :func:`_flag`) the raters whose Holm-adjusted p-value is below
+    ``alpha`` (default ``TRIALS_OUTLIER_ALPHA``); remove the flag of those no longer
+    below it (their exclusion stays: the organizer decides); returns the outliers."""
     alpha = settings.TRIALS_OUTLIER_ALPHA if alpha is None else alpha
     outliers = [test for test in accuracy_tests(campaign) if test.p_adjusted < alpha]
     for test in outliers:
-        RaterFlag.objects.update_or_create(
-            rater_id=test.rater_id, kind=FlagKind.ACCURACY_OUTLIER, defaults={"reason": test.reason}
-        )
+        _flag(test.rater_id, FlagKind.ACCURACY_OUTLIER, test.reason)
     RaterFlag.objects.filter(rater__campaign=campaign, kind=FlagKind.ACCURACY_OUTLIER).exclude(
         rater_id__in=[test.rater_id for test in outliers]
     ).delete()

@@ -135,10 +135,9 @@ class FlagKind(models.TextChoices):
 class RaterFlag(models.Model):
     """Why a rater's answers are suspect (``trials.integrity``): one row per kind, with the reason.
 
-    A flagged rater keeps working like any other (nothing tells a Sybil it was caught);
-    the report gives every human figure with and without flagged raters
-    (:func:`trials.integrity.flagged_rater_ids`). Codes sharing a browser are also excluded
-    from scoring (their items reopen); the organizer may include them again.
+    A new flag also excludes the rater from scoring (their items reopen; the organizer may
+    include them again); the report gives every human figure with and without flagged
+    raters (:func:`trials.integrity.flagged_rater_ids`).
     """
 
     rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="flags")
