@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 from django.conf import settings
 from evalsite.models import Submission
+from evalsite.storage import local_path
 from evalsite.video_formats import alone_in_format, video_format
 
 from automated.attack.attackers import ATTACKERS, DEFAULT_ATTACKERS, get_attackers
@@ -57,7 +58,7 @@ from automated.serialize import jsonable
 
 from . import lifecycle
 from .attack_models import AttackExtraction, AttackFold, AttackResult, AttackRun, AttackVideoResult
-from .services import check_complete, local_path
+from .services import check_complete
 
 #: Default recognizers of a campaign run: one of each kind (embedding, classic, CNN).
 DEFAULT_RECOGNIZERS = ("dlib_svm", "dlib_knn", "lbph", "eigenfaces", "cnn")
