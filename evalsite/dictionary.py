@@ -81,6 +81,10 @@ class Column:
         Paper and section (``seeds/...`` file, section or equation) or the module defining it.
     internal : bool
         Bookkeeping (timings, internal references): kept out of report summaries.
+    organizers_only : bool
+        Names an identity or tells a video's role (attacker training material): kept out of
+        every team-facing channel (team pages, their CSV and JSON downloads), so a team
+        cannot mask those clips or people differently (issue 21).
     """
 
     meaning: str
@@ -94,6 +98,7 @@ class Column:
     distance: str = ""
     source: str = ""
     internal: bool = False
+    organizers_only: bool = False
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
@@ -208,6 +213,12 @@ def is_internal(name: str, level: str = "summary") -> bool:
     """True if ``name``'s entry marks it internal (kept out of summaries)."""
     column = find(name, level)
     return column is not None and column.internal
+
+
+def is_organizers_only(name: str, level: str = "summary") -> bool:
+    """True if ``name``'s entry is kept out of team-facing channels (``Column.organizers_only``)."""
+    column = find(name, level)
+    return column is not None and column.organizers_only
 
 
 FIELDS = ["level", "section", "name"] + [f.name for f in fields(Column)]

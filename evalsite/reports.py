@@ -56,6 +56,8 @@ from .staleness import RUN_SECTIONS, stale_results, stale_videos
 VIDEO_COLUMN_PROVIDERS: list[tuple[str, Callable]] = []
 SUMMARY_PROVIDERS: list[tuple[str, Callable]] = []
 CAVEAT_PROVIDERS: list[tuple[str, Callable]] = []
+#: Caveat providers whose texts name an identity or a video's role: organizers only.
+ORGANIZER_CAVEATS: set[str] = set()
 
 BASE_COLUMNS = ["video", "identity_code", "action", "has_masked_video", "stale", "stale_results", "caveats"]
 CAVEAT_SEPARATOR = "; "
@@ -65,7 +67,10 @@ dictionary.register(
     {
         "video": Column("source-video name (the clear clip the row is about)", "str", source="videos.csv"),
         "identity_code": Column(
-            "pseudonymous code of the person in the video (never a name)", "str", source="identities.csv"
+            "pseudonymous code of the person in the video (never a name; organizers only)",
+            "str",
+            source="identities.csv",
+            organizers_only=True,
         ),
         "action": Column("action label of the clear video (campaign vocabulary)", "str", source="videos.csv"),
         "has_masked_video": Column(
@@ -243,14 +248,18 @@ STATUS_ENTRIES = {
 }
 
 
-def register_video_caveats(name: str, provider: Callable) -> None:
+def register_video_caveats(name: str, provider: Callable, *, organizers_only: bool = False) -> None:
     """Register ``provider(submission) -> {video name: [caveat text, ...]}`` (joined into ``caveats``).
 
     A caveat is a short, self-contained sentence fragment naming what limits the row,
     e.g. ``"gallery still taken from this clip"``; prefix it with the section it affects.
+    ``organizers_only``: its texts name an identity or a video's role, so the team's view
+    of the report (``team=True``) leaves them out.
     """
     if name not in {n for n, _ in CAVEAT_PROVIDERS}:
         CAVEAT_PROVIDERS.append((name, provider))
+    if organizers_only:
+        ORGANIZER_CAVEATS.add(name)
 
 
 def _stale(submission) -> dict[str, dict]:
@@ -259,7 +268,7 @@ def _stale(submission) -> dict[str, dict]:
     return stale_results(submission, sections)
 
 
-def per_video_report(submission, *, stale: dict | None = None) -> pd.DataFrame:
+def per_video_report(submission, *, stale: dict | None = None, team: bool = False) -> pd.DataFrame:
     """One row per source video of the submission's campaign, with every metric.
 
     Parameters
@@ -267,6 +276,9 @@ def per_video_report(submission, *, stale: dict | None = None) -> pd.DataFrame:
     submission : Submission
     stale : dict, optional
         :func:`evalsite.staleness.stale_results` if already computed.
+    team : bool, default=False
+        The team's view: no column the dictionary marks ``organizers_only``
+        (``identity_code``) and no caveat naming an identity or a video's role (issue 21).
 
     Returns
     -------
@@ -301,9 +313,12 @@ def per_video_report(submission, *, stale: dict | None = None) -> pd.DataFrame:
         columns = provider(submission)
         if columns is not None and len(columns.columns):
             base = base.join(columns, how="left")
-    base["caveats"] = _caveats(submission, base, stale)
+    base["caveats"] = _caveats(submission, base, stale, team=team)
     report = base.reindex(columns=_video_column_order(base.columns)).reset_index(drop=True)
-    return dictionary.typed(_with_pu_score(report))
+    report = dictionary.typed(_with_pu_score(report))
+    if team:
+        report = report.drop(columns=[c for c in report.columns if dictionary.is_organizers_only(c, "video")])
+    return report
 
 
 def _video_column_order(present) -> list[str]:
@@ -325,16 +340,19 @@ def _video_column_order(present) -> list[str]:
     return list(dict.fromkeys(order))
 
 
-def _caveats(submission, base: pd.DataFrame, stale: dict) -> list[str]:
-    """Per-video ``caveats`` text: each caveat provider's, then the stale results."""
+def _caveats(submission, base: pd.DataFrame, stale: dict, team: bool = False) -> list[str]:
+    """Per-video ``caveats`` text: each caveat provider's, then the stale results (for a
+    team, none that names an identity or a role change)."""
     found: dict[str, list[str]] = {name: [] for name in base.index}
-    for _, provider in CAVEAT_PROVIDERS:
+    for name, provider in CAVEAT_PROVIDERS:
+        if team and name in ORGANIZER_CAVEATS:
+            continue
         for video, caveats in (provider(submission) or {}).items():
             if video in found:
                 found[video] += [c for c in caveats if c not in found[video]]
     for section, entry in stale.items():
         for video in entry["videos"]:
-            if video in found and video in entry.get("plan_changed", ()):
+            if video in found and video in entry.get("plan_changed", ()) and not team:
                 found[video].append(
                     f"{section}: run planned before this video's role (or masked video) changed"
                 )
@@ -388,7 +406,7 @@ def privacy_utility_summary(report: pd.DataFrame) -> dict | None:
     }
 
 
-def submission_summary(submission) -> dict:
+def submission_summary(submission, team: bool = False) -> dict:
     """Nested dict: submission facts plus one section per registered summary provider.
 
     ``complete`` and ``masked_videos`` count current masked videos that match their
@@ -401,7 +419,9 @@ def submission_summary(submission) -> dict:
     A section whose provider has no result is ``{"status": ..., "run_id": ...}``
     (:func:`section_status`), never None; a section with one gets ``"status":
     "completed"`` unless it states its own. Entries the dictionary marks internal are
-    left out.
+    left out; with ``team`` (the team's view) so are entries marked ``organizers_only``
+    (e.g. ``attack.format_confounded_identities``) and the videos whose role changed
+    (``stale_results.<section>.plan_changed``).
     """
     current = MaskedVideo.objects.filter(submission=submission)
     summary = {
@@ -424,11 +444,15 @@ def submission_summary(submission) -> dict:
         if section is None:
             summary[name] = section_status(submission, name)
         elif isinstance(section, dict):
-            summary[name] = {"status": "completed", **_public(name, section)}
+            summary[name] = {"status": "completed", **_public(name, section, team=team)}
     summary["stale"] = bool(stale)
     summary["stale_videos"] = stale_videos(stale)
-    summary["stale_results"] = stale
-    report = per_video_report(submission, stale=stale)
+    summary["stale_results"] = (
+        {section: {k: v for k, v in entry.items() if k != "plan_changed"} for section, entry in stale.items()}
+        if team
+        else stale
+    )
+    report = per_video_report(submission, stale=stale, team=team)
     summary["caveats"] = caveat_counts(report)
     pu = privacy_utility_summary(report)
     summary["privacy_utility"] = (
@@ -442,9 +466,15 @@ def submission_summary(submission) -> dict:
     return summary
 
 
-def _public(section: str, entries: dict) -> dict:
-    """``entries`` without the ones the dictionary marks internal (timings, internal paths)."""
-    return {k: v for k, v in entries.items() if not dictionary.is_internal(f"{section}.{k}")}
+def _public(section: str, entries: dict, team: bool = False) -> dict:
+    """``entries`` without the ones the dictionary marks internal (timings, internal paths)
+    and, for a team, without those marked ``organizers_only``."""
+    return {
+        k: v
+        for k, v in entries.items()
+        if not dictionary.is_internal(f"{section}.{k}")
+        and not (team and dictionary.is_organizers_only(f"{section}.{k}"))
+    }
 
 
 def section_status(submission, name: str) -> dict:
@@ -493,16 +523,18 @@ def caveat_counts(report: pd.DataFrame) -> list[str]:
     return [f"{kind} ({n} of {len(report)} videos)" for kind, n in counts.items()]
 
 
-def report_as_csv(submission) -> str:
+def report_as_csv(submission, team: bool = False) -> str:
     """The per-video report as CSV text (header row, one row per video), floats rounded
-    to the dictionary's precision, whole numbers without ``.0``, missing values empty."""
-    return dictionary.rounded(per_video_report(submission)).to_csv(index=False)
+    to the dictionary's precision, whole numbers without ``.0``, missing values empty
+    (``team``: the team's view, :func:`per_video_report`)."""
+    return dictionary.rounded(per_video_report(submission, team=team)).to_csv(index=False)
 
 
-def report_as_json(submission) -> str:
-    """``{"summary": ..., "videos": [row, ...]}`` as JSON text; NaN becomes null."""
-    rows = per_video_report(submission).to_dict(orient="records")
-    payload = {"summary": submission_summary(submission), "videos": rows}
+def report_as_json(submission, team: bool = False) -> str:
+    """``{"summary": ..., "videos": [row, ...]}`` as JSON text; NaN becomes null
+    (``team``: the team's view, :func:`per_video_report` and :func:`submission_summary`)."""
+    rows = per_video_report(submission, team=team).to_dict(orient="records")
+    payload = {"summary": submission_summary(submission, team=team), "videos": rows}
     return json.dumps(jsonable(payload), indent=2, default=str)
 
 
@@ -510,12 +542,12 @@ def _scalar(value) -> bool:
     return value is None or isinstance(value, (bool, int, float, str))
 
 
-def summary_row(submission) -> dict:
+def summary_row(submission, team: bool = False) -> dict:
     """The submission summary as one flat row: top-level facts plus ``<section>.<key>``
     for every scalar entry of each section (nested tables such as per-group breakdowns
     are left to the JSON report)."""
     row = {}
-    for key, value in jsonable(submission_summary(submission)).items():
+    for key, value in jsonable(submission_summary(submission, team=team)).items():
         if isinstance(value, dict):
             row.update({f"{key}.{k}": v for k, v in value.items() if _scalar(v)})
         elif _scalar(value):

@@ -51,12 +51,13 @@ def create_submission(
         ) from None
 
 
-def render_report(submission: Submission, fmt: str) -> str:
-    """The per-video report of ``submission`` as ``csv`` or ``json`` text."""
+def render_report(submission: Submission, fmt: str, team: bool = False) -> str:
+    """The per-video report of ``submission`` as ``csv`` or ``json`` text (``team``: the
+    team's view, without identity codes or video roles: :func:`evalsite.reports.per_video_report`)."""
     if fmt == "csv":
-        return reports.report_as_csv(submission)
+        return reports.report_as_csv(submission, team=team)
     if fmt == "json":
-        return reports.report_as_json(submission)
+        return reports.report_as_json(submission, team=team)
     raise ValueError(f"format must be one of {REPORT_FORMATS}, got {fmt!r}")
 
 

@@ -94,7 +94,10 @@ SUMMARY = {
         "per recognizer x attacker: mean accuracy over folds, sd, 95 % interval, folds", "list", source=CROSS
     ),
     "per_identity": Column(
-        "per tested identity: tested videos, frames and accuracy of the worst-case pair", "list", source=CROSS
+        "per tested identity: tested videos, frames and accuracy of the worst-case pair (organizers only)",
+        "list",
+        source=CROSS,
+        organizers_only=True,
     ),
     "format_confounded_identities": Column(
         "tested identities alone in a video format among the run's videos (frame size, frame rate, "
@@ -102,6 +105,7 @@ SUMMARY = {
         "format, not face, so read their per-identity accuracy apart (empty: none)",
         "list",
         source="evalsite.video_formats.alone_in_format (issue 11)",
+        organizers_only=True,
     ),
     "verification": Column(
         "per pretrained embedder, masked probes of each fold vs the clear gallery of the others: eer, "

@@ -105,4 +105,5 @@ def register() -> None:
     attack_dictionary.register()
     reports.register_video_columns("attack", attack_video_columns)
     reports.register_summary_section("attack", attack_section)
-    reports.register_video_caveats("attack", attack_caveats)
+    # Its texts name the identity alone in its format: organizers only.
+    reports.register_video_caveats("attack", attack_caveats, organizers_only=True)

@@ -284,8 +284,7 @@ def face_summary(submission) -> dict | None:
 
 
 def face_caveats(submission) -> dict[str, list[str]]:
-    """Videos of the shown run whose tested clear frames had no face (scores undefined), and
-    the attacker training videos the face evaluation leaves out (no face scores)."""
+    """Videos of the shown run whose tested clear frames had no face (scores undefined)."""
     run = AutomatedRun.objects.latest_completed_for(submission)
     if run is None:
         return {}
@@ -294,8 +293,16 @@ def face_caveats(submission) -> dict[str, list[str]]:
         .reported()
         .values_list("masked_video__source_video__name", flat=True)
     )
+    return {name: [NO_CLEAR_FACE] for name in names}
+
+
+def attacker_training_caveats(submission) -> dict[str, list[str]]:
+    """The attacker training videos the face evaluation leaves out (no face scores), once a
+    run is shown. A video's role: registered organizers-only (never in a team's view)."""
+    if AutomatedRun.objects.latest_completed_for(submission) is None:
+        return {}
     attacker = submission.campaign.source_videos.filter(attacker_train=True).values_list("name", flat=True)
-    return {name: [NO_CLEAR_FACE] for name in names} | {name: [ATTACKER_TRAINING] for name in attacker}
+    return {name: [ATTACKER_TRAINING] for name in attacker}
 
 
 def dictionary_entries() -> tuple[dict, dict]:
@@ -354,3 +361,4 @@ def register() -> None:
     reports.register_video_columns("face", face_video_columns)
     reports.register_summary_section("face_evaluation", face_summary)
     reports.register_video_caveats("face", face_caveats)
+    reports.register_video_caveats("face_role", attacker_training_caveats, organizers_only=True)

@@ -129,14 +129,14 @@ def home(request):
 def submission_page(request, pk: int):
     """One own submission: its state, summary and per-video report, uploads."""
     submission = _own_submission(request, pk)
-    report = dictionary.rounded(reports.per_video_report(submission))
+    report = dictionary.rounded(reports.per_video_report(submission, team=True))
     # The submission's own leaderboard row (its headline figures with intervals); the other
     # rows are dropped, and anonymised, before anything is rendered.
     frame = leaderboard.leaderboard_frame(
         submission.campaign, anonymise_teams=True, viewer_team=submission.team
     )
     own_rows = frame[(frame["submission_id"] == submission.pk).fillna(False)].reset_index(drop=True)
-    summary = reports.summary_row(submission)
+    summary = reports.summary_row(submission, team=True)
     context = {
         **_submission_facts(submission),
         "report_columns": _headers(report.columns, "video"),
@@ -158,7 +158,9 @@ def submission_report(request, pk: int, fmt: str):
     submission = _own_submission(request, pk)
     if fmt not in services.REPORT_FORMATS:
         raise Http404("unknown report format")
-    return _download(services.render_report(submission, fmt), reports.report_basename(submission), fmt)
+    return _download(
+        services.render_report(submission, fmt, team=True), reports.report_basename(submission), fmt
+    )
 
 
 @team_login_required

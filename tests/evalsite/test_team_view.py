@@ -80,7 +80,8 @@ def test_a_member_reads_their_own_report_exactly_as_the_organizer_exports_it(tea
     assert glossary.status_code == 200 and "has_masked_video" in glossary.content.decode()
     csv_response = client.get(reverse("team:submission_report", args=[teams["a"].pk, "csv"]))
     assert csv_response["Content-Type"] == "text/csv; charset=utf-8"
-    assert csv_response.content.decode() == reports.report_as_csv(teams["a"])
+    # The organizer's export minus what is organizers-only (identity codes, video roles).
+    assert csv_response.content.decode() == reports.report_as_csv(teams["a"], team=True)
     rows = list(csv.DictReader(io.StringIO(csv_response.content.decode())))
     assert [(r["video"], r["has_masked_video"]) for r in rows] == [
         ("bbaf2n", "True"),
@@ -265,3 +266,42 @@ def test_the_organizer_sets_both_team_settings_on_the_campaigns_admin_page(teams
     assert campaign.name in listing.content.decode()
     listing = client.get(reverse("admin:evalsite_campaign_changelist"), {"leaderboard_visibility": "named"})
     assert f">{campaign.name}<" not in listing.content.decode()
+
+
+def test_no_team_facing_channel_names_an_identity_code_or_a_video_role(teams, campaign):
+    """Issue 21: a team that knew which clips train the attacker, or whose they are, could
+    mask them differently. Page, CSV and JSON of the team view hold neither; the
+    organizer's CSV, JSON and API report keep both."""
+    from automated.django_app.face_report import ATTACKER_TRAINING
+    from automated.django_app.models import AutomatedRun
+
+    campaign.source_videos.filter(name="brbk7n").update(attacker_train=True, in_evaluated_subset=False)
+    AutomatedRun.objects.create(submission=teams["a"], config={"stride": 5}, status="completed")
+    codes = ["ID01", "ID02", "ID03"]
+    client = _client(teams["alice"])
+    team_channels = {
+        "page": client.get(reverse("team:submission", args=[teams["a"].pk])),
+        "csv": client.get(reverse("team:submission_report", args=[teams["a"].pk, "csv"])),
+        "json": client.get(reverse("team:submission_report", args=[teams["a"].pk, "json"])),
+    }
+    for channel, response in team_channels.items():
+        assert response.status_code == 200, channel
+        text = response.content.decode()
+        assert "brbk7n" in text, channel  # the video is listed ...
+        # (the dictionary's meaning of "stale" speaks of roles in general, for every video)
+        for leak in [*codes, "identity_code", ATTACKER_TRAINING, "not face-evaluated", "attacker_train"]:
+            assert leak not in text, (channel, leak)  # ... but not whose it is nor its role
+    rows = list(csv.DictReader(io.StringIO(team_channels["csv"].content.decode())))
+    assert "identity_code" not in rows[0] and all(ATTACKER_TRAINING not in r["caveats"] for r in rows)
+    videos = json.loads(team_channels["json"].content)["videos"]
+    assert all("identity_code" not in row for row in videos)
+    # The organizer keeps both, in every channel.
+    organizer_csv = {r["video"]: r for r in csv.DictReader(io.StringIO(reports.report_as_csv(teams["a"])))}
+    assert organizer_csv["brbk7n"]["identity_code"] == "ID02"
+    assert ATTACKER_TRAINING in organizer_csv["brbk7n"]["caveats"]
+    organizer_json = json.loads(reports.report_as_json(teams["a"]))["videos"]
+    assert {r["video"]: r["identity_code"] for r in organizer_json}["bbaf2n"] == "ID01"
+    staff = User.objects.create_superuser("root", password="pw-root-123")
+    api = _client(staff).get(f"/api/submissions/{teams['a'].pk}/report/?format=json").json()
+    brbk = next(r for r in api["videos"] if r["video"] == "brbk7n")
+    assert brbk["identity_code"] == "ID02" and ATTACKER_TRAINING in brbk["caveats"]
