@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from .face_boxes import check_frame
+
 
 def check_image(image_rgb) -> np.ndarray:
-    """``image_rgb`` as a C-contiguous array; ValueError unless uint8 (height, width, 3)."""
-    if (
-        not isinstance(image_rgb, np.ndarray)
-        or image_rgb.ndim != 3
-        or image_rgb.shape[2] != 3
-        or image_rgb.dtype != np.uint8
-    ):
-        raise ValueError(
-            f"image_rgb must be uint8 (height, width, 3), got {getattr(image_rgb, 'dtype', None)} "
-            f"{getattr(image_rgb, 'shape', None)}"
-        )
+    """``image_rgb`` as a C-contiguous array; ValueError unless uint8 (height, width, 3).
+
+    Raises
+    ------
+    ValueError
+        From ``face_boxes.check_frame``, naming the dtype and shape received.
+    """
+    check_frame(image_rgb, "image_rgb")
     return np.ascontiguousarray(image_rgb)
 
 

@@ -12,6 +12,7 @@ import cv2
 import numpy as np
 
 from .detection import MediaPipeFaceDetector, DlibHogFaceDetector, largest_face
+from .face_boxes import check_frame
 
 
 class NoFaceFoundError(ValueError):
@@ -44,12 +45,7 @@ def crop_internal_face(image_rgb: np.ndarray, box_xyxy, *, size_px: int = 160) -
         If the image is not uint8 (height, width, 3), the box has no area or lies outside
         the image, or ``size_px < 1``.
     """
-    if not isinstance(image_rgb, np.ndarray) or image_rgb.ndim != 3 or image_rgb.shape[2] != 3:
-        raise ValueError(
-            f"image_rgb must be an (height, width, 3) array, got {getattr(image_rgb, 'shape', None)}"
-        )
-    if image_rgb.dtype != np.uint8:
-        raise ValueError(f"image_rgb must be uint8, got {image_rgb.dtype}")
+    check_frame(image_rgb, "image_rgb")
     if size_px < 1:
         raise ValueError(f"size_px must be >= 1, got {size_px}")
     x1, y1, x2, y2 = (float(v) for v in np.asarray(box_xyxy, dtype=np.float64).reshape(4))

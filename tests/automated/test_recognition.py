@@ -174,7 +174,9 @@ def test_embed_rejects_bad_boxes_and_images():
         embedder.embed(np.zeros((20, 20, 3), np.uint8), [[0, 0, 5]])
     with pytest.raises(ValueError, match="boxes_xyxy must be finite"):
         embedder.embed(np.zeros((20, 20, 3), np.uint8), [[0, 0, np.nan, 5]])
-    with pytest.raises(ValueError, match=r"image_rgb must be uint8 \(height, width, 3\), got float64"):
+    with pytest.raises(
+        ValueError, match=r"image_rgb must be uint8 of shape \(height, width, 3\), got float64"
+    ):
         embedder.embed(np.zeros((20, 20, 3)), [[0, 0, 5, 5]])
 
 
