@@ -15,10 +15,10 @@ from django.conf import settings
 #: alone at the end while the other worker idles. The numbers are a schedule, not a test.
 SLOWEST_FILES = {
     "test_celery_runs.py": 250,
-    "test_attack_finetune.py": 135,
+    "test_finetune.py": 135,
     "test_demo_command.py": 75,
     "test_rater_simulation_http.py": 60,
-    "test_attack_orl.py": 55,
+    "test_orl.py": 55,
 }
 SLOW_MARKS = ("slow", "browser")
 

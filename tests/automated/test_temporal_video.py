@@ -13,7 +13,7 @@ from automated.attack.recognizers import DlibEmbedding
 from automated.detection import MediaPipeFaceDetector, largest_face
 from automated.temporal import identity_over_time
 from automated.video import iter_frames
-from tests.automated.test_attack_photos import fresh_noise
+from tests.automated.attack.test_photos import fresh_noise
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from automated.video import VideoWriter, iter_frames
 from evalsite import reports
 from evalsite.models import Campaign, GalleryImage, Identity, MaskedVideo, SourceVideo
 
-from .face_fixtures import GALLERY_FRAME, frame_at
+from ..face_fixtures import GALLERY_FRAME, frame_at
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 

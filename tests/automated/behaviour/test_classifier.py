@@ -24,7 +24,7 @@ from automated.behaviour.face_classifier import (
 )
 from automated.behaviour.keras_model import KerasGraph, KerasModelError, _same_padding
 
-REFERENCE = Path(__file__).resolve().parents[1] / "fixtures" / "mini_xception_reference.npz"
+REFERENCE = Path(__file__).resolve().parents[2] / "fixtures" / "mini_xception_reference.npz"
 
 
 @pytest.fixture(scope="module")

@@ -251,7 +251,7 @@ def test_a_real_run_reports_what_its_fold_rows_say(data_dir, media_root, admin_c
     from automated.django_app.attack_service import run_attack
     from automated.django_app.services import create_baseline_submission
 
-    from .face_fixtures import add_real_clip
+    from ..face_fixtures import add_real_clip
 
     campaign = Campaign.objects.create(name="Real", slug="real")
     for code, clips in CLIPS.items():

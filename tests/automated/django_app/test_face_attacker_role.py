@@ -39,7 +39,7 @@ from evalsite.portal import leaderboard
 from evalsite.portal.demo import _evaluation_is_current
 from evalsite.models import Campaign, GalleryImage, Identity, MaskedVideo, SourceVideo, Submission, Team
 
-from .face_fixtures import GALLERY_FRAME, add_real_clip, frame_at
+from ..face_fixtures import GALLERY_FRAME, add_real_clip, frame_at
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ from django.core.management import load_command_class
 
 COMMANDS = sorted(
     path.stem
-    for path in (Path(__file__).parents[2] / "automated" / "django_app" / "management" / "commands").glob(
+    for path in (Path(__file__).parents[3] / "automated" / "django_app" / "management" / "commands").glob(
         "*.py"
     )
     if not path.stem.startswith("_")

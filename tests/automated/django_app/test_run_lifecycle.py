@@ -4,7 +4,7 @@ The run kinds here are the real face and attack kinds with their heavy per-video
 final computations replaced by cheap deterministic ones that count their calls, so each
 rule of the lifecycle (claim once, no-op on finished runs, one row per video, final step
 once per owner, failure never overwriting a completed run) is checked in milliseconds.
-The real computations run in tests/automated/test_face_services.py,
+The real computations run in tests/automated/django_app/test_face_services.py,
 test_attack_service.py and, on real Celery workers, tests/ops/test_celery_runs.py.
 """
 
