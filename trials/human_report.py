@@ -4,9 +4,11 @@ Registered in :class:`trials.apps.TrialsConfig` as the ``human`` per-video colum
 summary section of ``evalsite.reports``. Responses of excluded raters are left out: a
 rater who fails an attention check is flagged and excluded, and the organizer can include
 them again (organizer page or admin), so scoring follows what the organizer sees. Every
-human figure is also given with the flagged (excluded) raters' responses counted
-(``*_with_flagged`` columns, the ``with_flagged`` summary entry), so a reader sees how
-much the exclusions move it.
+human figure is also given with every rater counted, excluded ones too (``*_with_flagged``
+columns, the ``with_flagged`` summary entry), and without any flagged rater
+(``*_without_flagged``, ``without_flagged``: :func:`trials.integrity.flagged_rater_ids`,
+i.e. also raters flagged for a shared browser or address or an outlying accuracy whom the
+organizer has not excluded), so a reader sees how much the flags move it.
 """
 
 from __future__ import annotations
@@ -156,14 +158,31 @@ def video_columns(submission) -> pd.DataFrame:
     chance = chance_levels(submission.campaign)
     out["human_id_chance_level"] = chance["id_chance_level"]
     out["human_action_chance_level"] = chance["action_chance_level"]
-    every = responses_frame(submission, include_excluded=True)
-    flagged = scoring.per_video_scores(every) if not every.empty else pd.DataFrame(index=videos)
-    for name in WITH_FLAGGED:
-        out[f"{name}_with_flagged"] = flagged[name].reindex(out.index) if name in flagged else float("nan")
+    for variant, rows in flag_variants(submission, frame).items():
+        scores = scoring.per_video_scores(rows) if not rows.empty else pd.DataFrame(index=videos)
+        for name in WITH_FLAGGED:
+            out[f"{name}_{variant}"] = scores[name].reindex(out.index) if name in scores else float("nan")
     return out
 
 
-#: Per-video figures also given with the flagged (excluded) raters' responses counted.
+def flag_variants(submission, usable: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The responses behind the ``with_flagged`` and ``without_flagged`` figures.
+
+    ``with_flagged``: every rater's responses, excluded raters' too; ``without_flagged``:
+    the usable responses (``usable``) minus those of raters in
+    :func:`trials.integrity.flagged_rater_ids` (read as stored: no re-run of the
+    accuracy test while a report is read).
+    """
+    from .integrity import flagged_rater_ids
+
+    flagged = flagged_rater_ids(submission.campaign, refresh=False)
+    return {
+        "with_flagged": responses_frame(submission, include_excluded=True),
+        "without_flagged": usable[~usable["rater"].isin(flagged)],
+    }
+
+
+#: Per-video figures also given with every rater counted and without flagged raters (:func:`flag_variants`).
 WITH_FLAGGED = [
     *(f"human_{task}_{k}_{c}" for task in ("id", "action") for k in ("n", "accuracy") for c in CONDITIONS),
     "human_masking_success",
@@ -191,7 +210,11 @@ def summary(submission) -> dict:
     out["n_excluded_raters"] = len(set(every["rater"]) - set(usable["rater"]))
     out["raters_per_video"] = int(campaign.raters_per_video)
     out.update(chance_levels(campaign))
-    out["with_flagged"] = scoring.summary_scores(every)
+    for variant, rows in flag_variants(submission, usable).items():
+        out[variant] = {
+            **scoring.summary_scores(rows),
+            "n_raters_left_out": len(set(every["rater"]) - set(rows["rater"])),
+        }
     return out
 
 
@@ -381,7 +404,7 @@ def _video_entries() -> dict[str, Column]:
             precision=4,
             source="trials/scoring.py, served_chance",
         )
-    order += [f"{name}_with_flagged" for name in WITH_FLAGGED]
+    order += [f"{name}_{variant}" for name in WITH_FLAGGED for variant in ("with_flagged", "without_flagged")]
     entries |= {
         "human_masking_success": Column(
             "human_id_accuracy_clear - human_id_accuracy_masked: how much masking lowered human identification",
@@ -423,7 +446,16 @@ def _video_entries() -> dict[str, Column]:
         entries[f"{name}_with_flagged"] = Column(
             **{
                 **base.__dict__,
-                "meaning": f"{name} with the responses of flagged (excluded) raters counted too: {base.meaning}",
+                "meaning": f"{name} with every rater's responses counted, excluded raters' too: {base.meaning}",
+                "ideal": "",
+            }
+        )
+        entries[f"{name}_without_flagged"] = Column(
+            **{
+                **base.__dict__,
+                "meaning": f"{name} without the responses of any flagged rater (attention or plausibility "
+                "checks, shared browser or address, outlying accuracy: trials.integrity.flagged_rater_ids), "
+                f"even one the organizer included: {base.meaning}",
                 "ideal": "",
             }
         )
@@ -533,10 +565,17 @@ def _summary_entries() -> dict[str, Column]:
             "trials/scoring.py, chance_corrected",
         )
     entries["with_flagged"] = Column(
-        "every figure of this section (the keys of trials.scoring.summary_scores) recomputed with the "
-        "responses of flagged (excluded) raters counted too, so the effect of the exclusions is visible",
+        "every figure of this section (the keys of trials.scoring.summary_scores) recomputed with every "
+        "rater's responses counted, excluded raters' too, plus n_raters_left_out (0)",
         "object",
         source="trials/scoring.py, summary_scores",
+    )
+    entries["without_flagged"] = Column(
+        "every figure of this section (the keys of trials.scoring.summary_scores) recomputed without any "
+        "flagged rater (trials.integrity.flagged_rater_ids: attention or plausibility checks, shared "
+        "browser or address, outlying accuracy), plus n_raters_left_out",
+        "object",
+        source="trials/scoring.py, summary_scores; trials/integrity.py, flagged_rater_ids",
     )
     return entries
 
