@@ -39,8 +39,11 @@ def prepare_campaign_media(campaign_id: int) -> dict:
     """
     # A worker killed mid-transcode leaves its temporary file: gone once surely dead.
     media.remove_stale_partials(settings.MEDIA_ROOT, older_than_s=2 * settings.DEID_TRANSCODE_TIMEOUT_S)
-    # Per-trial video variants of trials long past their claim (made again if ever asked).
-    variants.remove_old_variants(default_storage, older_than_s=2 * settings.TRIALS_CLAIM_TIMEOUT_S)
+    # Per-trial video variants older than a day (and twice the claim time): their trials are
+    # long answered or released (a variant asked for again is made again).
+    variants.remove_old_variants(
+        default_storage, older_than_s=max(2 * settings.TRIALS_CLAIM_TIMEOUT_S, 24 * 3600)
+    )
     faces = videos = transcoded = 0
     failed = []
     for image in GalleryImage.objects.filter(identity__campaign_id=campaign_id):
