@@ -199,6 +199,7 @@ def test_missing_attribute_value_is_a_group_of_one():
 
 from evalsite.models import SourceVideo  # noqa: E402
 from trials import assignment  # noqa: E402
+from evalsite.reports import per_video_report  # noqa: E402
 from trials.models import Item, Rater, RatingSession, SessionState, Trial  # noqa: E402
 
 
@@ -286,3 +287,40 @@ def test_a_flagged_rater_gets_the_same_session_as_anyone(grid_campaign, settings
     # None of the flagged rater's answers count toward any item.
     counted = sum(i.n_completed for i in Item.objects.filter(campaign=grid_campaign).with_counts())
     assert counted == sum(t.kind == "item" for t in honest)
+
+
+def test_report_gives_every_human_figure_with_and_without_flagged_raters(grid_campaign, settings):
+    from evalsite.reports import submission_summary
+    from trials.models import FlagKind, RaterFlag
+
+    settings.TRIALS_PLAUSIBILITY_CHECKS = False
+    honest, _ = _run_session(grid_campaign, "honest")
+    caught, _ = _run_session(grid_campaign, "caught", flag_after=1)  # flagged and excluded
+    shared, _ = _run_session(grid_campaign, "shared")
+    # Flagged for a shared address, not excluded: in the headline, not in "without flagged".
+    RaterFlag.objects.create(
+        rater=Rater.objects.get(participant_code="shared"), kind=FlagKind.SHARED_ADDRESS, reason="test"
+    )
+    n = {
+        name: sum(t.kind == "item" for t in trials)
+        for name, trials in [("honest", honest), ("caught", caught), ("shared", shared)]
+    }
+    human = submission_summary(grid_campaign.submissions.get())["human"]
+    assert human["n_responses"] == n["honest"] + n["shared"]
+    assert human["with_flagged"]["n_responses"] == n["honest"] + n["caught"] + n["shared"]
+    assert human["without_flagged"]["n_responses"] == n["honest"]
+    assert (human["with_flagged"]["n_raters_left_out"], human["without_flagged"]["n_raters_left_out"]) == (
+        0,
+        2,
+    )
+    report = per_video_report(grid_campaign.submissions.get()).set_index("video")
+    assert report["human_id_n_clear_with_flagged"].sum() + report["human_id_n_masked_with_flagged"].sum() >= (
+        report["human_id_n_clear"].sum() + report["human_id_n_masked"].sum()
+    )
+    assert (
+        report["human_action_n_clear_without_flagged"].fillna(0).sum()
+        + report["human_id_n_clear_without_flagged"].fillna(0).sum()
+        + report["human_action_n_masked_without_flagged"].fillna(0).sum()
+        + report["human_id_n_masked_without_flagged"].fillna(0).sum()
+        == n["honest"]
+    )
