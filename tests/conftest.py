@@ -7,17 +7,20 @@ import pytest
 from django.conf import settings
 
 
-#: The test files that take longest (seconds on the 2-core machine: the last serial CI run
-#: and per-test CPU seconds of a pytest-xdist run). Under pytest-xdist (``make test``:
-#: ``-n auto --dist loadfile``) a worker takes one file at a time in collection order; these
-#: go first, longest first, then every other file with a ``slow`` or ``browser`` mark or in
-#: tests/ops (real models, Chromium, servers), then the rest, so no long file is left to run
-#: alone at the end while the other worker idles. The numbers are a schedule, not a test.
+#: The test files that take longest (seconds on the 2-core machine: CPU seconds of a test
+#: file and its child processes in a pytest-xdist run, or the serial CI run's wall time).
+#: Under pytest-xdist (``make test``: ``-n auto --dist loadfile``) a worker takes one file
+#: at a time in collection order; these go first, longest first, then every other file with
+#: a ``slow`` or ``browser`` mark or in tests/ops (real models, Chromium, servers), then the
+#: rest, so no long file is left to run alone at the end while the other worker idles. The
+#: numbers are a schedule, not a test.
 SLOWEST_FILES = {
-    "test_celery_runs.py": 250,
-    "test_finetune.py": 135,
-    "test_demo_command.py": 75,
-    "test_rater_simulation_http.py": 60,
+    "test_finetune.py": 280,
+    "test_celery_runs.py": 265,
+    "test_attack_service.py": 135,
+    "test_behaviour_runs.py": 85,
+    "test_demo_command.py": 70,
+    "test_rater_simulation_http.py": 62,
     "test_orl.py": 55,
 }
 SLOW_MARKS = ("slow", "browser")
