@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import csv
 import difflib
+import filecmp
 import io
 import logging
 import lzma
@@ -100,6 +101,9 @@ CODES = {
     "unknown_name": "no source video has this name",
     "duplicate_in_zip": "several members carry the same video name",
     "already_uploaded": "the source video already has a masked video; replace not requested",
+    "identical_to_current": "replace asked for, but the file is byte for byte the current masked video",
+    "empty_zip": "the zip holds no video file (only folders or system files, or nothing)",
+    "nothing_accepted": "no file of the zip was accepted (each file's row says why)",
     "bad_crc": "the member's data do not match its CRC-32 checksum (damaged zip)",
     "extract_failed": "the member cannot be extracted (encrypted, unsupported compression or corrupt data)",
     "unreadable_container": "the file does not open as a video container",
@@ -112,8 +116,19 @@ CODES = {
     "transcode_timeout": "making the browser copy took longer than DEID_TRANSCODE_TIMEOUT_S",
     "transcode_failed": "ffmpeg could not make the browser copy",
 }
-#: Codes that fail the upload as a whole (no member is looked at).
-UPLOAD_CODES = ("not_a_zip", "damaged_zip", "too_many_entries", "upload_incomplete", "internal_error")
+#: Codes that fail the upload as a whole (no member is looked at, or, for ``empty_zip`` and
+#: ``nothing_accepted``, none was stored: the members' rows say why).
+UPLOAD_CODES = (
+    "not_a_zip",
+    "damaged_zip",
+    "too_many_entries",
+    "upload_incomplete",
+    "internal_error",
+    "empty_zip",
+    "nothing_accepted",
+)
+#: Upload codes whose members were each looked at (their rows say why none was stored).
+STORED_NOTHING = ("empty_zip", "nothing_accepted")
 
 
 class MaskedVideoError(ValueError):
@@ -550,14 +565,17 @@ def ingest_submission_zip(
     Returns
     -------
     ValidationReport
-        One row per member; also saved in the :class:`SubmissionUpload`.
+        One row per member; also saved in the :class:`SubmissionUpload`. An upload that
+        stored nothing (:data:`STORED_NOTHING`: ``empty_zip``, ``nothing_accepted``) is
+        returned too, with ``status`` ``"failed"`` and a last row for the zip (the command
+        and the API answer it as a failure).
 
     Raises
     ------
     FileNotFoundError
         If ``zip_path`` does not exist (no record is made).
     UploadError
-        If the upload failed as a whole (``not_a_zip``, ``damaged_zip``, ...); its
+        If the zip could not be read as a whole (``not_a_zip``, ``damaged_zip``, ...); its
         record is kept (``error.upload_id``).
     """
     zip_path = Path(zip_path)
@@ -567,7 +585,8 @@ def ingest_submission_zip(
         submission, zip_path, original_name=original_name, replace=replace, uploaded_by=uploaded_by
     )
     upload = run_upload(upload.pk, web_copies=web_copies)
-    raise_if_failed(upload)
+    if upload.error_code not in STORED_NOTHING:
+        raise_if_failed(upload)
     return ValidationReport.from_upload(upload)
 
 
@@ -598,6 +617,24 @@ def _process(upload: SubmissionUpload, report: ValidationReport, *, web_copies: 
             return
         with archive, tempfile.TemporaryDirectory() as tmp:
             _ingest_members(upload, archive, Path(tmp), report, web_copies)
+    members = [row for row in report.files if row.code != "ignored"]
+    if not members:
+        _fail(
+            upload,
+            report,
+            "empty_zip",
+            f"{name}: the zip holds no file to check (only folders or system files)",
+        )
+        return
+    if not report.accepted:
+        _fail(
+            upload,
+            report,
+            "nothing_accepted",
+            f"{name}: none of its {len(members)} file(s) was accepted "
+            f"({', '.join(sorted({row.code for row in members}))}); each file's row says why",
+        )
+        return
     _finish(upload, report)
 
 
@@ -691,17 +728,27 @@ def _ingest_member(
     mine = MaskedVideo.all_versions.filter(upload=upload, source_video=source).first()
     if mine is not None:  # stored by this upload before it was interrupted
         return _accepted(name, mine, resumed=True)
-    if (
-        not upload.replace
-        and MaskedVideo.objects.filter(submission=upload.submission, source_video=source).exists()
-    ):
-        return _already_uploaded(name, source)
+    current = MaskedVideo.objects.filter(submission=upload.submission, source_video=source).first()
+    kept = current is not None and not upload.replace
     try:
         _extract(archive, member, local)
+        if current is not None and upload.replace:
+            with local_path(current.file) as stored:
+                if filecmp.cmp(local, stored, shallow=False):
+                    raise MaskedVideoError(
+                        "identical_to_current",
+                        f"{name}: byte for byte the current masked video of '{source.name}'; nothing replaced",
+                    )
+        # Checked even when it would not be stored (already uploaded): every problem at once.
         info = check_masked_video(local, source_spec(source), display_name=name)
+        if kept:
+            return _already_uploaded(name, source)
         masked = _store(upload, source, local, path.name, info, web_copies)
     except MaskedVideoError as error:
-        return FileResult(name, "rejected", error.code, str(error), source.name)
+        message = str(error)
+        if kept:  # the file's own problem first, then that it would not replace the current one
+            message += " " + _already_uploaded(name, source).message.removeprefix(f"{name}: ")
+        return FileResult(name, "rejected", error.code, message, source.name)
     finally:
         local.unlink(missing_ok=True)
     return _accepted(name, masked)
@@ -849,9 +896,11 @@ def _finish(upload: SubmissionUpload, report: ValidationReport) -> None:
 
 
 def _fail(upload: SubmissionUpload, report: ValidationReport, code: str, message: str) -> None:
-    """Mark the upload failed as a whole: a report row for the zip itself, plus the error."""
+    """Mark the upload failed as a whole: a report row for the zip itself (unless its members'
+    rows say why: :data:`STORED_NOTHING`), plus the error."""
     assert code in UPLOAD_CODES, code
-    report.files.append(FileResult(upload.original_name or "upload", "rejected", code, message))
+    if code not in STORED_NOTHING:
+        report.files.append(FileResult(upload.original_name or "upload", "rejected", code, message))
     report.missing_videos = list(
         upload.submission.missing_source_videos().order_by("name").values_list("name", flat=True)
     )

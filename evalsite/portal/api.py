@@ -327,6 +327,7 @@ class SubmissionViewSet(
         if upload.status == SubmissionUpload.Status.FAILED:
             return Response(
                 {
+                    **ValidationReport.from_upload(upload).to_dict(),  # every file's row (nothing_accepted)
                     "file": [{"message": upload.error, "code": upload.error_code}],
                     "upload_id": upload.pk,
                     "status": upload.status,

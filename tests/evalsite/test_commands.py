@@ -45,8 +45,11 @@ def test_create_upload_and_export_commands(campaign, masked_files, tmp_path):
     out = _call("upload_submission", str(submission.pk), str(archive))
     assert "accepted  accepted" in out and "unreadable_container" in out
     assert "1 accepted, 1 rejected; missing: brbk7n, id2_vcd_swwp2s" in out
-    out = _call("upload_submission", str(submission.pk), str(archive))
-    assert "already_uploaded" in out and MaskedVideo.objects.count() == 1
+    with pytest.raises(
+        CommandError, match=r"failed \(nothing_accepted\).*already_uploaded, unreadable_container"
+    ):
+        _call("upload_submission", str(submission.pk), str(archive))
+    assert MaskedVideo.objects.count() == 1
 
     _call("export_report", str(submission.pk), "--format", "csv", "--output", str(tmp_path / "r.csv"))
     with (tmp_path / "r.csv").open() as handle:

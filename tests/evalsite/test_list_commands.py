@@ -126,8 +126,8 @@ def test_list_submissions_gives_valid_videos_uploads_and_the_latest_run_of_each_
             "running 1/2",
             "failed 0/2",
         ],
-        # its only file was rejected (70 of 75 frames): no valid video
-        [str(second.pk), str(campaign.pk), "Team B", "method-2", "-", "0/3", "done", "-", "-"],
+        # its only file was rejected (70 of 75 frames): no valid video, the upload failed (nothing_accepted)
+        [str(second.pk), str(campaign.pk), "Team B", "method-2", "-", "0/3", "failed", "-", "-"],
     ]
     assert all(row[k] == "-" for row in rows for k in list(row)[len(keys) :])  # other kinds: never run
     assert _csv("list_submissions", "--campaign", campaign.slug) == rows  # a slug works too
@@ -165,7 +165,9 @@ def test_list_submissions_shows_a_completed_run_as_stale_once_its_videos_are_rep
 
     assert attack_column() == "completed 2/2"
     for name, expected in (("bbaf2n", "1 video"), ("brbk7n", "2 videos")):
-        archive = make_zip(tmp_path / f"{name}.zip", {f"{name}.mp4": masked_files[f"good_{name}"]})
+        # the other clip's file (same size and length): the very same bytes would be identical_to_current
+        other = "good_brbk7n" if name == "bbaf2n" else "good_bbaf2n"
+        archive = make_zip(tmp_path / f"{name}.zip", {f"{name}.mp4": masked_files[other]})
         assert ingest_submission_zip(first, archive, replace=True, web_copies=False).accepted
         # before: still "completed 2/2", as if the scores described the current files
         assert attack_column() == f"completed 2/2, stale: {expected} replaced since"

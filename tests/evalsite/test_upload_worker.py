@@ -126,7 +126,8 @@ def test_a_worker_validates_a_queued_upload_and_a_killed_worker_is_resumed_by_an
 
     # With a worker running, the command waits and prints the report (a replacement here).
     with celery_worker(env, tmp_path, name="third"):
-        again = make_zip(tmp_path / "again.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"]})
+        # another file (the very same bytes would be refused as identical_to_current)
+        again = make_zip(tmp_path / "again.zip", {"bbaf2n.mp4": masked_files["good_brbk7n"]})
         out = manage(
             "upload_submission", str(submission_id), str(again), "--replace", "--wait-timeout", "120", env=env
         ).stdout

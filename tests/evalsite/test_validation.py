@@ -113,7 +113,9 @@ def test_no_silent_overwrite_unless_replace_is_asked_and_replace_keeps_the_old_f
     assert again.files[0].code == "already_uploaded"
     assert "it was kept" in again.files[0].message
     assert MaskedVideo.objects.get().file.name == original.file.name
-    replaced = ingest_submission_zip(submission, archive, replace=True)
+    # Another file (the very same bytes would be refused as identical_to_current).
+    other = make_zip(tmp_path / "o.zip", {"bbaf2n.mp4": masked_files["good_brbk7n"]})
+    replaced = ingest_submission_zip(submission, other, replace=True)
     assert replaced.files[0].code == "replaced" and replaced.files[0].status == "accepted"
     new = MaskedVideo.objects.get()  # the one current masked video of bbaf2n
     assert new.file.name != original.file.name and new.upload_id == replaced.upload_id
