@@ -805,7 +805,9 @@ def renew_claim(trial: Trial, *, now=None) -> bool:
 
     A claim lives ``TRIALS_CLAIM_TIMEOUT_S`` after its last renewal, and is renewed for at
     most ``TRIALS_CLAIM_MAX_HOLD_S`` after the page was first shown; a lapsed claim is
-    taken up again if its item still has room (:func:`_keep_claim`).
+    taken up again if its item still has room (:func:`_keep_claim`). Practice and checks
+    hold no item but follow the same timing rule, so the reply after the maximum hold is
+    the same for a check as for an evaluated trial.
 
     Returns
     -------
@@ -821,13 +823,13 @@ def renew_claim(trial: Trial, *, now=None) -> bool:
         if trial.completed or trial.released:
             return False
         now = _after_lock(now)
-        if item is None:
-            return True  # practice and checks hold nothing
-        if _answered_by_others(trial, item):
+        if item is not None and _answered_by_others(trial, item):
             return False
+        # The same hold rule for practice and checks (which hold no item), so the reply
+        # never tells an attention check from an evaluated trial.
         if (now - (trial.shown_at or trial.claimed_at)).total_seconds() > settings.TRIALS_CLAIM_MAX_HOLD_S:
             return not trial.claim_expired(now)
-        if not trial.claim_expired(now):
+        if item is None or not trial.claim_expired(now):
             trial.claimed_at = now
             trial.save(update_fields=["claimed_at"])
             return True

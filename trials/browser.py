@@ -88,26 +88,59 @@ def normalise_participant_code(raw: str) -> str:
     return code
 
 
+class ConflictingPlatformParams(ValueError):
+    """A join link repeats a crowd-platform parameter with different values."""
+
+
+def _normalise_platform_value(value: str) -> str:
+    return unicodedata.normalize("NFKC", value).strip().casefold()
+
+
+_PLATFORM_NAMES = {name.casefold(): name for name in PLATFORM_PARAMS}
+
+
 def platform_params(query) -> dict[str, str]:
     """The crowd-platform parameters of a join link's query (``request.GET``), as received.
 
-    Only the names in :data:`PLATFORM_PARAMS` are kept, each value cut to
-    :data:`PLATFORM_VALUE_MAX` characters; empty values are dropped.
+    Only the names in :data:`PLATFORM_PARAMS` are kept (matched in any case, stored under
+    the spelling there), each value cut to :data:`PLATFORM_VALUE_MAX` characters; empty
+    values are dropped.
+
+    Raises
+    ------
+    ConflictingPlatformParams
+        If a parameter appears more than once (in any case) with values that differ after
+        NFKC, trimming and case folding (``?PROLIFIC_PID=a&prolific_pid=b``).
     """
+    pairs = query.lists() if hasattr(query, "lists") else ((k, [v]) for k, v in query.items())
+    values: dict[str, list[str]] = {}
+    for key, given in pairs:
+        name = _PLATFORM_NAMES.get(key.casefold())
+        if name is not None:
+            values.setdefault(name, []).extend(v.strip() for v in given if v and v.strip())
     found = {}
     for name in PLATFORM_PARAMS:
-        value = (query.get(name) or "").strip()
-        if value:
-            found[name] = value[:PLATFORM_VALUE_MAX]
+        given = values.get(name)
+        if not given:
+            continue
+        if len({_normalise_platform_value(v[:PLATFORM_VALUE_MAX]) for v in given}) > 1:
+            raise ConflictingPlatformParams(
+                f"The study link gives {name} more than once, with different values. "
+                "Open the link exactly as your crowd platform gave it."
+            )
+        found[name] = given[0][:PLATFORM_VALUE_MAX]
     return found
 
 
 def platform_id(params) -> str:
     """The participant's crowd-platform ID among :func:`platform_params` ``params``
-    (``"PROLIFIC_PID:5f1a..."``, the parameter's name first), or ``""`` if the link has none."""
+    (``"PROLIFIC_PID:5f1a..."``: the parameter's name, then the value after NFKC, trimming
+    and case folding, so ``5F1A``, `` 5f1a`` and full-width ``５f1a`` are one ID), or ``""``
+    if the link has none."""
     for name in PLATFORM_ID_PARAMS:
-        if params.get(name):
-            return f"{name}:{params[name]}"
+        value = _normalise_platform_value(params.get(name) or "")
+        if value:
+            return f"{name}:{value}"
     return ""
 
 

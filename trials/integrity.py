@@ -14,10 +14,13 @@ What a Sybil ring is up against:
   the X-Forwarded-For entry that many hops from the right) is stored only as a keyed hash
   (HMAC-SHA-256 keyed by ``TRIALS_ADDRESS_HASH_KEY`` or the site's secret, and the
   campaign: hashes of two campaigns cannot be matched). An IPv6 address counts by its
-  /64 (one machine gets a whole /64). At most ``TRIALS_MAX_SESSIONS_PER_ADDRESS`` codes
+  /64 (one machine gets a whole /64), a port is dropped, and every entry that is no
+  address counts as one shared address. At most ``TRIALS_MAX_SESSIONS_PER_ADDRESS`` codes
   join from one address; codes sharing one are flagged.
 - **Crowd platform.** A join link carrying a platform ID (``PROLIFIC_PID``, ``workerId``,
-  ``participantId``) makes that ID the participant code: one code per platform ID.
+  ``participantId``, names in any case) joins with one participant code only; the ID is
+  compared after NFKC, trimming and case folding, and a link repeating a parameter with
+  different values is refused.
 - **Answers.** :func:`accuracy_tests`: each rater's masked identity accuracy against the
   accuracy of the *other* (unflagged) raters on the same items, an exact two-sided
   Poisson-binomial test, Holm-corrected over raters; outliers are flagged. A ring that
@@ -52,21 +55,43 @@ def client_address(request) -> str:
     With N trusted proxies the chain is X-Forwarded-For's entries followed by the TCP peer
     (``REMOTE_ADDR``, the last proxy); the client is the entry N places from the right.
     Entries the client wrote itself are further left, so they are never read. A chain
-    shorter than N+1 (a misconfigured proxy) gives its leftmost entry.
+    shorter than N+1 (a misconfigured proxy) gives its leftmost entry. A port
+    (``203.0.113.7:443``, ``[2001:db8::1]:80``) and brackets are dropped, so ports of one
+    address are one address.
 
     Returns
     -------
     str
-        The address in canonical form (``ipaddress``), or the raw text if it does not parse.
+        The address in canonical form (``ipaddress``); :data:`UNPARSABLE_ADDRESS` for an
+        entry that is no address (all such joins share one bucket, so they are capped
+        together); ``""`` if there is no address at all.
     """
     chain = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part.strip()]
     chain.append(request.META.get("REMOTE_ADDR", "") or "")
     proxies = settings.TRIALS_TRUSTED_PROXIES
     raw = chain[-(proxies + 1)] if len(chain) > proxies else chain[0]
+    if not raw:
+        return ""
+    return _parse_address(raw)
+
+
+#: What :func:`client_address` gives for an entry that is no address: one shared bucket.
+UNPARSABLE_ADDRESS = "unparsable"
+
+
+def _parse_address(raw: str) -> str:
+    """``raw`` in canonical form, without a port or brackets; :data:`UNPARSABLE_ADDRESS`
+    if it is no IPv4 or IPv6 address."""
+    text = raw.strip()
+    if text.startswith("["):  # [2001:db8::1] or [2001:db8::1]:80
+        inside, closed, port = text[1:].partition("]")
+        text = inside if closed and (not port or port.startswith(":")) else ""
+    elif text.count(":") == 1:  # 203.0.113.7:443 (an IPv6 address has two colons or more)
+        text = text.partition(":")[0]
     try:
-        return str(ipaddress.ip_address(raw))
+        return str(ipaddress.ip_address(text))
     except ValueError:
-        return raw
+        return UNPARSABLE_ADDRESS
 
 
 def network_of(address: str) -> str:

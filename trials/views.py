@@ -86,13 +86,18 @@ def join(request, join_code: str):
                 return render(request, "trials/full.html", {"campaign": campaign}, status=403)
             key = browser.browser_key(request)
             try:
+                params = browser.platform_params(request.GET)
+            except browser.ConflictingPlatformParams as conflict:
+                context = {"campaign": campaign, "message": str(conflict)}
+                return render(request, "trials/refused.html", context, status=400)
+            try:
                 session = assignment.join(
                     campaign,
                     participant_code=code,
                     user=user,
                     browser_hash=browser.key_hash(key),
                     address_hash=integrity.address_hash(campaign.pk, integrity.client_address(request)),
-                    platform_params=browser.platform_params(request.GET),
+                    platform_params=params,
                 )
             except assignment.OtherBrowser:
                 return _other_browser(request, campaign)

@@ -158,3 +158,35 @@ def test_open_claims_are_limited_per_address_and_per_browser(grid_campaign, sett
     # A released claim's rater is told at once when answering, and gets a new trial.
     with pytest.raises(assignment.TrialExpired):
         assignment.record_response(one_browser[0], {"choice": "1", "response_time_ms": 2000})
+
+
+def test_heartbeat_after_the_maximum_hold_is_the_same_for_checks_and_evaluated_trials(
+    grid_campaign, settings
+):
+    settings.TRIALS_CLAIM_TIMEOUT_S = 60
+    settings.TRIALS_CLAIM_MAX_HOLD_S = 600
+    check_client = Client()
+    check_client.post(f"/join/{grid_campaign.join_code}/", {"participant_code": "p-check"})
+    check_client.post("/session/consent/", {"agree": "yes"})
+    check_client.post("/session/start/")
+    html = check_client.get("/session/").content.decode()
+    check = Trial.objects.get(token=RESPOND.search(html).group(1).split("/")[2])
+    assert check.kind != TrialKind.ITEM and check.item_id is None  # the session opens with practice
+    item_client = Client()
+    item, _ = _page_trial(item_client, grid_campaign, "p-item")
+    replies = {}
+    for ago in (50, 61):  # the last renewal within / beyond the claim timeout, past the maximum hold
+        for name, client, trial in (("check", check_client, check), ("item", item_client, item)):
+            Trial.objects.filter(pk=trial.pk).update(
+                shown_at=timezone.now() - timedelta(seconds=601),
+                claimed_at=timezone.now() - timedelta(seconds=ago),
+            )
+            replies[name, ago] = client.post(f"/t/{trial.token}/heartbeat/").status_code
+    assert replies == {("check", 50): 204, ("item", 50): 204, ("check", 61): 409, ("item", 61): 409}
+    # Within the hold a check's heartbeat renews it, like an evaluated trial's.
+    Trial.objects.filter(pk=check.pk).update(
+        shown_at=timezone.now(), claimed_at=timezone.now() - timedelta(seconds=61)
+    )
+    assert check_client.post(f"/t/{check.token}/heartbeat/").status_code == 204
+    check.refresh_from_db()
+    assert timezone.now() - check.claimed_at < timedelta(seconds=30)

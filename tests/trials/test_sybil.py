@@ -193,3 +193,78 @@ def test_rater_tests_flag_a_ring_member_far_above_the_crowd_and_no_honest_rater(
         )
     )
     assert "masked identity accuracy 20/20" in ring.reason
+
+
+@pytest.mark.parametrize(
+    ("forwarded", "expected"),
+    [
+        ("203.0.113.77:1000", "203.0.113.77"),
+        ("[2001:db8::1]:80", "2001:db8::1"),
+        ("[2001:DB8::1]", "2001:db8::1"),
+        ("2001:db8::1", "2001:db8::1"),  # IPv6 without brackets: its colons are no port
+        ("garbage", integrity.UNPARSABLE_ADDRESS),
+        ("999.1.1.1:80", integrity.UNPARSABLE_ADDRESS),
+        ("[2001:db8::1", integrity.UNPARSABLE_ADDRESS),
+    ],
+)
+def test_client_address_drops_ports_and_brackets_and_pools_unparsable_entries(forwarded, expected, settings):
+    settings.TRIALS_TRUSTED_PROXIES = 1
+    meta = {"REMOTE_ADDR": "10.0.0.1", "HTTP_X_FORWARDED_FOR": forwarded}
+    assert integrity.client_address(RequestFactory().get("/", **meta)) == expected
+
+
+@pytest.mark.parametrize(
+    "entries", [[f"203.0.113.77:{1000 + i}" for i in range(5)], ["garbage", "unknown", "x", "y", "z"]]
+)
+def test_ports_of_one_address_and_unparsable_entries_are_capped_as_one_address(
+    entries, grid_campaign, settings
+):
+    settings.TRIALS_MAX_SESSIONS_PER_ADDRESS = 3
+    settings.TRIALS_TRUSTED_PROXIES = 1
+    codes = [f"port-{i}" for i in range(len(entries))]
+    statuses = [
+        _join(grid_campaign, code, Client(), REMOTE_ADDR="10.0.0.3", HTTP_X_FORWARDED_FOR=entry).status_code
+        for code, entry in zip(codes, entries, strict=True)
+    ]
+    assert statuses == [302, 302, 302, 403, 403]
+    joined = Rater.objects.filter(participant_code__in=codes)
+    assert joined.count() == 3 and joined.filter(excluded=True).count() == 3  # all flagged
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "?PROLIFIC_PID=5F1A",  # case
+        "?PROLIFIC_PID=%205f1a%20",  # surrounding spaces
+        "?PROLIFIC_PID=%EF%BC%95f1a",  # full-width digit five (NFKC)
+        "?prolific_pid=5f1a",  # the parameter's name in another case
+        "?Prolific_Pid=5f1a&PROLIFIC_PID=5F1A",  # repeated with one value
+    ],
+)
+def test_a_platform_id_in_another_spelling_is_the_same_id(query, grid_campaign):
+    first = Client().post(
+        f"/join/{grid_campaign.join_code}/?PROLIFIC_PID=5f1a", {"participant_code": "first"}
+    )
+    assert first.status_code == 302
+    second = Client().post(f"/join/{grid_campaign.join_code}/{query}", {"participant_code": "second"})
+    assert (
+        second.status_code == 403
+        and b"already joined this study with another participant code" in second.content
+    )
+    assert not Rater.objects.filter(participant_code="second").exists()
+    assert Rater.objects.get(participant_code="first").platform_id == "PROLIFIC_PID:5f1a"
+
+
+def test_a_platform_parameter_repeated_with_different_values_is_refused(grid_campaign):
+    for query in ("?PROLIFIC_PID=5f1a&PROLIFIC_PID=zz", "?PROLIFIC_PID=5f1a&prolific_pid=zz"):
+        reply = Client().post(f"/join/{grid_campaign.join_code}/{query}", {"participant_code": "twice"})
+        assert reply.status_code == 400
+        assert b"gives PROLIFIC_PID more than once, with different values" in reply.content
+    assert not Rater.objects.filter(participant_code="twice").exists()
+    with pytest.raises(browser.ConflictingPlatformParams, match="workerId more than once"):
+        browser.platform_params({"workerId": "a", "WORKERID": "b"})
+    assert browser.platform_params({"workerid": " A1 ", "STUDY_ID": "s"}) == {
+        "STUDY_ID": "s",
+        "workerId": "A1",
+    }
+    assert browser.platform_id({"workerId": "A1"}) == "workerId:a1"
