@@ -801,6 +801,12 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--campaign", type=int, default=None, help="with --base-url: the campaign id")
     parser.add_argument(
+        "--http-timeout",
+        type=float,
+        default=60.0,
+        help="with --base-url: seconds a rater's connection waits for a reply",
+    )
+    parser.add_argument(
         "--media-pages",
         type=int,
         default=None,
@@ -823,7 +829,7 @@ def main(argv=None) -> int:
             parser.error("--base-url needs --campaign")
         campaign = Campaign.objects.get(pk=args.campaign)
         logs, elapsed = run_until_full(
-            lambda: HttpClient(args.base_url),
+            lambda: HttpClient(args.base_url, timeout=args.http_timeout),
             campaign,
             raters=args.raters,
             threads=threads,

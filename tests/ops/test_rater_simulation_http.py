@@ -87,6 +87,11 @@ def test_100_raters_over_http_on_gunicorn_and_postgresql(tmp_path, grid_cache):
                 "0.3",
                 "--resend",
                 "0.2",
+                # Each rater's first video is a per-trial copy encoded on request
+                # (trials.variants, ~0.4 s of CPU): 100 at once on 2 cores queue for
+                # longer than a browser's 60 s only because the test runs them all at once.
+                "--http-timeout",
+                "300",
                 env=env,
                 timeout=900,
             )
