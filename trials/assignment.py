@@ -663,7 +663,7 @@ def _balanced_lineup(session, target: int, rng) -> tuple[list, bool]:
 
 def _catch_trial(session, rng, *, kind=TrialKind.CATCH) -> Trial:
     """An attention check: an identity trial whose video shows a lineup face
-    (:func:`_probe_image_of`) and, for a stretch starting at a random moment, an
+    (:func:`probe_image_of`) and, for a stretch starting at a random moment, an
     instruction naming another answer (:func:`trials.variants.instructed_choice`).
 
     The probe (:func:`trials.media.catch_video_frames`) shows that face turned, relit and
@@ -687,7 +687,7 @@ def _catch_trial(session, rng, *, kind=TrialKind.CATCH) -> Trial:
         position=session.position,
         kind=kind,
         task=Task.IDENTITY,
-        probe_image=_probe_image_of(target),
+        probe_image=probe_image_of(target),
         target_identity_id=target,
         target_present=True,
         # The video also shows an instruction ("Choose face 3", trials.variants): its answer,
@@ -700,7 +700,7 @@ def _catch_trial(session, rng, *, kind=TrialKind.CATCH) -> Trial:
     return trial
 
 
-def _probe_image_of(identity_pk: int) -> GalleryImage:
+def probe_image_of(identity_pk: int) -> GalleryImage:
     """The still a catch probe is made of: another photo than the lineup's when the identity
     has one (then no pixel of the lineup face is in the probe), else the lineup's own."""
     images = GalleryImage.objects.filter(identity_id=identity_pk).order_by("id")

@@ -15,6 +15,7 @@ from automated.video import VideoError
 from evalsite.models import Campaign, GalleryImage, MaskedVideo, SourceVideo
 
 from . import media, variants
+from .assignment import probe_image_of
 
 logger = logging.getLogger("deid.trials")
 
@@ -23,8 +24,12 @@ logger = logging.getLogger("deid.trials")
 def prepare_campaign_media(campaign_id: int) -> dict:
     """Crop every gallery face and transcode every video raters may see in a campaign.
 
-    Source videos (clear trials and practice) and the masked videos of the evaluated
-    subset. Already prepared files are kept (``web_file`` / :class:`trials.models.GalleryCrop`),
+    Source videos (clear trials and practice), the masked videos of the evaluated
+    subset, and (when the campaign has attention checks) the catch probe video of each
+    identity's probe still (:func:`trials.assignment.probe_image_of`), so the first
+    request of a catch trial does the same work as an evaluated trial's (its per-trial
+    variant only): a probe made on first use made checks stand out by their slow first
+    request. Already prepared files are kept (``web_file`` / :class:`trials.models.GalleryCrop`),
     so reopening rating costs nothing; running twice at once stores each file once
     (:mod:`trials.media`). A file that cannot be prepared is logged and listed, and the
     others are still prepared; temporary files of a killed earlier run are removed.
@@ -32,8 +37,9 @@ def prepare_campaign_media(campaign_id: int) -> dict:
     Returns
     -------
     dict
-        ``{"faces": n, "videos": n, "transcoded": n, "failed": [names], "stills_checked": n}``:
-        media now ready, how many copies this run made, what could not be prepared, and
+        ``{"faces": n, "videos": n, "transcoded": n, "catch_videos": n, "failed": [names],
+        "stills_checked": n}``: media now ready, how many copies this run made (web copies,
+        catch probes), what could not be prepared, and
         how many gallery stills were (re)compared with their identity's evaluated videos
         (:func:`trials.stills.check_stills`, for the organizer's warnings).
     """
@@ -63,13 +69,26 @@ def prepare_campaign_media(campaign_id: int) -> dict:
         except VideoError as error:
             logger.warning("%s %s: %s", type(video).__name__, video.pk, error)
             failed.append(f"{type(video).__name__} {video.pk}: {error}")
+    catch_videos = 0
+    campaign = Campaign.objects.get(pk=campaign_id)
+    if campaign.attention_check_rate > 0:
+        for identity_pk in (
+            campaign.identities.filter(gallery_images__isnull=False).distinct().values_list("pk", flat=True)
+        ):
+            image = probe_image_of(identity_pk)
+            try:
+                catch_videos += media.ensure_catch_video(media.ensure_gallery_crop(image))
+            except (ValueError, VideoError) as error:
+                logger.warning("catch video of gallery image %s: %s", image.pk, error)
+                failed.append(f"catch video of gallery image {image.pk}: {error}")
     from .stills import check_stills  # imports media and models, like this module
 
-    stills_checked = check_stills(Campaign.objects.get(pk=campaign_id))
+    stills_checked = check_stills(campaign)
     return {
         "faces": faces,
         "videos": videos,
         "transcoded": transcoded,
+        "catch_videos": catch_videos,
         "failed": failed,
         "stills_checked": stills_checked,
     }

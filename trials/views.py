@@ -330,8 +330,10 @@ def media(request, token: str):
     recurs across trials or tells attention checks apart. Each fetch is recorded for the
     plausibility checks (:mod:`trials.plausibility`): first request of a face and of the
     video, and the distinct bytes of the video sent. Gallery crops and catch videos are
-    made on first use if rating opened without them (safe under concurrent first
-    requests); a video without its browser copy is a 503.
+    made when media are prepared (:func:`trials.tasks.prepare_campaign_media`; a catch
+    video made here would make a check's first request slower than an evaluated
+    trial's), else on first use (safe under concurrent first requests); a video without
+    its browser copy is a 503.
     """
     session = _rating_session(request)
     if session is None:

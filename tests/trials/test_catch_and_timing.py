@@ -327,6 +327,6 @@ def test_catch_probe_uses_another_photo_of_the_person_when_there_is_one(grid_cam
     first = identity.gallery_images.order_by("id").first()
     second = GalleryImage(identity=identity, original_name="second.png")
     second.image.save("second.png", ContentFile(first.image.read()), save=True)
-    assert assignment._probe_image_of(identity.pk) == second
+    assert assignment.probe_image_of(identity.pk) == second
     other = grid_campaign.identities.order_by("id").last()
-    assert assignment._probe_image_of(other.pk) == other.gallery_images.get()
+    assert assignment.probe_image_of(other.pk) == other.gallery_images.get()

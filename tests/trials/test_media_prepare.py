@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 
 from evalsite.models import GalleryImage, MaskedVideo, SourceVideo
-from trials import media
+from trials import assignment, media
 from trials.models import GalleryCrop, Trial
 from trials.services import open_rating
 from tests.crowd.simulation import build_grid_campaign
@@ -139,11 +139,12 @@ def test_a_video_not_prepared_is_a_503_to_retry_and_is_never_transcoded_in_the_r
     assert all(client.get(url).status_code == 200 for url in MEDIA.findall(html)[:-1])
 
     result = prepare_campaign_media(campaign.pk)  # what opening rating queues
-    assert result == {"faces": 10, "videos": 20, "transcoded": 20, "failed": [], "stills_checked": 10}
+    expected = {"faces": 10, "videos": 20, "transcoded": 20, "catch_videos": 10, "failed": []}
+    assert result == {**expected, "stills_checked": 10}  # a catch probe per identity (10)
     ready = client.get(video_url)
     assert ready.status_code == 200 and b"".join(ready.streaming_content)[4:8] == b"ftyp"
     again = prepare_campaign_media(campaign.pk)  # idempotent: nothing made twice
-    assert again == {"faces": 10, "videos": 20, "transcoded": 0, "failed": [], "stills_checked": 0}
+    assert again == {**expected, "transcoded": 0, "catch_videos": 0, "stills_checked": 0}
     videos = [
         *SourceVideo.objects.filter(campaign=campaign),
         *MaskedVideo.objects.filter(submission__campaign=campaign),
@@ -151,9 +152,9 @@ def test_a_video_not_prepared_is_a_503_to_retry_and_is_never_transcoded_in_the_r
     copies = {video.web_file.name for video in videos if media.web_file_ready(video)}
     assert len(videos) == len(copies) == 20
     made = list(media_root.rglob("*.mp4"))
-    assert (
-        len([p for p in made if p.parent.name != "variants"]) == 20
-    )  # nothing made twice, nothing left over
+    assert len([p for p in made if p.parent.name == "web"]) == 20  # nothing made twice
+    assert len([p for p in made if p.parent.name == "crops"]) == 10  # the catch probes, once
+    assert len([p for p in made if p.parent.name not in ("web", "crops", "variants")]) == 0
     # The one video served: the trial's own byte variant (trials.variants), made once.
     assert len([p for p in made if p.parent.name == "variants"]) == 1
 
@@ -173,3 +174,53 @@ def test_preparation_removes_files_a_killed_writer_left_and_keeps_a_live_ones(
     os.utime(dead, (hour_ago, hour_ago))
     prepare_campaign_media(grid_campaign.pk)
     assert not dead.exists() and live.exists()
+
+
+def test_prepared_media_include_every_catch_probe_so_no_check_trial_builds_one_on_request(
+    db, media_root, data_dir, grid_cache, monkeypatch
+):
+    """A probe made on first use made the first video request of a check about 4x slower
+    than an evaluated trial's (hostile tester: 2.27 s vs 0.55 s median), which told a bot
+    which trials are checks. Prepared media now hold each identity's probe, so a check's
+    first request only renders its variant, like an evaluated trial's."""
+    campaign = build_grid_campaign(data_dir, grid_cache, attention_check_rate=0.5)
+    open_rating(campaign, prepare_media=False)
+    assert prepare_campaign_media(campaign.pk)["catch_videos"] == 10
+    probes = [
+        assignment.probe_image_of(identity.pk)
+        for identity in campaign.identities.exclude(gallery_images=None)
+    ]
+    assert len(probes) == 10
+    for image in probes:
+        crop = GalleryCrop.objects.get(gallery_image=image)
+        assert crop.catch_video.name.endswith(media.CATCH_VIDEO_SUFFIX)
+        assert crop.catch_video.storage.exists(crop.catch_video.name)
+
+    def no_probe_in_a_request(*args, **kwargs):
+        raise AssertionError("a catch probe was built inside a rater's request")
+
+    monkeypatch.setattr(media, "catch_video_frames", no_probe_in_a_request)
+    monkeypatch.setattr(media, "transcode_for_web", no_probe_in_a_request)
+    client = Client()
+    assert client.post(f"/join/{campaign.join_code}/", {"participant_code": "P-1"}).status_code == 302
+    client.post("/session/consent/", {"agree": "yes"})
+    client.post("/session/start/")
+    served = 0
+    for _ in range(40):
+        html = client.get("/session/").content.decode()
+        respond = RESPOND.search(html)
+        if respond is None:
+            break
+        trial = Trial.objects.get(token=respond.group(1).split("/")[2])
+        if trial.probe_image_id is not None:
+            response = client.get(f"/m/{trial.media_token}", HTTP_RANGE="bytes=0-63")
+            assert response.status_code == 206 and b"".join(response.streaming_content)[4:8] == b"ftyp"
+            served += 1
+        answer = {
+            "choice": CHOICE.findall(html)[0],
+            "response_time_ms": 900,
+            "replays": 0,
+            "watch_time_ms": 0,
+        }
+        client.post(respond.group(1), json.dumps(answer), content_type="application/json")
+    assert served >= 1  # at least one check trial's video was served
