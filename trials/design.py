@@ -501,7 +501,7 @@ def exposure_plan(
     for profile, members in strata.items():
         group = (
             "a missing attribute value, which matches nobody"
-            if profile[0] == "missing"
+            if profile[:1] == ("missing",)
             else ", ".join(f"{a}={v}" for a, v in zip(matching_attributes, profile)) or "everyone"
         )
         members.sort(key=lambda key: (-video_counts[key], str(key)))

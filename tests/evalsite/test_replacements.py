@@ -64,8 +64,10 @@ def plain_bbaf2n(masked_files, data_dir):
 def _open_rating(campaign):
     from trials.services import open_rating
 
-    # 3 identities in the tiny campaign: lineups of 3 faces, no target-absent trials.
+    # 3 identities in the tiny campaign: lineups of 3 faces, no target-absent trials, one
+    # stratum (matched on no attribute), so the thin-group rule (trials.design) keeps them.
     campaign.foils_per_trial, campaign.target_absent_share = 2, 0.0
+    campaign.demographic_attributes = []
     campaign.save()
     return open_rating(campaign, prepare_media=False)
 
