@@ -187,7 +187,7 @@ def _guess(table: dict, key, rng):
 
 
 def test_bytes_only_bot_names_no_video_face_or_check_above_chance(bot_campaign):
-    sessions = [_play(bot_campaign, f"bot-{i}") for i in range(4)]
+    sessions = [_play(bot_campaign, f"bot-{i}") for i in range(5)]
     observed = [row for rows in sessions for row in rows]
     videos = [row for row in observed if not row["catch"]]
     checks = [row for row in observed if row["catch"]]
@@ -256,7 +256,7 @@ def test_bytes_only_bot_names_no_video_face_or_check_above_chance(bot_campaign):
         tries["largest-png"] += 1
         hits["largest-png"] += str(rng.choice(largest)) == row["trial"].correct_choice
     chance["largest-png"] = 1 / 5
-    assert tries["largest-png"] >= 10
+    assert tries["largest-png"] >= 8  # target-present lineups: about 2 a session
     report = {key: (hits[key], tries[key], round(chance[key], 3)) for key in tries}
     print("bytes-only bot (hits, tries, chance):", report)
     for key, n in tries.items():
