@@ -30,9 +30,10 @@ from django.utils.html import format_html, format_html_join
 
 from automated.video import VideoError, VideoInfo
 
-from . import plugins, services
-from .forms import SubmissionZipForm
+from . import phases, plugins, services
+from .forms import OrganizerSubmissionZipForm
 from .models import (
+    Phase,
     Campaign,
     GalleryImage,
     Identity,
@@ -430,21 +431,78 @@ class SubmissionUploadInline(CampaignScopedAdminMixin, admin.TabularInline):
 
 @admin.register(Submission)
 class SubmissionAdmin(CampaignScopedAdmin):
-    list_display = ["__str__", "campaign", "team", "baseline_method", "completeness", "created_at"]
-    list_filter = ["campaign", "team", "baseline_method"]
+    list_display = [
+        "__str__",
+        "campaign",
+        "team",
+        "phase",
+        "run_number",
+        "primary",
+        "baseline_method",
+        "completeness",
+        "created_at",
+    ]
+    list_filter = ["campaign", "team", "phase", "primary", "baseline_method"]
     search_fields = ["name", "team__name", "description"]
-    readonly_fields = ["completeness", "missing", "replaced", "tools", "created_at"]
+    readonly_fields = ["completeness", "missing", "replaced", "tools", "created_at", "run_number", "primary"]
     inlines = [SubmissionUploadInline, MaskedVideoInline]
     # The apps' actions ("Run face evaluation", "Run attack suite": automated/django_app/admin_actions.py),
     # registered in their ready(): the registry's own list, so later registrations show.
     actions = plugins.SUBMISSION_ACTIONS
+
+    def save_model(self, request, obj, form, change):
+        """A new submission in a phase is a run: numbered, primary if the team's first, quota and
+        deadline checked (``evalsite.phases.create_run``); a refusal is shown as a form error."""
+        if change or obj.phase_id is None:
+            super().save_model(request, obj, form, change)
+            return
+        pdf = form.cleaned_data.get("description_pdf")
+        run = phases.create_run(obj.phase, obj.team, obj.name, description=obj.description, pdf=pdf or None)
+        obj.pk, obj.run_number, obj.primary, obj.created_at = (
+            run.pk,
+            run.run_number,
+            run.primary,
+            run.created_at,
+        )
+        obj._state.adding = False
+
+    def get_form(self, request, obj=None, **kwargs):
+        form = super().get_form(request, obj, **kwargs)
+
+        class RunForm(form):
+            def clean(self):
+                cleaned = super().clean()
+                pdf = cleaned.get("description_pdf")
+                try:
+                    if pdf and hasattr(pdf, "content_type"):  # a new upload (not the stored file)
+                        phases.check_description_pdf(pdf)
+                    phase, team = cleaned.get("phase"), cleaned.get("team")
+                    if phase is not None and team is not None and self.instance.pk is None:
+                        phases.check_new_run(phase, team)
+                except phases.Refused as refused:
+                    field = "description_pdf" if refused.code in ("not_a_pdf", "pdf_too_large") else "phase"
+                    self.add_error(field, str(refused))
+                return cleaned
+
+        return RunForm
+
+    @admin.action(description="Make primary run of its team and phase", permissions=["change"])
+    def make_primary(self, request, queryset):
+        for run in queryset.exclude(phase=None):
+            phases.set_primary(run)
+        messages.success(request, f"{queryset.exclude(phase=None).count()} run(s) made primary.")
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions["make_primary"] = self.get_action("make_primary")
+        return actions
 
     @admin.display(description="complete")
     def completeness(self, submission):
         if not submission.pk:
             return "-"
         done = MaskedVideo.objects.filter(submission=submission).valid().count()
-        total = submission.campaign.source_videos.count()
+        total = submission.source_videos().count()
         state = "complete" if submission.is_complete else "incomplete"
         return f"{state}: {done}/{total} source videos have a valid masked video"
 
@@ -504,9 +562,11 @@ class SubmissionAdmin(CampaignScopedAdmin):
         submission = self._submission_or_404(request, object_id)
         if not self.has_change_permission(request, submission):
             raise PermissionDenied
-        form = SubmissionZipForm(request.POST or None, request.FILES or None)
+        form = OrganizerSubmissionZipForm(request.POST or None, request.FILES or None)
+        upload = None
         if request.method == "POST" and form.is_valid():
             upload = form.receive(submission, uploaded_by=request.user)
+        if upload is not None:
             if upload.status == SubmissionUpload.Status.FAILED:
                 messages.error(request, f"{upload.error_code}: {upload.error}")
             elif upload.status == SubmissionUpload.Status.DONE:
@@ -530,7 +590,7 @@ class SubmissionAdmin(CampaignScopedAdmin):
             "opts": self.model._meta,
             "original": submission,
             "form": form,
-            "source_names": list(submission.campaign.source_videos.values_list("name", flat=True)),
+            "source_names": list(submission.source_videos().values_list("name", flat=True)),
         }
         return TemplateResponse(request, "admin/evalsite/submission/upload.html", context)
 
@@ -597,6 +657,25 @@ class MaskedVideoAdmin(CampaignScopedAdmin):
         return False  # only through the validated upload
 
 
+@admin.register(Phase)
+class PhaseAdmin(CampaignScopedAdmin):
+    """Phases of a campaign (``evalsite.phases``): video subset, times, quotas, result visibility."""
+
+    list_display = [
+        "name",
+        "campaign",
+        "opens_at",
+        "closes_at",
+        "max_runs",
+        "max_uploads",
+        "max_uploads_per_day",
+        "results_visibility",
+        "results_release_at",
+    ]
+    list_filter = ["campaign", "results_visibility"]
+    filter_horizontal = ["source_videos"]
+
+
 @admin.register(SubmissionUpload)
 class SubmissionUploadAdmin(CampaignScopedAdmin):
     list_display = [
@@ -608,13 +687,15 @@ class SubmissionUploadAdmin(CampaignScopedAdmin):
         "rejected_count",
         "replace",
     ]
-    list_filter = ["submission__campaign", "status", "replace"]
+    list_filter = ["submission__campaign", "status", "replace", "late"]
     search_fields = ["submission__name", "submission__team__name", "original_name"]
     fields = [
         "submission",
         "original_name",
         "uploaded_by",
         "uploaded_at",
+        "late",
+        "deadline_overridden_by",
         "replace",
         "progress",
         "accepted_count",

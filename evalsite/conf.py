@@ -187,6 +187,8 @@ SETTINGS: tuple[Setting, ...] = (
     S("DEID_UPLOAD_MAX_COMPRESSION_RATIO", "integer", 100, "times its compressed size a zip member over "
       "1 MiB may expand to (`compression_ratio_too_high`; compressed video stays near 1x, raise it for "
       "uncompressed video)", "Uploads and video checks", "DEID_UPLOAD_MAX_COMPRESSION_RATIO", minimum=1),
+    S("DEID_DESCRIPTION_PDF_MAX_BYTES", "integer", 10 * 1024**2, "bytes a run's system description PDF "
+      "may have (`pdf_too_large`)", "Uploads and video checks", "DEID_DESCRIPTION_PDF_MAX_BYTES", minimum=1),
     # --- Automated evaluation ---------------------------------------------------------
     S("DEID_TORCH_THREADS", "integer", None, "threads of the PyTorch face models (`dlib_resnet`, `mmod`) in "
       "automated runs", "Automated evaluation", "TORCH_NUM_THREADS", minimum=1,

@@ -5,6 +5,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from .booleans import ACCEPTED, NotABoolean, parse_boolean
+from .phases import Refused
 from .uploads import receive_upload
 
 
@@ -64,14 +65,32 @@ class SubmissionZipForm(forms.Form):
 
         Returns
         -------
-        SubmissionUpload
-            As :func:`evalsite.uploads.receive_upload` (the uploaded file's name kept).
+        SubmissionUpload or None
+            As :func:`evalsite.uploads.receive_upload` (the uploaded file's name kept); None
+            when the run's phase refuses the upload (deadline, quota:
+            :class:`evalsite.phases.Refused`), with the reason as the form's ``file`` error.
         """
         zip_file = self.cleaned_data["file"]
-        return receive_upload(
-            submission,
-            zip_file,
-            original_name=zip_file.name,
-            replace=self.cleaned_data["replace"],
-            uploaded_by=uploaded_by,
-        )
+        try:
+            return receive_upload(
+                submission,
+                zip_file,
+                original_name=zip_file.name,
+                replace=self.cleaned_data["replace"],
+                uploaded_by=uploaded_by,
+                override_deadline=self.cleaned_data.get("override_deadline", False),
+            )
+        except Refused as refused:
+            self.add_error("file", ValidationError(str(refused), code=refused.code))
+            return None
+
+
+class OrganizerSubmissionZipForm(SubmissionZipForm):
+    """The organizer's upload form (admin, API): may accept an upload after the deadline."""
+
+    override_deadline = StrictBooleanField(
+        label="accept after the deadline",
+        required=False,
+        help_text="The run's phase has closed: accept this upload anyway (recorded on the upload as late, "
+        "with your name).",
+    )

@@ -14,7 +14,17 @@ from django.utils import timezone
 from automated.video import VideoInfo
 
 from . import reports
-from .models import Campaign, MaskedVideo, SourceVideo, Submission, Team, check_team_name, delete_stored
+from .models import (
+    Campaign,
+    MaskedVideo,
+    Phase,
+    SourceVideo,
+    Submission,
+    Team,
+    check_team_name,
+    delete_stored,
+)
+from .phases import create_run
 from .signals import source_video_replaced
 from .storage import store_video
 from .validation import MaskedVideoError, compare_with_source, source_spec
@@ -23,23 +33,44 @@ REPORT_FORMATS = ("csv", "json")
 
 
 def create_submission(
-    campaign: Campaign, team_name: str, method: str, *, description: str = ""
+    campaign: Campaign,
+    team_name: str,
+    method: str,
+    *,
+    description: str = "",
+    phase: str | Phase | None = None,
 ) -> Submission:
     """Create the submission ``method`` of team ``team_name`` in ``campaign``.
 
     The team is the campaign's team of that name, created if the campaign has none: a
     team of the same name in another campaign is another team and is never touched.
+    With ``phase`` (a :class:`Phase` or its name) the submission is a run of that phase
+    (:func:`evalsite.phases.create_run`: numbered, primary if the team's first, quota and
+    deadline checked).
 
     Raises
     ------
     ValueError
-        If the team already has a submission of that name in the campaign, or a name is empty.
+        If the team already has a submission of that name in the campaign, a name is
+        empty, or ``phase`` names no phase of the campaign.
+    evalsite.phases.Refused
+        If the phase refuses a new run (closed, not open yet, the team's run quota used).
     """
     team_name, method = team_name.strip(), method.strip()
     if not team_name or not method:
         raise ValueError(f"team and method names must not be empty, got {team_name!r} and {method!r}")
     team_name = check_team_name(team_name)
+    if isinstance(phase, str):
+        found = campaign.phases.filter(name=phase.strip()).first()
+        if found is None:
+            known = ", ".join(campaign.phases.values_list("name", flat=True)) or "none"
+            raise ValueError(f"campaign {campaign.slug!r} has no phase {phase!r}; its phases: {known}")
+        phase = found
+    if phase is not None and phase.campaign_id != campaign.pk:
+        raise ValueError(f"phase {phase.name!r} is not a phase of campaign {campaign.slug!r}")
     team, _ = Team.objects.get_or_create(campaign=campaign, name=team_name)
+    if phase is not None:
+        return create_run(phase, team, method, description=description)
     try:
         with transaction.atomic():  # a savepoint, so the caller's transaction survives the error
             return Submission.objects.create(

@@ -179,6 +179,8 @@ DEID_TRANSCODE_TIMEOUT_S = value("DEID_TRANSCODE_TIMEOUT_S")
 # its compressed size one member may expand to (video hardly compresses: about 1x).
 DEID_UPLOAD_MAX_ZIP_ENTRIES = value("DEID_UPLOAD_MAX_ZIP_ENTRIES")
 DEID_UPLOAD_MAX_COMPRESSION_RATIO = value("DEID_UPLOAD_MAX_COMPRESSION_RATIO")
+# Largest system description PDF of a run (evalsite.phases.check_description_pdf).
+DEID_DESCRIPTION_PDF_MAX_BYTES = value("DEID_DESCRIPTION_PDF_MAX_BYTES")
 # PyTorch threads of the face models in automated runs (unset: PyTorch's default, one per core).
 TORCH_NUM_THREADS = value("DEID_TORCH_THREADS")
 

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import transaction
 
 from .models import SubmissionUpload, UploadStatus
+from .phases import check_upload
 from .tasks import validate_upload_task
 from .validation import create_upload
 
@@ -29,21 +30,34 @@ def receive_upload(
     replace: bool = False,
     uploaded_by=None,
     web_copies: bool = True,
+    override_deadline: bool = False,
 ) -> SubmissionUpload:
     """Record and store ``zip_file`` for ``submission`` and queue its validation.
 
     Parameters as :func:`evalsite.validation.create_upload`; ``web_copies`` also stores a
-    browser copy of each accepted file.
+    browser copy of each accepted file; ``override_deadline`` (organizers only) accepts an
+    upload after the run's phase closed, recorded on the upload (``late``,
+    ``deadline_overridden_by``).
 
     Returns
     -------
     SubmissionUpload
         Re-read after queueing: ``done`` or ``failed`` in the embedded setup (tasks run
         in-process), usually ``queued`` with a broker.
+
+    Raises
+    ------
+    evalsite.phases.Refused
+        If the run's phase refuses the upload (not open, deadline passed, a quota used
+        up; :func:`evalsite.phases.check_upload`); nothing is stored then.
     """
+    late = check_upload(submission, override_deadline=override_deadline)
     upload = create_upload(
         submission, zip_file, original_name=original_name, replace=replace, uploaded_by=uploaded_by
     )
+    if late:
+        upload.late, upload.deadline_overridden_by = True, uploaded_by
+        upload.save(update_fields=["late", "deadline_overridden_by"])
     if upload.status == UploadStatus.QUEUED:
         queue = partial(validate_upload_task.delay, upload.pk, web_copies)
         if settings.CELERY_TASK_ALWAYS_EAGER:

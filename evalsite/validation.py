@@ -686,7 +686,7 @@ def _ingest_members(
     upload, archive: zipfile.ZipFile, tmp: Path, report: ValidationReport, web_copies: bool
 ) -> None:
     submission = upload.submission
-    sources = {s.name.lower(): s for s in submission.campaign.source_videos.all()}
+    sources = {s.name.lower(): s for s in submission.source_videos()}
     infolist = archive.infolist()
     order = {m.filename: i for i, m in enumerate(infolist)}
     candidates = []

@@ -28,6 +28,7 @@ from automated.attack.suite import ALL
 from automated.behaviour.frontier import FrontierPoint, frontier_figure
 from evalsite.models import Campaign
 from evalsite.scoping import scope
+from evalsite.phases import team_sees_results
 from evalsite.team_accounts import own_submissions, team_login_required
 
 from .attack_models import AttackResult
@@ -116,6 +117,8 @@ def team_submission_frontier(request, pk: int, fmt: str):
     if fmt not in CONTENT_TYPES:
         raise Http404("unknown figure format")
     submission = get_object_or_404(own_submissions(request.user).select_related("campaign"), pk=pk)
+    if not team_sees_results(submission):  # a blind phase: not even the figure
+        raise Http404("results not released")
     points = frontier_points(submission.campaign, own=submission)
     return _figure_response(points, f"Privacy-utility frontier: {submission.name} and the baselines", fmt)
 

@@ -22,8 +22,9 @@ from automated.django_app.frontier_view import automated_fields
 from automated.video import VideoError
 from evalsite import reports
 from evalsite.bodies import BooleanField
-from evalsite.forms import SubmissionZipForm
+from evalsite.forms import OrganizerSubmissionZipForm
 from evalsite.models import Campaign, GalleryImage, Identity, SourceVideo, Submission, SubmissionUpload
+from evalsite.phases import Refused
 from evalsite.renderers import REPORT_RENDERERS, wants_csv
 from evalsite.scoping import CampaignScopedViewSetMixin, visible_campaigns
 from evalsite.services import create_submission, replace_source_video
@@ -112,6 +113,13 @@ class SubmissionSerializer(serializers.ModelSerializer):
     team = serializers.CharField(source="team.name")
     campaign = serializers.PrimaryKeyRelatedField(queryset=Campaign.objects.none())
     complete = serializers.BooleanField(source="is_complete", read_only=True)
+    phase = serializers.CharField(
+        source="phase.name",
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="phase name: the submission is a run of it (numbered; deadline and run quota checked)",
+    )
     masked_videos = serializers.SerializerMethodField()
     source_videos = serializers.SerializerMethodField()
     missing_videos = serializers.SerializerMethodField()
@@ -134,8 +142,11 @@ class SubmissionSerializer(serializers.ModelSerializer):
             "missing_videos",
             "automated",
             "created_at",
+            "phase",
+            "run_number",
+            "primary",
         ]
-        read_only_fields = ["baseline_method", "created_at"]
+        read_only_fields = ["baseline_method", "created_at", "run_number", "primary"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -147,7 +158,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
         return submission.masked_videos.valid().count()
 
     def get_source_videos(self, submission):
-        return submission.campaign.source_videos.count()
+        return submission.source_videos().count()
 
     def get_automated(self, submission):
         return automated_fields(submission)
@@ -162,7 +173,10 @@ class SubmissionSerializer(serializers.ModelSerializer):
                 validated_data["team"]["name"],
                 validated_data["name"],
                 description=validated_data.get("description", ""),
+                phase=(validated_data.get("phase") or {}).get("name"),
             )
+        except Refused as refused:
+            raise serializers.ValidationError({"phase": [str(refused)]}, code=refused.code) from refused
         except ValueError as error:
             raise serializers.ValidationError({"name": [str(error)]}, code="duplicate_submission") from error
 
@@ -312,7 +326,8 @@ class SubmissionViewSet(
 
     @action(detail=True, methods=["post"], parser_classes=[MultiPartParser, FormParser])
     def upload(self, request, pk=None):
-        """Multipart ``file`` (zip) and optional ``replace``.
+        """Multipart ``file`` (zip), optional ``replace`` and ``override_deadline`` (accept after
+        the run's phase closed, recorded on the upload).
 
         The zip is stored with its upload record first, then validated in the background:
         201 with the validation report when done (the embedded setup), 202 with
@@ -320,10 +335,10 @@ class SubmissionViewSet(
         400 with the code when the upload failed as a whole (e.g. ``not_a_zip``).
         """
         submission = self.get_object()
-        form = SubmissionZipForm(request.data, request.FILES)
-        if not form.is_valid():
+        form = OrganizerSubmissionZipForm(request.data, request.FILES)
+        upload = form.receive(submission, uploaded_by=request.user) if form.is_valid() else None
+        if upload is None:  # a bad form, or refused by the run's phase (deadline, quota)
             return Response(form.errors.get_json_data(), status=status.HTTP_400_BAD_REQUEST)
-        upload = form.receive(submission, uploaded_by=request.user)
         if upload.status == SubmissionUpload.Status.FAILED:
             return Response(
                 {

@@ -213,8 +213,9 @@ class CampaignScores:
         return self._human[key]
 
 
-def _ordered_submissions(campaign) -> list:
-    submissions = list(campaign.submissions.select_related("team", "campaign"))
+def _ordered_submissions(campaign, submissions=None) -> list:
+    chosen = campaign.submissions if submissions is None else submissions.filter(campaign=campaign)
+    submissions = list(chosen.select_related("team", "campaign"))
     return sorted(
         submissions, key=lambda s: (bool(s.baseline_method), s.team.name.lower(), s.name.lower(), s.pk)
     )
@@ -239,9 +240,13 @@ def _human_responses(submissions) -> dict[str, pd.DataFrame]:
     }
 
 
-def campaign_scores(campaign) -> CampaignScores:
-    """Gather every submission's per-video scores and attack summary (see :class:`CampaignScores`)."""
-    submissions = _ordered_submissions(campaign)
+def campaign_scores(campaign, submissions=None) -> CampaignScores:
+    """Gather every submission's per-video scores and attack summary (see :class:`CampaignScores`).
+
+    ``submissions``: a queryset narrowing the rows (e.g. :func:`evalsite.phases.runs_from_query`:
+    one phase, primary runs, what a team may see); default every submission of the campaign.
+    """
+    submissions = _ordered_submissions(campaign, submissions)
     scores = CampaignScores(submissions=submissions, responses=_human_responses(submissions))
     columns: dict[str, dict[str, pd.Series]] = {
         k: {}

@@ -8,7 +8,8 @@ are ``evalsite.portal.leaderboard``; the frontier plot on the page is the automa
 Routes (evalsite/portal/urls.py, evalsite/portal/api_urls.py):
 
 - ``/organizer/<campaign>/leaderboard/``: the page (``?compare=<figure>`` chooses the
-  paired comparisons, ``?submission=<id>`` the per-video bars);
+  paired comparisons, ``?submission=<id>`` the per-video bars); every table also takes
+  ``?phase=<name or id>`` (one phase's runs) and ``?primary=1`` (primary runs only);
 - ``/organizer/<campaign>/leaderboard.csv``: the table (``?table=comparisons&compare=``
   for the comparisons);
 - ``/organizer/<campaign>/leaderboard/submission/<id>/bars.png``;
@@ -27,6 +28,7 @@ from django.utils.text import slugify
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from evalsite import phases
 from evalsite.models import Campaign
 from evalsite.renderers import REPORT_RENDERERS, wants_csv
 from evalsite.scoping import scope
@@ -36,6 +38,15 @@ from . import leaderboard
 
 def _campaign(request, campaign_id: int) -> Campaign:
     return get_object_or_404(scope(Campaign.objects.all(), request.user), pk=campaign_id)
+
+
+def _scores(campaign: Campaign, params) -> leaderboard.CampaignScores:
+    """Scores of the runs chosen by ``?phase=`` and ``?primary=1`` (ValueError for an unknown phase)."""
+    return leaderboard.campaign_scores(campaign, phases.runs_from_query(campaign, params))
+
+
+def _bad_request(error: ValueError) -> HttpResponse:
+    return HttpResponse(str(error), status=400, content_type="text/plain; charset=utf-8")
 
 
 def _figure(value: str | None, scores: leaderboard.CampaignScores) -> str:
@@ -58,11 +69,11 @@ def _csv_response(text: str, filename: str) -> HttpResponse:
 def leaderboard_page(request, campaign_id: int):
     """The leaderboard, the paired comparisons of one figure, the frontier and per-video bars."""
     campaign = _campaign(request, campaign_id)
-    scores = leaderboard.campaign_scores(campaign)
     try:
+        scores = _scores(campaign, request.GET)
         figure = _figure(request.GET.get("compare"), scores)
     except ValueError as error:
-        return HttpResponse(str(error), status=400, content_type="text/plain; charset=utf-8")
+        return _bad_request(error)
     frame = leaderboard.leaderboard_frame(campaign, scores=scores)
     pairs = leaderboard.comparison_frame(campaign, figure, scores=scores)
     submissions = scores.submissions
@@ -87,7 +98,10 @@ def leaderboard_page(request, campaign_id: int):
 def leaderboard_csv(request, campaign_id: int):
     """The leaderboard (or, with ``?table=comparisons``, the comparisons) as a CSV download."""
     campaign = _campaign(request, campaign_id)
-    scores = leaderboard.campaign_scores(campaign)
+    try:
+        scores = _scores(campaign, request.GET)
+    except ValueError as error:
+        return _bad_request(error)
     stem = f"{campaign.pk}-{slugify(campaign.name)}-leaderboard"
     if request.GET.get("table") == "comparisons":
         try:
@@ -133,7 +147,11 @@ class LeaderboardAPIView(APIView):
 
     def get(self, request, pk: int):
         campaign = _campaign(request, pk)
-        frame = leaderboard.leaderboard_frame(campaign)
+        try:
+            scores = _scores(campaign, request.query_params)
+        except ValueError as error:
+            return Response({"phase": [{"message": str(error), "code": "unknown_phase"}]}, status=400)
+        frame = leaderboard.leaderboard_frame(campaign, scores=scores)
         if wants_csv(request):
             return Response(leaderboard.as_csv(frame))
         columns = [
@@ -155,7 +173,10 @@ class ComparisonsAPIView(APIView):
 
     def get(self, request, pk: int):
         campaign = _campaign(request, pk)
-        scores = leaderboard.campaign_scores(campaign)
+        try:
+            scores = _scores(campaign, request.query_params)
+        except ValueError as error:
+            return Response({"phase": [{"message": str(error), "code": "unknown_phase"}]}, status=400)
         try:
             figure = _figure(request.query_params.get("figure"), scores)
         except ValueError as error:

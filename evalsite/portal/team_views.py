@@ -8,6 +8,9 @@ A team member (``Team.members``, a plain account: no staff flag) logs in at
 - a campaign's leaderboard once its organizer publishes it
   (``Campaign.leaderboard_visibility``: other teams named or anonymised, their own team
   always named);
+- nothing of a run's results (page, CSV, JSON, figures, leaderboard rows) while its phase
+  keeps them from teams (``evalsite.phases``: hidden, or before the release time), and
+  other teams' rows of a phase only once its results are public;
 - an upload page for a submission when the organizer allows it
   (``Campaign.teams_may_upload``), which goes through :func:`evalsite.uploads.receive_upload`:
   the same validation, background processing and per-file report as the admin.
@@ -31,7 +34,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse_lazy
 
-from evalsite import dictionary, reports, services
+from evalsite import dictionary, phases, reports, services
 from evalsite.forms import SubmissionZipForm
 from evalsite.models import LeaderboardVisibility, MaskedVideo, Submission
 from evalsite.team_accounts import (
@@ -129,11 +132,27 @@ def home(request):
 def submission_page(request, pk: int):
     """One own submission: its state, summary and per-video report, uploads."""
     submission = _own_submission(request, pk)
+    if not phases.team_sees_results(submission):  # a blind phase: nothing of its results
+        context = {
+            **_submission_facts(submission),
+            "results_hidden": phases.hidden_message(submission.phase),
+            "uploads": submission.uploads.all()[:20],
+            "missing": list(submission.missing_source_videos().values_list("name", flat=True)),
+            "leaderboard_published": submission.campaign.leaderboard_visibility
+            != LeaderboardVisibility.HIDDEN,
+        }
+        return render(request, "team/submission.html", context)
     report = dictionary.rounded(reports.per_video_report(submission, team=True))
     # The submission's own leaderboard row (its headline figures with intervals); the other
     # rows are dropped, and anonymised, before anything is rendered.
     frame = leaderboard.leaderboard_frame(
-        submission.campaign, anonymise_teams=True, viewer_team=submission.team
+        submission.campaign,
+        anonymise_teams=True,
+        viewer_team=submission.team,
+        scores=leaderboard.campaign_scores(
+            submission.campaign,
+            phases.leaderboard_submissions(submission.campaign, viewer_teams=[submission.team]),
+        ),
     )
     own_rows = frame[(frame["submission_id"] == submission.pk).fillna(False)].reset_index(drop=True)
     summary = reports.summary_row(submission, team=True)
@@ -158,6 +177,10 @@ def submission_report(request, pk: int, fmt: str):
     submission = _own_submission(request, pk)
     if fmt not in services.REPORT_FORMATS:
         raise Http404("unknown report format")
+    if not phases.team_sees_results(submission):
+        return HttpResponse(
+            phases.hidden_message(submission.phase), status=403, content_type="text/plain; charset=utf-8"
+        )
     return _download(
         services.render_report(submission, fmt, team=True), reports.report_basename(submission), fmt
     )
@@ -172,11 +195,12 @@ def upload(request, pk: int):
     form = SubmissionZipForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         stored = form.receive(submission, uploaded_by=request.user)
-        return redirect("team:upload_detail", pk=stored.pk)
+        if stored is not None:  # else refused by the phase (deadline, quota): the form says why
+            return redirect("team:upload_detail", pk=stored.pk)
     context = {
         "submission": submission,
         "form": form,
-        "source_names": list(submission.campaign.source_videos.values_list("name", flat=True)),
+        "source_names": list(submission.source_videos().values_list("name", flat=True)),
     }
     return render(request, "team/upload.html", context)
 
@@ -210,7 +234,12 @@ def _published_leaderboard(request, pk: int):
     campaign = get_object_or_404(leaderboard_campaigns(request.user), pk=pk)
     viewer_team = list(own_teams(request.user).filter(campaign=campaign).order_by("name"))  # all are own
     anonymise = campaign.leaderboard_visibility == LeaderboardVisibility.ANONYMISED
-    return campaign, viewer_team, anonymise, leaderboard.campaign_scores(campaign)
+    # Only runs whose results the user may see (phases: released, public or their own; ?phase=, ?primary=1).
+    try:
+        runs = phases.runs_from_query(campaign, request.GET, viewer_teams=viewer_team)
+    except ValueError as error:
+        raise Http404(str(error)) from None
+    return campaign, viewer_team, anonymise, leaderboard.campaign_scores(campaign, runs)
 
 
 @team_login_required

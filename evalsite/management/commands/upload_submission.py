@@ -1,4 +1,4 @@
-"""``manage.py upload_submission SUBMISSION_ID ZIP [--replace]``: validate and store masked videos.
+"""``manage.py upload_submission SUBMISSION_ID ZIP [--replace] [--override-deadline]``: validate and store masked videos.
 
 The zip is stored with its upload record first, then validated by the background task
 (in-process without a broker; with one, this command waits for a worker, ``--no-wait``
@@ -10,6 +10,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evalsite.phases import Refused
 from evalsite.models import Submission, SubmissionUpload, UploadStatus
 from evalsite.uploads import FINISHED, receive_upload, requeue_upload, wait_for_upload
 from evalsite.validation import ValidationReport
@@ -35,6 +36,11 @@ class Command(BaseCommand):
             metavar="UPLOAD_ID",
             help="queue again an upload left 'processing' (its worker stopped)",
         )
+        parser.add_argument(
+            "--override-deadline",
+            action="store_true",
+            help="accept the upload although the run's phase has closed (recorded on the upload as late)",
+        )
         parser.add_argument("--no-wait", action="store_true", help="with a broker: return once queued")
         parser.add_argument(
             "--wait-timeout",
@@ -44,7 +50,9 @@ class Command(BaseCommand):
             help="with a broker: how long to wait for a worker (default 3600)",
         )
 
-    def handle(self, *args, submission_id, zip, replace, resume, no_wait, wait_timeout, **options):
+    def handle(
+        self, *args, submission_id, zip, replace, resume, no_wait, wait_timeout, override_deadline, **options
+    ):
         if resume is not None:
             upload = SubmissionUpload.objects.filter(pk=resume).first()
             if upload is None:
@@ -61,7 +69,12 @@ class Command(BaseCommand):
                 raise CommandError(f"no submission with id {submission_id}")
             if not Path(zip).is_file():
                 raise CommandError(f"no such file: {zip}")
-            upload = receive_upload(submission, Path(zip), replace=replace)
+            try:
+                upload = receive_upload(
+                    submission, Path(zip), replace=replace, override_deadline=override_deadline
+                )
+            except Refused as refused:
+                raise CommandError(f"upload refused ({refused.code}): {refused}") from None
         if upload.status not in FINISHED and not no_wait:
             self.stdout.write(f"upload {upload.pk} {upload.status}: waiting for a worker ...")
             upload = wait_for_upload(upload, timeout_s=wait_timeout)
