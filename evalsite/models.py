@@ -459,6 +459,18 @@ def check_team_name(name: str) -> str:
     return name
 
 
+def find_team(campaign, name: str):
+    """The team of ``campaign`` named ``name`` ignoring case and surrounding spaces, or None.
+
+    The one team lookup of the commands, the API and the services: "team tester" finds
+    "Team Tester" rather than making a second team beside it. An exact match wins when
+    teams made before this rule differ only in case.
+    """
+    name = name.strip()
+    matches = list(Team.objects.filter(campaign=campaign, name__iexact=name).order_by("pk"))
+    return next((team for team in matches if team.name == name), matches[0] if matches else None)
+
+
 class Team(models.Model):
     """A team that submits masking methods to one campaign.
 

@@ -2,7 +2,8 @@
 
 ``settings.py`` takes the key from ``DEID_SECRET_KEY`` or, when that is unset, from
 ``$DEID_VAR_DIR/secret_key``; with neither (and ``DEID_DEBUG`` off) the site refuses to
-start. ``make demo`` (and ``make bench``) run ``python -m evalsite.secret_key PATH`` first,
+start (:func:`require_secret_key`: every management command but ``--help``, the web server,
+the Celery workers). ``make demo`` (and ``make bench``) run ``python -m evalsite.secret_key PATH`` first,
 which writes a new key to ``PATH`` once (mode 0600) and never replaces an existing one,
 so sessions and signed links stay valid across restarts. A production deployment sets
 ``DEID_SECRET_KEY`` instead (docs/campaign.md, "Running a campaign").
@@ -15,6 +16,41 @@ import sys
 from pathlib import Path
 
 from django.core.management.utils import get_random_secret_key
+
+
+def missing_key_message(path: Path) -> str:
+    """What to do when there is no key: ``DEID_SECRET_KEY``, a key file at ``path``, or debug mode."""
+    return (
+        "No secret key. Production: set DEID_SECRET_KEY to a long random string "
+        "(docs, 'Running a campaign'). One machine: run "
+        f"`python -m evalsite.secret_key {path}` once to store a random key "
+        "there (make demo does). Development only: DEID_DEBUG=1."
+    )
+
+
+def require_secret_key() -> None:
+    """Refuse to go on without a secret key.
+
+    Raises
+    ------
+    django.core.exceptions.ImproperlyConfigured
+        The settings found no key (``settings.SECRET_KEY_MISSING`` says what to do).
+    """
+    from django.conf import settings
+    from django.core.exceptions import ImproperlyConfigured
+
+    if getattr(settings, "SECRET_KEY_MISSING", ""):
+        raise ImproperlyConfigured(settings.SECRET_KEY_MISSING)
+
+
+def check_secret_key(app_configs=None, **kwargs) -> list:
+    """System check (registered by evalsite.apps): an error without a secret key, so every
+    management command that runs checks refuses to start, while ``--help`` still works."""
+    from django.conf import settings
+    from django.core.checks import Error
+
+    problem = getattr(settings, "SECRET_KEY_MISSING", "")
+    return [Error(problem, id="evalsite.E001")] if problem else []
 
 
 def read_secret_key(path: Path) -> str | None:

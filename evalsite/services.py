@@ -23,6 +23,7 @@ from .models import (
     Team,
     check_team_name,
     delete_stored,
+    find_team,
 )
 from .phases import create_run
 from .signals import source_video_replaced
@@ -42,8 +43,10 @@ def create_submission(
 ) -> Submission:
     """Create the submission ``method`` of team ``team_name`` in ``campaign``.
 
-    The team is the campaign's team of that name, created if the campaign has none: a
-    team of the same name in another campaign is another team and is never touched.
+    The team is the campaign's team of that name, ignoring case (:func:`evalsite.models.find_team`:
+    "team tester" is "Team Tester"), created if the campaign has none: a team of the same
+    name in another campaign is another team and is never touched. The submission's
+    ``team.name`` says which team was used.
     With ``phase`` (a :class:`Phase` or its name) the submission is a run of that phase
     (:func:`evalsite.phases.create_run`: numbered, primary if the team's first, quota and
     deadline checked).
@@ -68,7 +71,7 @@ def create_submission(
         phase = found
     if phase is not None and phase.campaign_id != campaign.pk:
         raise ValueError(f"phase {phase.name!r} is not a phase of campaign {campaign.slug!r}")
-    team, _ = Team.objects.get_or_create(campaign=campaign, name=team_name)
+    team = find_team(campaign, team_name) or Team.objects.create(campaign=campaign, name=team_name)
     if phase is not None:
         return create_run(phase, team, method, description=description)
     try:
@@ -78,7 +81,7 @@ def create_submission(
             )
     except IntegrityError:
         raise ValueError(
-            f"team {team_name!r} already has a submission {method!r} in campaign {campaign.slug!r}"
+            f"team {team.name!r} already has a submission {method!r} in campaign {campaign.slug!r}"
         ) from None
 
 

@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 from django.core.exceptions import ImproperlyConfigured
 
 from evalsite.conf import BASE_DIR, value
-from evalsite.secret_key import read_secret_key
+from evalsite.secret_key import missing_key_message, read_secret_key
 
 # Folders. Everything the site writes lives under VAR_DIR unless moved one by one (media
 # on a filesystem shared with the Celery workers of other machines, for example).
@@ -35,15 +35,12 @@ VAR_DIR.mkdir(parents=True, exist_ok=True)  # SQLite cannot create its folder
 DEBUG = value("DEID_DEBUG")
 SECRET_KEY_FILE = VAR_DIR / "secret_key"
 SECRET_KEY = value("DEID_SECRET_KEY") or read_secret_key(SECRET_KEY_FILE) or ""
-if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured(
-            "No secret key. Production: set DEID_SECRET_KEY to a long random string "
-            "(docs, 'Running a campaign'). One machine: run "
-            f"`python -m evalsite.secret_key {SECRET_KEY_FILE}` once to store a random key "
-            "there (make demo does). Development only: DEID_DEBUG=1."
-        )
+if not SECRET_KEY and DEBUG:
     SECRET_KEY = "django-insecure-development-only-key-never-use-it-with-DEID_DEBUG-off"
+# Without a key the settings still load, so `manage.py <command> --help` works on a fresh
+# checkout; every command, the web server and the workers refuse to start, naming the fix
+# (evalsite.secret_key.require_secret_key: a system check, wsgi.py, the Celery worker).
+SECRET_KEY_MISSING = "" if SECRET_KEY else missing_key_message(SECRET_KEY_FILE)
 # Old keys still accepted for signatures while a new DEID_SECRET_KEY rolls out.
 SECRET_KEY_FALLBACKS = value("DEID_SECRET_KEY_FALLBACKS")
 ALLOWED_HOSTS = value("DEID_ALLOWED_HOSTS")

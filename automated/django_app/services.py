@@ -20,7 +20,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 from django.conf import settings
-from evalsite.models import Campaign, GalleryImage, MaskedVideo, Submission, Team, delete_stored
+from evalsite.models import Campaign, GalleryImage, MaskedVideo, Submission, Team, delete_stored, find_team
 from evalsite.storage import local_path, store_video
 
 from automated.anonymizers import BASELINE_METHODS, anonymize_video
@@ -64,7 +64,7 @@ def create_baseline_submission(
     """Mask every source video of ``campaign`` with a baseline method as a submission.
 
     The submission is named after the method (``Submission.baseline_method`` set) and
-    belongs to team ``team_name``. Masked videos are lossless FFV1 ``.mkv`` files stored
+    belongs to team ``team_name`` (matched ignoring case: ``evalsite.models.find_team``). Masked videos are lossless FFV1 ``.mkv`` files stored
     under opaque names through the default storage, with probed metadata and (if
     ``web_copies``) an H.264 copy for raters' browsers.
 
@@ -96,7 +96,7 @@ def create_baseline_submission(
     """
     if method not in BASELINE_METHODS:
         raise ValueError(f"unknown baseline method {method!r}; choose one of {', '.join(BASELINE_METHODS)}")
-    team, _ = Team.objects.get_or_create(campaign=campaign, name=team_name)
+    team = find_team(campaign, team_name) or Team.objects.create(campaign=campaign, name=team_name.strip())
     submission, created = Submission.objects.get_or_create(
         campaign=campaign,
         team=team,

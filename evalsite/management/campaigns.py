@@ -1,20 +1,47 @@
-"""Finding a campaign by id or slug, for the management commands."""
+"""The one campaign lookup (id or slug) and the one team lookup (ignoring case) of the commands."""
 
 from django.core.management.base import CommandError
 
-from evalsite.models import Campaign
+from evalsite.models import Campaign, Team, find_team
+
+CAMPAIGN_HELP = "the campaign: its id or slug (manage.py list_campaigns lists them)"
 
 
 def find_campaign(value: str) -> Campaign:
-    """The campaign with id or slug ``value``.
+    """The campaign with id or slug ``value`` (an id first, for a value made of digits).
 
     Raises
     ------
     CommandError
         If there is none (naming ``list_campaigns``).
     """
+    value = str(value).strip()
     campaign = Campaign.objects.filter(pk=int(value)).first() if value.isdigit() else None
     campaign = campaign or Campaign.objects.filter(slug=value).first()
     if campaign is None:
         raise CommandError(f"no campaign with id or slug {value!r} (manage.py list_campaigns lists them)")
     return campaign
+
+
+def existing_team(campaign: Campaign, name: str) -> Team:
+    """The team of ``campaign`` named ``name``, ignoring case (:func:`evalsite.models.find_team`).
+
+    Raises
+    ------
+    CommandError
+        If the campaign has no such team (listing its teams).
+    """
+    team = find_team(campaign, name)
+    if team is None:
+        known = ", ".join(campaign.teams.order_by("name").values_list("name", flat=True)) or "none yet"
+        raise CommandError(f"no team named {name!r} in campaign {campaign.slug!r} (teams: {known})")
+    return team
+
+
+def team_name_warning(given: str, team: Team) -> str | None:
+    """A warning when ``team`` was found under a name that is not exactly ``given`` (case, spaces)."""
+    if given == team.name:
+        return None
+    return (
+        f"Warning: team {given!r} taken as the existing team {team.name!r} (names are matched ignoring case)"
+    )

@@ -1,20 +1,64 @@
-"""Export commands refuse to overwrite files already in their output folder (unless ``--force``)."""
+"""The one overwrite rule of the commands that write files (``export_report``, ``export_summary``,
+``export_dictionary``): an existing file is replaced only with ``--force``, unless it already
+holds exactly what would be written (the ``dictionary.csv`` a first report left beside it).
+"""
 
 from pathlib import Path
 
 from django.core.management.base import CommandError
 
-FORCE_HELP = "overwrite the output file and the dictionary beside it if they already exist"
+FORCE_HELP = "overwrite output files (and the dictionary beside them) that exist with other content"
 
 
-def refuse_overwrite(paths, *, force: bool) -> None:
-    """Raise ``CommandError`` naming every file of ``paths`` that exists, unless ``force``.
+def _differs(path: Path, text: str) -> bool:
+    try:
+        return path.read_text(encoding="utf-8") != text
+    except FileNotFoundError:
+        return False
+    except (UnicodeDecodeError, IsADirectoryError):
+        return True
 
-    Checked before anything is written, so a refusal leaves every file as it was.
+
+def write_files(files: dict, *, force: bool) -> list[tuple[Path, bool]]:
+    """Write each text of ``files`` (path -> text, UTF-8) to its path, making its folder.
+
+    Every path is checked before anything is written, so a refusal leaves every file as
+    it was. A file that already holds its text is left untouched.
+
+    Returns
+    -------
+    list of (path, written)
+        In the order of ``files``; ``written`` is False for a file that already held its text.
+
+    Raises
+    ------
+    CommandError
+        Naming every file of ``files`` that exists with other content, unless ``force``.
     """
-    existing = [str(p) for p in map(Path, paths) if p.exists()]
-    if existing and not force:
+    files = {Path(path): text for path, text in files.items()}
+    clashing = [str(path) for path, text in files.items() if _differs(path, text)]
+    if clashing and not force:
         raise CommandError(
-            f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''}; "
+            f"{', '.join(clashing)} already exist{'s' if len(clashing) == 1 else ''}; "
             "pass --force to overwrite, or choose another --output"
         )
+    done = []
+    for path, text in files.items():
+        same = path.is_file() and not _differs(path, text)
+        if not same:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        done.append((path, not same))
+    return done
+
+
+def write_outputs(command, files: dict, *, force: bool, notes: dict | None = None) -> None:
+    """:func:`write_files`, then one line per file on ``command``'s output: ``Wrote PATH``
+    (with ``notes[path]`` after it) or ``Kept PATH (already up to date)``."""
+    notes = {Path(path): note for path, note in (notes or {}).items()}
+    for path, written in write_files(files, force=force):
+        if written:
+            note = f" ({notes[path]})" if path in notes else ""
+            command.stdout.write(command.style.SUCCESS(f"Wrote {path}{note}"))
+        else:
+            command.stdout.write(f"Kept {path} (already up to date)")

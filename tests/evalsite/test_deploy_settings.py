@@ -293,3 +293,52 @@ def test_api_bodies_that_do_not_decode_are_400(staff_client, body, content_type,
 def test_api_body_of_an_unsupported_type_is_415(staff_client):
     response = staff_client.post("/api/submissions/", "team=A", content_type="text/plain")
     assert response.status_code == 415
+
+
+HELP_EVERY_COMMAND = """
+import contextlib, io, sys
+from django.core.management import ManagementUtility
+for name in sys.argv[1:]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        ManagementUtility(["manage.py", name, "--help"]).execute()
+    print(name, out.getvalue().startswith(f"usage: manage.py {name} "))
+"""
+
+
+def test_every_command_prints_its_help_without_a_secret_key_or_configuration(tmp_path):
+    # before: settings raised "No secret key" on import, so `manage.py demo --help` on a
+    # fresh checkout failed and only Django's own commands were known
+    from django.core.management import get_commands
+
+    ours = sorted(
+        name
+        for name, app in get_commands().items()
+        if app.split(".")[0] in ("evalsite", "automated", "fairness", "trials")
+    )
+    assert {"demo", "import_dataset", "export_report", "evaluate", "compute_face_quality"} <= set(ours)
+    var_dir = tmp_path / "var"  # empty: no key file, no database
+    done = subprocess.run(
+        [sys.executable, "-c", HELP_EVERY_COMMAND, *ours],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={
+            **{k: v for k, v in __import__("os").environ.items() if not k.startswith(("DEID_", "DJANGO_"))},
+            "DJANGO_SETTINGS_MODULE": "evalsite.settings",
+            "DEID_VAR_DIR": str(var_dir),
+        },
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [word for name in ours for word in (name, "True")]
+    assert not (var_dir / "secret_key").exists() and not (var_dir / "db.sqlite3").exists()
+    # every command that runs its checks still refuses without a key, naming the fix
+    # (the subprocess of test_without_a_secret_key_the_site_refuses_until_one_is_stored)
+    from django.test import override_settings
+
+    from evalsite.secret_key import check_secret_key
+
+    with override_settings(SECRET_KEY_MISSING="No secret key. (the fix)"):
+        assert [(e.id, e.msg) for e in check_secret_key()] == [("evalsite.E001", "No secret key. (the fix)")]
+    assert check_secret_key() == []  # the tests' settings have a key

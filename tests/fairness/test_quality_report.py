@@ -73,7 +73,7 @@ def test_command_computes_quality(stills):
 def test_command_rejects_unknown_campaign(db):
     from django.core.management.base import CommandError
 
-    with pytest.raises(CommandError, match="no campaign with slug 'nope'"):
+    with pytest.raises(CommandError, match="no campaign with id or slug 'nope'"):
         call_command("compute_face_quality", "--campaign", "nope")
 
 

@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evalsite.management.campaigns import find_campaign
+from evalsite.management.campaigns import CAMPAIGN_HELP, existing_team, find_campaign, team_name_warning
 from evalsite.team_accounts import add_team_member
 
 
@@ -17,10 +17,11 @@ class Command(BaseCommand):
             "--campaign",
             metavar="ID_OR_SLUG",
             required=True,
-            help="the team's campaign (id or slug, see list_campaigns): teams are per campaign",
+            help=CAMPAIGN_HELP + "; teams are per campaign",
         )
         parser.add_argument(
-            "team", help="team name in that campaign, exactly as in list_submissions (the team must exist)"
+            "team",
+            help="team name in that campaign, matched ignoring case (the team must exist: list_submissions)",
         )
         parser.add_argument("username", help="login name of the member (created if it does not exist)")
         parser.add_argument(
@@ -31,11 +32,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, campaign, team, username, new_password, **options):
         found_campaign = find_campaign(campaign)
-        found = found_campaign.teams.filter(name=team).first()
-        if found is None:
-            names = found_campaign.teams.order_by("name").values_list("name", flat=True)
-            known = ", ".join(names) or "none yet"
-            raise CommandError(f"no team named {team!r} in campaign {found_campaign.slug!r} (teams: {known})")
+        found = existing_team(found_campaign, team)
+        warning = team_name_warning(team, found)
+        if warning:
+            self.stdout.write(self.style.WARNING(warning))
         try:
             user, password = add_team_member(found, username, new_password=new_password)
         except ValueError as error:

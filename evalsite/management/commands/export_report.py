@@ -2,15 +2,16 @@
 
 With ``--output``, the data dictionary (every column's meaning, unit, range, ideal value,
 precision, model and source) is written beside the report as ``dictionary.<format>``.
-Neither file is overwritten if it exists, unless ``--force``.
+An existing file is replaced only with ``--force`` (evalsite/management/overwrite.py), unless
+it already holds the same text (the dictionary of the folder's earlier reports).
 """
 
 from django.core.management.base import BaseCommand, CommandError
 
 from evalsite import dictionary
-from evalsite.management.overwrite import FORCE_HELP, refuse_overwrite
+from evalsite.management.overwrite import FORCE_HELP, write_outputs
 from evalsite.models import Submission
-from evalsite.services import REPORT_FORMATS, render_report, write_report
+from evalsite.services import REPORT_FORMATS, render_report
 
 
 class Command(BaseCommand):
@@ -27,7 +28,8 @@ class Command(BaseCommand):
             help="csv: one row per video; json: the summary plus the rows (default csv)",
         )
         parser.add_argument(
-            "--output", help="output file (default: standard output); an existing file is kept unless --force"
+            "--output",
+            help="output file (default: standard output); an existing file is kept unless --force",
         )
         parser.add_argument(
             "--no-dictionary",
@@ -40,13 +42,11 @@ class Command(BaseCommand):
         submission = Submission.objects.filter(pk=submission_id).first()
         if submission is None:
             raise CommandError(f"no submission with id {submission_id}")
-        if output:
-            beside = [] if no_dictionary else [dictionary.beside(output, format)]
-            refuse_overwrite([output, *beside], force=force)
-            path = write_report(submission, format, output)
-            self.stdout.write(self.style.SUCCESS(f"Wrote {path}"))
-            if not no_dictionary:
-                written = dictionary.write(dictionary.beside(path, format), format)
-                self.stdout.write(self.style.SUCCESS(f"Wrote {written} (what every column means)"))
-        else:
+        if not output:
             self.stdout.write(render_report(submission, format), ending="")
+            return
+        files = {output: render_report(submission, format)}
+        if not no_dictionary:
+            files[dictionary.beside(output, format)] = dictionary.render(format)
+        notes = {dictionary.beside(output, format): "what every column means"}
+        write_outputs(self, files, force=force, notes=notes)

@@ -1,17 +1,18 @@
-"""``python manage.py make_baseline <campaign_slug> (--method M ... | --all)``."""
+"""``python manage.py make_baseline CAMPAIGN_ID_OR_SLUG (--method M ... | --all) [--team NAME]``."""
 
 from django.core.management.base import BaseCommand, CommandError
 
 from automated.anonymizers import BASELINE_METHODS
 from automated.django_app.services import create_baseline_submission
-from evalsite.models import Campaign, MaskedVideo
+from evalsite.management.campaigns import CAMPAIGN_HELP, find_campaign, team_name_warning
+from evalsite.models import MaskedVideo, find_team
 
 
 class Command(BaseCommand):
     help = "Mask every source video of a campaign with baseline anonymizers, one submission per method."
 
     def add_arguments(self, parser):
-        parser.add_argument("campaign_slug", help="slug of the campaign (python manage.py list_campaigns)")
+        parser.add_argument("campaign", metavar="CAMPAIGN", help=CAMPAIGN_HELP)
         group = parser.add_mutually_exclusive_group(required=True)
         group.add_argument(
             "--method",
@@ -22,7 +23,9 @@ class Command(BaseCommand):
         )
         group.add_argument("--all", action="store_true", help="every baseline method")
         parser.add_argument(
-            "--team", default="Baselines", help="team name of the baseline submissions (default Baselines)"
+            "--team",
+            default="Baselines",
+            help="team name of the baseline submissions, matched ignoring case (default Baselines)",
         )
         parser.add_argument(
             "--no-web-copies",
@@ -30,11 +33,13 @@ class Command(BaseCommand):
             help="skip the H.264 copies raters' browsers play (masking only, e.g. for automated runs)",
         )
 
-    def handle(self, *args, campaign_slug, methods, all, team, no_web_copies, **options):
-        try:
-            campaign = Campaign.objects.get(slug=campaign_slug)
-        except Campaign.DoesNotExist:
-            raise CommandError(f"no campaign with slug {campaign_slug!r}") from None
+    def handle(self, *args, campaign, methods, all, team, no_web_copies, **options):
+        campaign = find_campaign(campaign)
+        existing = find_team(campaign, team)
+        warning = existing and team_name_warning(team, existing)
+        if warning:
+            self.stdout.write(self.style.WARNING(warning))
+        team = existing.name if existing else team.strip()
         for method in list(BASELINE_METHODS) if all else methods:
             # Re-runs mask only what is missing; say so, so that nothing looks redone.
             before = MaskedVideo.objects.filter(

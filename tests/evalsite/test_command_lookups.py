@@ -1,0 +1,122 @@
+"""Every command names a campaign the same way (id or slug), a team the same way (ignoring
+case, with a warning), and overwrites files by one rule (``--force``, unless unchanged)."""
+
+import io
+
+import pytest
+from django.core.management import call_command, get_commands, load_command_class
+from django.core.management.base import CommandError
+
+from evalsite.models import Submission, Team
+
+OUR_APPS = ("evalsite", "evalsite.portal", "automated.django_app", "fairness.django_app", "trials")
+
+#: Every command that takes an existing campaign, with the other arguments it needs
+#: (``CAMPAIGN`` stands for the campaign's id or slug).
+CAMPAIGN_COMMANDS = {
+    "create_submission": ["--campaign", "CAMPAIGN", "--team", "T", "--name", "m"],
+    "export_summary": ["--campaign", "CAMPAIGN"],
+    "compute_face_quality": ["--campaign", "CAMPAIGN"],
+    "make_baseline": ["CAMPAIGN", "--all"],
+    "add_team_member": ["--campaign", "CAMPAIGN", "Team A", "someone"],
+    "list_submissions": ["--campaign", "CAMPAIGN"],
+}
+#: ``import_dataset --campaign NAME`` names the campaign it creates.
+NEW_CAMPAIGN_COMMANDS = {"import_dataset"}
+
+
+def _call(*args) -> str:
+    out = io.StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+def _takes_a_campaign(name: str, app: str) -> bool:
+    parser = load_command_class(app, name).create_parser("manage.py", name)
+    return any("campaign" in action.dest for action in parser._actions)
+
+
+def test_the_table_lists_every_command_that_takes_a_campaign():
+    ours = {name: app for name, app in get_commands().items() if app in OUR_APPS}
+    taking = {name for name, app in ours.items() if _takes_a_campaign(name, app)}
+    assert taking - NEW_CAMPAIGN_COMMANDS == set(CAMPAIGN_COMMANDS)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", sorted(CAMPAIGN_COMMANDS))
+def test_every_command_looks_campaigns_up_by_id_or_slug(name):
+    # before: create_submission, export_summary, compute_face_quality and make_baseline took a
+    # slug only ("no campaign with slug '2'" for the id list_campaigns prints)
+    args = [a if a != "CAMPAIGN" else "999999" for a in CAMPAIGN_COMMANDS[name]]
+    with pytest.raises(
+        CommandError, match=r"^no campaign with id or slug '999999' \(manage.py list_campaigns"
+    ):
+        _call(name, *args)
+
+
+def test_commands_take_the_campaign_id_that_list_campaigns_prints(submission, tmp_path):
+    campaign = submission.campaign
+    assert str(campaign.pk) in _call("list_campaigns")
+    out = _call("create_submission", "--campaign", str(campaign.pk), "--team", "Team B", "--name", "m2")
+    assert Submission.objects.get(name="m2").campaign == campaign and "Created submission" in out
+    assert "Team A,method-1" in _call("export_summary", "--campaign", str(campaign.pk)).replace('"', "")
+    assert _call("export_summary", "--campaign", campaign.slug) == _call(
+        "export_summary", "--campaign", str(campaign.pk)
+    )
+
+
+def test_a_team_name_in_other_case_finds_the_team_and_warns(submission):
+    # before: --team "team a" silently made a second team beside "Team A"
+    out = _call("create_submission", "--campaign", "tiny", "--team", "team a ", "--name", "m2")
+    assert (
+        "Warning: team 'team a ' taken as the existing team 'Team A' (names are matched ignoring case)" in out
+    )
+    assert list(Team.objects.values_list("name", flat=True)) == ["Team A"]
+    assert Submission.objects.get(name="m2").team == submission.team
+    exact = _call("create_submission", "--campaign", "tiny", "--team", "Team A", "--name", "m3")
+    assert "Warning" not in exact
+    with pytest.raises(CommandError, match="team 'Team A' already has a submission 'm3'"):
+        _call("create_submission", "--campaign", "tiny", "--team", "TEAM A", "--name", "m3")
+    joined = _call("add_team_member", "--campaign", "tiny", "TEAM a", "member-1")
+    assert "taken as the existing team 'Team A'" in joined
+    assert list(submission.team.members.values_list("username", flat=True)) == ["member-1"]
+
+
+def test_an_exact_match_wins_over_teams_that_differ_only_in_case(submission):
+    from evalsite.models import find_team
+
+    older = Team.objects.create(campaign=submission.campaign, name="TEAM A")  # made before the rule
+    assert find_team(submission.campaign, "TEAM A") == older
+    assert find_team(submission.campaign, " Team A") == submission.team
+    assert find_team(submission.campaign, "team a") == min(older, submission.team, key=lambda t: t.pk)
+    assert find_team(submission.campaign, "Team Z") is None
+
+
+def test_reports_of_two_submissions_share_one_folder_and_its_dictionary(submission, tmp_path):
+    # before: the second export_report refused because of the first one's dictionary.csv
+    from evalsite.services import create_submission
+
+    second = create_submission(submission.campaign, "Team B", "method-2")
+    out_dir = tmp_path / "reports"
+    first_out = _call("export_report", str(submission.pk), "--output", str(out_dir / "a.csv"))
+    out = _call("export_report", str(second.pk), "--output", str(out_dir / "b.csv"))
+    assert f"Wrote {out_dir / 'dictionary.csv'} (what every column means)" in first_out
+    assert out.splitlines() == [
+        f"Wrote {out_dir / 'b.csv'}",
+        f"Kept {out_dir / 'dictionary.csv'} (already up to date)",
+    ]
+    assert sorted(p.name for p in out_dir.iterdir()) == ["a.csv", "b.csv", "dictionary.csv"]
+
+
+def test_export_dictionary_follows_the_same_overwrite_rule(tmp_path):
+    # before: export_dictionary replaced any file without a word
+    target = tmp_path / "d.json"
+    assert _call("export_dictionary", "--output", str(target)) == f"Wrote {target}\n"
+    assert target.read_text().startswith("[")  # the format follows the suffix
+    assert _call("export_dictionary", "--output", str(target)) == f"Kept {target} (already up to date)\n"
+    target.write_text("my notes\n")
+    with pytest.raises(CommandError, match=f"^{target} already exists; pass --force to overwrite"):
+        _call("export_dictionary", "--output", str(target))
+    assert target.read_text() == "my notes\n"
+    assert _call("export_dictionary", "--output", str(target), "--force") == f"Wrote {target}\n"
+    assert target.read_text().startswith("[")
