@@ -8,6 +8,7 @@ app_name = "leaderboard"
 urlpatterns = [
     path("<int:campaign_id>/leaderboard/", leaderboard_views.leaderboard_page, name="page"),
     path("<int:campaign_id>/leaderboard.csv", leaderboard_views.leaderboard_csv, name="csv"),
+    path("<int:campaign_id>/package.zip", leaderboard_views.results_package, name="package"),
     path(
         "<int:campaign_id>/leaderboard/submission/<int:submission_id>/bars.png",
         leaderboard_views.video_bars,

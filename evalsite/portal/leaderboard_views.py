@@ -13,12 +13,15 @@ Routes (evalsite/portal/urls.py, evalsite/portal/api_urls.py):
 - ``/organizer/<campaign>/leaderboard.csv``: the table (``?table=comparisons&compare=``
   for the comparisons);
 - ``/organizer/<campaign>/leaderboard/submission/<id>/bars.png``;
+- ``/organizer/<campaign>/package.zip``: the results package (``evalsite/portal/package.py``;
+  ``?team=<id>``: one team's);
 - ``GET /api/campaigns/<id>/leaderboard/`` and ``.../leaderboard/comparisons/?figure=``:
   JSON (``?format=csv`` for CSV).
 """
 
 from __future__ import annotations
 
+import io
 import json
 
 from django.contrib.admin.views.decorators import staff_member_required
@@ -33,7 +36,7 @@ from evalsite.models import Campaign
 from evalsite.renderers import REPORT_RENDERERS, wants_csv
 from evalsite.scoping import scope
 
-from . import leaderboard
+from . import leaderboard, package
 
 
 def _campaign(request, campaign_id: int) -> Campaign:
@@ -112,6 +115,21 @@ def leaderboard_csv(request, campaign_id: int):
         return _csv_response(leaderboard.as_csv(table), f"{stem}-comparisons-{figure}.csv")
     frame = leaderboard.leaderboard_frame(campaign, scores=scores)
     return _csv_response(leaderboard.as_csv(frame), f"{stem}.csv")
+
+
+@staff_member_required
+def results_package(request, campaign_id: int):
+    """The campaign's results package as a zip download (``?team=<id>``: one team's package)."""
+    campaign = _campaign(request, campaign_id)
+    team = None
+    if request.GET.get("team"):
+        team = get_object_or_404(campaign.teams.all(), pk=request.GET["team"])
+    buffer = io.BytesIO()
+    root = package.write_zip(campaign, buffer, team=team)
+    response = HttpResponse(buffer.getvalue(), content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="{root}-results.zip"'
+    response["Cache-Control"] = "private, no-store"
+    return response
 
 
 @staff_member_required

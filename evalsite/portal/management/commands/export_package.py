@@ -1,0 +1,38 @@
+"""``manage.py export_package --campaign ID|SLUG --output FILE.zip [--team NAME]``: the results package.
+
+What the zip holds: ``evalsite/portal/package.py`` (and the README inside the zip).
+"""
+
+from django.core.management.base import BaseCommand, CommandError
+
+from evalsite.management.campaigns import find_campaign
+from evalsite.management.migrated import require_migrated
+from evalsite.portal.package import write_package
+
+
+class Command(BaseCommand):
+    help = (
+        "Write a campaign's results package (per-run reports, summary, leaderboard with intervals and "
+        "comparisons, plots, data dictionary, anonymised human responses, run configurations, code and "
+        "model versions, data checksums, MANIFEST with SHA-256 per file, README) as a zip; "
+        "--team: one team's package (its own runs and the leaderboard as published to it)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--campaign", required=True, help="campaign id or slug (manage.py list_campaigns)"
+        )
+        parser.add_argument("--output", required=True, help="the zip file to write")
+        parser.add_argument("--team", default=None, help="a team's name: that team's package only")
+
+    def handle(self, *args, campaign, output, team, **options):
+        require_migrated()
+        found = find_campaign(campaign)
+        chosen = None
+        if team is not None:
+            chosen = found.teams.filter(name=team.strip()).first()
+            if chosen is None:
+                known = ", ".join(found.teams.order_by("name").values_list("name", flat=True)) or "none"
+                raise CommandError(f"campaign {found.slug!r} has no team {team!r}; its teams: {known}")
+        path = write_package(found, output, team=chosen)
+        self.stdout.write(self.style.SUCCESS(f"Wrote {path} ({path.stat().st_size} bytes)"))
