@@ -121,7 +121,8 @@ def test_a_team_package_holds_its_own_runs_and_the_staff_button_serves_the_same(
     board_rows = list(csv.DictReader(io.StringIO(files["leaderboard.csv"].decode())))
     assert [r["method"] for r in board_rows] == ["method-a"]
     with pytest.raises(
-        CommandError, match="has no team 'Team Nobody'; its teams: Baselines, Team Aurora, Team Borealis"
+        CommandError,
+        match="no team named 'Team Nobody' in campaign 'tiny' \\(teams: Baselines, Team Aurora, Team Borealis\\)",
     ):
         call_command("export_package", campaign=campaign.slug, output=str(output), team="Team Nobody")
     client = Client()

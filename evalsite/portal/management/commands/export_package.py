@@ -3,9 +3,9 @@
 What the zip holds: ``evalsite/portal/package.py`` (and the README inside the zip).
 """
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from evalsite.management.campaigns import find_campaign
+from evalsite.management.campaigns import existing_team, find_campaign, team_name_warning
 from evalsite.management.migrated import require_migrated
 from evalsite.portal.package import write_package
 
@@ -30,9 +30,9 @@ class Command(BaseCommand):
         found = find_campaign(campaign)
         chosen = None
         if team is not None:
-            chosen = found.teams.filter(name=team.strip()).first()
-            if chosen is None:
-                known = ", ".join(found.teams.order_by("name").values_list("name", flat=True)) or "none"
-                raise CommandError(f"campaign {found.slug!r} has no team {team!r}; its teams: {known}")
+            chosen = existing_team(found, team)
+            warning = team_name_warning(team, chosen)
+            if warning:
+                self.stderr.write(warning)
         path = write_package(found, output, team=chosen)
         self.stdout.write(self.style.SUCCESS(f"Wrote {path} ({path.stat().st_size} bytes)"))
