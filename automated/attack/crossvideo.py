@@ -36,6 +36,7 @@ import pandas as pd
 from ..intervals import student_t_interval
 from .attackers import DEFAULT_ATTACKERS, get_attackers
 from .data import ROLE_EVALUATED, AttackData
+from .model_cache import FittedModelCache
 from .protocol import Split, accuracy, chance_level, chance_normalised_accuracy, identity_rng
 from .suite import fit_predict
 
@@ -358,6 +359,7 @@ def run_cross_video_suite(
     seed: int = 0,
     restorer: Callable | None = None,
     progress: Callable[[dict], None] | None = None,
+    models: FittedModelCache | None = None,
 ) -> CrossVideoResult:
     """Train and test every recognizer x attacker on every cross-video fold.
 
@@ -378,6 +380,8 @@ def run_cross_video_suite(
         ``reversal.RestorationNet``).
     progress : callable, optional
         Called with each finished fold row (dict).
+    models : model_cache.FittedModelCache, optional
+        Reuse recognizers trained on clear samples only (``run_fold``).
 
     Returns
     -------
@@ -405,6 +409,7 @@ def run_cross_video_suite(
             restorer=restorer,
             restorers=restorers,
             progress=progress,
+            models=models,
         )
         rows += fold_rows
         predictions.append(fold_predictions)
@@ -450,13 +455,17 @@ def run_fold(
     restorers: dict | None = None,
     progress: Callable[[dict], None] | None = None,
     video_names: Mapping | None = None,
+    models: FittedModelCache | None = None,
 ) -> tuple[list[dict], pd.DataFrame]:
     """Train and test every recognizer x attacker on one cross-video fold.
 
     The unit a worker runs (one task per fold in the Django layer); the attacker's own
     videos are trained on whatever the fold. A fold whose tested videos have no sample
     gives no rows. ``video_names`` (group -> name, e.g. the source video's name) names the
-    tested videos in error messages; default the group itself.
+    tested videos in error messages; default the group itself. ``models``
+    (``model_cache.FittedModelCache``) reuses the recognizers trained on clear samples
+    only: the clear and naive attackers share one fit, and a later submission of the
+    campaign fits only the attackers that see its masked samples (``suite.fit_predict``).
 
     Raises
     ------
@@ -485,7 +494,15 @@ def run_fold(
             started = time.perf_counter()
             try:
                 test_idx, y_test, y_pred, n_train, timing = fit_predict(
-                    data, fold.split, factory, attacker, labels, seed, restorer=restorer, restorers=restorers
+                    data,
+                    fold.split,
+                    factory,
+                    attacker,
+                    labels,
+                    seed,
+                    restorer=restorer,
+                    restorers=restorers,
+                    models=models,
                 )
             except ValueError as error:  # say which unit failed: the run's error is all a user sees
                 raise ValueError(

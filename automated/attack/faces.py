@@ -14,7 +14,6 @@ disk per video, so decoding and detection happen once per video whatever the att
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ import cv2
 import numpy as np
 
 from ..cache_files import save_npz, settings_token
+from ..clear_side import file_sha256  # memoised per file: every fold task hashes every video
 from ..face_crop import crop_internal_face
 from ..video import iter_frames
 from .data import AttackData
@@ -172,15 +172,6 @@ class VideoCrops:
     clear: np.ndarray
     masked: np.ndarray
     from_cache: bool
-
-
-def file_sha256(path) -> str:
-    """SHA-256 of a file's bytes (cache key: content, not name or date)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _clear_crops(clear_path, *, stride, detector, size_px):

@@ -18,6 +18,7 @@ import pandas as pd
 
 from .attackers import DEFAULT_ATTACKERS, Attacker, build_test_set, build_training_set, get_attackers
 from .data import AttackData
+from .model_cache import FittedModelCache
 from .protocol import (
     Split,
     accuracy,
@@ -75,6 +76,7 @@ def fit_predict(
     *,
     restorer: Callable | None = None,
     restorers: dict | None = None,
+    models: FittedModelCache | None = None,
 ):
     """Train one recognizer as one attacker on ``split.train_idx`` and predict the test samples.
 
@@ -82,7 +84,11 @@ def fit_predict(
     first fits a restorer (``restorer()``, default ``reversal.RestorationNet``) on the
     (masked, clear) training pairs and applies it to the masked test samples; fitted
     restorers are kept in ``restorers`` (keyed by the training samples) so every
-    recognizer of a suite reuses one.
+    recognizer of a suite reuses one. With ``models``, a recognizer trained on clear
+    samples only (clear, naive and reversal attackers) is taken from or put into that
+    cache (``model_cache.FittedModelCache``: by the training set's content and the
+    recognizer's settings), and so are the clear attacker's predictions; results are
+    those of a fresh fit.
 
     Returns
     -------
@@ -101,9 +107,16 @@ def fit_predict(
     started = time.perf_counter()
     if attacker.restores:
         X_test = _restorer_for(data, train_idx, restorer, restorers).transform(X_test)
-    estimator = factory().fit(X_train, y_train)
+    key = None
+    if models is not None and attacker.masked_train_fraction == 0.0:  # clear samples only
+        estimator, key = models.fitted(factory, X_train, y_train)
+    else:
+        estimator = factory().fit(X_train, y_train)
     fitted = time.perf_counter()
-    y_pred = np.asarray(estimator.predict(X_test))
+    if key is not None and not attacker.test_masked:  # clear on clear: no masked sample at all
+        y_pred = models.predict(estimator, key, X_test)
+    else:
+        y_pred = np.asarray(estimator.predict(X_test))
     timing = {"fit_s": fitted - started, "predict_s": time.perf_counter() - fitted}
     return test_idx, y_test, y_pred, len(train_idx), timing
 
@@ -266,6 +279,7 @@ def run_attack_suite(
     progress: Callable[[dict], None] | None = None,
     within_video: bool = False,
     restorer: Callable | None = None,
+    models: FittedModelCache | None = None,
 ) -> pd.DataFrame:
     """Train and test every recognizer x attacker on every identity subset (one split).
 
@@ -308,6 +322,8 @@ def run_attack_suite(
         Split every video in time (``split_train_test(within_groups=True)``).
     restorer : callable, optional
         Factory of the reversal attacker's restorer (default ``reversal.RestorationNet``).
+    models : model_cache.FittedModelCache, optional
+        Reuse recognizers trained on clear samples only (``fit_predict``).
 
     Returns
     -------
@@ -350,7 +366,15 @@ def run_attack_suite(
         for name, factory in recognizers.items():
             for attacker in attacker_list:
                 _, y_test, y_pred, n_train, timing = fit_predict(
-                    data, split, factory, attacker, identities, seed, restorer=restorer, restorers=restorers
+                    data,
+                    split,
+                    factory,
+                    attacker,
+                    identities,
+                    seed,
+                    restorer=restorer,
+                    restorers=restorers,
+                    models=models,
                 )
                 row = {
                     "recognizer": name,
@@ -452,6 +476,7 @@ def attack_predictions(
     seed: int = 0,
     within_video: bool = False,
     restorer: Callable | None = None,
+    models: FittedModelCache | None = None,
 ) -> pd.DataFrame:
     """Per-test-sample predictions of one recognizer x attacker pair on the full set.
 

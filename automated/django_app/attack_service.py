@@ -48,6 +48,7 @@ from automated.attack.crossvideo import (
 )
 from automated.attack.data import ROLE_ATTACKER_TRAIN, ROLE_EVALUATED
 from automated.attack.faces import face_attack_data_from_videos, video_face_crops
+from automated.attack.model_cache import FittedModelCache
 from automated.attack.recognizers import EMBEDDING_CACHE, FACE_RECOGNIZERS, DlibEmbedding, get_recognizers
 from automated.attack.selection import SELECTION_STRATEGIES
 from automated.attack.suite import ALL, TABLE_COLUMNS, run_attack_suite, worst_case
@@ -249,6 +250,17 @@ def _crop_cache_dir() -> Path:
     return Path(settings.CACHE_DIR) / "attack_faces"
 
 
+def _model_cache() -> FittedModelCache:
+    """Recognizers trained on clear crops only, on disk under ``CACHE_DIR/attack_models``.
+
+    Keyed by the training crops' content and the recognizer's settings
+    (``model_cache.FittedModelCache``): every submission of a campaign reuses the clear
+    and naive attackers' models of a fold; a replaced clear video or another fold plan
+    gives other crops or samples, so another key.
+    """
+    return FittedModelCache(Path(settings.CACHE_DIR) / "attack_models")
+
+
 def _use_embedding_disk_cache() -> None:
     """Keep dlib embeddings on disk under ``CACHE_DIR`` (by embedder and crop content), once.
 
@@ -374,6 +386,7 @@ class AttackRunKind(lifecycle.RunKind):
             attackers=run.config["attackers"],
             seed=run.config["seed"],
             video_names={i: m.source_video.name for i, m in enumerate(masked_videos)},
+            models=_model_cache(),
         )
         return {
             "test_videos": run.planned_folds[fold],
@@ -418,6 +431,7 @@ class AttackRunKind(lifecycle.RunKind):
                     gap=config["gap"],
                     seed=config["seed"],
                     within_video=True,
+                    models=_model_cache(),
                 )
             except ValueError as error:  # e.g. clips too short for the gap: the side figure only
                 result["scene_memorisation_skipped"] = str(error)
