@@ -87,6 +87,8 @@ def campaign_progress(request, pk: int):
         "material_warnings": material_warnings(campaign),  # _warnings.html
         "submissions_in_rating": submissions_in_rating(campaign),  # _submissions.html
         "rollup": rollup,
+        # open_rating makes the items: none at all means rating was never opened
+        "never_opened": not items,
         "estimate": progress.raters_needed(evaluated, evaluated_trials_per_session(campaign)),
         "may_evaluate": plugins.may_start(request.user),
     }

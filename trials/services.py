@@ -38,18 +38,31 @@ class OpenResult:
 
 
 def rating_blockers(campaign: Campaign) -> list[str]:
-    """Why raters of ``campaign`` could not be given identity trials; empty when rating can open.
+    """Why ``campaign`` cannot open to raters; empty when rating can open.
 
-    Uses the campaign's current (possibly unsaved) settings and its stored gallery: an
-    identity trial shows ``foils_per_trial + 1`` gallery faces; a target-absent trial
-    (``target_absent_share > 0``) shows as many faces none of which is the person in the
-    video, so it needs one identity more (seeds/002, section 4.2).
+    Raters are asked to agree to the campaign's consent text before their first trial, so
+    an empty one blocks opening. Uses the campaign's current (possibly unsaved) settings and
+    its stored gallery: an identity trial shows ``foils_per_trial + 1`` gallery faces; a
+    target-absent trial (``target_absent_share > 0``) shows as many faces none of which is
+    the person in the video, so it needs one identity more (seeds/002, section 4.2).
 
     Returns
     -------
     list of str
-        Plain-language problems naming the campaign and the numbers involved.
+        Plain-language problems naming the campaign and the numbers involved, all at once.
     """
+    problems = []
+    if not campaign.consent_text.strip():
+        problems.append(
+            f"campaign {campaign.name!r} has no consent text: raters are asked to agree to it before "
+            "their first trial; write it first (admin: the campaign's 'consent text' field, or "
+            "consent_text in the dataset's campaign.json)"
+        )
+    return problems + _lineup_blockers(campaign)
+
+
+def _lineup_blockers(campaign: Campaign) -> list[str]:
+    """The lineup part of :func:`rating_blockers` (foils, identities with a gallery face)."""
     if campaign.foils_per_trial < 1:
         return [
             f"campaign {campaign.name!r}: foils per identity trial must be at least 1, "

@@ -23,9 +23,14 @@ TINY = {
 }
 
 
+#: The tiny dataset's campaign.json: a consent text, without which rating does not open.
+TINY_CAMPAIGN_JSON = '{"consent_text": "You will watch short videos of people and answer questions."}'
+
+
 def write_tiny_dataset(folder: Path, data_dir: Path) -> Path:
     """Write a 3-identity, 3-video dataset folder in the importer layout."""
     (folder / "videos").mkdir(parents=True)
+    (folder / "campaign.json").write_text(TINY_CAMPAIGN_JSON)
     with (folder / "identities.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["identity", "gender_unofficial"])

@@ -18,6 +18,7 @@ checks fail for an unscoped admin (the one ``trials/admin.py`` had) and an unsco
 from __future__ import annotations
 
 import csv
+import json
 import itertools
 import re
 import shutil
@@ -74,7 +75,12 @@ def _alpha_dataset(tiny_dataset, folder):
         renamed.append([f"{ALPHA_VIDEOS[stem]}.{suffix}", ALPHA_CODES[code], action])
     with (folder / "videos.csv").open("w", newline="") as handle:
         csv.writer(handle).writerows(renamed)
-    (folder / "campaign.json").write_text('{"foils_per_trial": 2, "target_absent_share": 0}')
+    config = {
+        **json.loads((tiny_dataset / "campaign.json").read_text()),
+        "foils_per_trial": 2,
+        "target_absent_share": 0,
+    }
+    (folder / "campaign.json").write_text(json.dumps(config))
     return folder
 
 

@@ -187,3 +187,69 @@ def test_service_refuses_no_foils(campaign):
     campaign.foils_per_trial = 0
     with pytest.raises(CannotOpenRating, match="foils per identity trial must be at least 1, got 0"):
         open_rating(campaign, prepare_media=False)
+
+
+NO_CONSENT = (
+    "campaign 'Tiny' has no consent text: raters are asked to agree to it before their first trial; "
+    "write it first (admin: the campaign's 'consent text' field, or consent_text in the dataset's "
+    "campaign.json)"
+)
+
+
+def test_rating_refuses_to_open_without_a_consent_text_everywhere(client, campaign):
+    # before: an empty consent text was only a warning, and rating opened
+    Campaign.objects.filter(pk=campaign.pk).update(
+        consent_text="  \n", foils_per_trial=2, target_absent_share=0
+    )
+    campaign.refresh_from_db()
+    with pytest.raises(CannotOpenRating) as refused:
+        open_rating(campaign, prepare_media=False)
+    assert refused.value.problems == [NO_CONSENT]
+    staff = _organizer(campaign)
+    api = APIClient()
+    api.force_authenticate(staff)
+    answer = api.post(f"/api/campaigns/{campaign.pk}/rating/", {"open": True}, format="json")
+    assert answer.status_code == 400
+    assert answer.json() == {"open": [{"message": NO_CONSENT, "code": "cannot_open_rating"}]}
+    client.force_login(staff)
+    changelist = reverse("admin:evalsite_campaign_changelist")
+    page = client.post(
+        changelist, {"action": "open_rating_action", "_selected_action": [campaign.pk]}, follow=True
+    )
+    assert f"Rating stays closed: {NO_CONSENT}".replace("'", "&#x27;") in page.content.decode()
+    page = client.post(reverse("trials:organizer_rating", args=[campaign.pk]), {"open": "1"}, follow=True)
+    assert NO_CONSENT.replace("'", "&#x27;") in page.content.decode()
+    # every problem at once: with the default 4 foils the lineups are short too
+    campaign.foils_per_trial = 4
+    with pytest.raises(CannotOpenRating) as refused:
+        open_rating(campaign, prepare_media=False)
+    assert refused.value.problems == [NO_CONSENT, NEEDS_5]
+    assert not Campaign.objects.get(pk=campaign.pk).rating_open
+    assert not Item.objects.filter(campaign=campaign).exists()
+    Campaign.objects.filter(pk=campaign.pk).update(consent_text="You agree to watch short videos.")
+    campaign.refresh_from_db()
+    assert open_rating(campaign, prepare_media=False).items_created == 3
+
+
+def test_campaign_page_says_not_opened_yet_before_rating_was_ever_opened(client, submission):
+    # before: "0 / 0 (100%)" per condition and "no more raters needed"
+    campaign = submission.campaign
+    Campaign.objects.filter(pk=campaign.pk).update(foils_per_trial=2, target_absent_share=0)
+    client.force_login(_organizer(campaign))
+    page = client.get(reverse("trials:organizer_campaign", args=[campaign.pk])).content.decode()
+    usable = re.search(r'<p id="usable">(.*?)</p>', page, re.S).group(1)
+    needed = re.search(r'<p id="raters-needed">(.*?)</p>', page, re.S).group(1)
+    assert re.sub(r"\s+", " ", usable) == (
+        "Rating <strong>not opened yet</strong>: no responses are collected and no raters are counted until it opens."
+    )
+    assert needed == "Rating not opened yet: the raters needed are estimated once it opens."
+    rollup = page[
+        page.index('<table id="rollup">') : page.index("</table>", page.index('<table id="rollup">'))
+    ]
+    assert rollup.count("not opened yet") == 2  # clear videos, method-1
+    assert "(100%)" not in rollup and "no more raters needed" not in page
+    # once opened (and closed again), the figures come back
+    open_rating(Campaign.objects.get(pk=campaign.pk), prepare_media=False)
+    client.post(reverse("trials:organizer_rating", args=[campaign.pk]), {"open": "0"})
+    page = client.get(reverse("trials:organizer_campaign", args=[campaign.pk])).content.decode()
+    assert "not opened yet" not in page and "0 of 30 usable responses" in page
