@@ -19,6 +19,20 @@ def _differs(path: Path, text: str) -> bool:
         return True
 
 
+def refuse_overwrite(paths, *, force: bool) -> None:
+    """Raise ``CommandError`` naming every file of ``paths`` that exists, unless ``force``.
+
+    For outputs whose bytes differ on every run (a zip with time stamps): an existing one
+    is a clash. :func:`write_files` passes only the files whose content would change.
+    """
+    existing = [str(path) for path in map(Path, paths) if path.exists()]
+    if existing and not force:
+        raise CommandError(
+            f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''}; "
+            "pass --force to overwrite, or choose another --output"
+        )
+
+
 def write_files(files: dict, *, force: bool) -> list[tuple[Path, bool]]:
     """Write each text of ``files`` (path -> text, UTF-8) to its path, making its folder.
 
@@ -36,12 +50,7 @@ def write_files(files: dict, *, force: bool) -> list[tuple[Path, bool]]:
         Naming every file of ``files`` that exists with other content, unless ``force``.
     """
     files = {Path(path): text for path, text in files.items()}
-    clashing = [str(path) for path, text in files.items() if _differs(path, text)]
-    if clashing and not force:
-        raise CommandError(
-            f"{', '.join(clashing)} already exist{'s' if len(clashing) == 1 else ''}; "
-            "pass --force to overwrite, or choose another --output"
-        )
+    refuse_overwrite([path for path, text in files.items() if _differs(path, text)], force=force)
     done = []
     for path, text in files.items():
         same = path.is_file() and not _differs(path, text)

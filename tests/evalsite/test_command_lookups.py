@@ -20,6 +20,7 @@ CAMPAIGN_COMMANDS = {
     "make_baseline": ["CAMPAIGN", "--all"],
     "add_team_member": ["--campaign", "CAMPAIGN", "Team A", "someone"],
     "list_submissions": ["--campaign", "CAMPAIGN"],
+    "export_package": ["--campaign", "CAMPAIGN", "--output", "unused.zip"],
 }
 #: ``import_dataset --campaign NAME`` names the campaign it creates.
 NEW_CAMPAIGN_COMMANDS = {"import_dataset"}
@@ -120,3 +121,15 @@ def test_export_dictionary_follows_the_same_overwrite_rule(tmp_path):
     assert target.read_text() == "my notes\n"
     assert _call("export_dictionary", "--output", str(target), "--force") == f"Wrote {target}\n"
     assert target.read_text().startswith("[")
+
+
+@pytest.mark.django_db
+def test_export_package_refuses_an_existing_zip_without_force(tmp_path):
+    from evalsite.models import Campaign
+
+    Campaign.objects.create(name="Empty", slug="empty")
+    target = tmp_path / "package.zip"
+    target.write_bytes(b"an older package")
+    with pytest.raises(CommandError, match=f"^{target} already exists; pass --force to overwrite"):
+        _call("export_package", "--campaign", "empty", "--output", str(target))
+    assert target.read_bytes() == b"an older package"
