@@ -78,12 +78,29 @@ def identity_code(label: str) -> str:
     return f"subject-grid-{label.lower()}-code"
 
 
+#: ``VideoInfo`` of the cached GRID files, keyed by (path, size, mtime): probing counts every
+#: frame (about 0.2 s of CPU per clip), and the rating tests build this campaign hundreds of
+#: times from the same files.
+_PROBES: dict[tuple, object] = {}
+
+
+def probe(path: Path):
+    """``automated.video.VideoInfo.from_video_path(path)``, once per unchanged file and process."""
+    from automated.video import VideoInfo
+
+    stat = Path(path).stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key not in _PROBES:
+        _PROBES[key] = VideoInfo.from_video_path(path)
+    return _PROBES[key]
+
+
 def _middle_frame_png(video_path: Path, out_path: Path) -> None:
     import cv2
 
-    from automated.video import VideoInfo, iter_frames
+    from automated.video import iter_frames
 
-    middle = VideoInfo.from_video_path(video_path).frame_count // 2
+    middle = probe(video_path).frame_count // 2
     for _, frame_rgb in iter_frames(video_path, start=middle, end=middle + 1):
         cv2.imwrite(str(out_path), cv2.cvtColor(frame_rgb, cv2.COLOR_RGB2BGR))
 
@@ -156,7 +173,6 @@ def build_grid_campaign(
     """
     from django.core.files import File
 
-    from automated.video import VideoInfo
     from evalsite.models import Campaign, GalleryImage, Identity, MaskedVideo, SourceVideo, Submission, Team
 
     files = prepare_grid_files(data_dir, cache_dir, masked_method=masked_method)
@@ -180,7 +196,7 @@ def build_grid_campaign(
 
     def probed(video, path: Path) -> None:
         """The metadata the importer probes (evalsite.storage.store_video): clip length, frame rate, size."""
-        info = VideoInfo.from_video_path(path)
+        info = probe(path)
         video.frame_count, video.fps, video.duration_s = info.frame_count, info.fps, info.duration_s
         video.width, video.height = info.resolution_wh
 
