@@ -136,6 +136,14 @@ class Campaign(models.Model):
         help_text="How raters reach the organizer (e-mail address or platform message), shown on "
         "error pages such as a session opened in another browser.",
     )
+    bonus_per_correct_check = models.DecimalField(
+        "bonus per correct attention check",
+        max_digits=6,
+        decimal_places=2,
+        default=0,
+        help_text="The crowd bonus rule: this amount (platform currency) per attention check a rater "
+        "answered correctly, paid to approved raters (trials.crowd); 0: no bonus.",
+    )
     organizers = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="campaigns")
     leaderboard_visibility = models.CharField(
         "leaderboard for teams",

@@ -511,6 +511,13 @@ def _summary_entries() -> dict[str, Column]:
             "object",
             source="Fleiss 1971; statsmodels fleiss_kappa",
         )
+        entries[f"action_alpha_{condition}"] = Column(
+            f"Krippendorff's alpha (nominal) of the action labels for {shown}, every video with at least 2 "
+            "responses (missing ratings allowed), with a 95 % bootstrap interval over videos: "
+            "{krippendorff_alpha, ci_low, ci_high, n_videos, n_responses}",
+            "object",
+            source="Krippendorff 2011, Computing Krippendorff's alpha-reliability; krippendorff package",
+        )
     entries |= {
         "n_excluded_responses": Column(
             "responses of excluded raters (failed attention checks), left out",

@@ -15,6 +15,7 @@ from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.exceptions import BadRequest
 from django.db.models import Count, Q
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -24,7 +25,7 @@ from evalsite.booleans import NotABoolean, parse_boolean
 from evalsite.models import Campaign
 from evalsite.scoping import scope
 
-from . import integrity, progress
+from . import crowd, integrity, progress
 from .assignment import evaluated_trials_per_session
 from .checks import campaign_warnings
 from .models import Item, Rater, SessionState
@@ -35,6 +36,20 @@ from .tasks import check_campaign_stills
 
 def _campaign(request, pk: int) -> Campaign:
     return get_object_or_404(scope(Campaign.objects.all(), request.user), pk=pk)
+
+
+@staff_member_required
+def crowd_export(request, pk: int, fmt: str):
+    """The crowd bookkeeping of a campaign (approve, reject, bonus) as a CSV download (``trials.crowd``)."""
+    campaign = _campaign(request, pk)
+    try:
+        text = crowd.export(campaign, fmt)
+    except ValueError as error:
+        raise Http404(str(error)) from None
+    response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{campaign.slug}-crowd-{fmt}.csv"'
+    response["Cache-Control"] = "private, no-store"
+    return response
 
 
 @staff_member_required

@@ -303,6 +303,62 @@ def action_agreement(responses: pd.DataFrame, condition: str) -> dict:
     return {"fleiss_kappa": kappa, "n_videos": int(len(table)), "raters_per_video": common}
 
 
+ALPHA_BOOTSTRAP = 1000  # resamples of the videos for the interval of Krippendorff's alpha
+
+
+def action_alpha(
+    responses: pd.DataFrame, condition: str, *, n_boot: int = ALPHA_BOOTSTRAP, seed: int = 0
+) -> dict:
+    """Krippendorff's alpha (nominal) of the action labels of one condition, with a bootstrap interval.
+
+    Unlike Fleiss' kappa (:func:`action_agreement`), alpha takes every video with at
+    least two action responses, whatever their number (missing ratings allowed;
+    Krippendorff 2011, "Computing Krippendorff's alpha-reliability", section C; the
+    ``krippendorff`` package's coincidence-matrix computation). The interval is the
+    percentile bootstrap over videos (units resampled with replacement, ``n_boot``
+    resamples, seeded).
+
+    Parameters
+    ----------
+    responses : pandas.DataFrame
+        Columns of :data:`REQUIRED_COLUMNS`.
+    condition : str
+        ``"clear"`` or ``"masked"``.
+
+    Returns
+    -------
+    dict
+        ``krippendorff_alpha`` (float in [-1, 1]; NaN with fewer than 2 pairable videos or
+        one label only), ``ci_low``, ``ci_high`` (95 %, NaN likewise), ``n_videos``
+        (videos with >= 2 responses), ``n_responses`` (their responses).
+    """
+    import krippendorff
+
+    action = check_responses(responses)
+    action = action[(action["task"] == "action") & (action["condition"] == condition)]
+    counts = pd.crosstab(action["video"], action["choice"].astype(str))
+    counts = counts[counts.sum(axis=1) >= 2]
+    nan = float("nan")
+    result = {"krippendorff_alpha": nan, "ci_low": nan, "ci_high": nan, "n_videos": int(len(counts))}
+    result["n_responses"] = int(counts.to_numpy().sum())
+    if len(counts) < 2 or counts.shape[1] < 2:
+        return result
+    table = counts.to_numpy(dtype=float)
+    result["krippendorff_alpha"] = float(
+        krippendorff.alpha(value_counts=table, level_of_measurement="nominal")
+    )
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(n_boot):
+        sample = table[rng.integers(0, len(table), len(table))]
+        if (sample.sum(axis=0) > 0).sum() < 2:  # one label only: alpha undefined
+            continue
+        draws.append(krippendorff.alpha(value_counts=sample, level_of_measurement="nominal"))
+    if draws:
+        result["ci_low"], result["ci_high"] = (float(v) for v in np.percentile(draws, [2.5, 97.5]))
+    return result
+
+
 def summary_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> dict:
     """Submission-level human scores.
 
@@ -320,6 +376,7 @@ def summary_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> dict:
         (int); ``masking_success`` and ``action_loss`` (float in [-1, 1], clear - masked,
         NaN when no video has both conditions); ``n_videos_both_conditions`` (int);
         ``action_agreement_<c>`` (dict of :func:`action_agreement`);
+        ``action_alpha_<c>`` (dict of :func:`action_alpha`);
         ``id_chance_as_served_<c>`` (:func:`served_chance`), ``action_majority_rate_<c>``
         (:func:`majority_rate`) and ``action_chance_corrected_<c>``
         (:func:`chance_corrected` of the action accuracy against it), NaN without the
@@ -350,6 +407,7 @@ def summary_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> dict:
     )
     for condition in CONDITIONS:
         summary[f"action_agreement_{condition}"] = action_agreement(responses, condition)
+        summary[f"action_alpha_{condition}"] = action_alpha(responses, condition)
         subset = responses[responses["condition"] == condition]
         summary[f"id_chance_as_served_{condition}"] = served_chance(subset)
         summary[f"action_majority_rate_{condition}"] = majority_rate(subset)

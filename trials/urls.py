@@ -18,6 +18,7 @@ urlpatterns = [
     path("m/<str:token>", views.media, name="media"),
     path("organizer/", organizer.campaign_list, name="organizer"),
     path("organizer/<int:pk>/", organizer.campaign_progress, name="organizer_campaign"),
+    path("organizer/<int:pk>/crowd/<str:fmt>.csv", organizer.crowd_export, name="organizer_crowd_export"),
     path("organizer/<int:pk>/rating/", organizer.set_rating_open, name="organizer_rating"),
     path("organizer/<int:pk>/stills/check/", organizer.check_stills_now, name="organizer_check_stills"),
     path(

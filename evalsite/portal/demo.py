@@ -4,7 +4,8 @@
 idempotent, so re-running neither duplicates nor crashes:
 
 1. build the dataset folder ``<VAR_DIR>/demo_data`` from the real clips
-   (``evalsite.demo_data``) and import it, unless the demo campaign already exists;
+   (``evalsite.demo_data``) and import it, unless the demo campaign already exists; give
+   it a development and a test phase (:func:`ensure_phases`);
 2. for every baseline method (``automated.anonymizers.BASELINE_METHODS``) create the
    baseline submission (only missing masked videos are made);
 3. run the automated face evaluation on each, unless its latest completed run already
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from datetime import timedelta
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +34,7 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
+from django.utils import timezone
 
 from automated.checks import check_stride
 from automated.anonymizers import BASELINE_METHODS
@@ -46,7 +49,7 @@ from automated.recognition import DEFAULT_EMBEDDER
 from evalsite import dictionary
 from evalsite.demo_data import DEMO_CAMPAIGN_NAME, build_demo_dataset
 from evalsite.importer import import_dataset
-from evalsite.models import Campaign, Submission, Team
+from evalsite.models import Campaign, Phase, ResultVisibility, Submission, Team
 from evalsite.reports import report_basename
 from evalsite.services import write_report, write_summary
 from evalsite.team_accounts import add_team_member
@@ -124,6 +127,49 @@ def ensure_demo_campaign(data_dir: Path, demo_dir: Path, log: Callable[[str], No
     report = import_dataset(demo_dir)
     log(f"built {demo_dir} and imported {report}")
     return report.campaign
+
+
+def ensure_phases(campaign: Campaign, *, now=None) -> list[Phase]:
+    """The demo's two phases (created once), so a newcomer sees the life cycle of a campaign:
+
+    - ``development``: every other evaluated video (by name), open now, each team sees its
+      own results at once, 10 runs and 5 uploads per day per team;
+    - ``test``: the other evaluated videos, closing in 14 days, at most 5 runs per team
+      (one primary), 2 uploads per day, failed uploads not counted; results blind until
+      their release a day after the deadline, then public.
+
+    The baselines stay outside the phases (reference rows in every view).
+    """
+    now = now or timezone.now()
+    evaluated = list(campaign.source_videos.filter(in_evaluated_subset=True).order_by("name"))
+    dev, created = Phase.objects.get_or_create(
+        campaign=campaign,
+        name="development",
+        defaults={
+            "order": 1,
+            "max_runs": 10,
+            "max_uploads_per_day": 5,
+            "results_visibility": ResultVisibility.TEAM,
+        },
+    )
+    if created:
+        dev.source_videos.set(evaluated[0::2])
+    closes = now + timedelta(days=14)
+    test, created = Phase.objects.get_or_create(
+        campaign=campaign,
+        name="test",
+        defaults={
+            "order": 2,
+            "closes_at": closes,
+            "max_runs": 5,
+            "max_uploads_per_day": 2,
+            "results_visibility": ResultVisibility.PUBLIC,
+            "results_release_at": closes + timedelta(days=1),
+        },
+    )
+    if created:
+        test.source_videos.set(evaluated[1::2])
+    return [dev, test]
 
 
 def ensure_organizer(campaign: Campaign) -> tuple[str, str]:
@@ -204,6 +250,11 @@ def run_demo(
         raise ValueError(f"real data not found at {data_dir}: put it at ../shared/data or set DEID_DATA_DIR")
     campaign = ensure_demo_campaign(data_dir, var_dir / "demo_data", log)
     username, password = ensure_organizer(campaign)
+    for phase in ensure_phases(campaign):
+        closes = f", closes {phase.closes_at:%Y-%m-%d %H:%M %Z}" if phase.closes_at else ""
+        log(
+            f"phase {phase.name}: {phase.videos().count()} videos{closes}, results {phase.get_results_visibility_display()}"
+        )
     result = DemoResult(campaign, username, password)
     reports_dir = var_dir / "reports"
     for method in methods:

@@ -316,3 +316,24 @@ def test_a_system_description_pdf_is_type_checked_and_size_limited(life_cycle, s
     assert run.description_pdf.name.startswith("descriptions/") and "Bee" not in run.description_pdf.name
     assert run.description_pdf.read() == PDF
     assert not Submission.objects.filter(name__in=["bee-gif", "bee-big"]).exists()
+
+
+def test_the_demo_sets_up_a_development_and_a_blind_test_phase_once(campaign):
+    from evalsite.portal.demo import ensure_phases
+
+    now = timezone.now()
+    dev, test = ensure_phases(campaign, now=now)
+    assert list(dev.videos().values_list("name", flat=True)) == ["bbaf2n", "id2_vcd_swwp2s"]
+    assert list(test.videos().values_list("name", flat=True)) == ["brbk7n"]
+    assert (dev.results_visibility, test.results_visibility) == (
+        ResultVisibility.TEAM,
+        ResultVisibility.PUBLIC,
+    )
+    assert test.closes_at == now + dt.timedelta(days=14) and test.results_release_at == now + dt.timedelta(
+        days=15
+    )
+    assert phases.released(dev, now) and not phases.released(test, now)
+    assert phases.released(test, now + dt.timedelta(days=15))
+    again = ensure_phases(campaign, now=now + dt.timedelta(days=1))  # idempotent: nothing moves
+    assert [p.pk for p in again] == [dev.pk, test.pk] and again[1].closes_at == test.closes_at
+    assert Phase.objects.filter(campaign=campaign).count() == 2
