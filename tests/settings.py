@@ -43,3 +43,9 @@ if os.environ.get("DEID_TEST_KILL_ON_VIDEO"):
 # Every rater of the Django test client comes from 127.0.0.1: addresses are not counted
 # (no cap, no flag), except in the tests of that check (tests/trials/test_sybil*.py).
 TRIALS_MAX_SESSIONS_PER_ADDRESS = 0
+
+# PBKDF2 at production strength costs about 0.4 s of CPU per password set or checked; the
+# tests make and log in users hundreds of times. Passwords are still hashed and checked
+# (MD5 hasher: the same code paths, a cheap digest); child processes that inherit
+# DJANGO_SETTINGS_MODULE share it. evalsite.settings keeps Django's default hashers.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
