@@ -168,6 +168,9 @@ SETTINGS: tuple[Setting, ...] = (
       "attack summary) may be started; a unit whose worker died that many times in it (SIGKILL, out of "
       "memory, a decoder crash) fails its run at the next delivery, naming it, instead of being "
       "redelivered forever", "Background work (Celery)", "DEID_TASK_MAX_DELIVERIES", minimum=1),
+    S("DEID_RESUME_RUNS_ON_START", "boolean", True, "without a broker: each server process's first request "
+      "resumes the automated runs whose process is gone (a server restarted during a run); the progress page "
+      "and starting a run do it anyway", "Background work (Celery)", "DEID_RESUME_RUNS_ON_START"),
     # --- Web server -------------------------------------------------------------------
     S("DEID_WEB_BIND", "string", "127.0.0.1:8000", "gunicorn's address (`make serve`; `make demo` sets it "
       "from `DEMO_ADDRESS`)", "Web server (gunicorn)"),

@@ -256,6 +256,9 @@ CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 60
 # died this many times in it (SIGKILL, out of memory, a crash in a decoder) fails its run
 # at the next delivery instead of being redelivered forever (automated/django_app/lifecycle.py).
 DEID_TASK_MAX_DELIVERIES = value("DEID_TASK_MAX_DELIVERIES")
+# Without a broker: a server process's first request resumes the runs whose process is gone
+# (automated/django_app/embedded.py).
+DEID_RESUME_RUNS_ON_START = value("DEID_RESUME_RUNS_ON_START")
 # Redis redelivers a task not acknowledged within this many seconds (keep it above the
 # task time limit, or long tasks run twice), looking for such tasks every <= 10 s.
 _VISIBILITY_TIMEOUT_S = value("DEID_BROKER_VISIBILITY_TIMEOUT_S")

@@ -40,6 +40,10 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # noqa: F405
 if os.environ.get("DEID_TEST_KILL_ON_VIDEO"):
     import tests.ops.poison  # noqa: E402,F401
 
+# No resuming of orphaned runs on a process's first request: it would touch the database in
+# tests that have none (tests/automated/django_app/test_orphaned_runs.py calls it itself).
+DEID_RESUME_RUNS_ON_START = False
+
 # Every rater of the Django test client comes from 127.0.0.1: addresses are not counted
 # (no cap, no flag), except in the tests of that check (tests/trials/test_sybil*.py).
 TRIALS_MAX_SESSIONS_PER_ADDRESS = 0

@@ -1,7 +1,9 @@
 """Admin actions that start and re-queue automated runs (evalsite's Submission admin, through ``evalsite.plugins``, and ours).
 
-Each action goes through ``dispatch`` (the same path as the commands and the API): the
-run is created, then its per-video tasks are queued once the row is committed. The
+The start actions go through ``evaluate_all.evaluate_everything`` (the path of the API):
+a part already running or up to date starts nothing; a new run is created, then its
+per-video tasks are queued once the row is committed (no broker: executed in a thread of
+the server, so the page answers at once). The
 querysets handed to actions are those of the page, already scoped to the user's
 campaigns; starting a run needs the model's add permission.
 """
@@ -12,25 +14,36 @@ from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html
 
-from . import dispatch, evaluate_all
+from . import dispatch, evaluate_all, lifecycle
 
 
 def _start_runs(request, submissions, kind: str) -> None:
+    """One part (``kind``) of ``evaluate_all.evaluate_everything`` per submission, in the background.
+
+    A run of the kind already pending or running, or a completed one that is current, is
+    reported as such and nothing is started; the request answers at once (no broker: the
+    runs execute in a thread of the server).
+    """
     model = dispatch.RUN_KINDS[kind].kind.model
     opts = model._meta
     if not request.user.has_perm(f"{opts.app_label}.add_{opts.model_name}"):
         messages.error(request, f"You may not start {opts.verbose_name_plural}.")
         return
-    started = []
+    covered = []
     for submission in submissions:
         try:
-            started.append(dispatch.start_run(kind, submission))
-        except Exception as error:  # one refused or failed submission must not hide the others
+            (outcome,) = evaluate_all.evaluate_everything(submission, background=True, parts=[kind])
+        except Exception as error:  # one failed submission must not hide the others
             messages.error(request, f"{submission}: {error}")
-    if started:
+            continue
+        if outcome.run is None:  # waiting: the reason the run cannot start
+            messages.error(request, f"{submission}: {outcome.detail}")
+            continue
+        covered.append(outcome)
+    if covered:
         url = reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist")
-        ids = ",".join(str(run.pk) for run in started)
-        states = ", ".join(f"run {run.pk} {run.status} ({run.progress})" for run in started)
+        ids = ",".join(str(o.run.pk) for o in covered)
+        states = ", ".join(f"{o.state}: run {o.run.pk} {o.run.status} ({o.run.progress})" for o in covered)
         messages.success(
             request,
             format_html(
@@ -63,9 +76,7 @@ def evaluate_everything(modeladmin, request, queryset):
         return
     for submission in queryset:
         try:
-            outcomes = evaluate_all.evaluate_everything(
-                submission, background=evaluate_all.background_possible()
-            )
+            outcomes = evaluate_all.evaluate_everything(submission, background=True)
         except Exception as error:  # one failed submission must not hide the others
             messages.error(request, f"{submission}: {error}")
             continue
@@ -82,11 +93,21 @@ SUBMISSION_ACTIONS = [evaluate_everything, run_face_evaluation, run_attack_suite
 
 @admin.action(description="Re-queue the unfinished videos of the selected runs")
 def requeue_runs(modeladmin, request, queryset):
-    """For runs whose queued tasks were lost (e.g. a broker restarted without persistence)."""
+    """For runs whose queued tasks were lost (e.g. a broker restarted without persistence).
+
+    Without a broker: a run whose process is gone is resumed in a thread of this server;
+    one another live process runs is left to it.
+    """
     opts = modeladmin.model._meta
     if not request.user.has_perm(f"{opts.app_label}.add_{opts.model_name}"):
         messages.error(request, f"You may not start {opts.verbose_name_plural}.")
         return
     for run in queryset:
-        queued = dispatch.enqueue(run)
-        messages.info(request, f"run {run.pk}: {queued} video task(s) queued; {dispatch.describe(run)}")
+        if not dispatch.runs_in_process():
+            queued = dispatch.enqueue(run)
+            messages.info(request, f"run {run.pk}: {queued} video task(s) queued; {dispatch.describe(run)}")
+        elif run.status in lifecycle.ACTIVE and lifecycle.take(type(run), run.pk):
+            dispatch.queue(run, background=True)
+            messages.info(request, f"run {run.pk}: resumed in this server; {dispatch.describe(run)}")
+        else:
+            messages.info(request, f"run {run.pk}: nothing to re-queue; {dispatch.describe(run)}")

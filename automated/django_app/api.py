@@ -6,22 +6,29 @@ looked up among the user's campaigns, so another campaign's submission is a 404)
 - ``GET /api/submissions/<id>/runs/``: the submission's runs of every kind, newest first,
   each with ``status``, ``videos_done`` / ``videos_total`` and ``error``.
 - ``POST /api/submissions/<id>/runs/`` with ``{"kind": "face", "stride": 5, ...}`` or
-  ``{"kind": "attack", "attackers": [...], ...}``: starts a run through ``dispatch`` (the
-  path of the commands and the admin action); 202 with the run while workers run it, 201
-  when it already finished in-process (no broker), 400 naming a bad option, 403 without
-  the add permission of the run model, 503 if the broker cannot be reached.
+  ``{"kind": "attack", "attackers": [...], ...}``: one part of evaluate everything
+  (``evaluate_all.evaluate_everything`` with ``parts=[kind]``, the path of the admin
+  actions): the run with its ``state`` (``"started"``, ``"running"``: one of the kind was
+  already pending or running, ``"up to date"``: the latest completed run is current with
+  the options given; nothing started) and ``detail``; 202 while the run is pending or
+  running, 201 when it started and already finished, 200 up to date, 400 naming a bad
+  option or why the run cannot start, 403 without the add permission of the run model,
+  503 if the broker cannot be reached.
 - ``POST /api/submissions/<id>/evaluate/`` with an optional ``{"face": {...}, "attack":
   {...}}`` (each the options above, without ``kind``): evaluate everything
   (``evaluate_all.evaluate_everything``): starts each part not already running or up to
   date. ``{"parts": [{"kind", "state", "run_id", "detail", "run"}], "progress_url"}``;
   202 while a run of a part is pending or running, 201 when this call started runs that
-  already finished in-process, 200 when it started none, 400 naming a bad option, 403
-  without the add permission of every run model, 503 if the broker cannot be reached.
+  already finished, 200 when it started none, 400 naming a bad option, 403 without the
+  add permission of every run model, 503 if the broker cannot be reached.
+
+Both answer at once: without a broker the runs execute in a thread of the server
+(``embedded``), and the states say truthfully what is: a run "started" by the call is
+pending or running, an up-to-date part is "up to date" and starts nothing.
 """
 
 from __future__ import annotations
 
-from kombu.exceptions import OperationalError as BrokerError
 from rest_framework import serializers, status
 from django.urls import reverse
 from rest_framework.response import Response
@@ -126,24 +133,24 @@ def submission_runs(request, submission) -> Response:
     checked = OPTIONS[kind](data=options)
     if not checked.is_valid():
         return Response(checked.errors, status=status.HTTP_400_BAD_REQUEST)
-    try:
-        run = dispatch.create_run(kind, submission, **checked.validated_data)
-    except ValueError as error:
-        return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
-    try:
-        dispatch.queue(run)
-    except BrokerError as error:
-        lifecycle.fail(type(run), run.pk, f"could not queue the run: {error}")
-        run.refresh_from_db()
-        return Response(run_payload(run), status=status.HTTP_503_SERVICE_UNAVAILABLE)
-    except Exception:
-        run.refresh_from_db()
-        if run.status != run.Status.FAILED:
-            raise
-        # In-process (no broker) the run already failed: the error is stored on it.
-    run.refresh_from_db()
-    done = run.status in (run.Status.COMPLETED, run.Status.FAILED)
-    return Response(run_payload(run), status=status.HTTP_201_CREATED if done else status.HTTP_202_ACCEPTED)
+    # Only the options given: the others keep the run's own defaults (as /evaluate/).
+    asked = {name: value for name, value in checked.validated_data.items() if name in options}
+    (outcome,) = evaluate_all.evaluate_everything(submission, {kind: asked}, background=True, parts=[kind])
+    if outcome.state == evaluate_all.WAITING:
+        return Response({"detail": outcome.detail}, status=status.HTTP_400_BAD_REQUEST)
+    body = {**run_payload(outcome.run), "state": outcome.state, "detail": outcome.detail}
+    return Response(body, status=_status(outcome.state, outcome.run))
+
+
+def _status(state: str, run) -> int:
+    """503 not queued; 202 a run pending or running; 201 started and already finished; 200 up to date."""
+    if state == evaluate_all.NOT_QUEUED:
+        return status.HTTP_503_SERVICE_UNAVAILABLE
+    if run is not None and run.status in lifecycle.ACTIVE:
+        return status.HTTP_202_ACCEPTED
+    if state == evaluate_all.STARTED:
+        return status.HTTP_201_CREATED
+    return status.HTTP_200_OK
 
 
 def submission_evaluate(request, submission) -> Response:
@@ -181,7 +188,7 @@ def submission_evaluate(request, submission) -> Response:
         options[kind] = {name: value for name, value in checked.validated_data.items() if name in given}
     if errors:
         return Response(errors, status=status.HTTP_400_BAD_REQUEST)
-    outcomes = evaluate_all.evaluate_everything(submission, options)
+    outcomes = evaluate_all.evaluate_everything(submission, options, background=True)
     parts = [{**o.as_dict(), "run": None if o.run is None else run_payload(o.run)} for o in outcomes]
     body = {
         "submission": submission.pk,
@@ -190,12 +197,8 @@ def submission_evaluate(request, submission) -> Response:
             reverse("automated:submission_progress", args=[submission.pk])
         ),
     }
-    if any(o.state == evaluate_all.NOT_QUEUED for o in outcomes):
-        code = status.HTTP_503_SERVICE_UNAVAILABLE
-    elif any(o.run is not None and o.run.status in lifecycle.ACTIVE for o in outcomes):
-        code = status.HTTP_202_ACCEPTED
-    elif any(o.state == evaluate_all.STARTED for o in outcomes):
-        code = status.HTTP_201_CREATED
-    else:
-        code = status.HTTP_200_OK
-    return Response(body, status=code)
+    codes = [_status(o.state, o.run) for o in outcomes]
+    for code in (status.HTTP_503_SERVICE_UNAVAILABLE, status.HTTP_202_ACCEPTED, status.HTTP_201_CREATED):
+        if code in codes:
+            return Response(body, status=code)
+    return Response(body, status=status.HTTP_200_OK)

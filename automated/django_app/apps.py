@@ -25,6 +25,13 @@ class AutomatedConfig(AppConfig):
 
         from . import admin_actions, evaluate_all
 
+        # Without a broker: runs left by a stopped server process are resumed at the first
+        # request of each new one (no database access here, in ready()).
+        from django.core.signals import request_started
+
+        from .dispatch import resume_on_first_request
+
+        request_started.connect(resume_on_first_request, dispatch_uid="automated-resume-runs")
         plugins.register_submission_actions(*admin_actions.SUBMISSION_ACTIONS)
         plugins.register_submission_panel(
             "automated",

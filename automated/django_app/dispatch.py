@@ -5,20 +5,27 @@ is queued (the tasks): services import no task and tasks import services, so the
 import cycle. Callers: the ``evaluate`` and ``attack`` commands, the admin actions and the
 REST API. Tasks go to the Celery broker (``CELERY_BROKER_URL``), only once the run row is
 committed (``transaction.on_commit``), so a worker never looks for a run that does not
-exist yet. Without a broker they run eagerly in this process, as before, right away (in the
-caller's transaction, if any).
+exist yet. Without a broker (the embedded default) the run's units are executed in this
+process (``embedded``): here and now for a command, in a thread of the server for a web
+request (``background=True``), the process recorded as the run's owner; a run whose owner
+process is gone (a server restart) is resumed by ``recover``, which the progress page, the
+organizer's "evaluate everything", ``start_run`` and each server process's first request
+call.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from celery import Task
+from django.conf import settings
 from django.db import transaction
 
-from . import lifecycle
+from . import embedded, lifecycle, processes
 from .attack_models import AttackRun
 from .attack_service import ATTACK_RUN, create_attack_run
 from .attack_tasks import attack_fold_task, attack_suite_task, attack_video_task
@@ -26,6 +33,8 @@ from .face_models import AutomatedRun
 from .face_tasks import face_video_task
 from .run_models import RunBase, RunStatus
 from .services import FACE_RUN, create_face_run
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -66,17 +75,29 @@ def run_type(kind: str) -> RunType:
         raise ValueError(f"unknown run kind {kind!r}; choose one of {', '.join(RUN_KINDS)}") from None
 
 
+class ActiveTwin(ValueError):
+    """A run of the same kind and options is already pending or running (``run``)."""
+
+    def __init__(self, message: str, run: RunBase):
+        super().__init__(message)
+        self.run = run
+
+
 def create_run(kind: str, submission, **options) -> RunBase:
     """Check the options and create the PENDING run (nothing queued yet).
 
+    Without a broker the run's owner is this process (``processes.this_process``): it
+    executes it (``queue``), and if it stops first, ``recover`` resumes it elsewhere.
+
     Raises
     ------
+    ActiveTwin
+        A run of this kind with the same configuration is already pending or running for
+        the submission (a double click on the admin action or a resent API call): no run
+        is created. A ``ValueError``.
     ValueError
         An unknown kind, bad options, a submission that cannot be evaluated (see
-        ``services.run_face_evaluation`` and ``attack_service.run_attack``), or a run of
-        this kind with the same configuration already pending or running for the
-        submission (a double click on the admin action or a resent API call): no run is
-        created.
+        ``services.run_face_evaluation`` and ``attack_service.run_attack``).
     """
     spec = run_type(kind)
     with transaction.atomic():
@@ -86,10 +107,14 @@ def create_run(kind: str, submission, **options) -> RunBase:
         active = spec.kind.model.objects.filter(submission=submission, status__in=lifecycle.ACTIVE)
         twin = next((r for r in active.exclude(pk=run.pk).order_by("pk") if r.config == run.config), None)
         if twin is not None:  # raising rolls the new run back
-            raise ValueError(
+            raise ActiveTwin(
                 f"{kind} run {twin.pk} of this submission with the same options is already "
-                f"{twin.status} ({twin.progress}); follow it, or re-queue it if its worker was lost"
+                f"{twin.status} ({twin.progress}); follow it, or re-queue it if its worker was lost",
+                twin,
             )
+        if runs_in_process():
+            run.owner = processes.this_process()
+            spec.kind.model.objects.filter(pk=run.pk).update(owner=run.owner)
     return run
 
 
@@ -101,7 +126,8 @@ def enqueue(run: RunBase) -> int:
     twice. When every video is done, the folds without a result are queued (kinds with
     per-fold units); when they are done too but the final step is not, the final step is
     queued (as the task that claimed it, if one did, so it takes over from a lost one).
-    A finished run queues nothing. With no broker the tasks run here, now.
+    A finished run queues nothing. With no broker the tasks run here, now (eagerly; the
+    embedded mode itself executes runs through ``queue``).
     """
     spec = RUN_KINDS[kind_name(run)]
     run.refresh_from_db()
@@ -120,43 +146,156 @@ def enqueue(run: RunBase) -> int:
     return len(pending)
 
 
-def start_run(kind: str, submission, **options) -> RunBase:
+def start_run(kind: str, submission, *, background: bool = False, **options) -> RunBase:
     """Create a PENDING run of ``submission`` and queue its tasks once the row is committed.
+
+    First resumes the submission's runs whose in-process owner is gone (``adopt_orphans``);
+    when one of them is a run of this kind with the same options, that run is resumed
+    instead of starting a twin.
 
     Parameters
     ----------
     kind : {"face", "attack"}
     submission : Submission
+    background : bool, default=False
+        Without a broker: execute in a thread of this process and return at once (web
+        requests), else here and now (commands). With a broker it changes nothing.
     **options
         The kind's options (``services.create_face_run``, ``attack_service.attack_config``).
 
     Returns
     -------
     RunBase
-        Refreshed: pending or running with a broker, completed when tasks run in-process.
+        Refreshed: pending or running with a broker or in the background, finished when
+        executed here.
 
     Raises
     ------
     ValueError
-        As ``create_run`` (no run is created); in-process, also a failure during the run,
-        which is then stored on the run as failed.
+        As ``create_run`` (no run is created); executed here, also a failure during the
+        run, which is then stored on the run as failed.
     """
-    run = create_run(kind, submission, **options)
-    queue(run)
+    adopted = adopt_orphans(submission)
+    try:
+        run = create_run(kind, submission, **options)
+    except ActiveTwin as twin:
+        if twin.run.pk not in {r.pk for r in adopted if type(r) is type(twin.run)}:
+            raise
+        run = twin.run  # resumed below, with the other orphans
+        adopted = [r for r in adopted if not (type(r) is type(run) and r.pk == run.pk)]
+    queue_runs([*adopted, run], background=background)
     run.refresh_from_db()
     return run
 
 
-def queue(run: RunBase) -> None:
-    """``enqueue(run)`` once the current transaction commits (at once outside a transaction).
+def queue(run: RunBase, *, background: bool = False) -> None:
+    """Queue ``run``'s units (``queue_runs`` of one run)."""
+    queue_runs([run], background=background)
 
-    In-process (no broker) it runs at once: eager tasks share this connection, so they see
-    the run before any commit, and a caller's transaction does not hold them back.
+
+def queue_runs(runs: list[RunBase], *, background: bool = False, keep_going: bool = False) -> None:
+    """Have ``runs`` executed: on the broker, or in this process without one.
+
+    With a broker: ``enqueue`` each once the current transaction commits (at once outside
+    a transaction). Without one: ``embedded.execute``, one run after the other, here and
+    now or (``background``) in a thread of this process; the runs must then be committed.
+    ``keep_going``: here and now, a failing run is logged and the next one still executed.
+
+    Raises
+    ------
+    kombu.exceptions.OperationalError
+        With a broker, outside a transaction: the broker cannot be reached.
+    Exception
+        In-process here and now, unless ``keep_going``: the first failing run's error
+        (stored on it as FAILED; the runs after it are not executed).
     """
     if runs_in_process():
-        enqueue(run)
-    else:
-        transaction.on_commit(lambda: enqueue(run))
+        work = [(RUN_KINDS[kind_name(run)].kind, run) for run in runs]
+        embedded.execute(work, background=background, raise_errors=not keep_going)
+        return
+    for run in runs:
+        transaction.on_commit(lambda run=run: enqueue(run))
+
+
+def adopt_orphans(submission=None) -> list[RunBase]:
+    """Take over the PENDING or RUNNING runs (of ``submission``; default all) whose owner process is gone.
+
+    Each orphan (``lifecycle.orphans``: a run executed in-process by a server or command
+    that stopped) is adopted by compare-and-set: by this process without a broker, by the
+    broker with one (owner emptied). The adoption is counted on the run
+    (``deliveries["resumed"]``, shown in its log) and logged with the dead owner.
+    Nothing is executed yet (``recover`` does both).
+
+    Returns
+    -------
+    list of RunBase
+        The runs this call adopted (face runs first), refreshed.
+    """
+    new_owner = None if runs_in_process() else ""
+    adopted = []
+    for name, spec in RUN_KINDS.items():
+        runs = spec.kind.model.objects.all()
+        if submission is not None:
+            runs = runs.filter(submission=submission)
+        for run in lifecycle.orphans(spec.kind.model, runs):
+            if lifecycle.adopt(spec.kind.model, run.pk, run.owner, new_owner):
+                lifecycle.count_resume(spec.kind.model, run.pk)
+                logger.warning(
+                    "%s run %s (%s, %s): the process that ran it (%s) is gone; resumed %s",
+                    name,
+                    run.pk,
+                    run.status,
+                    run.progress,
+                    run.owner,
+                    "here" if new_owner is None else "on the broker",
+                )
+                run.refresh_from_db()
+                adopted.append(run)
+    return adopted
+
+
+def recover(submission=None, *, background: bool = False) -> list[RunBase]:
+    """Resume every run (of ``submission``; default all) whose in-process owner is gone: ``adopt_orphans``, then ``queue_runs``.
+
+    A run is never left "running" after its process stopped: its units left undone are
+    executed again (done ones are kept); a unit its process died in too often fails the run
+    with the reason (``lifecycle.start_unit``). Errors of runs executed here are stored on
+    them and logged, not raised.
+
+    Returns
+    -------
+    list of RunBase
+        The resumed runs.
+    """
+    adopted = adopt_orphans(submission)
+    queue_runs(adopted, background=background, keep_going=True)
+    return adopted
+
+
+_resumed_at_start: set[int] = set()
+
+
+def resume_on_first_request(sender=None, **kwargs) -> None:
+    """``request_started`` receiver: a server process's first request resumes the runs whose process is gone.
+
+    Once per process (a server restart starts new ones), when ``DEID_RESUME_RUNS_ON_START``
+    is on, without a broker: ``recover`` of every submission, in a thread of this
+    process. A failure is logged, never shown to the request.
+    """
+    if os.getpid() in _resumed_at_start:
+        return
+    _resumed_at_start.add(os.getpid())
+    if not settings.DEID_RESUME_RUNS_ON_START:
+        return
+    if not runs_in_process():
+        return
+    try:
+        resumed = recover(background=True)
+    except Exception:  # e.g. the database not migrated yet: the pages say so themselves
+        logger.exception("resuming the runs whose process is gone failed")
+        return
+    if resumed:
+        logger.warning("resumed %d run(s) whose process was gone", len(resumed))
 
 
 def runs_in_process() -> bool:

@@ -20,20 +20,20 @@ The parts, in order (``PARTS``):
 
 Runs start through ``dispatch`` (``create_run`` then ``queue``), the path of the commands,
 the admin actions and the API: queued on the broker once committed, face videos before
-attack videos; without a broker they run here, one after the other (for the organizer
-page and the admin action in a thread, ``background=True``, so the page answers at once
-and shows the progress). Callers: the admin
-action ``evaluate_everything``, the organizer page (``progress_views``) and
-``POST /api/submissions/<id>/evaluate/`` (``api.submission_evaluate``).
+attack videos; without a broker they run in this process, one after the other (for web
+requests in a thread, ``background=True``: ``embedded.execute``), so the request answers
+at once and the progress page shows the progress. Callers: the admin actions
+(``evaluate_everything`` and, with one part, "Run face evaluation" / "Run attack suite"),
+the organizer page (``progress_views``), ``POST /api/submissions/<id>/evaluate/``
+(``api.submission_evaluate``) and ``POST /api/submissions/<id>/runs/``.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import dataclass
 
-from django.db import connections, transaction
+from django.db import transaction
 from evalsite.models import MaskedVideo, Submission
 from evalsite.staleness import videos_changed_since
 from kombu.exceptions import OperationalError as BrokerError
@@ -222,7 +222,11 @@ def _describe(run: RunBase) -> str:
 
 
 def evaluate_everything(
-    submission: Submission, options: dict | None = None, *, background: bool = False
+    submission: Submission,
+    options: dict | None = None,
+    *,
+    background: bool = False,
+    parts: tuple[str, ...] | list[str] = PARTS,
 ) -> list[PartOutcome]:
     """Start every part of ``submission``'s automated evaluation that is not covered yet.
 
@@ -236,37 +240,46 @@ def evaluate_everything(
         keys not given the run's defaults. The options also decide whether a completed
         run is current (``is_current``).
     background : bool, default=False
-        Without a broker, run the new runs in a thread of this process (``in_background``)
-        and return at once with them pending, so a web page can show their progress. With
-        a broker it changes nothing (the workers run them).
+        Without a broker, execute the new runs in a thread of this process
+        (``embedded.execute``) and return at once, so a web request answers within its
+        timeout and the progress page shows the progress. With a broker it changes
+        nothing (the workers run them).
+    parts : sequence of str, default=PARTS
+        The parts to consider (the admin's "Run face evaluation" and the runs API: one).
 
     Returns
     -------
     list of PartOutcome
-        One per part of ``PARTS``, in that order; runs refreshed after queueing (with no
-        broker they are finished: completed, or failed with the error stored on them).
+        One per part of ``parts``, in the order of ``PARTS``; runs described after queueing
+        (executed here without a broker and without ``background``: finished, completed or
+        failed with the error stored on them; else pending or running).
 
     Raises
     ------
     ValueError
-        Naming the unknown part if ``options`` has a key other than ``PARTS``.
+        Naming the unknown part if ``options`` or ``parts`` has one not in ``PARTS``.
 
     Notes
     -----
-    Deciding and creating happen in one transaction that locks the submission row, so two
-    calls at once create one set of runs (the second sees the first's pending runs).
-    A part that cannot start is ``waiting`` with the reason (e.g. an incomplete
-    submission, fewer than two identities for the attack); the other parts still start.
+    First resumes the submission's runs whose in-process owner is gone
+    (``dispatch.adopt_orphans``; a server restarted during a run), so their parts are
+    "running" again, not stuck. Deciding and creating happen in one transaction that locks
+    the submission row, so two calls at once create one set of runs (the second sees the
+    first's pending runs). A part that cannot start is ``waiting`` with the reason (e.g. an
+    incomplete submission, fewer than two identities for the attack); the other parts
+    still start.
     """
     options = dict(options or {})
-    unknown = sorted(set(options) - set(PARTS))
+    unknown = sorted((set(options) | set(parts)) - set(PARTS))
     if unknown:
         raise ValueError(f"unknown part(s) {', '.join(unknown)}; parts are {', '.join(PARTS)}")
+    parts = [kind for kind in PARTS if kind in parts]
+    resumed = dispatch.adopt_orphans(submission)
     outcomes: dict[str, PartOutcome] = {}
     created: list[RunBase] = []
     with transaction.atomic():
         Submission.objects.select_for_update().filter(pk=submission.pk).first()
-        for kind in PARTS:
+        for kind in parts:
             asked = _asked(kind, options)
             run = covering_run(kind, submission, asked)
             if run is not None:
@@ -279,60 +292,28 @@ def evaluate_everything(
                 outcomes[kind] = PartOutcome(kind, WAITING, None, str(error))
                 continue
             created.append(run)
-    if background and created and dispatch.runs_in_process():
-        for run in created:  # described pending, before the thread starts them
-            outcomes[dispatch.kind_name(run)] = PartOutcome(
-                dispatch.kind_name(run), STARTED, run, _describe(run)
-            )
-        in_background(created)
-        return [outcomes[kind] for kind in PARTS]
-    for run in created:  # committed: queue on the broker, or run here without one
+    # Committed: executed in this process without a broker (resumed runs first), else queued.
+    if dispatch.runs_in_process():
+        dispatch.queue_runs([*resumed, *created], background=background, keep_going=True)
+    else:
+        dispatch.queue_runs(resumed)
+        for run in created:
+            try:
+                dispatch.queue(run)
+            except BrokerError as error:
+                lifecycle.fail(type(run), run.pk, f"could not queue the run: {error}")
+                run.refresh_from_db()
+                outcomes[dispatch.kind_name(run)] = PartOutcome(
+                    dispatch.kind_name(run), NOT_QUEUED, run, _describe(run)
+                )
+    for run in created:
         kind = dispatch.kind_name(run)
-        try:
-            dispatch.queue(run)
-        except BrokerError as error:
-            lifecycle.fail(type(run), run.pk, f"could not queue the run: {error}")
-            run.refresh_from_db()
-            outcomes[kind] = PartOutcome(kind, NOT_QUEUED, run, _describe(run))
-            continue
-        except Exception:
-            run.refresh_from_db()
-            if run.status != run.Status.FAILED:
-                raise
-            # In-process the run failed; the error is stored on it and shown in its log.
-        run.refresh_from_db()
-        outcomes[kind] = PartOutcome(kind, STARTED, run, _describe(run))
-    return [outcomes[kind] for kind in PARTS]
-
-
-def background_possible() -> bool:
-    """True unless the database is an in-memory SQLite one, which another thread cannot see (tests)."""
-    connection = connections["default"]
-    return not (connection.vendor == "sqlite" and connection.is_in_memory_db())
-
-
-def in_background(runs: list[RunBase]) -> threading.Thread:
-    """Run ``runs`` (in-process, no broker) one after the other in a daemon thread of this process.
-
-    For the embedded setup's web pages: the request answers at once and the progress page
-    follows the runs. The thread has its own database connection (closed at the end); a
-    failure is stored on its run (``lifecycle``) and logged. A run left unfinished when the
-    process stops stays running: re-queue it from the admin's run list.
-    """
-
-    def work():
-        try:
-            for run in runs:
-                try:
-                    dispatch.queue(run)
-                except Exception:  # stored on the run as failed; the next run still goes
-                    logger.exception("%s run %s failed", dispatch.kind_name(run), run.pk)
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=work, name="evaluate-everything", daemon=True)
-    thread.start()
-    return thread
+        if kind not in outcomes:
+            outcomes[kind] = PartOutcome(kind, STARTED, run, _describe(run))
+    for kind, outcome in outcomes.items():  # what they are now (a resumed one may have finished)
+        if outcome.state == RUNNING:
+            outcomes[kind] = PartOutcome(kind, RUNNING, outcome.run, _describe(outcome.run))
+    return [outcomes[kind] for kind in parts]
 
 
 def part_states(submission: Submission) -> list[dict]:

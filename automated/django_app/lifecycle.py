@@ -31,6 +31,15 @@ masked video and, for kinds that need it, one final step (the attack suite):
   of running it again forever. Other runs are untouched; a unit redelivered once after
   its worker was killed runs again as before.
 
+- **in-process owner** (no broker): a run executed in this process (``execute_inline``,
+  the embedded default's only executor) records the process as its ``owner``
+  (``processes.this_process``), taken by compare-and-set so one live process runs it. A
+  PENDING or RUNNING run whose owner process is gone (a server restart, a killed command)
+  is an *orphan* (``orphans``): ``dispatch.recover`` adopts it (``adopt``, compare-and-set
+  from the dead owner) and executes its units left undone, as a broker redelivers the units
+  of a dead worker; the delivery count above fails it, naming the unit, if its process died
+  in the same unit too often.
+
 Celery delivers units at least once (``acks_late``, ``reject_on_worker_lost``); the
 rules above make at-least-once delivery store results exactly once. Tasks: ``tasks.py``;
 queueing: ``dispatch.py``. This module imports neither.
@@ -47,11 +56,15 @@ from django.db.models import F, Q
 from django.utils import timezone
 from evalsite.models import MaskedVideo
 
+from . import processes
 from .run_models import RunBase, RunStatus
 
 logger = logging.getLogger(__name__)
 
 ACTIVE = (RunStatus.PENDING, RunStatus.RUNNING)
+
+#: Key of ``run.deliveries`` counting the times the run was resumed after its owner process was gone.
+RESUMED = "resumed"
 
 
 class RunKind:
@@ -423,12 +436,71 @@ def pending_folds(kind: RunKind, run: RunBase) -> list[int]:
     return [fold for fold in range(run.folds_total) if fold not in done]
 
 
+def take(model: type[RunBase], run_id: int) -> bool:
+    """Make this process the in-process owner of active run ``run_id``, unless another live process is.
+
+    Returns
+    -------
+    bool
+        True if this process owns it now (it had no owner, was this process's already, or
+        its owner is gone); False if the run is not PENDING or RUNNING, or another process
+        that is alive (or on another host) owns it.
+    """
+    me = processes.this_process()
+    owner = model.objects.filter(pk=run_id, status__in=ACTIVE).values_list("owner", flat=True).first()
+    if owner is None:
+        return False
+    if owner == me:
+        return True
+    if owner and processes.alive(owner) is not False:
+        return False
+    return adopt(model, run_id, owner)
+
+
+def adopt(model: type[RunBase], run_id: int, owner: str, new_owner: str | None = None) -> bool:
+    """Move active run ``run_id`` from owner ``owner`` to ``new_owner`` (default this process) by compare-and-set.
+
+    ``new_owner=""`` hands the run to a broker. True for exactly one caller however many
+    try at once.
+    """
+    new_owner = processes.this_process() if new_owner is None else new_owner
+    return model.objects.filter(pk=run_id, owner=owner, status__in=ACTIVE).update(owner=new_owner) == 1
+
+
+def count_resume(model: type[RunBase], run_id: int) -> int:
+    """Count one more resumption of run ``run_id`` after its owner process was gone (``deliveries["resumed"]``); return the count."""
+    with transaction.atomic():
+        run = model.objects.select_for_update().filter(pk=run_id).first()
+        if run is None:
+            return 0
+        deliveries = dict(run.deliveries or {})
+        deliveries[RESUMED] = int(deliveries.get(RESUMED, 0)) + 1
+        model.objects.filter(pk=run_id).update(deliveries=deliveries)
+    return deliveries[RESUMED]
+
+
+def orphans(model: type[RunBase], runs=None) -> list[RunBase]:
+    """The PENDING or RUNNING runs (of ``runs``, a queryset of ``model``; default all) whose owner process is gone.
+
+    A run without an owner (queued on a broker, which redelivers it) or whose owner runs on
+    another host (``processes.alive`` is None) is not an orphan.
+    """
+    runs = model.objects.all() if runs is None else runs
+    active = runs.filter(status__in=ACTIVE).exclude(owner="").order_by("pk")
+    return [run for run in active if processes.alive(run.owner) is False]
+
+
 def execute_inline(kind: RunKind, run: RunBase) -> RunBase:
-    """Execute every unit of ``run`` in this process, in order (no Celery); return it refreshed.
+    """Execute every unit of ``run`` left undone in this process, in order (no Celery); return it refreshed.
 
     The same units the tasks run, so an in-process run and a run shared by workers store
-    the same rows. Errors are raised after the run was marked FAILED.
+    the same rows. The process first becomes the run's owner (``take``); a run another
+    live process owns is left to it (returned as it is). Errors are raised after the run
+    was marked FAILED.
     """
+    if not take(kind.model, run.pk):
+        run.refresh_from_db()
+        return run
     for masked_video_id in pending_videos(kind, run):
         process_video(kind, run.pk, masked_video_id)
     run.refresh_from_db()

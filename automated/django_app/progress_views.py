@@ -2,12 +2,13 @@
 
 Mounted under /organizer/automated/ (``urls.py``); staff only, and the submission looked up
 among the campaigns the user organizes (``evalsite.scoping``), so another campaign's
-submission is a 404:
+submission is a 404. Both pages first resume the submission's runs whose in-process owner
+process is gone (``dispatch.recover``):
 
 - ``POST submission/<id>/evaluate/``: ``evaluate_all.evaluate_everything``, then back to the
   progress page (403 without the add permission of every run kind);
-- ``GET submission/<id>/progress/``: each run with a progress bar (videos done / total)
-  and its log (``run_progress.run_log``), a part never run with the reason it waits
+- ``GET submission/<id>/progress/``: each run with a progress bar (every unit of work:
+  videos, cross-video folds, the summary step; ``run_progress.units``) and its log (``run_progress.run_log``), a part never run with the reason it waits
   (``evaluate_all.not_run_text``), updating itself from
 - ``GET submission/<id>/progress.json``: ``{"submission", "active", "runs": [...]}``.
 """
@@ -41,7 +42,7 @@ def evaluate(request, submission_id: int):
     submission = _submission(request, submission_id)
     if not evaluate_all.may_evaluate(request.user):
         raise PermissionDenied("you may not start automated runs")
-    outcomes = evaluate_all.evaluate_everything(submission, background=evaluate_all.background_possible())
+    outcomes = evaluate_all.evaluate_everything(submission, background=True)
     for outcome in outcomes:
         level = (
             messages.WARNING
@@ -53,7 +54,12 @@ def evaluate(request, submission_id: int):
 
 
 def _runs(submission) -> list[dict]:
-    """The newest run of each part (face, then attack), then the older runs, newest first."""
+    """The newest run of each part (face, then attack), then the older runs, newest first.
+
+    Runs whose in-process owner is gone (a server restarted during them) are resumed first
+    (``dispatch.recover``, in a thread of this server), so none shows "running" for good.
+    """
+    dispatch.recover(submission, background=True)
     runs = run_progress.submission_runs(submission)
     latest = [next((r for r in runs if dispatch.kind_name(r) == kind), None) for kind in evaluate_all.PARTS]
     latest = [r for r in latest if r is not None]

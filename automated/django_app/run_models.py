@@ -56,6 +56,16 @@ class RunBase(models.Model):
         ),
     )
 
+    owner = models.CharField(
+        "in-process owner",
+        max_length=200,
+        blank=True,
+        help_text=(
+            "Without a broker: the process running the run ('<host> <boot id> <pid> <start ticks>'); "
+            "a run whose owner is gone is resumed (lifecycle.recover). Empty for runs a broker delivers."
+        ),
+    )
+
     objects = RunQuerySet.as_manager()
 
     class Meta:

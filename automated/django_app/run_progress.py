@@ -17,6 +17,7 @@ from datetime import datetime
 from evalsite.models import MaskedVideo
 
 from . import dispatch
+from .lifecycle import RESUMED
 from .run_models import RunBase, RunStatus
 
 
@@ -29,7 +30,7 @@ class LogEvent:
     at : datetime or None
         When it happened (aware); None for per-video events (their rows have no time).
     event : str
-        ``"queued"``, ``"started"``, ``"video done"``, ``"videos done"``, ``"failed"``,
+        ``"queued"``, ``"started"``, ``"resumed"``, ``"video done"``, ``"videos done"``, ``"failed"``,
         ``"not done"`` or ``"finished"``.
     text : str
         The line shown, e.g. ``"video 2/3 done: bbaf2n"``.
@@ -78,6 +79,14 @@ def run_log(run: RunBase) -> list[LogEvent]:
     events = [LogEvent(run.created_at, "queued", f"queued: {total} video{'s' if total != 1 else ''} planned")]
     if run.started_at is not None:
         events.append(LogEvent(run.started_at, "started", "started"))
+    resumed = int((run.deliveries or {}).get(RESUMED, 0))
+    if resumed:
+        times = "once" if resumed == 1 else f"{resumed} times"
+        events.append(
+            LogEvent(
+                None, "resumed", f"resumed {times}: the process running it had stopped (server restart?)"
+            )
+        )
     for n, row in enumerate(rows, start=1):
         name = names.get(row.masked_video_id, f"masked video {row.masked_video_id}")
         events.append(
@@ -103,9 +112,51 @@ def run_log(run: RunBase) -> list[LogEvent]:
     return events
 
 
+@dataclass(frozen=True)
+class Units:
+    """Every unit of work of a run, done and planned (the progress bar).
+
+    Attributes
+    ----------
+    done, total : int
+        Units done and planned: one per planned video, one per planned cross-video fold
+        (attack runs), one for the summary step (kinds with a final step, done when the run
+        completed).
+    text : str
+        E.g. ``"3/3 videos, 1/7 folds, summary 0/1"`` (the face run: ``"2/3 videos"``).
+    """
+
+    done: int
+    total: int
+    text: str
+
+    @property
+    def percent(self) -> int:
+        """``done`` as a whole percentage of ``total``, never 100 before every unit is done (0 for none planned)."""
+        if not self.total:
+            return 0
+        percent = round(100 * self.done / self.total)
+        return min(percent, 99) if self.done < self.total else percent
+
+
+def units(run: RunBase) -> Units:
+    """The units of ``run``: its videos, its cross-video folds and its summary step (``Units``)."""
+    spec = dispatch.RUN_KINDS[dispatch.kind_name(run)].kind
+    done, total = run.videos_done, run.videos_total
+    parts = [f"{done}/{total} videos"]
+    if spec.fold_model is not None:
+        done, total = done + run.folds_done, total + run.folds_total
+        parts.append(f"{run.folds_done}/{run.folds_total} folds")
+    if spec.has_final_step:
+        summary = int(run.status == RunStatus.COMPLETED)
+        done, total = done + summary, total + 1
+        parts.append(f"summary {summary}/1")
+    return Units(done, total, ", ".join(parts))
+
+
 def percent_done(run: RunBase) -> int:
-    """Videos done as a whole percentage of the planned videos (0 for a run planning none)."""
-    return round(100 * run.videos_done / run.videos_total) if run.videos_total else 0
+    """Every unit done (``units``: videos, folds, the summary) as a whole percentage; 100 only once all are."""
+    return units(run).percent
 
 
 def run_payload(run) -> dict:
@@ -116,6 +167,8 @@ def run_payload(run) -> dict:
         "status": run.status,
         "videos_done": run.videos_done,
         "videos_total": run.videos_total,
+        "folds_done": getattr(run, "folds_done", None),
+        "folds_total": getattr(run, "folds_total", None),
         "progress": run.progress,
         "config": run.config,
         "error": run.error,
@@ -126,10 +179,15 @@ def run_payload(run) -> dict:
 
 
 def progress_payload(run: RunBase) -> dict:
-    """JSON of one run for the progress page: ``run_payload`` plus ``percent``, ``active`` and ``log``."""
+    """JSON of one run for the progress page: ``run_payload`` plus its ``units`` (``units_done``,
+    ``units_total``, ``units_text``, ``percent``), ``active`` and ``log``."""
+    work = units(run)
     return {
         **run_payload(run),
-        "percent": percent_done(run),
+        "units_done": work.done,
+        "units_total": work.total,
+        "units_text": work.text,
+        "percent": work.percent,
         "active": run.status in (RunStatus.PENDING, RunStatus.RUNNING),
         "log": [event.as_dict() for event in run_log(run)],
     }

@@ -111,7 +111,7 @@ def test_organizer_campaign_page_and_progress_page_in_chromium(
     settings.TRIALS_PLAUSIBILITY_CHECKS = False  # answered directly, no media fetched
     _answer(live_campaign, "P-browser-1", 3)
     _answer(live_campaign, "P-browser-2", 2)
-    monkeypatch.setattr(dispatch, "queue", lambda run: None)  # held in the queue
+    monkeypatch.setattr(dispatch, "queue_runs", lambda runs, **kw: None)  # held in the queue
     monkeypatch.setattr(evaluate_all, "DEFAULT_OPTIONS", {"face": {"stride": 40}, "attack": {}})
     organizer = _organizer(live_campaign)
     driver = browser

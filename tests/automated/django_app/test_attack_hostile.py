@@ -399,7 +399,7 @@ def test_the_command_defaults_to_the_six_attackers_and_takes_n_folds(monkeypatch
 
     from automated.attack.attackers import DEFAULT_ATTACKERS
 
-    monkeypatch.setattr(dispatch, "queue", lambda run: None)
+    monkeypatch.setattr(dispatch, "queue_runs", lambda runs, **kw: None)
     submission = _campaign("command", MULTI)
     call_command("attack", str(submission.pk), "--recognizers", "lbph", "--n-folds", "2", "--no-wait")
     run = AttackRun.objects.get(submission=submission)
@@ -422,7 +422,7 @@ def test_the_command_defaults_to_the_six_attackers_and_takes_n_folds(monkeypatch
     ],
 )
 def test_the_api_checks_attack_options(admin_client, monkeypatch, options, status, field):
-    monkeypatch.setattr(dispatch, "queue", lambda run: None)
+    monkeypatch.setattr(dispatch, "queue_runs", lambda runs, **kw: None)
     submission = _campaign("api", MULTI)
     response = admin_client.post(
         f"/api/submissions/{submission.pk}/runs/",
@@ -515,7 +515,7 @@ def test_a_recognizer_failing_inside_fit_names_its_fold_videos_and_pair():
 def test_another_organizer_cannot_start_or_requeue_attack_runs_through_admin_actions(
     client, django_user_model, monkeypatch
 ):
-    monkeypatch.setattr(dispatch, "queue", lambda run: None)
+    monkeypatch.setattr(dispatch, "queue_runs", lambda runs, **kw: None)
     mine, theirs = _campaign("adm-mine", MULTI), _campaign("adm-theirs", MULTI)
     run = create_attack_run(theirs, attackers=["naive"], recognizers=["lbph"])
     organizer = django_user_model.objects.create_user("adm-org", password="x", is_staff=True)

@@ -15,7 +15,7 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from rest_framework.test import APIClient
 
-from automated.django_app import dispatch, evaluate_all
+from automated.django_app import dispatch, embedded, evaluate_all
 from automated.django_app.attack_models import AttackRun
 from automated.django_app.face_models import AutomatedRun
 from automated.django_app.face_tasks import face_video_task
@@ -128,7 +128,13 @@ def test_evaluate_everything_from_the_organizer_page(organizer, submission, fast
     )
     assert f"face: started: face run {face.pk}: completed: 3/3 videos" in html  # the message
     assert f"face run {face.pk}" in html and f"attack run {attack.pk}" in html
-    assert html.count('<progress max="3" value="3">100%</progress>') == 2
+    # The bars count every unit of work: the face run's 3 videos; the attack's 3 videos, its
+    # cross-video folds and its summary step.
+    assert html.count('<progress max="3" value="3">100%</progress>') == 1
+    units = 3 + attack.folds_total + 1
+    assert f'<progress max="{units}" value="{units}">100%</progress>' in html
+    folds = f"{attack.folds_total}/{attack.folds_total} folds"
+    assert f"3/3 videos, {folds}, summary 1/1 (100%)" in html
     for n, clip in enumerate(CLIPS, start=1):
         assert f"video {n}/3 done: {clip} (2 frames tested)" in html
     assert "finished: 3/3 videos in" in html
@@ -144,7 +150,7 @@ def test_progress_goes_from_0_to_n_and_a_double_post_starts_one_set_of_runs(
     organizer, submission, monkeypatch
 ):
     # As with a broker whose workers have not picked the tasks yet: runs stay pending.
-    monkeypatch.setattr(dispatch, "queue", lambda run: None)
+    monkeypatch.setattr(dispatch, "queue_runs", lambda runs, **kw: None)
     client = _api(organizer)
     first, second = _evaluate(client, submission), _evaluate(client, submission)
     assert (first.status_code, second.status_code) == (202, 202)
@@ -256,7 +262,7 @@ def test_another_campaigns_organizer_and_staff_without_permission_start_nothing(
 
 
 def test_admin_action_evaluates_everything_and_links_the_progress(admin_client, submission, monkeypatch):
-    monkeypatch.setattr(dispatch, "queue", lambda run: None)  # pending, as before a worker picks them up
+    monkeypatch.setattr(dispatch, "queue_runs", lambda runs, **kw: None)  # pending, as before a worker picks them up
     response = admin_client.post(
         "/admin/evalsite/submission/",
         {"action": "evaluate_everything", "_selected_action": [submission.pk]},
@@ -290,7 +296,8 @@ def test_the_log_of_an_attack_run_whose_videos_are_done_says_the_suite_is_runnin
         "video 3/3 done: lwbsza (15 face crops, 0.8 s)",
     ]
     assert texts[-1].startswith("every video done; ") and texts[-1].endswith("(attack suite)")
-    assert percent_done(run) == 100
+    # 3 of its 4 units (3 videos, no fold planned, the summary step still to come): not 100 %.
+    assert percent_done(run) == 75
 
 
 def test_without_a_broker_the_organizer_page_runs_them_in_a_thread_and_answers_at_once(
@@ -301,14 +308,14 @@ def test_without_a_broker_the_organizer_page_runs_them_in_a_thread_and_answers_a
     class Thread:  # runs its target when the page has answered (the test's in-memory
         # database cannot be seen from another thread)
         def __init__(self, target, name, daemon):
-            assert daemon and name == "evaluate-everything"
+            assert daemon and name == "automated-runs"
             self.target = target
 
         def start(self):
             started.append(self.target)
 
-    monkeypatch.setattr(evaluate_all.threading, "Thread", Thread)
-    monkeypatch.setattr(evaluate_all, "background_possible", lambda: True)
+    monkeypatch.setattr(embedded.threading, "Thread", Thread)
+    monkeypatch.setattr(embedded, "background_possible", lambda: True)
     client = _web(organizer)
     html = client.post(
         f"/organizer/automated/submission/{submission.pk}/evaluate/", follow=True
