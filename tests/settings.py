@@ -41,8 +41,9 @@ if os.environ.get("DEID_TEST_KILL_ON_VIDEO"):
     import tests.ops.poison  # noqa: E402,F401
 
 # No resuming of orphaned runs on a process's first request: it would touch the database in
-# tests that have none (tests/automated/django_app/test_orphaned_runs.py calls it itself).
-DEID_RESUME_RUNS_ON_START = False
+# tests that have none (tests/automated/django_app/test_orphaned_runs.py calls it itself);
+# a server a test starts may ask for it (tests/ops/test_embedded_restart.py).
+DEID_RESUME_RUNS_ON_START = os.environ.get("DEID_RESUME_RUNS_ON_START") == "1"
 
 # Every rater of the Django test client comes from 127.0.0.1: addresses are not counted
 # (no cap, no flag), except in the tests of that check (tests/trials/test_sybil*.py).

@@ -176,6 +176,7 @@ def start_run(kind: str, submission, *, background: bool = False, **options) -> 
         run, which is then stored on the run as failed.
     """
     adopted = adopt_orphans(submission)
+    run = None
     try:
         run = create_run(kind, submission, **options)
     except ActiveTwin as twin:
@@ -183,6 +184,9 @@ def start_run(kind: str, submission, *, background: bool = False, **options) -> 
             raise
         run = twin.run  # resumed below, with the other orphans
         adopted = [r for r in adopted if not (type(r) is type(run) and r.pk == run.pk)]
+    finally:
+        if run is None:  # refused: the orphans adopted are resumed all the same
+            queue_runs(adopted, background=background, keep_going=True)
     queue_runs([*adopted, run], background=background)
     run.refresh_from_db()
     return run

@@ -277,21 +277,25 @@ def evaluate_everything(
     resumed = dispatch.adopt_orphans(submission)
     outcomes: dict[str, PartOutcome] = {}
     created: list[RunBase] = []
-    with transaction.atomic():
-        Submission.objects.select_for_update().filter(pk=submission.pk).first()
-        for kind in parts:
-            asked = _asked(kind, options)
-            run = covering_run(kind, submission, asked)
-            if run is not None:
-                state = RUNNING if run.status in lifecycle.ACTIVE else UP_TO_DATE
-                outcomes[kind] = PartOutcome(kind, state, run, _describe(run))
-                continue
-            try:
-                run = dispatch.create_run(kind, submission, **asked)
-            except ValueError as error:  # inputs not ready (or bad options): nothing created
-                outcomes[kind] = PartOutcome(kind, WAITING, None, str(error))
-                continue
-            created.append(run)
+    try:
+        with transaction.atomic():
+            Submission.objects.select_for_update().filter(pk=submission.pk).first()
+            for kind in parts:
+                asked = _asked(kind, options)
+                run = covering_run(kind, submission, asked)
+                if run is not None:
+                    state = RUNNING if run.status in lifecycle.ACTIVE else UP_TO_DATE
+                    outcomes[kind] = PartOutcome(kind, state, run, _describe(run))
+                    continue
+                try:
+                    run = dispatch.create_run(kind, submission, **asked)
+                except ValueError as error:  # inputs not ready (or bad options): nothing created
+                    outcomes[kind] = PartOutcome(kind, WAITING, None, str(error))
+                    continue
+                created.append(run)
+    except BaseException:  # nothing created: the adopted orphans are resumed all the same
+        dispatch.queue_runs(resumed, background=background, keep_going=True)
+        raise
     # Committed: executed in this process without a broker (resumed runs first), else queued.
     if dispatch.runs_in_process():
         dispatch.queue_runs([*resumed, *created], background=background, keep_going=True)

@@ -13,11 +13,13 @@ The tiny real GRID campaign (3 clips, 4 identities); a face run of 2 tested fram
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 
 import pytest
 from django.contrib.auth.models import Permission, User
+from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -138,6 +140,12 @@ def test_a_pending_run_of_a_dead_process_is_resumed_at_the_first_request(
     AutomatedRun.objects.filter(pk=run.pk).update(owner=owner)  # orphaned again
     Client().get("/")  # not the first request any more: left to the pages
     assert executed == [run.pk] and AutomatedRun.objects.get(pk=run.pk).owner == owner
+    # The command that would start its twin resumes it instead of refusing "already pending".
+    out = io.StringIO()
+    call_command("evaluate", str(submission.pk), "--stride", "40", "--no-wait", stdout=out)
+    assert out.getvalue().startswith(f"run {run.pk} of {submission}: pending (0/3 videos)")
+    assert executed == [run.pk, run.pk] and AutomatedRun.objects.count() == 1
+    assert AutomatedRun.objects.get(pk=run.pk).deliveries == {"resumed": 2}
 
 
 @pytest.fixture
