@@ -262,7 +262,8 @@ def test_another_campaigns_organizer_and_staff_without_permission_start_nothing(
 
 
 def test_admin_action_evaluates_everything_and_links_the_progress(admin_client, submission, monkeypatch):
-    monkeypatch.setattr(dispatch, "queue_runs", lambda runs, **kw: None)  # pending, as before a worker picks them up
+    # Pending, as before a worker picks them up.
+    monkeypatch.setattr(dispatch, "queue_runs", lambda runs, **kw: None)
     response = admin_client.post(
         "/admin/evalsite/submission/",
         {"action": "evaluate_everything", "_selected_action": [submission.pk]},
