@@ -313,3 +313,102 @@ def linking_attack(
         p_eer=float((1 + (null[:, 0] <= eer).sum()) / (1 + n)) if n else float("nan"),
         p_d_sys=float((1 + (null[:, 1] >= d_sys).sum()) / (1 + n)) if n else float("nan"),
     )
+
+
+#: Samples per recording the linking attacker compares (evenly spaced in time): all pairs
+#: of samples of different recordings are scored, so this bounds the cost.
+LINKING_SAMPLES_PER_RECORDING = 10
+#: Identity permutations of the linking attacker's chance reference in a campaign run.
+LINKING_PERMUTATIONS = 100
+
+
+def identity_over_time_by_recording(
+    clear_crops,
+    masked_crops,
+    recordings,
+    identities,
+    embed,
+    *,
+    time_index=None,
+    samples_per_recording: int = LINKING_SAMPLES_PER_RECORDING,
+    n_permutations: int = LINKING_PERMUTATIONS,
+    random_state: int = 0,
+) -> dict:
+    """Temporal consistency and flicker per recording, and the linking attacker across them.
+
+    The three measures of this module over the samples of an attack run (e.g. an
+    ``attack.data.AttackData``: ``clear``, ``masked``, ``groups`` as recordings,
+    ``identities``, ``time_index``).
+
+    Parameters
+    ----------
+    clear_crops, masked_crops : ndarray of uint8, shape (n_samples, H, W, 3)
+        Aligned face crops (the clear frame's box cut from both).
+    recordings : array-like, shape (n_samples,)
+        Recording of each sample (a video); one identity per recording.
+    identities : array-like, shape (n_samples,)
+    embed : callable, crops -> ndarray (n, d)
+        A pretrained face embedder.
+    time_index : array-like of int, shape (n_samples,), optional
+        Frame index of each sample (time order within a recording); default: the given order.
+    samples_per_recording : int, default=10
+        Samples per recording (evenly spaced in time) the linking attacker compares.
+    n_permutations : int, default=100
+        The linking attacker's chance reference (``linking_attack``).
+    random_state : int, default=0
+
+    Returns
+    -------
+    dict
+        ``recordings``: recording -> ``identity_over_time`` as plain numbers
+        (``consistency_masked``, ``consistency_clear``, ``flicker_masked``,
+        ``flicker_clear``, ``flicker_relative``, ``n_frames``), for recordings of at
+        least two samples; ``linking``: ``LinkingResult.as_dict()`` plus ``above_chance``,
+        or ``{"unavailable": reason}`` when no person has two recordings or only one
+        person is shown.
+
+    Raises
+    ------
+    ValueError
+        If the arrays' lengths differ or the crops differ in shape.
+    """
+    clear_crops, masked_crops = np.asarray(clear_crops), np.asarray(masked_crops)
+    recordings, identities = np.asarray(recordings), np.asarray(identities)
+    if not (len(clear_crops) == len(masked_crops) == len(recordings) == len(identities)):
+        raise ValueError(
+            f"inconsistent numbers of samples: {len(clear_crops)} clear, {len(masked_crops)} masked crops, "
+            f"{len(recordings)} recordings, {len(identities)} identities"
+        )
+    order = np.arange(len(recordings)) if time_index is None else np.asarray(time_index)
+    per_recording, linked = {}, []
+    for recording in np.unique(recordings):
+        rows = np.flatnonzero(recordings == recording)
+        rows = rows[np.argsort(order[rows], kind="stable")]
+        linked += rows[
+            np.unique(np.linspace(0, len(rows) - 1, samples_per_recording).round().astype(int))
+        ].tolist()
+        if len(rows) < 2:
+            continue
+        figures = identity_over_time(clear_crops[rows], masked_crops[rows], embed)
+        per_recording[recording.item() if hasattr(recording, "item") else recording] = {
+            "consistency_masked": figures["consistency"].masked,
+            "consistency_clear": figures["consistency"].clear,
+            "flicker_masked": figures["flicker"].masked,
+            "flicker_clear": figures["flicker"].clear,
+            "flicker_relative": figures["flicker"].relative,
+            "n_frames": figures["n_frames"],
+        }
+    linked = np.asarray(sorted(linked))
+    try:
+        result = linking_attack(
+            embed(masked_crops[linked]),
+            recordings[linked],
+            identities[linked],
+            n_permutations=n_permutations,
+            random_state=random_state,
+        )
+    except ValueError as error:
+        linking = {"unavailable": str(error)}
+    else:
+        linking = {**result.as_dict(), "above_chance": result.above_chance()}
+    return {"recordings": per_recording, "linking": linking}

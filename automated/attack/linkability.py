@@ -255,3 +255,42 @@ def linkability_chance(
             shuffled[: mated.size], shuffled[mated.size :], omega=omega, n_bins=n_bins
         ).d_sys
     return null
+
+
+def result_from_record(record: dict) -> LinkabilityResult:
+    """A ``LinkabilityResult`` back from a stored verification record, for ``plot_linkability``.
+
+    Parameters
+    ----------
+    record : dict
+        ``verification.curve_record`` output: ``linkability`` (D<->sys),
+        ``linkability_curve`` (``bin_centres``, ``d_local``, ``mated_density``,
+        ``non_mated_density`` lists), ``n_genuine``, ``n_impostor``.
+
+    Returns
+    -------
+    LinkabilityResult
+        The bin edges are rebuilt from the (equal-width) bin centres.
+
+    Raises
+    ------
+    ValueError
+        If the record has no linkability curve (runs stored before it was recorded).
+    """
+    curve = record.get("linkability_curve")
+    if not curve or record.get("linkability") is None:
+        raise ValueError("this verification record has no linkability curve (stored before it was recorded)")
+    centres = np.asarray(curve["bin_centres"], dtype=np.float64)
+    width = float(centres[1] - centres[0]) if len(centres) > 1 else 1.0
+    edges = np.concatenate([centres - width / 2, [centres[-1] + width / 2]])
+    return LinkabilityResult(
+        d_sys=float(record["linkability"]),
+        bin_centres=centres,
+        d_local=np.asarray(curve["d_local"], dtype=np.float64),
+        mated_density=np.asarray(curve["mated_density"], dtype=np.float64),
+        non_mated_density=np.asarray(curve["non_mated_density"], dtype=np.float64),
+        bin_edges=edges,
+        omega=OMEGA,
+        n_mated=int(record.get("n_genuine", 0)),
+        n_non_mated=int(record.get("n_impostor", 0)),
+    )

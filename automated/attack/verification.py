@@ -23,7 +23,7 @@ CMC curves should be reported for biometric recognition". Terms follow ISO/IEC 1
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -216,6 +216,9 @@ class VerificationResult:
         met only at FMR 0 and the FNMR there is an upper bound).
     cmc : ndarray of float64 of shape (max_rank,)
     n_probes, n_gallery : int
+    genuine_probes, impostor_probes : ndarray of shape (n_genuine,) / (n_impostor,)
+        The probe identity of each genuine / impostor comparison (empty when unknown):
+        what ``identity_bootstrap`` resamples and ``verification_by_group`` splits by.
     """
 
     genuine: np.ndarray
@@ -227,6 +230,8 @@ class VerificationResult:
     cmc: np.ndarray = field(default_factory=lambda: np.zeros(0))
     n_probes: int = 0
     n_gallery: int = 0
+    genuine_probes: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    impostor_probes: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def as_dict(self) -> dict:
         """JSON-ready summary: ``eer``, ``fnmr_at_fmr_<target>``, ``cmc_rank_<r>``, counts."""
@@ -267,6 +272,9 @@ def evaluate_verification(
     VerificationResult
     """
     genuine, impostor = genuine_impostor_scores(scores, probe_labels, gallery_labels)
+    probes = np.asarray(probe_labels)
+    same = probes[:, None] == np.asarray(gallery_labels)[None, :]
+    probe_of = np.broadcast_to(probes[:, None], same.shape)
     fnmr_at = {float(t): fnmr_at_fmr(genuine, impostor, t)[0] for t in fmr_targets}
     return VerificationResult(
         genuine,
@@ -276,8 +284,10 @@ def evaluate_verification(
         fnmr_at,
         {float(t): impostor.size * t >= 1.0 for t in fmr_targets},
         cmc_curve(scores, probe_labels, gallery_labels, max_rank=max_rank),
-        len(np.asarray(probe_labels)),
+        len(probes),
         len(np.asarray(gallery_labels)),
+        probe_of[same],
+        probe_of[~same],
     )
 
 
@@ -363,10 +373,196 @@ def verify_folds(data, folds, embed, *, fmr_targets: Sequence[float] = FMR_TARGE
         cmc,
         n_probes,
         int(np.mean([p.n_gallery for p in parts])),
+        np.concatenate([p.genuine_probes for p in parts]),
+        np.concatenate([p.impostor_probes for p in parts]),
     )
 
 
-def curve_record(result: VerificationResult, *, n_points: int = 200) -> dict:
+#: Resamples of the bootstrap intervals over probe identities stored with a run's verification.
+N_RESAMPLES = 200
+
+
+def identity_bootstrap(
+    genuine,
+    genuine_probes,
+    impostor,
+    impostor_probes,
+    statistic: Callable[[np.ndarray, np.ndarray], float],
+    *,
+    n_resamples: int = N_RESAMPLES,
+    confidence: float = 0.95,
+    random_state: int = 0,
+) -> tuple[float, float, float]:
+    """A statistic of genuine and impostor scores with a percentile bootstrap over probe identities.
+
+    Each resample draws the probe identities with replacement; a drawn identity brings
+    every genuine and impostor comparison of its probes, once per draw (the gallery stays
+    fixed), so the interval reflects the spread between people, not between
+    near-duplicate frames (as ``declared.bootstrap_eer``, there on a score matrix).
+    Resamples without a genuine or an impostor score are skipped.
+
+    Parameters
+    ----------
+    genuine, impostor : array-like of float, shape (n_genuine,) / (n_impostor,)
+    genuine_probes, impostor_probes : array-like, same shapes
+        Probe identity of each comparison (``VerificationResult.genuine_probes``).
+    statistic : callable ``(genuine, impostor) -> float``
+        E.g. ``equal_error_rate`` or ``lambda g, i: linkability(g, i).d_sys``.
+    n_resamples : int, default=200
+    confidence : float in (0, 1), default=0.95
+    random_state : int, default=0
+
+    Returns
+    -------
+    (value, low, high) : tuple of float
+        The statistic on all scores and the interval (NaN, NaN when every resample was
+        skipped, e.g. a single probe identity that has no impostor comparison).
+
+    Raises
+    ------
+    ValueError
+        If a probe-label array does not match its scores, a score array is empty,
+        ``n_resamples`` < 1 or ``confidence`` is outside (0, 1).
+    """
+    genuine, impostor = np.asarray(genuine, np.float64), np.asarray(impostor, np.float64)
+    genuine_probes, impostor_probes = np.asarray(genuine_probes), np.asarray(impostor_probes)
+    if genuine.shape != genuine_probes.shape or impostor.shape != impostor_probes.shape:
+        raise ValueError(
+            "each score needs its probe identity: got "
+            f"{genuine.shape} genuine scores and {genuine_probes.shape} labels, "
+            f"{impostor.shape} impostor scores and {impostor_probes.shape} labels"
+        )
+    if genuine.size == 0 or impostor.size == 0:
+        raise ValueError(f"need genuine and impostor scores, got {genuine.size} and {impostor.size}")
+    if n_resamples < 1 or not 0.0 < confidence < 1.0:
+        raise ValueError(f"need n_resamples >= 1 and confidence in (0, 1), got {n_resamples}, {confidence}")
+    labels, codes = np.unique(
+        np.concatenate([genuine_probes, impostor_probes]).astype(str), return_inverse=True
+    )
+    g_code, i_code = codes[: genuine.size], codes[genuine.size :]
+    g_order, i_order = np.argsort(g_code, kind="stable"), np.argsort(i_code, kind="stable")
+    g_bounds = np.searchsorted(g_code[g_order], np.arange(len(labels) + 1))
+    i_bounds = np.searchsorted(i_code[i_order], np.arange(len(labels) + 1))
+    rng = np.random.default_rng(random_state)
+    values = []
+    for _ in range(int(n_resamples)):
+        drawn = rng.integers(0, len(labels), len(labels))
+        g = np.concatenate([genuine[g_order[g_bounds[k] : g_bounds[k + 1]]] for k in drawn])
+        i = np.concatenate([impostor[i_order[i_bounds[k] : i_bounds[k + 1]]] for k in drawn])
+        if g.size and i.size:
+            values.append(statistic(g, i))
+    value = float(statistic(genuine, impostor))
+    if not values:
+        return value, float("nan"), float("nan")
+    tail = 50.0 * (1.0 - confidence)
+    low, high = np.percentile(values, [tail, 100.0 - tail])
+    return value, float(low), float(high)
+
+
+def _d_sys(genuine, impostor) -> float:
+    from .linkability import linkability
+
+    return linkability(genuine, impostor).d_sys
+
+
+def verification_intervals(
+    result: VerificationResult, *, n_resamples: int = N_RESAMPLES, random_state: int = 0
+) -> dict:
+    """EER and linkability D<->sys with 95 % bootstrap intervals over probe identities.
+
+    ``identity_bootstrap`` of ``equal_error_rate`` (ISO/IEC 19795-1) and of D<->sys
+    (Gomez-Barrero et al. 2018, eq. 7, ``linkability.linkability``).
+
+    Returns
+    -------
+    dict
+        ``eer``, ``eer_ci_low``, ``eer_ci_high``, ``linkability``, ``linkability_ci_low``,
+        ``linkability_ci_high``, ``n_probe_identities``; ``{}`` when the result has no
+        probe labels.
+    """
+    if result.genuine_probes.size != result.genuine.size or result.genuine.size == 0:
+        return {}
+    args = (result.genuine, result.genuine_probes, result.impostor, result.impostor_probes)
+    options = {"n_resamples": n_resamples, "random_state": random_state}
+    eer = identity_bootstrap(*args, equal_error_rate, **options)
+    d_sys = identity_bootstrap(*args, _d_sys, **options)
+    return {
+        "eer": eer[0],
+        "eer_ci_low": eer[1],
+        "eer_ci_high": eer[2],
+        "linkability": d_sys[0],
+        "linkability_ci_low": d_sys[1],
+        "linkability_ci_high": d_sys[2],
+        "n_probe_identities": int(
+            np.unique(np.concatenate([result.genuine_probes, result.impostor_probes]).astype(str)).size
+        ),
+    }
+
+
+def verification_by_group(
+    result: VerificationResult, group_of: Mapping, *, n_resamples: int = N_RESAMPLES, random_state: int = 0
+) -> dict:
+    """EER and linkability of the comparisons of each demographic group's probes.
+
+    The probes of a group are compared with the whole gallery (as in the pooled figures);
+    each group's EER and D<->sys get their bootstrap interval over the group's probe
+    identities (``verification_intervals``) and D<->sys its chance level (the median of
+    ``linkability.linkability_chance``, 100 relabellings: the histogram estimate rises as
+    mated scores get fewer, so smaller groups read higher by chance). Privacy fairness of
+    linkability (ISO/IEC 19795-10 differential performance, here for the attacker).
+
+    Parameters
+    ----------
+    result : VerificationResult
+        With probe labels (``genuine_probes``, ``impostor_probes``).
+    group_of : mapping identity -> str
+        The group of each probe identity (e.g. self-reported gender); identities missing
+        from it or labelled "" / "unknown" are left out.
+
+    Returns
+    -------
+    dict
+        group label -> ``{"n_identities", "n_genuine", "n_impostor", "eer", "eer_ci_low",
+        "eer_ci_high", "linkability", "linkability_ci_low", "linkability_ci_high",
+        "linkability_chance"}``, for groups with both genuine and impostor comparisons,
+        sorted by label. No identity is named.
+    """
+    from .linkability import linkability_chance
+
+    if result.genuine_probes.size != result.genuine.size:
+        return {}
+    labels = {
+        str(k): str(v) for k, v in group_of.items() if str(v).strip().lower() not in ("", "unknown", "nan")
+    }
+    g_group = np.array([labels.get(str(p), "") for p in result.genuine_probes])
+    i_group = np.array([labels.get(str(p), "") for p in result.impostor_probes])
+    out = {}
+    for name in sorted(set(labels.values())):
+        g, i = g_group == name, i_group == name
+        if not g.any() or not i.any():
+            continue
+        part = VerificationResult(
+            result.genuine[g],
+            result.impostor[i],
+            result.points,
+            float("nan"),
+            genuine_probes=result.genuine_probes[g],
+            impostor_probes=result.impostor_probes[i],
+        )
+        figures = verification_intervals(part, n_resamples=n_resamples, random_state=random_state)
+        out[name] = {
+            "n_identities": figures.pop("n_probe_identities"),
+            "n_genuine": int(g.sum()),
+            "n_impostor": int(i.sum()),
+            **figures,
+            "linkability_chance": float(
+                np.median(linkability_chance(part.genuine, part.impostor, n_permutations=100))
+            ),
+        }
+    return out
+
+
+def curve_record(result: VerificationResult, *, n_points: int = 200, n_resamples: int = N_RESAMPLES) -> dict:
     """A JSON-ready copy of ``result`` for storing and plotting later (``plot_verification``).
 
     ``as_dict()`` plus ``cmc`` (list) and ``fmr``/``fnmr`` lists of at most ``n_points``
@@ -377,7 +573,9 @@ def curve_record(result: VerificationResult, *, n_points: int = 200) -> dict:
     bins and omega 1): ``linkability`` (D<->sys), ``linkability_chance`` (median D<->sys of
     200 random relabellings, ``linkability.linkability_chance``: the histogram estimate's
     level when the scores carry no identity) and ``linkability_curve`` (``bin_centres``,
-    ``d_local``, ``mated_density``, ``non_mated_density`` lists, for the plot).
+    ``d_local``, ``mated_density``, ``non_mated_density`` lists, for the plot); with probe
+    labels, ``verification_intervals`` (95 % bootstrap intervals over probe identities of
+    the EER and D<->sys, ``n_resamples`` resamples).
     """
     from .linkability import linkability, linkability_chance
 
@@ -397,6 +595,7 @@ def curve_record(result: VerificationResult, *, n_points: int = 200) -> dict:
         "linkability_curve": {
             key: curve[key] for key in ("bin_centres", "d_local", "mated_density", "non_mated_density")
         },
+        **verification_intervals(result, n_resamples=n_resamples),
     }
 
 

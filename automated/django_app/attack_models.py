@@ -74,6 +74,14 @@ class AttackRun(RunBase):
         help_text="Every video split in time: the attacker sees other frames of the tested recording, so "
         "this measures scene memorisation, never the worst case.",
     )
+    privacy = models.JSONField(
+        "declared attacker, linkability by group, identity over time",
+        default=dict,
+        blank=True,
+        help_text="The declared attacker chosen on development identities (attack.declared), "
+        "verification by demographic group (EER, linkability), and per masked video temporal identity "
+        "consistency and flicker with the linking attacker across recordings (automated.temporal).",
+    )
     timing = models.JSONField(
         "timing",
         default=dict,

@@ -20,6 +20,7 @@ from evalsite.staleness import run_staleness
 
 from automated.attack.suite import ALL
 from .attack_models import AttackResult, AttackRun, AttackVideoResult
+from .attack_privacy import TEMPORAL_COLUMNS, temporal_video_columns
 from .attack_service import attack_summary, format_confounded_identities
 
 VIDEO_COLUMNS = ["attack_worst_case_accuracy", "attack_worst_case_test_frames"]
@@ -56,10 +57,11 @@ def strongest_completed_run(submission) -> AttackRun | None:
 
 
 def attack_video_columns(submission) -> pd.DataFrame:
-    """Index: source-video name; the worst-case pair's accuracy and test frames per video."""
+    """Index: source-video name; the worst-case pair's accuracy and test frames per video, and
+    each masked video's temporal identity consistency and flicker beside its clear video's."""
     run = strongest_completed_run(submission)
     if run is None:
-        return pd.DataFrame(columns=VIDEO_COLUMNS)
+        return pd.DataFrame(columns=[*VIDEO_COLUMNS, *TEMPORAL_COLUMNS])
     rows = AttackVideoResult.objects.filter(run=run).select_related("source_video")
     frame = pd.DataFrame(
         [
@@ -68,7 +70,7 @@ def attack_video_columns(submission) -> pd.DataFrame:
         ],
         columns=["video", *VIDEO_COLUMNS],
     )
-    return frame.set_index("video")
+    return frame.set_index("video").join(temporal_video_columns(run), how="outer")
 
 
 def attack_caveats(submission) -> dict[str, list[str]]:

@@ -57,7 +57,7 @@ from automated.detection import DETECTOR_NAMES, make_face_detector
 from automated.recognition import DEFAULT_EMBEDDER
 from automated.serialize import jsonable
 
-from . import lifecycle
+from . import attack_privacy, lifecycle
 from .attack_models import AttackExtraction, AttackFold, AttackResult, AttackRun, AttackVideoResult
 from .services import check_complete
 
@@ -402,7 +402,7 @@ class AttackRunKind(lifecycle.RunKind):
         _use_embedding_disk_cache()
         masked_videos = _planned_masked_videos(run)
         data = _attack_data(run, masked_videos)
-        result = {"n_samples": data.n_samples, "table": [], "per_video": [], "timing": {}}
+        result = {"n_samples": data.n_samples, "table": [], "per_video": [], "timing": {}, "privacy": {}}
         stored = list(run.folds.order_by("fold"))
         folds = [_fold(run, data, masked_videos, f.fold) for f in stored]
         fold_rows = [row for f in stored for row in f.rows]
@@ -412,15 +412,28 @@ class AttackRunKind(lifecycle.RunKind):
             )
             cross = CrossVideoResult(pd.DataFrame(fold_rows), predictions, cross_video_counts(data, folds))
             result.update(self._cross_video(cross, masked_videos))
+            result["privacy"]["declared"] = attack_privacy.declared_figures(predictions, config)
             result["timing"]["cross_video_s"] = _seconds_by_recognizer(fold_rows)
         # Only folds that tested frames verify (no face in every tested clip: no probe at all).
         if config.get("verification", True) and any(len(f.test_idx) and len(f.train_idx) for f in folds):
             embedded = time.perf_counter()
-            result["verification"] = {
-                name: curve_record(verify_folds(data, folds, DlibEmbedding(name).transform))
+            verified = {
+                name: verify_folds(data, folds, DlibEmbedding(name).transform)
                 for name in pretrained_embedders(config["recognizers"])
             }
+            result["verification"] = {name: curve_record(found) for name, found in verified.items()}
+            result["privacy"]["linkability_by_group"] = attack_privacy.group_figures(
+                verified[DEFAULT_EMBEDDER],
+                {m.source_video.identity.code: m.source_video.identity.attributes for m in masked_videos},
+                run.submission.campaign.demographic_attributes,
+            )
             result["timing"]["verification_s"] = time.perf_counter() - embedded
+        if data.n_samples:
+            started_temporal = time.perf_counter()
+            result["privacy"]["temporal"] = attack_privacy.temporal_figures(
+                data, DlibEmbedding(DEFAULT_EMBEDDER).transform, masked_videos, seed=config["seed"]
+            )
+            result["timing"]["temporal_s"] = time.perf_counter() - started_temporal
         if config.get("scene_memorisation", True):
             try:
                 table = run_attack_suite(
@@ -506,6 +519,7 @@ class AttackRunKind(lifecycle.RunKind):
         run.per_identity = result.get("per_identity", [])
         run.verification = result.get("verification", {})
         run.scene_memorisation = result.get("scene_memorisation", [])
+        run.privacy = result.get("privacy", {})
         run.timing = {"extraction_s": run.extraction_s, **result.get("timing", {})}
 
 
@@ -602,7 +616,8 @@ def attack_summary(run: AttackRun) -> dict:
         worst-case pair), ``verification`` (per embedder: CMC ranks 1-5, EER, FNMR at FMR
         1e-2 / 1e-3), ``scene_memorisation`` (the within-video figure, apart),
         ``format_confounded_identities`` (:func:`format_confounded_identities`: read their
-        per-identity accuracy apart) and timings.
+        per-identity accuracy apart) and timings; the declared attacker, linkability by
+        group and identity over time (``attack_privacy.privacy_summary``).
         Without a cross-video fold the worst-case entries are None and ``no_worst_case``
         says why.
     """
@@ -620,7 +635,12 @@ def attack_summary(run: AttackRun) -> dict:
     )
     attacks = results[results["attacker"] != "clear"]
     if attacks.empty:
-        return {**summary, "worst_case_accuracy": None, "no_worst_case": _no_worst_case(run)}
+        return {
+            **summary,
+            "worst_case_accuracy": None,
+            "no_worst_case": _no_worst_case(run),
+            **attack_privacy.privacy_summary(run),
+        }
     best = attacks.loc[attacks["accuracy"].idxmax()]
     clear = results[results["attacker"] == "clear"]
     top = clear.loc[clear["accuracy"].idxmax()] if not clear.empty else None
@@ -655,6 +675,7 @@ def attack_summary(run: AttackRun) -> dict:
         "per_identity": per_identity,
         "verification": verification,
         "timing": run.timing,
+        **attack_privacy.privacy_summary(run),
     }
 
 

@@ -6,7 +6,11 @@ identities, videos and frames, the per-pair table, per-identity accuracy of the
 worst-case pair (with a caveat naming tested identities alone in a video format:
 ``attack_service.format_confounded_identities``), the verification figures of the pretrained embedding (CMC ranks 1-5,
 EER, FNMR at FMR 1e-2 / 1e-3) with their CMC / ROC / DET plot, and, apart, the
-within-video scene-memorisation table, which is never the worst case.
+within-video scene-memorisation table, which is never the worst case. Above the worst
+case, the declared attacker (the headline, ``attack_privacy``); beside verification the
+linkability with its intervals, per demographic group, and a plot of the mated /
+non-mated score densities with D<->(s); then identity over time (per masked video
+consistency and flicker, the linking attacker).
 
 Staff only, and only runs of campaigns the user organizes (``evalsite.scoping``): another
 campaign's organizer gets 404, as for every organizer page.
@@ -18,6 +22,7 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
+from automated.attack.linkability import plot_linkability, result_from_record
 from automated.attack.verification import plot_verification
 from evalsite.scoping import scope
 
@@ -46,6 +51,12 @@ def attack_run_report(request, run_id: int):
             "has_plot": bool(run.verification),
             "format_confounded": ", ".join(confounded),
             "format_confounded_one": len(confounded) == 1,
+            "temporal_videos": [
+                {"video": name, **values}
+                for name, values in sorted(
+                    ((run.privacy or {}).get("temporal") or {}).get("per_video", {}).items()
+                )
+            ],
         },
     )
 
@@ -59,6 +70,27 @@ def attack_run_verification_png(request, run_id: int):
     image = plot_verification(
         run.verification, title=f"Masked probes vs clear gallery, cross-video folds: {run.submission}"
     )
+    response = HttpResponse(image, content_type="image/png")
+    response["Cache-Control"] = "private, no-store"
+    return response
+
+
+@staff_member_required
+def attack_run_linkability_png(request, run_id: int, embedder: str):
+    """Mated / non-mated score densities with D<->(s) of one embedder's verification (PNG).
+
+    Gomez-Barrero et al. 2018, eq. 6-7 (``attack.linkability.plot_linkability``), from the
+    curve stored with the run; 404 for an unknown embedder or a run stored before it.
+    """
+    run = _run(request, run_id)
+    record = (run.verification or {}).get(embedder)
+    if record is None:
+        raise Http404("no verification of this embedder in this run")
+    try:
+        result = result_from_record(record)
+    except ValueError as error:
+        raise Http404(str(error)) from None
+    image = plot_linkability(result, title=f"{embedder}, masked probes vs clear gallery")
     response = HttpResponse(image, content_type="image/png")
     response["Cache-Control"] = "private, no-store"
     return response

@@ -13,6 +13,11 @@ urlpatterns = [
         name="attack_run_verification_png",
     ),
     path(
+        "attack-run/<int:run_id>/linkability/<str:embedder>.png",
+        attack_views.attack_run_linkability_png,
+        name="attack_run_linkability_png",
+    ),
+    path(
         "campaign/<int:campaign_id>/frontier.png",
         frontier_view.campaign_frontier,
         {"fmt": "png"},

@@ -14,10 +14,16 @@ column                                 better    interval (n)
 ``human_masking_success``              higher    bootstrap over videos x raters (videos
                                                  rated clear and masked)
 ``human_action_loss``                  lower     same, action trials
+``declared_reidentification``          lower     the declared attacker (headline),
+                                                 bootstrap over tested identities
 ``reidentification``                   lower     cross-video: the attack suite's t
                                                  interval over folds; otherwise a
                                                  bootstrap over test videos (pooled
                                                  frames), labelled within-video
+``linkability``                        lower     D<->sys of masked probes vs clear gallery,
+                                                 bootstrap over probe identities
+``linking_linkability``                lower     D<->sys masked vs masked across
+                                                 recordings (no interval; n mated pairs)
 ``face_detection_failure_rate``        higher    t over videos (clipped to [0, 1])
 ``faces_leaked``                       lower     bootstrap over videos (pooled tracks)
 ``behaviour_score``                    higher    t over videos
@@ -39,6 +45,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from automated.recognition import DEFAULT_EMBEDDER
 from trials.human_report import responses_frame
 
 from evalsite import comparisons, reports
@@ -100,6 +107,17 @@ HEADLINES: tuple[Headline, ...] = (
         (-1.0, 1.0),
     ),
     Headline(
+        "declared_reidentification",
+        "Re-identification (declared attacker)",
+        "chance-normalised",
+        "lower",
+        "The headline attack: the campaign's declared attacker (parrot: trained on masked data) with the "
+        "recognizer strongest on held-out development identities, on the other (tested) identities, "
+        "(accuracy - chance) / (1 - chance); 95 % bootstrap interval over tested identities, n = tested "
+        "identities (VoicePrivacy 2024 evaluation plan; automated.attack.declared).",
+        (-math.inf, 1.0),
+    ),
+    Headline(
         "reidentification",
         "Re-identification (worst case)",
         "chance-normalised",
@@ -107,6 +125,25 @@ HEADLINES: tuple[Headline, ...] = (
         "Best recognizer x attacker of the attack suite, (accuracy - chance) / (1 - chance): 0 = chance, "
         "1 = every probe identified (seeds/000, 4.2.2). The protocol column says cross-video or within-video.",
         (-math.inf, 1.0),
+    ),
+    Headline(
+        "linkability",
+        "Linkability D<->sys",
+        "[0, 1]",
+        "lower",
+        "Global linkability of masked probes vs the clear gallery (pretrained embedding): 0 = the scores say "
+        "nothing about same or different person, 1 = fully linkable (Gomez-Barrero et al., IEEE TIFS 2018, "
+        "eq. 7); 95 % bootstrap interval over probe identities, n = identities.",
+    ),
+    Headline(
+        "linking_linkability",
+        "Linking attacker D<->sys",
+        "[0, 1]",
+        "lower",
+        "Linkability of masked recordings to each other (same person or not, masked vs masked, across "
+        "recordings): a stable pseudo-identity is linkable though hidden from a gallery. n = same-person "
+        "pairs; the interval is the chance range (identities permuted over recordings), not a CI "
+        "(automated.temporal.linking_attack).",
     ),
     Headline(
         "face_detection_failure_rate",
@@ -144,7 +181,14 @@ HEADLINES: tuple[Headline, ...] = (
 HEADLINE_KEYS = tuple(h.key for h in HEADLINES)
 HUMAN_TASKS = {"human_masking_success": "identity", "human_action_loss": "action"}
 ROW_FIELDS = ["submission_id", "team", "method", "reference", "own_team"]
-EXTRA_FIELDS = ["reidentification_protocol", "faces_leaked_count", "face_tracks", "human_raters"]
+EXTRA_FIELDS = [
+    "reidentification_protocol",
+    "faces_leaked_count",
+    "face_tracks",
+    "human_raters",
+    "declared_attack",
+    "reidentification_pairs",
+]
 
 
 def headline(key: str) -> Headline:
@@ -276,6 +320,8 @@ def campaign_scores(campaign, submissions=None) -> CampaignScores:
         scores.attack[submission.pk] = section
         attack = reports.video_columns("attack", submission)
         scores.attack_videos[submission.pk] = attack
+        if len(attack) and "attack_worst_case_accuracy" in attack:  # temporal-only rows: not tested
+            attack = attack[attack["attack_worst_case_accuracy"].notna()]
         if section and len(attack):
             columns["reidentification"][label] = pd.Series(
                 _chance_normalised(attack["attack_worst_case_accuracy"], section.get("chance_level")),
@@ -360,6 +406,9 @@ def _estimates(scores: CampaignScores, submission) -> dict:
             if label in frame and len(frame)
             else Estimate.missing()
         )
+    attack = scores.attack[submission.pk] or {}
+    out["declared_reidentification"] = _declared(attack)
+    out["linkability"], out["linking_linkability"] = _linkability(attack)
     out["faces_leaked"], leaked, tracks = _faces_leaked(scores.face[submission.pk])
     out["reidentification"], protocol = _reidentification(
         scores.attack[submission.pk],
@@ -375,8 +424,55 @@ def _estimates(scores: CampaignScores, submission) -> dict:
         "faces_leaked_count": leaked,
         "face_tracks": tracks,
         "human_raters": raters,
+        "declared_attack": f"{attack['declared_recognizer']} x {attack['declared_attacker']}"
+        if attack.get("declared_recognizer")
+        else "",
+        "reidentification_pairs": int(
+            attack.get("worst_case_n_pairs")
+            or sum(1 for r in attack.get("table") or () if r.get("attacker") != "clear")
+        ),
     }
     return {"estimates": out, "extras": extras}
+
+
+def _declared(section: dict) -> Estimate:
+    """The declared attacker's chance-normalised accuracy with its interval over tested identities."""
+    value, chance = section.get("declared_accuracy"), section.get("chance_level")
+    if value is None or chance is None:
+        return Estimate.missing()
+    normalised = _chance_normalised([value, section["declared_ci_low"], section["declared_ci_high"]], chance)
+    return Estimate(
+        float(normalised[0]),
+        float(normalised[1]),
+        float(normalised[2]),
+        int(section.get("declared_n_tested_identities") or 0),
+        "bootstrap over tested identities (declared attacker)",
+    )
+
+
+def _linkability(section: dict) -> tuple[Estimate, Estimate]:
+    """D<->sys of the default embedder's verification (interval over identities) and of the linking attacker."""
+    records = section.get("verification") or {}
+    record = records.get(DEFAULT_EMBEDDER) or next(iter(records.values()), {})
+    if record.get("linkability") is None:
+        verified = Estimate.missing()
+    else:
+        verified = Estimate(
+            float(record["linkability"]),
+            float(record.get("linkability_ci_low", math.nan)),
+            float(record.get("linkability_ci_high", math.nan)),
+            int(record.get("n_probe_identities") or 0),
+            "bootstrap over probe identities",
+        )
+    if section.get("linking_linkability") is None:
+        return verified, Estimate.missing()
+    return verified, Estimate(
+        float(section["linking_linkability"]),
+        math.nan,
+        math.nan,
+        int(section.get("linking_n_mated") or 0),
+        "",
+    )
 
 
 # --- anonymisation -----------------------------------------------------------------------
@@ -457,7 +553,8 @@ def leaderboard_frame(
         the figure NaN); then ``reidentification_protocol`` ("cross-video",
         "within-video (scene memorisation)" or "" before an attack run),
         ``faces_leaked_count`` and ``face_tracks`` (totals), ``human_raters`` (raters
-        whose responses count). Rows: teams' submissions by team and name, then baselines.
+        whose responses count), ``declared_attack`` (the declared recognizer x attacker, ""
+        before one) and ``reidentification_pairs`` (pairs the worst case is the maximum of). Rows: teams' submissions by team and name, then baselines.
     """
     scores = scores or campaign_scores(campaign)
     names = display_names(scores.submissions, anonymise_teams=anonymise_teams, viewer_team=viewer_team)
@@ -478,7 +575,12 @@ def leaderboard_frame(
         rows.append(row)
     frame = pd.DataFrame(rows, columns=leaderboard_columns())
     frame["submission_id"] = frame["submission_id"].astype("Int64")
-    for column in [f"{k}_n" for k in HEADLINE_KEYS] + ["faces_leaked_count", "face_tracks", "human_raters"]:
+    for column in [f"{k}_n" for k in HEADLINE_KEYS] + [
+        "faces_leaked_count",
+        "face_tracks",
+        "human_raters",
+        "reidentification_pairs",
+    ]:
         frame[column] = frame[column].astype("int64")
     if anonymise_teams:  # the anonymised order must not follow the real team names
         frame = frame.sort_values(
@@ -623,6 +725,15 @@ def _number(value) -> float | None:
     return None if value is None or pd.isna(value) else float(value)
 
 
+#: A short line under a headline's figure, from the row's extras.
+CELL_NOTES = {
+    "declared_reidentification": lambda row: row["declared_attack"],
+    "reidentification": lambda row: (
+        f"max of {row['reidentification_pairs']} pairs" if row["reidentification_pairs"] else ""
+    ),
+}
+
+
 def table_context(frame: pd.DataFrame) -> dict:
     """``{"columns", "rows"}`` for ``templates/evalsite/_leaderboard_table.html``.
 
@@ -645,6 +756,7 @@ def table_context(frame: pd.DataFrame) -> dict:
                 "ci_low": _number(record[f"{h.key}_ci_low"]),
                 "ci_high": _number(record[f"{h.key}_ci_high"]),
                 "n": int(record[f"{h.key}_n"]),
+                "note": CELL_NOTES[h.key](record) if h.key in CELL_NOTES else "",
             }
             for h in HEADLINES
         ]

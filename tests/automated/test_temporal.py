@@ -128,3 +128,40 @@ def test_linking_hand_case():
 def test_linking_refuses_bad_input(recordings, identities, message):
     with pytest.raises(ValueError, match=message):
         linking_attack(np.eye(3), recordings, identities, n_permutations=0)
+
+
+def test_identity_over_time_by_recording_per_video_and_linking():
+    """Ten one-colour 'recordings' of five people (two each), 4 frames each: a pseudo-identity
+    masking paints each person one grey level (linkable across recordings); the embedder reads
+    the mean grey level and a fixed direction (hand-checkable consistency and flicker)."""
+    from automated.temporal import identity_over_time_by_recording
+
+    people = np.repeat([f"p{k}" for k in range(5)], 8)
+    recordings = np.repeat(np.arange(10), 4)
+    clear = np.stack([np.full((8, 8, 3), 10 * (i % 4) + 30, np.uint8) for i in range(40)])
+    # grey 40 k + 20 for person k, rising by 4 per frame (30 levels between people)
+    masked = np.stack(
+        [np.full((8, 8, 3), 40 * int(p[1:]) + 20 + 4 * (i % 4), np.uint8) for i, p in enumerate(people)]
+    )
+
+    def embed(crops):
+        grey = np.asarray(crops, float).mean(axis=(1, 2, 3))
+        return np.stack([grey / 255.0, np.ones_like(grey)], axis=1)
+
+    out = identity_over_time_by_recording(clear, masked, recordings, people, embed, n_permutations=100)
+    assert sorted(out["recordings"]) == list(range(10))
+    video = out["recordings"][0]
+    assert video["n_frames"] == 4 and video["flicker_masked"] == 4.0
+    assert video["flicker_clear"] == pytest.approx(10.0)  # 30, 40, 50, 60: steps of 10
+    assert video["flicker_relative"] == pytest.approx(0.4)
+    # (g / 255, 1) for g = 20, 24, 28, 32: mean cosine of neighbours
+    unit = np.array([[g / 255, 1.0] for g in (20, 24, 28, 32)])
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    assert video["consistency_masked"] == pytest.approx(np.mean(np.sum(unit[1:] * unit[:-1], axis=1)))
+    linking = out["linking"]
+    # Same person: distances <= 12 grey levels; different people: >= 28. Fully separated.
+    assert linking["eer"] == 0.0 and linking["d_sys"] > 0.8
+    assert linking["above_chance"] and linking["p_d_sys"] < 0.05
+    assert (linking["n_mated"], linking["n_non_mated"]) == (5 * 16, 40 * 16)
+    one_person = identity_over_time_by_recording(clear[:8], masked[:8], recordings[:8], people[:8], embed)
+    assert "non-mated" in one_person["linking"]["unavailable"]

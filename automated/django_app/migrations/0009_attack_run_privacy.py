@@ -1,0 +1,20 @@
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("automated", "0008_run_deliveries_per_unit"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="attackrun",
+            name="privacy",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text="The declared attacker chosen on development identities (attack.declared), verification by demographic group (EER, linkability), and per masked video temporal identity consistency and flicker with the linking attacker across recordings (automated.temporal).",
+                verbose_name="declared attacker, linkability by group, identity over time",
+            ),
+        ),
+    ]
