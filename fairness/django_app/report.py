@@ -21,6 +21,7 @@ Settings (declared in evalsite/settings.py, each also an environment variable):
 
 from __future__ import annotations
 
+import pandas as pd
 from django.conf import settings
 
 from evalsite import dictionary, reports
@@ -28,6 +29,7 @@ from evalsite.dictionary import Column
 
 from .services import compute_face_quality, quality_samples, video_samples
 from fairness.groups import split_by_group
+from fairness.privacy import MIN_GROUP_IDENTITIES, privacy_fairness_by_attribute
 from fairness.summary import ScoreSpec, comparable_samples, summarize_table
 
 SOURCE = "seeds/003_f24e77013896bd33.txt, eq. 1-8"
@@ -94,9 +96,10 @@ def _options() -> dict:
     }
 
 
-def video_fairness(submission) -> dict:
-    """Per-video scores of ``submission`` across the campaign's demographic attributes."""
-    samples = video_samples(submission)
+def video_fairness(submission, samples=None) -> dict:
+    """Per-video scores of ``submission`` across the campaign's demographic attributes
+    (``samples``: :func:`services.video_samples` if already read)."""
+    samples = video_samples(submission) if samples is None else samples
     return summarize_table(
         samples, specs=score_specs(), attributes=submission.campaign.demographic_attributes, **_options()
     )
@@ -124,15 +127,127 @@ def quality_fairness(campaign) -> dict:
     }
 
 
-def fairness_section(submission) -> dict:
-    """The summary section: ``{"source", "attributes", "scores", "face_quality"}``."""
+PRIVACY_SOURCE = (
+    "fairness/privacy.py: ISO/IEC 19795-10 differential performance, here of the attacker; group means "
+    "with bootstrap intervals over identities, spread with a permutation p-value, SQFR measures of "
+    "seeds/003 on privacy = 1 - success (issue 22)"
+)
+
+
+def _identity_shares(samples, numerator, denominator=None):
+    """Per identity: sum(numerator) / sum(denominator), or the mean of ``numerator`` (NaN rows dropped)."""
+    if numerator not in samples.columns or (denominator and denominator not in samples.columns):
+        return pd.Series(dtype=float)
+    frame = pd.DataFrame({"identity": samples["identity_code"].astype(str)})
+    frame["top"] = pd.to_numeric(samples[numerator], errors="coerce")
+    frame["bottom"] = pd.to_numeric(samples[denominator], errors="coerce") if denominator else 1.0
+    frame = frame.dropna()
+    frame = frame[frame["bottom"] > 0]
+    grouped = frame.groupby("identity")[["top", "bottom"]].sum()
+    return (grouped["top"] / grouped["bottom"]).clip(0.0, 1.0)
+
+
+def privacy_success(submission, samples=None) -> dict[str, dict]:
+    """Per-identity attacker success of each privacy measure of ``submission``.
+
+    Returns
+    -------
+    dict
+        name -> ``{"description", "success": pandas.Series (index: identity code, values in
+        [0, 1])}`` for: the attack's re-identification (the declared attacker's share of each
+        tested identity's probes identified; the worst-case pair's for runs without a declared
+        attacker), the face evaluation's faces leaked (share of an identity's face tracks
+        still detected or recognisable) and face detection (share of clear-frame faces still
+        detected after masking = 1 - detection failure rate). Measures without data are left out.
+    """
+    samples = video_samples(submission) if samples is None else samples
+    out = {}
+    attack = reports.summary_section("attack", submission) or {}
+    if attack.get("declared_per_identity"):
+        success = pd.Series(attack["declared_per_identity"], dtype=float)
+        out["reidentification"] = {
+            "description": "attack: share of the identity's probes the declared attacker "
+            f"({attack['declared_recognizer']} x {attack['declared_attacker']}) identified (tested identities)",
+            "success": success,
+        }
+    elif attack.get("per_identity"):
+        success = pd.Series({r["identity"]: r["accuracy"] for r in attack["per_identity"]}, dtype=float)
+        out["reidentification"] = {
+            "description": "attack: share of the identity's frames the worst-case pair "
+            f"({attack.get('worst_case_recognizer')} x {attack.get('worst_case_attacker')}) identified",
+            "success": success,
+        }
+    leaked = _identity_shares(samples, "face_faces_leaked", "face_n_face_tracks")
+    if len(leaked):
+        out["faces_leaked"] = {
+            "description": "face evaluation: share of the identity's face tracks still detected or "
+            "recognisable in at least half of their masked frames",
+            "success": leaked,
+        }
+    failure = _identity_shares(samples, "face_detection_failure_rate")
+    if len(failure):
+        out["face_detected"] = {
+            "description": "face evaluation: share of the identity's clear-frame faces still detected "
+            "after masking (1 - detection failure rate, mean over its videos)",
+            "success": 1.0 - failure,
+        }
+    return out
+
+
+def privacy_fairness_section(submission, samples=None) -> dict:
+    """Privacy fairness of ``submission`` across the campaign's demographic attributes.
+
+    For each measure of :func:`privacy_success`, ``fairness.privacy.privacy_fairness_by_attribute``
+    over the identities' attributes: per group n, mean success and its 95 % bootstrap
+    interval over identities, the spread (largest - smallest group mean) with its
+    permutation p-value, the SQFR measures on privacy = 1 - success, and warnings (groups
+    under ``MIN_GROUP_IDENTITIES`` identities, groups of one left out). Groups only: no
+    identity is named.
+
+    Returns
+    -------
+    dict
+        measure -> ``{"description", "n_identities", "attributes": {attribute: report or
+        {"error": why}}}``.
+    """
     campaign = submission.campaign
+    metadata = pd.DataFrame.from_dict(
+        {i.code: i.attributes or {} for i in campaign.identities.all()}, orient="index"
+    )
+    attributes = [a for a in campaign.demographic_attributes if a in metadata.columns]
+    options = {
+        "n_resamples": settings.FAIRNESS_BOOTSTRAP_RESAMPLES,
+        "n_permutations": settings.FAIRNESS_BOOTSTRAP_RESAMPLES,
+        "random_state": settings.FAIRNESS_BOOTSTRAP_SEED,
+    }
+    out = {}
+    for name, measure in privacy_success(submission, samples).items():
+        success = measure["success"]
+        success = success[success.index.isin(metadata.index)]
+        reports_by_attribute = (
+            privacy_fairness_by_attribute(success, metadata.fillna("").astype(str), attributes, **options)
+            if len(success) and attributes
+            else {}
+        )
+        out[name] = {
+            "description": measure["description"],
+            "n_identities": int(len(success)),
+            "attributes": reports_by_attribute,
+        }
+    return out
+
+
+def fairness_section(submission) -> dict:
+    """The summary section: ``{"source", "attributes", "scores", "face_quality", "privacy"}``."""
+    campaign = submission.campaign
+    samples = video_samples(submission)
     return {
         "source": SOURCE,
         "attributes": list(campaign.demographic_attributes),
         "ideal": "1 = every group alike (all SQFR measures, higher is better)",
-        "scores": video_fairness(submission),
+        "scores": video_fairness(submission, samples),
         "face_quality": quality_fairness(campaign),
+        "privacy": privacy_fairness_section(submission, samples),
     }
 
 
@@ -148,6 +263,17 @@ SUMMARY_ENTRIES = {
         range="[0, 1] (SQFR measures)",
         ideal="1",
         source=SOURCE,
+    ),
+    "privacy": Column(
+        "privacy fairness: per measure (reidentification by the declared attacker, faces_leaked, "
+        "face_detected) and attribute, the attacker's per-identity success by group (n, mean, 95 % "
+        f"bootstrap interval over identities), the spread between groups with its permutation p-value "
+        f"(differs: p < 0.05), SQFR measures on privacy = 1 - success, and warnings for groups under "
+        f"{MIN_GROUP_IDENTITIES} identities; groups only",
+        "object",
+        range="[0, 1]",
+        ideal="spread 0, differs false",
+        source=PRIVACY_SOURCE,
     ),
     "face_quality": Column(
         "the same measures of face quality (sharpness, luminance) of the gallery stills and clear videos",

@@ -13,6 +13,7 @@ from evalsite.models import Campaign, Submission
 from evalsite.scoping import scope
 
 from . import report
+from .services import video_samples
 from fairness.plots import violin_png
 
 
@@ -37,13 +38,17 @@ def index(request):
 def submission_fairness(request, submission_id):
     """Measures table per score and attribute, with a violin plot each."""
     submission = _submission_or_404(request, submission_id)
+    samples = video_samples(submission)
     return render(
         request,
         "fairness/submission.html",
         {
             "submission": submission,
-            "scores": report.video_fairness(submission),
+            "scores": report.video_fairness(submission, samples),
             "source": report.SOURCE,
+            "privacy": report.privacy_fairness_section(submission, samples),
+            "privacy_source": report.PRIVACY_SOURCE,
+            "min_group": report.MIN_GROUP_IDENTITIES,
         },
     )
 
