@@ -307,3 +307,51 @@ def run_photo_attack(
         pd.concat(predictions, ignore_index=True),
         cross_video_counts(data, folds),
     )
+
+
+def identification_success(masked_embeddings, clear_embeddings, identities, expressions) -> pd.Series:
+    """Per identity: share of its masked photos a pretrained embedder names at rank 1.
+
+    The naive attacker without training (seeds/000 section 4.2: trained on clear data; here
+    the pretrained embedder itself): each masked photo is compared with the clear photos of
+    the *other* expression of every identity (enrol one photo, probe with the other, both
+    directions, as ``expression_folds``) and named after the nearest by Euclidean distance
+    (dlib's matcher). Ties go to the first gallery photo in order.
+
+    Parameters
+    ----------
+    masked_embeddings, clear_embeddings : array-like of float, shape (n_photos, d)
+    identities, expressions : array-like of str, shape (n_photos,)
+        ``PhotoSet.identities`` and ``PhotoSet.expressions``.
+
+    Returns
+    -------
+    pandas.Series of float in [0, 1]
+        Index: identity (sorted); with two photos per identity the values are 0, 0.5 or 1.
+
+    Raises
+    ------
+    ValueError
+        If the shapes disagree or an expression has no gallery photo.
+    """
+    masked = np.asarray(masked_embeddings, dtype=np.float64)
+    clear = np.asarray(clear_embeddings, dtype=np.float64)
+    identities, expressions = np.asarray(identities).astype(str), np.asarray(expressions).astype(str)
+    if (
+        masked.shape != clear.shape
+        or masked.ndim != 2
+        or not (len(masked) == len(identities) == len(expressions))
+    ):
+        raise ValueError(
+            f"need masked and clear embeddings of one shape (n, d) and n labels, got {masked.shape}, "
+            f"{clear.shape}, {identities.shape}, {expressions.shape}"
+        )
+    correct = np.zeros(len(masked), bool)
+    for expression in np.unique(expressions):
+        probes = np.flatnonzero(expressions == expression)
+        gallery = np.flatnonzero(expressions != expression)
+        if not len(gallery):
+            raise ValueError(f"no gallery photo for probes of expression {expression!r}")
+        distances = np.linalg.norm(masked[probes][:, None, :] - clear[gallery][None, :, :], axis=2)
+        correct[probes] = identities[gallery[np.argmin(distances, axis=1)]] == identities[probes]
+    return pd.Series(correct.astype(float), index=identities).groupby(level=0).mean()

@@ -38,6 +38,7 @@ from evalsite.storage import local_path
 from evalsite.video_formats import alone_in_format, video_format
 
 from automated.attack.attackers import ATTACKERS, DEFAULT_ATTACKERS, get_attackers
+from automated.attack.declared import DECLARED_ATTACKER
 from automated.attack.crossvideo import (
     PREDICTION_COLUMNS,
     CrossVideoResult,
@@ -88,6 +89,7 @@ def attack_config(
     n_folds: int | None = None,
     scene_memorisation: bool = True,
     verification: bool = True,
+    declared_attacker: str = DECLARED_ATTACKER,
 ) -> dict:
     """Validate the options of a run and return them as its JSON configuration.
 
@@ -95,6 +97,9 @@ def attack_config(
     (``crossvideo.video_folds``). ``scene_memorisation``: also run the within-video table
     (shown apart); ``selection`` strategies other than "all" apply to that table only.
     ``verification``: CMC / EER / FNMR at FMR of the pretrained embedding.
+    ``declared_attacker``: the knowledge level of the campaign's headline attacker (one of
+    ``attackers``; default parrot, ``attack.declared``); stored only when not the default,
+    so runs of the default configuration compare equal to older ones.
 
     Raises
     ------
@@ -134,7 +139,15 @@ def attack_config(
         raise ValueError(f"seed must be a whole number in [0, 2**32), got {seed}")
     if n_folds is not None and n_folds < 2:
         raise ValueError(f"n_folds must be >= 2 (or None for leave-one-video-out), got {n_folds}")
+    named = declared_attacker != DECLARED_ATTACKER  # the default may be absent: then no declared figure
+    if named and (declared_attacker not in attacker_names or ATTACKERS[declared_attacker].is_baseline):
+        raise ValueError(
+            f"the declared attacker {declared_attacker!r} must be one of the attackers run "
+            f"(not the clear baseline): {', '.join(attacker_names)}"
+        )
+    declared = {"declared_attacker": declared_attacker} if named else {}
     return {
+        **declared,
         "attackers": attacker_names,
         "recognizers": list(recognizers),
         "selection": list(selection),

@@ -14,7 +14,9 @@ idempotent, so re-running neither duplicates nor crashes:
    CNN, without the slow dlib embeddings) so every demo report states a worst case;
 4. write ``<VAR_DIR>/reports/<submission>.csv`` and ``.json`` per submission, the
    cross-submission ``summary.csv`` and the privacy-utility frontier ``frontier.png`` /
-   ``.svg``;
+   ``.svg``; and the privacy-fairness example on real demographic groups,
+   ``london_privacy_fairness.csv`` / ``.json`` (the London face photos, apart from the
+   video campaign: ``demo_london``);
 5. create (or reset) the staff login ``organizer`` with a new random password, organizer
    of the demo campaign with the catalogue/evaluation permissions, and the team login
    ``team-baselines`` (member of the baselines' team, for the team pages at /team/), and
@@ -53,6 +55,8 @@ from evalsite.models import Campaign, Phase, ResultVisibility, Submission, Team
 from evalsite.reports import report_basename
 from evalsite.services import write_report, write_summary
 from evalsite.team_accounts import add_team_member
+
+from .demo_london import london_privacy_fairness
 
 ORGANIZER_USERNAME = "organizer"
 TEAM_USERNAME = "team-baselines"
@@ -213,6 +217,7 @@ def run_demo(
     detector: str = "mediapipe",
     methods: list[str] | None = None,
     attack: bool = True,
+    london: bool = True,
     log: Callable[[str], None] = print,
 ) -> DemoResult:
     """Run the whole demo (see the module docstring); return where everything is.
@@ -230,6 +235,9 @@ def run_demo(
         Baseline methods; default all of ``BASELINE_METHODS``.
     attack : bool, default=True
         Also run the ``DEMO_ATTACK`` suite on each baseline.
+    london : bool, default=True
+        Write the privacy-fairness example on the London face photos for the methods among
+        ``demo_london.LONDON_METHODS`` (:func:`demo_london.london_privacy_fairness`).
 
     Raises
     ------
@@ -286,6 +294,10 @@ def run_demo(
     result.summary_path = write_summary(campaign, reports_dir / "summary.csv")
     dictionary.write(reports_dir / "dictionary.csv")  # what every report column means
     result.report_paths += write_frontier_files(campaign, reports_dir)
+    if london:  # the privacy-fairness example on real demographic groups (photos, apart)
+        result.report_paths += london_privacy_fairness(
+            data_dir, reports_dir, methods, cache_dir=Path(settings.CACHE_DIR) / "attack_embeddings", log=log
+        )
     baselines = Team.objects.filter(
         submissions__campaign=campaign, submissions__baseline_method__gt=""
     ).first()

@@ -112,3 +112,17 @@ def test_bad_requests_are_refused(data_dir, tmp_path):
         load_london_faces(tmp_path)
     with pytest.raises(ValueError, match="unknown baseline method"):
         mask_photos(np.zeros((1, 8, 8, 3), np.uint8), np.zeros((1, 4)), np.zeros((1, 2, 2)), "nope")
+
+
+def test_identification_success_by_hand():
+    from automated.attack.photos import identification_success
+
+    identities = ["a", "a", "b", "b", "c", "c"]
+    expressions = ["neutral", "smiling"] * 3
+    clear = np.array([[0.0], [0.1], [1.0], [1.1], [2.0], [2.1]])
+    # a's masked photos stay near a; b's smiling photo drifts to c; c's both drift to b.
+    masked = np.array([[0.05], [0.02], [1.0], [2.05], [1.02], [0.98]])
+    success = identification_success(masked, clear, identities, expressions)
+    assert success.to_dict() == {"a": 1.0, "b": 0.5, "c": 0.0}
+    with pytest.raises(ValueError, match="no gallery photo"):
+        identification_success(masked, clear, identities, ["neutral"] * 6)

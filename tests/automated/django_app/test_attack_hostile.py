@@ -76,6 +76,8 @@ def test_a_repeated_attacker_is_refused_not_counted_as_more_folds():
         (dict(recognizers=[]), "recognizers is empty"),
         (dict(recognizers=["lbph", "lbph"]), "recognizer.*lbph given more than once"),
         (dict(attackers="naive"), "attackers must be a list of names, got the string 'naive'"),
+        (dict(declared_attacker="reversal"), "declared attacker 'reversal' must be one of the attackers run"),
+        (dict(declared_attacker="clear"), "declared attacker 'clear' must be one of the attackers run"),
     ],
 )
 def test_attack_options_that_are_not_what_they_seem_are_refused(options, message):
@@ -541,3 +543,10 @@ def test_another_organizer_cannot_start_or_requeue_attack_runs_through_admin_act
     assert list(AttackRun.objects.filter(submission=theirs).values_list("pk", "status")) == [
         (run.pk, "pending")
     ]
+
+
+def test_the_declared_attacker_is_stored_only_when_named():
+    # The default (parrot) keeps the configuration of older runs; another one is stored.
+    assert "declared_attacker" not in attack_config(recognizers=["lbph"])
+    named = attack_config(attackers=["naive", "parrot"], recognizers=["lbph"], declared_attacker="naive")
+    assert named["declared_attacker"] == "naive"

@@ -94,6 +94,21 @@ def test_attack_run_stores_the_table_worst_case_and_per_video_results(
     # ... with the linkability of its genuine / impostor scores (Gomez-Barrero et al. 2018)
     assert 0 <= figures["linkability"] <= 1 and 0 <= figures["linkability_chance"] <= 1
     assert len(figures["linkability_curve"]["d_local"]) == 100
+    # ... with 95 % intervals over the 3 probe identities (issue 22)
+    assert figures["n_probe_identities"] == 3
+    assert figures["eer_ci_low"] <= figures["eer"] <= figures["eer_ci_high"]
+    assert figures["linkability_ci_low"] <= figures["linkability"] <= figures["linkability_ci_high"]
+    # 3 tested identities cannot be split into development and tested parts (2 + 2): said so.
+    assert "at least 4 identities" in summary["declared_unavailable"]
+    assert summary["declared_attacker"] == "parrot" and "declared_accuracy" not in summary
+    # Identity over time: every masked clip has consistency and flicker beside its clear clip,
+    # and the linking attacker compared masked clips of different recordings (ID01 has 4).
+    assert -1 <= summary["temporal_consistency"] <= 1 and summary["flicker"] > 0
+    assert 0 <= summary["linking_eer"] <= 1 and 0 <= summary["linking_linkability"] <= 1
+    # mated recording pairs: ID01 C(4,2) + ID04 C(3,2) + ID02 1 = 10, up to 10 x 10 samples each
+    assert 0 < summary["linking_n_mated"] <= 10 * 100
+    groups = summary["linkability_by_group"]
+    assert all(set(g) == {"x"} and g["x"]["n_identities"] == 3 for g in groups.values())
     # The within-video table is there, apart and labelled, never the headline.
     scene = summary["scene_memorisation"]
     assert scene["protocol"] == "within_video" and "not the worst case" in scene["meaning"]
@@ -108,11 +123,16 @@ def test_attack_run_stores_the_table_worst_case_and_per_video_results(
     assert section["worst_case_accuracy"] == summary["worst_case_accuracy"]
     report = reports.per_video_report(submission)
     assert report["attack_worst_case_accuracy"].notna().sum() == 9
+    assert report["attack_temporal_consistency"].notna().sum() == 9
+    assert (report["attack_flicker_clear"] > 0).all()
 
     page = admin_client.get(f"/organizer/automated/attack-run/{run.pk}/")
     assert page.status_code == 200
     text = page.content.decode()
     assert "scene memorisation, not the worst case" in text and 'id="verification-plot"' in text
+    assert 'id="declared-unavailable"' in text and 'id="linkability"' in text and 'id="temporal"' in text
+    plot = admin_client.get(f"/organizer/automated/attack-run/{run.pk}/linkability/dlib_resnet.png")
+    assert plot.status_code == 200 and plot.content.startswith(b"\x89PNG")
     png = admin_client.get(f"/organizer/automated/attack-run/{run.pk}/verification.png")
     assert png.status_code == 200 and png["Content-Type"] == "image/png"
     assert png.content.startswith(b"\x89PNG")
