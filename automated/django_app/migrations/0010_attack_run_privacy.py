@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("automated", "0008_run_deliveries_per_unit"),
+        ("automated", "0009_run_owner"),
     ]
 
     operations = [
