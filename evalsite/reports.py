@@ -50,6 +50,7 @@ from automated.serialize import jsonable
 
 from . import dictionary
 from .dictionary import Column
+from .report_cache import cached
 from .models import MaskedVideo
 from .staleness import RUN_SECTIONS, stale_results, stale_videos
 
@@ -188,6 +189,11 @@ dictionary.register(
 )
 
 
+def _provided(kind: str, name: str, provider: Callable, submission):
+    """``provider(submission)``, cached by the campaign's inputs (``report_cache``) inside a request."""
+    return cached(submission.campaign_id, (kind, name, submission.pk), lambda: provider(submission))
+
+
 def register_video_columns(name: str, provider: Callable) -> None:
     """Register ``provider(submission) -> DataFrame`` (index: video name) under ``name``."""
     if name not in {n for n, _ in VIDEO_COLUMN_PROVIDERS}:
@@ -201,13 +207,13 @@ def video_columns(name: str, submission) -> pd.DataFrame:
     ``"behaviour"``, ``"attack"``).
     """
     provider = dict(VIDEO_COLUMN_PROVIDERS).get(name)
-    return provider(submission) if provider is not None else pd.DataFrame()
+    return _provided("video", name, provider, submission) if provider is not None else pd.DataFrame()
 
 
 def summary_section(name: str, submission) -> dict | None:
     """The summary section ``name`` (e.g. ``"attack"``) of ``submission``; None if no app registered it."""
     provider = dict(SUMMARY_PROVIDERS).get(name)
-    return provider(submission) if provider is not None else None
+    return _provided("summary", name, provider, submission) if provider is not None else None
 
 
 def register_summary_section(name: str, provider: Callable) -> None:
@@ -264,11 +270,26 @@ def register_video_caveats(name: str, provider: Callable, *, organizers_only: bo
 
 def _stale(submission) -> dict[str, dict]:
     """:func:`staleness.stale_results` for the runs the run sections show now."""
-    sections = {name: provider(submission) for name, provider in SUMMARY_PROVIDERS if name in RUN_SECTIONS}
-    return stale_results(submission, sections)
+    sections = {
+        name: _provided("summary", name, provider, submission)
+        for name, provider in SUMMARY_PROVIDERS
+        if name in RUN_SECTIONS
+    }
+    return cached(
+        submission.campaign_id, ("stale", submission.pk), lambda: stale_results(submission, sections)
+    )
 
 
 def per_video_report(submission, *, stale: dict | None = None, team: bool = False) -> pd.DataFrame:
+    """:func:`compute_per_video_report`, cached by the campaign's inputs inside a request (``report_cache``)."""
+    return cached(
+        submission.campaign_id,
+        ("per_video_report", submission.pk, team),
+        lambda: compute_per_video_report(submission, stale=stale, team=team),
+    )
+
+
+def compute_per_video_report(submission, *, stale: dict | None = None, team: bool = False) -> pd.DataFrame:
     """One row per source video of the submission's campaign, with every metric.
 
     Parameters
@@ -309,8 +330,8 @@ def per_video_report(submission, *, stale: dict | None = None, team: bool = Fals
         ],
         columns=BASE_COLUMNS[:-1],
     ).set_index("video", drop=False)
-    for _, provider in VIDEO_COLUMN_PROVIDERS:
-        columns = provider(submission)
+    for name, provider in VIDEO_COLUMN_PROVIDERS:
+        columns = _provided("video", name, provider, submission)
         if columns is not None and len(columns.columns):
             base = base.join(columns, how="left")
     base["caveats"] = _caveats(submission, base, stale, team=team)
@@ -347,7 +368,7 @@ def _caveats(submission, base: pd.DataFrame, stale: dict, team: bool = False) ->
     for name, provider in CAVEAT_PROVIDERS:
         if team and name in ORGANIZER_CAVEATS:
             continue
-        for video, caveats in (provider(submission) or {}).items():
+        for video, caveats in (_provided("caveats", name, provider, submission) or {}).items():
             if video in found:
                 found[video] += [c for c in caveats if c not in found[video]]
     for section, entry in stale.items():
@@ -407,6 +428,15 @@ def privacy_utility_summary(report: pd.DataFrame) -> dict | None:
 
 
 def submission_summary(submission, team: bool = False) -> dict:
+    """:func:`compute_submission_summary`, cached by the campaign's inputs inside a request (``report_cache``)."""
+    return cached(
+        submission.campaign_id,
+        ("submission_summary", submission.pk, team),
+        lambda: compute_submission_summary(submission, team=team),
+    )
+
+
+def compute_submission_summary(submission, team: bool = False) -> dict:
     """Nested dict: submission facts plus one section per registered summary provider.
 
     ``complete`` and ``masked_videos`` count current masked videos that match their
@@ -437,8 +467,8 @@ def submission_summary(submission, team: bool = False) -> dict:
         "flagged_videos": sorted(current.exclude(check_code="").values_list("source_video__name", flat=True)),
     }
     for name, provider in SUMMARY_PROVIDERS:
-        summary[name] = provider(submission)
-    stale = stale_results(submission, summary)
+        summary[name] = _provided("summary", name, provider, submission)
+    stale = _stale(submission)
     for name, _ in SUMMARY_PROVIDERS:
         section = summary[name]
         if section is None:
@@ -571,6 +601,10 @@ def campaign_summary_table(campaign) -> pd.DataFrame:
         where a submission has none (stable column set), in section order. Documented
         ``int`` columns are ``Int64``. Rows are ordered by team, then method.
     """
+    return cached(campaign, ("campaign_summary_table",), lambda: _campaign_summary_table(campaign))
+
+
+def _campaign_summary_table(campaign) -> pd.DataFrame:
     submissions = campaign.submissions.select_related("team", "campaign").order_by("team__name", "name")
     rows = [summary_row(s) for s in submissions]
     table = pd.DataFrame(rows)

@@ -92,6 +92,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "evalsite.report_cache.ReportCacheMiddleware",  # reports cached per request by their inputs
 ]
 
 ROOT_URLCONF = "evalsite.portal.urls"

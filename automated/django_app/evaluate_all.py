@@ -40,6 +40,7 @@ from kombu.exceptions import OperationalError as BrokerError
 
 from . import dispatch, lifecycle
 from .run_models import RunBase
+from evalsite.report_cache import cached
 
 logger = logging.getLogger(__name__)
 
@@ -321,6 +322,11 @@ def evaluate_everything(
 
 
 def part_states(submission: Submission) -> list[dict]:
+    """:func:`_part_states`, cached by the campaign's inputs inside a request (``evalsite.report_cache``)."""
+    return cached(submission.campaign_id, ("part_states", submission.pk), lambda: _part_states(submission))
+
+
+def _part_states(submission: Submission) -> list[dict]:
     """Each part's newest run as one line for the organizer page, e.g. ``"face run 7: running: 2/3 videos"``.
 
     Returns

@@ -27,6 +27,7 @@ from django.shortcuts import get_object_or_404
 from automated.attack.suite import ALL
 from automated.behaviour.frontier import FrontierPoint, frontier_figure
 from evalsite.models import Campaign
+from evalsite.report_cache import cached
 from evalsite.scoping import scope
 from evalsite.phases import team_sees_results
 from evalsite.team_accounts import own_submissions, team_login_required
@@ -61,6 +62,13 @@ def frontier_submissions(campaign: Campaign, *, own=None) -> list:
 
 
 def frontier_points(campaign: Campaign, *, own=None) -> list[FrontierPoint]:
+    """:func:`_frontier_points`, cached by the campaign's inputs inside a request (``evalsite.report_cache``)."""
+    return cached(
+        campaign, ("frontier_points", getattr(own, "pk", None)), lambda: _frontier_points(campaign, own=own)
+    )
+
+
+def _frontier_points(campaign: Campaign, *, own=None) -> list[FrontierPoint]:
     """One ``FrontierPoint`` per ``frontier_submissions`` (NaN coordinates where not measured)."""
     points = []
     for submission in frontier_submissions(campaign, own=own):
@@ -105,10 +113,9 @@ def automated_fields(submission) -> dict:
 def campaign_frontier(request, campaign_id: int, fmt: str):
     """The campaign's frontier figure as ``fmt`` ("png" or "svg"); 404 without submissions."""
     campaign = get_object_or_404(scope(Campaign.objects.all(), request.user), pk=campaign_id)
-    points = frontier_points(campaign)
-    if not points:
+    if not campaign.submissions.exists():
         raise Http404("the campaign has no submissions yet")
-    return _figure_response(points, f"Privacy-utility frontier: {campaign.name}", fmt)
+    return _figure_response(campaign, None, f"Privacy-utility frontier: {campaign.name}", fmt)
 
 
 @team_login_required
@@ -119,8 +126,8 @@ def team_submission_frontier(request, pk: int, fmt: str):
     submission = get_object_or_404(own_submissions(request.user).select_related("campaign"), pk=pk)
     if not team_sees_results(submission):  # a blind phase: not even the figure
         raise Http404("results not released")
-    points = frontier_points(submission.campaign, own=submission)
-    return _figure_response(points, f"Privacy-utility frontier: {submission.name} and the baselines", fmt)
+    title = f"Privacy-utility frontier: {submission.name} and the baselines"
+    return _figure_response(submission.campaign, submission, title, fmt)
 
 
 def write_frontier_files(campaign: Campaign, folder) -> list[Path]:
@@ -141,8 +148,12 @@ def write_frontier_files(campaign: Campaign, folder) -> list[Path]:
     return paths
 
 
-def _figure_response(points, title: str, fmt: str) -> HttpResponse:
-    image = frontier_figure(points, title=title)[fmt]
+def _figure_response(campaign: Campaign, own, title: str, fmt: str) -> HttpResponse:
+    """The frontier of ``campaign`` (with ``own``: it and the baselines), cached by the campaign's inputs."""
+    key = ("frontier", getattr(own, "pk", None), title, fmt)
+    image = cached(
+        campaign, key, lambda: frontier_figure(frontier_points(campaign, own=own), title=title)[fmt]
+    )
     response = HttpResponse(image, content_type=CONTENT_TYPES[fmt])
     response["Cache-Control"] = "private, no-store"
     if fmt == "svg":  # opened directly, an SVG is a document: no scripts, no same-origin access

@@ -57,6 +57,7 @@ from evalsite.comparisons import (
     video_rater_bootstrap,
 )
 from evalsite.models import ANONYMISED_TEAM_PREFIX
+from evalsite.report_cache import cached
 
 CROSS_VIDEO = "cross-video"
 WITHIN_VIDEO = "within-video (scene memorisation)"
@@ -289,8 +290,31 @@ def campaign_scores(campaign, submissions=None) -> CampaignScores:
 
     ``submissions``: a queryset narrowing the rows (e.g. :func:`evalsite.phases.runs_from_query`:
     one phase, primary runs, what a team may see); default every submission of the campaign.
+    Cached by the campaign's inputs inside a request (``evalsite.report_cache``), with both
+    human bootstraps computed.
     """
-    submissions = _ordered_submissions(campaign, submissions)
+    ordered = _ordered_submissions(campaign, submissions)
+
+    def compute():
+        scores = _campaign_scores(ordered)
+        for key in HUMAN_TASKS:
+            scores.human_bootstrap(key)
+        return scores
+
+    return cached(campaign, ("campaign_scores", tuple(s.pk for s in ordered)), compute)
+
+
+def _viewer_key(viewer_team) -> tuple:
+    if viewer_team is None or isinstance(viewer_team, int) or hasattr(viewer_team, "pk"):
+        viewer_team = [viewer_team]
+    return tuple(sorted(getattr(t, "pk", t) for t in viewer_team if t is not None))
+
+
+def _scores_key(scores) -> tuple | None:
+    return None if scores is None else tuple(s.pk for s in scores.submissions)
+
+
+def _campaign_scores(submissions) -> CampaignScores:
     scores = CampaignScores(submissions=submissions, responses=_human_responses(submissions))
     columns: dict[str, dict[str, pd.Series]] = {
         k: {}
@@ -556,7 +580,17 @@ def leaderboard_frame(
         whose responses count), ``declared_attack`` (the declared recognizer x attacker, ""
         before one) and ``reidentification_pairs`` (pairs the worst case is the maximum of). Rows: teams' submissions by team and name, then baselines.
     """
-    scores = scores or campaign_scores(campaign)
+    key = ("leaderboard_frame", anonymise_teams, _viewer_key(viewer_team), _scores_key(scores))
+    return cached(
+        campaign,
+        key,
+        lambda: _leaderboard_frame(
+            scores or campaign_scores(campaign), anonymise_teams=anonymise_teams, viewer_team=viewer_team
+        ),
+    )
+
+
+def _leaderboard_frame(scores: CampaignScores, *, anonymise_teams: bool, viewer_team) -> pd.DataFrame:
     names = display_names(scores.submissions, anonymise_teams=anonymise_teams, viewer_team=viewer_team)
     rows = []
     for submission in scores.submissions:
@@ -629,7 +663,20 @@ def comparison_frame(
         For an unknown ``key``.
     """
     entry = headline(key)
-    scores = scores or campaign_scores(campaign)
+    return cached(
+        campaign,
+        ("comparison_frame", key, anonymise_teams, _viewer_key(viewer_team), _scores_key(scores)),
+        lambda: _comparison_frame(
+            scores or campaign_scores(campaign),
+            entry,
+            anonymise_teams=anonymise_teams,
+            viewer_team=viewer_team,
+        ),
+    )
+
+
+def _comparison_frame(scores: CampaignScores, entry: Headline, *, anonymise_teams: bool, viewer_team):
+    key = entry.key
     names = display_names(scores.submissions, anonymise_teams=anonymise_teams, viewer_team=viewer_team)
     shown = {str(pk): f"{n['team']}: {n['method']}" for pk, n in names.items()}
     if key in HUMAN_TASKS:

@@ -34,6 +34,7 @@ from rest_framework.views import APIView
 from evalsite import phases
 from evalsite.models import Campaign
 from evalsite.renderers import REPORT_RENDERERS, wants_csv
+from evalsite.report_cache import cached
 from evalsite.scoping import scope
 
 from . import leaderboard, package
@@ -81,8 +82,10 @@ def leaderboard_page(request, campaign_id: int):
     pairs = leaderboard.comparison_frame(campaign, figure, scores=scores)
     submissions = scores.submissions
     chosen = request.GET.get("submission")
+    # By default the first submission with per-video figures (an empty one would be a broken image).
+    with_bars = [s for s in submissions if not leaderboard.per_video_frame(scores, s).empty]
     bar_submission = next(
-        (s for s in submissions if str(s.pk) == chosen), submissions[0] if submissions else None
+        (s for s in submissions if str(s.pk) == chosen), with_bars[0] if with_bars else None
     )
     context = {
         "campaign": campaign,
@@ -137,11 +140,18 @@ def video_bars(request, campaign_id: int, submission_id: int):
     """Per-video bars of every headline figure of one submission, as PNG (404 without values)."""
     campaign = _campaign(request, campaign_id)
     submission = get_object_or_404(campaign.submissions.select_related("team"), pk=submission_id)
-    scores = leaderboard.campaign_scores(campaign)
-    table = leaderboard.per_video_frame(scores, submission)
-    if table.empty:
+
+    def draw():
+        table = leaderboard.per_video_frame(leaderboard.campaign_scores(campaign), submission)
+        if table.empty:
+            return b""
+        return leaderboard.per_video_bars_png(
+            table, title=f"{submission.team.name}: {submission.name}, per video"
+        )
+
+    png = cached(campaign, ("video_bars.png", submission.pk), draw)
+    if not png:
         raise Http404("this submission has no per-video figures yet")
-    png = leaderboard.per_video_bars_png(table, title=f"{submission.team.name}: {submission.name}, per video")
     response = HttpResponse(png, content_type="image/png")
     response["Cache-Control"] = "private, no-store"
     return response

@@ -31,6 +31,7 @@ from .services import compute_face_quality, quality_samples, video_samples
 from fairness.groups import split_by_group
 from fairness.privacy import MIN_GROUP_IDENTITIES, privacy_fairness_by_attribute
 from fairness.summary import ScoreSpec, comparable_samples, summarize_table
+from evalsite.report_cache import cached
 
 SOURCE = "seeds/003_f24e77013896bd33.txt, eq. 1-8"
 
@@ -97,6 +98,15 @@ def _options() -> dict:
 
 
 def video_fairness(submission, samples=None) -> dict:
+    """:func:`_video_fairness`, cached by the campaign's inputs inside a request (``evalsite.report_cache``)."""
+    return cached(
+        submission.campaign_id,
+        ("video_fairness", submission.pk),
+        lambda: _video_fairness(submission, samples),
+    )
+
+
+def _video_fairness(submission, samples=None) -> dict:
     """Per-video scores of ``submission`` across the campaign's demographic attributes
     (``samples``: :func:`services.video_samples` if already read)."""
     samples = video_samples(submission) if samples is None else samples
@@ -106,6 +116,11 @@ def video_fairness(submission, samples=None) -> dict:
 
 
 def quality_fairness(campaign) -> dict:
+    """:func:`_quality_fairness`, cached by the campaign's inputs inside a request (``evalsite.report_cache``)."""
+    return cached(campaign, ("quality_fairness",), lambda: _quality_fairness(campaign))
+
+
+def _quality_fairness(campaign) -> dict:
     """Face quality of the campaign's gallery stills and clear videos across attributes.
 
     Returns
