@@ -27,6 +27,7 @@ from django.apps import apps
 from django.db.models import F
 
 from .models import MaskedVideo, SourceVideo
+from .report_cache import cached
 
 #: Summary section -> (app label, model) of the run whose results it shows.
 RUN_SECTIONS = {
@@ -96,6 +97,12 @@ def human_clear_stale_videos(submission) -> list[str]:
 
 
 def run_staleness(submission, run) -> dict:
+    """:func:`compute_run_staleness`, computed once per request (``evalsite.report_cache``)."""
+    key = ("run_staleness", submission.pk, run._meta.label, run.pk)
+    return cached(submission.campaign_id, key, lambda: compute_run_staleness(submission, run))
+
+
+def compute_run_staleness(submission, run) -> dict:
     """Why ``run`` no longer describes ``submission``: ``{}`` if it still does.
 
     Returns

@@ -56,6 +56,16 @@ def data_dir() -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _fresh_report_cache():
+    """Each test starts with an empty cache: test databases reuse ids, so a report cached by
+    another test's campaign (``evalsite.report_cache``) must never be found."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+
+
 @pytest.fixture
 def media_root(tmp_path, settings):
     """A private MEDIA_ROOT per test so uploaded files never collide."""

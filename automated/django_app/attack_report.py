@@ -16,6 +16,7 @@ apart from the worst case. The report page with the verification plot is
 import pandas as pd
 
 from evalsite import reports
+from evalsite.report_cache import cached
 from evalsite.staleness import run_staleness
 
 from automated.attack.suite import ALL
@@ -27,6 +28,15 @@ VIDEO_COLUMNS = ["attack_worst_case_accuracy", "attack_worst_case_test_frames"]
 
 
 def strongest_completed_run(submission) -> AttackRun | None:
+    """:func:`find_strongest_completed_run`, found once per request (``evalsite.report_cache``)."""
+    return cached(
+        submission.campaign_id,
+        ("strongest_attack", submission.pk),
+        lambda: find_strongest_completed_run(submission),
+    )
+
+
+def find_strongest_completed_run(submission) -> AttackRun | None:
     """The completed run with the highest non-baseline accuracy on all identities, or None.
 
     Among runs on the submission's current files and plan first: a run whose masked or clear
