@@ -124,6 +124,11 @@ class CampaignAdmin(CampaignScopedAdmin):
         elif was_open:
             plugins.rating().close(obj)
 
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        if db_field.name == "organizers":  # organizer pages are staff pages: team accounts are no choice
+            kwargs["queryset"] = get_user_model().objects.filter(is_staff=True).order_by("username")
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
         if not change and not request.user.is_superuser:

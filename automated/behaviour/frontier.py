@@ -80,6 +80,27 @@ def pareto_front(points: Sequence[FrontierPoint]) -> list[FrontierPoint]:
     return sorted(front, key=lambda p: (p.reidentification, -p.behaviour))
 
 
+def spread_labels(figure, labels, step_points: float = 9.0, max_steps: int = 80) -> None:
+    """Move point labels (matplotlib ``Annotation``) down, then up, until no two overlap.
+
+    Top labels first: each keeps its place unless its box (display pixels) overlaps one
+    already placed; then it moves ``step_points`` at a time (alternately below and above)
+    and a thin line joins it to its point. Methods with equal scores (e.g. baselines at
+    the same worst case) otherwise print on top of each other (issue 21).
+    """
+    renderer = figure.canvas.get_renderer()
+    placed = []
+    for label in sorted(labels, key=lambda a: (-a.xy[1], a.xy[0])):
+        x, y = label.xyann
+        for step in range(max_steps):
+            box = label.get_window_extent(renderer)
+            if not any(box.overlaps(other) for other in placed):
+                break
+            offset = (step // 2 + 1) * step_points * (-1 if step % 2 == 0 else 1)
+            label.xyann = (x, y + offset)
+        placed.append(label.get_window_extent(renderer))
+
+
 def frontier_figure(
     points: Sequence[FrontierPoint], *, title: str = "Privacy-utility frontier"
 ) -> dict[str, bytes]:
@@ -115,6 +136,7 @@ def frontier_figure(
         "submission": dict(marker="o", color="tab:blue"),
         "baseline": dict(marker="s", color="tab:gray"),
     }
+    labels = []
     for kind in KINDS:
         chosen = [p for p in points if p.kind == kind and p.placed]
         if chosen:
@@ -127,12 +149,15 @@ def frontier_figure(
                 **styles[kind],
             )
             for p in chosen:
-                axes.annotate(
-                    p.label,
-                    (p.reidentification, p.behaviour),
-                    textcoords="offset points",
-                    xytext=(5, 4),
-                    fontsize=8,
+                labels.append(
+                    axes.annotate(
+                        p.label,
+                        (p.reidentification, p.behaviour),
+                        textcoords="offset points",
+                        xytext=(5, 4),
+                        fontsize=8,
+                        arrowprops={"arrowstyle": "-", "color": "#999", "linewidth": 0.5, "shrinkA": 0},
+                    )
                 )
     front = pareto_front(points)
     if len(front) > 1:
@@ -160,6 +185,7 @@ def frontier_figure(
     if missing:
         figure.text(0.01, 0.01, "not measured: " + ", ".join(missing), fontsize=7, color="tab:red")
     figure.tight_layout(rect=(0, 0.03 if missing else 0, 1, 1))
+    spread_labels(figure, labels)
     result = {}
     for fmt, metadata in (("png", {"Software": None}), ("svg", {"Date": None, "Creator": None})):
         buffer = io.BytesIO()

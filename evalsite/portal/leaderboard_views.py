@@ -32,12 +32,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evalsite import phases
-from evalsite.models import Campaign
+from evalsite.models import Campaign, Submission
 from evalsite.renderers import REPORT_RENDERERS, wants_csv
 from evalsite.report_cache import cached
 from evalsite.scoping import scope
 
-from . import leaderboard, package
+from . import leaderboard, package, report_page
 
 
 def _campaign(request, campaign_id: int) -> Campaign:
@@ -98,6 +98,19 @@ def leaderboard_page(request, campaign_id: int):
         "protocols": sorted({p for p in frame["reidentification_protocol"] if p}),
     }
     return render(request, "evalsite/leaderboard.html", context)
+
+
+@staff_member_required
+def submission_report_page(request, submission_id: int):
+    """A submission's report as a page for its campaign's organizers, each figure with its meaning."""
+    submission = get_object_or_404(
+        Submission.objects.filter(campaign__in=scope(Campaign.objects.all(), request.user)).select_related(
+            "team", "campaign"
+        ),
+        pk=submission_id,
+    )
+    context = {**report_page.report_context(submission, team=False), "base_template": "base.html"}
+    return render(request, "evalsite/report.html", context)
 
 
 @staff_member_required

@@ -13,6 +13,7 @@ urlpatterns = [
     path("login/", team_views.TeamLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="team:login"), name="logout"),
     path("submission/<int:pk>/", team_views.submission_page, name="submission"),
+    path("submission/<int:pk>/report/", team_views.submission_report_page, name="submission_report_page"),
     path("submission/<int:pk>/report/<str:fmt>/", team_views.submission_report, name="submission_report"),
     path(
         "submission/<int:pk>/frontier.<str:fmt>",

@@ -47,7 +47,7 @@ from evalsite.team_accounts import (
 from evalsite.uploads import FINISHED
 from evalsite.validation import report_rows_as_csv
 
-from . import leaderboard
+from . import leaderboard, report_page
 
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
 
@@ -169,6 +169,18 @@ def submission_page(request, pk: int):
         "leaderboard_published": submission.campaign.leaderboard_visibility != LeaderboardVisibility.HIDDEN,
     }
     return render(request, "team/submission.html", context)
+
+
+@team_login_required
+def submission_report_page(request, pk: int):
+    """The team's view of an own submission's report as a page, each figure with its meaning."""
+    submission = _own_submission(request, pk)
+    if not phases.team_sees_results(submission):
+        return HttpResponse(
+            phases.hidden_message(submission.phase), status=403, content_type="text/plain; charset=utf-8"
+        )
+    context = {**report_page.report_context(submission, team=True), "base_template": "team/_base.html"}
+    return render(request, "evalsite/report.html", context)
 
 
 @team_login_required

@@ -176,3 +176,15 @@ def test_change_pages_with_files_render_without_public_media_urls(
     }[model]()
     response = admin_client_.get(reverse(f"admin:evalsite_{model}_change", args=[obj.pk]))
     assert response.status_code == 200 and "/staff/" in response.content.decode()
+
+
+def test_the_organizer_picker_offers_staff_users_only(admin_client_, campaign):
+    """Issue 21: a team member's account (no staff flag) cannot be made an organizer from the admin."""
+    staff = User.objects.create_user("picker-staff", password="pw-picker-staff", is_staff=True)
+    member = User.objects.create_user("picker-team-member", password="pw-picker-member")
+    response = admin_client_.get(reverse("admin:evalsite_campaign_change", args=[campaign.pk]))
+    assert response.status_code == 200
+    choices = {str(user) for user in response.context["adminform"].form.fields["organizers"].queryset}
+    assert staff.username in choices
+    assert member.username not in choices
+    assert all(u.is_staff for u in response.context["adminform"].form.fields["organizers"].queryset)

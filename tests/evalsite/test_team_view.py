@@ -283,6 +283,7 @@ def test_no_team_facing_channel_names_an_identity_code_or_a_video_role(teams, ca
         "page": client.get(reverse("team:submission", args=[teams["a"].pk])),
         "csv": client.get(reverse("team:submission_report", args=[teams["a"].pk, "csv"])),
         "json": client.get(reverse("team:submission_report", args=[teams["a"].pk, "json"])),
+        "report page": client.get(reverse("team:submission_report_page", args=[teams["a"].pk])),
     }
     for channel, response in team_channels.items():
         assert response.status_code == 200, channel
@@ -299,9 +300,47 @@ def test_no_team_facing_channel_names_an_identity_code_or_a_video_role(teams, ca
     organizer_csv = {r["video"]: r for r in csv.DictReader(io.StringIO(reports.report_as_csv(teams["a"])))}
     assert organizer_csv["brbk7n"]["identity_code"] == "ID02"
     assert ATTACKER_TRAINING in organizer_csv["brbk7n"]["caveats"]
+    staff_page = _client(User.objects.create_superuser("boss-page", password="pw-boss-page"))
+    page = staff_page.get(reverse("leaderboard:report", args=[teams["a"].pk])).content.decode()
+    assert "ID02" in page and ATTACKER_TRAINING in page  # the organizer's report page keeps both
     organizer_json = json.loads(reports.report_as_json(teams["a"]))["videos"]
     assert {r["video"]: r["identity_code"] for r in organizer_json}["bbaf2n"] == "ID01"
     staff = User.objects.create_superuser("root", password="pw-root-123")
     api = _client(staff).get(f"/api/submissions/{teams['a'].pk}/report/?format=json").json()
     brbk = next(r for r in api["videos"] if r["video"] == "brbk7n")
     assert brbk["identity_code"] == "ID02" and ATTACKER_TRAINING in brbk["caveats"]
+
+
+def test_the_report_page_puts_the_dictionarys_words_beside_each_figure(teams):
+    """Issue 21: figures with words, paper titles instead of ``seeds/...`` file names, acronyms
+    spelled out, and (for a baseline at re-identification 1.00) a note why."""
+    from evalsite.portal.report_page import baseline_note, plain_words
+
+    client = _client(teams["alice"])
+    page = client.get(reverse("team:submission_report_page", args=[teams["a"].pk])).content.decode()
+    assert "has_masked_video" in page
+    assert "the submission has a current masked video for this source that matches it" in page
+    assert "PrivHAR-Bench: A Graduated Privacy Benchmark Dataset" in page  # pu_score's source
+    assert "seeds/" not in page and ".txt" not in page
+    assert "Sample Quality Fairness Rate" in page or "SQFR" not in page
+    assert 'href="/api/dictionary/?format=csv"' in page
+    submission_page = client.get(reverse("team:submission", args=[teams["a"].pk])).content.decode()
+    assert reverse("team:submission_report_page", args=[teams["a"].pk]) in submission_page
+    assert plain_words("source: seeds/002_68b18bfdbdb94491.txt, section 4.3") == (
+        "source: the MediaEval 2021 task overview \u201cDriving Road Safety Forward: Video Data Privacy\u201d, "
+        "section 4.3"
+    )
+    # A baseline whose worst case is 1.00 gets the note; a team's submission or a lower value none.
+    teams["a"].baseline_method = "blur_face"
+    summary = {
+        "attack": {
+            "worst_case_chance_normalised": 1.0,
+            "worst_case_recognizer": "lbph",
+            "worst_case_attacker": "parrot",
+        }
+    }
+    note = baseline_note(teams["a"], summary)
+    assert "lbph x parrot" in note and "A False Sense of Privacy" in note
+    assert baseline_note(teams["a"], {"attack": {"worst_case_chance_normalised": 0.6}}) == ""
+    teams["a"].baseline_method = ""
+    assert baseline_note(teams["a"], summary) == ""

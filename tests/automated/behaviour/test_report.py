@@ -123,6 +123,36 @@ def test_frontier_figure_bytes_are_png_and_svg_and_stable():
     assert frontier_figure(points) == figure  # no dates or random ids in the files
 
 
+def test_frontier_labels_of_equal_points_do_not_print_over_each_other():
+    """Issue 21: baselines with the same worst case and behaviour had their names on top of each other."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from automated.behaviour.frontier import spread_labels
+
+    figure = Figure(figsize=(6.4, 4.8))
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 1)
+    names = ["blur_face", "pixelate_face", "eye_mask", "k_same_pixel"]
+    labels = [
+        axes.annotate(name, (0.5, 0.5), textcoords="offset points", xytext=(5, 4), fontsize=8)
+        for name in names
+    ]
+    labels.append(axes.annotate("far away", (0.05, 0.95), textcoords="offset points", xytext=(5, 4)))
+    renderer = figure.canvas.get_renderer()
+    before = [label.get_window_extent(renderer) for label in labels]
+    assert before[0].overlaps(before[1])  # the defect: same point, same place
+    spread_labels(figure, labels)
+    boxes = [label.get_window_extent(renderer) for label in labels]
+    for i, box in enumerate(boxes):
+        for other in boxes[i + 1 :]:
+            assert not box.overlaps(other)
+    assert labels[-1].xyann == (5, 4)  # a label that overlapped nothing stays beside its point
+    assert labels[0].xyann == (5, 4)
+
+
 def test_frontier_rejects_bad_points():
     with pytest.raises(ValueError, match="no submissions"):
         frontier_figure([])

@@ -1,0 +1,149 @@
+"""The per-submission report as an HTML page, each figure beside the data dictionary's words (issue 21).
+
+One page for organizers (``/organizer/report/<submission>/``) and one for the team's
+members (``/team/submission/<pk>/report/``): the submission summary grouped by section
+and the per-video table, every entry with its meaning, unit, range, ideal value and
+source from ``evalsite.dictionary``. Sources name papers by title, not by the file names
+of ``seeds/`` (:func:`plain_words`); acronyms on the page are spelled out once
+(:data:`ACRONYMS`). The team's page is built from the team's view of the report
+(``team=True``: no identity code, no video role, no organizer-only caveat).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+
+from evalsite import dictionary, reports
+
+#: The source documents (``seeds/README.md``) by their number.
+SEED_TITLES = {
+    "000": "\u201cA False Sense of Privacy: Towards a Reliable Evaluation Methodology for the Anonymization "
+    "of Biometric Data\u201d",
+    "002": "the MediaEval 2021 task overview \u201cDriving Road Safety Forward: Video Data Privacy\u201d",
+    "003": "\u201cFairness measures for biometric quality assessment\u201d",
+    "004": "\u201cPrivHAR-Bench: A Graduated Privacy Benchmark Dataset for Video-Based Action Recognition\u201d",
+}
+_SEED = re.compile(r"(?:\.\./shared/)?seeds/(\d{3})(?:_[0-9a-f]+)?(?:\.txt)?(?:\s*\([^)]*\))?")
+
+#: Acronyms the report's words use, spelled out (seeds/003 for the fairness measures).
+ACRONYMS = {
+    "SQFR": "Sample Quality Fairness Rate: 1 minus the Gini coefficient of the groups' scores (1 = all groups alike)",
+    "GC": "Gini coefficient (inequality of the groups' mean scores, with the n/(n-1) correction)",
+    "Mean-GC-SQFR": "SQFR from the Gini coefficient of the groups' mean scores",
+    "Median-GC-SQFR": "SQFR from the Gini coefficient of the groups' median scores",
+    "CSQFR": "Cubed Sample Quality Fairness Rate: SQFR that falls faster when one group lags",
+    "LWM": "Low-Weighted-Mean: a mean that weighs each group's low scores more",
+    "MDG": "Mean-Discard-Gap: the gap between the groups' means after discarding the lowest scores",
+    "SSIM": "structural similarity of the masked frame to the clear one (1 = identical)",
+    "PSNR": "peak signal-to-noise ratio of the masked frame against the clear one, in dB",
+    "PU": "privacy-utility: (masked / clear human action accuracy) x (1 - SSIM)",
+    "IoU": "intersection over union of the face boxes found in the clear and the masked frame",
+    "LBPH": "local binary pattern histograms (a classic face recognizer)",
+    "CNN": "convolutional neural network",
+    "CI": "confidence interval",
+}
+
+
+def plain_words(text: str) -> str:
+    """``text`` with every ``seeds/NNN_...txt`` reference replaced by the paper's title.
+
+    >>> plain_words("seeds/004 (PrivHAR-Bench) composite score")
+    '“PrivHAR-Bench: A Graduated Privacy Benchmark Dataset for Video-Based Action Recognition” composite score'
+    """
+    return _SEED.sub(lambda m: SEED_TITLES.get(m.group(1), "one of the source papers"), text or "")
+
+
+def format_value(value, column: dictionary.Column | None) -> str:
+    """A figure as shown: '' when missing, yes/no, floats to the dictionary's precision."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        decimals = column.precision if column is not None and column.precision is not None else 4
+        return f"{value:.{decimals}f}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
+def _words(name: str, level: str) -> dict:
+    column = dictionary.find(name, level)
+    if column is None:
+        return {"name": name, "meaning": "", "unit": "", "range": "", "ideal": "", "source": ""}
+    return {
+        "name": name,
+        "meaning": plain_words(column.meaning),
+        "unit": column.unit,
+        "range": column.range,
+        "ideal": column.ideal,
+        "source": plain_words(column.source),
+        "column": column,
+    }
+
+
+def _summary_sections(row: dict) -> list[dict]:
+    sections: dict[str, list] = {}
+    for name, value in row.items():
+        section = name.split(".", 1)[0] if "." in name else ""
+        entry = _words(name, "summary")
+        entry["value"] = format_value(value, entry.get("column"))
+        sections.setdefault(section, []).append(entry)
+    return [{"name": name or "submission", "entries": entries} for name, entries in sections.items()]
+
+
+def baseline_note(submission, summary: dict) -> str:
+    """Why a baseline's worst-case re-identification reads 1.00 (``""`` when it does not)."""
+    attack = summary.get("attack") or {}
+    value = attack.get("worst_case_chance_normalised")
+    if not submission.baseline_method or value is None or value < 0.995:
+        return ""
+    pair = f"{attack.get('worst_case_recognizer', '')} x {attack.get('worst_case_attacker', '')}".strip(" x")
+    return (
+        f"Re-identification 1.00 means the strongest recognizer x attacker pair ({pair}) named the person in "
+        "every tested frame. Baselines are fixed, published maskings applied the same way to every video: an "
+        "attacker who trains on masked videos of the same people (the parrot attacker of "
+        f"{SEED_TITLES['000']}, section 4.2.2) learns what the masking leaves (head shape, hair, clothes, "
+        "background, video format) and recognises that. This is the expected worst case for a reference "
+        "masking, not a fault of the evaluation; a team's masking aims below it. The per-pair table of the "
+        "attack run shows the other pairs."
+    )
+
+
+def report_context(submission, *, team: bool) -> dict:
+    """Context of ``templates/evalsite/report.html`` for ``submission`` (``team``: the team's view)."""
+    summary = reports.submission_summary(submission, team=team)
+    row = reports.summary_row(submission, team=team)
+    table = dictionary.rounded(reports.per_video_report(submission, team=team))
+    columns = [_words(str(name), "video") for name in table.columns]
+    rows = [
+        [format_value(value, column.get("column")) for value, column in zip(record, columns)]
+        for record in table.itertuples(index=False)
+    ]
+    words = " ".join(
+        [e["meaning"] for e in columns]
+        + [e["meaning"] for s in _summary_sections(row) for e in s["entries"]]
+        + list(row)
+    )
+    acronyms = [
+        {"acronym": acronym, "meaning": meaning}
+        for acronym, meaning in ACRONYMS.items()
+        if re.search(
+            rf"(?<![\w-]){re.escape(acronym)}(?![\w-])", words, re.IGNORECASE if len(acronym) > 3 else 0
+        )
+    ]
+    return {
+        "submission": submission,
+        "team_view": team,
+        "sections": _summary_sections(row),
+        "columns": columns,
+        "rows": rows,
+        "baseline_note": baseline_note(submission, summary),
+        "acronyms": acronyms,
+        "papers": [{"number": n, "title": t} for n, t in SEED_TITLES.items()],
+    }
