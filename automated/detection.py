@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .native_logs import QuietStart
 from .face_boxes import (
     Detector,
     FaceDetections,
@@ -87,8 +88,10 @@ class MediaPipeFaceDetector(Detector):
 
         self.min_confidence = float(min_confidence)
         self.model_selection = model_selection
-        self._model = face_detection.FaceDetection(
-            model_selection=model_selection, min_detection_confidence=self.min_confidence
+        self._model = QuietStart(
+            lambda: face_detection.FaceDetection(
+                model_selection=model_selection, min_detection_confidence=self.min_confidence
+            )
         )
         self.last_keypoints_xy = np.zeros((0, 6, 2), np.float32)
 

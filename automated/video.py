@@ -12,6 +12,7 @@ a damaged or hostile file raises :class:`VideoTimeout` instead of decoding for h
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -196,6 +197,50 @@ def iter_frames(
         capture.release()
 
 
+#: ffmpeg's (and libavformat's) messages for broken files, in the words a team can act on:
+#: (lower-case phrase in ffmpeg's message, what it means). First match wins.
+FFMPEG_EXPLANATIONS: tuple[tuple[str, str], ...] = (
+    (
+        "moov atom not found",
+        "the MP4 index (moov atom) is missing, as when a file is cut off while it is written, "
+        "uploaded or copied; export the video again",
+    ),
+    ("invalid nal unit", "the H.264 picture data are cut off or corrupt"),
+    ("ac-tex damaged", "the MPEG picture data are damaged"),
+    ("end of file", "the file ends before its last frame"),
+    ("partial file", "the file ends before its last frame"),
+    ("truncat", "the file ends before its last frame"),
+    ("invalid data found when processing input", "the data are not a video stream ffmpeg can read"),
+    ("error while decoding", "some frames do not decode"),
+    ("concealing", "some frames are damaged (the decoder patched them)"),
+    ("no such file", "the file is missing"),
+)
+
+
+def explain_ffmpeg_error(text: str) -> str:
+    """ffmpeg's error ``text`` in plain words, with its first line kept for reference.
+
+    Parameters
+    ----------
+    text : str
+        ffmpeg's standard error (or one line of it); ``[h264 @ 0x...]`` prefixes are dropped.
+
+    Returns
+    -------
+    str
+        ``"<explanation> (ffmpeg: '<first line>')"`` for a known message
+        (:data:`FFMPEG_EXPLANATIONS`), ``"the decoder reports an error (ffmpeg: '...')"``
+        otherwise; ``""`` for an empty ``text``.
+    """
+    lines = [re.sub(r"^(\[[^]]*\]\s*)+", "", line).strip() for line in text.splitlines()]
+    lines = [line for line in lines if line]
+    if not lines:
+        return ""
+    lowered = " ".join(lines).lower()
+    meaning = next((plain for phrase, plain in FFMPEG_EXPLANATIONS if phrase in lowered), None)
+    return f"{meaning or 'the decoder reports an error'} (ffmpeg: {lines[0]!r})"
+
+
 def ffmpeg_executable() -> str:
     """Path of the ffmpeg binary shipped by ``imageio-ffmpeg`` (or one on PATH)."""
     try:
@@ -375,5 +420,5 @@ def transcode_for_web(input_path, output_path, *, timeout_s: float | None = None
             timeout_s=limit,
         ) from None
     if result.returncode != 0:
-        raise VideoError(f"cannot transcode {Path(input_path).name}: {result.stderr.strip()[-500:]}")
+        raise VideoError(f"cannot transcode {Path(input_path).name}: {explain_ffmpeg_error(result.stderr)}")
     return output_path

@@ -196,6 +196,9 @@ SETTINGS: tuple[Setting, ...] = (
     S("DEID_TORCH_THREADS", "integer", None, "threads of the PyTorch face models (`dlib_resnet`, `mmod`) in "
       "automated runs", "Automated evaluation", "TORCH_NUM_THREADS", minimum=1,
       default_doc="PyTorch's default (one per core)"),
+    S("DEID_VERBOSE", "boolean", False, "`1`: keep the start-up lines native libraries print to standard "
+      "error (MediaPipe's TFLite and absl warnings, e.g. `Feedback manager requires a model with a single "
+      "signature inference`); silenced otherwise (`automated/native_logs.py`)", "Automated evaluation"),
     # --- Human evaluation -------------------------------------------------------------
     S("TRIALS_PER_SESSION", "integer", 20, "evaluated trials per rating session (practice trials come on "
       "top)", "Human evaluation (trials)", "TRIALS_PER_SESSION", minimum=1),

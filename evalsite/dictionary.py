@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -202,6 +203,45 @@ def find(name: str, level: str = "video") -> Column | None:
         return lookup(name, level).column
     except KeyError:
         return None
+
+
+#: Decimals of a float that no dictionary entry documents, where one is shown.
+DEFAULT_PRECISION = 4
+
+
+def shown(name: str, value, level: str = "video") -> str:
+    """``value`` as text for people (command output): floats rounded to ``name``'s precision.
+
+    Parameters
+    ----------
+    name : str
+        The column or summary path documenting ``value`` (:func:`lookup`); undocumented
+        floats get :data:`DEFAULT_PRECISION` decimals.
+    value : object
+        A number, None (``"-"``), or a list / dict of them (each float rounded the same way).
+    level : {"video", "summary"}
+
+    Returns
+    -------
+    str
+        E.g. ``shown("attack.extraction_s", 2.2355666666666667, "summary") == "2.24"`` when
+        its entry has precision 2 (no ``2.2355666666666667`` in a terminal).
+    """
+    column = find(name, level)
+    decimals = column.precision if column is not None and column.precision is not None else DEFAULT_PRECISION
+
+    def text(item) -> str:
+        if item is None:
+            return "-"
+        if isinstance(item, bool) or not isinstance(item, float):
+            if isinstance(item, list | tuple):
+                return "[" + ", ".join(text(i) for i in item) + "]"
+            if isinstance(item, dict):
+                return "{" + ", ".join(f"{k}: {text(v)}" for k, v in item.items()) + "}"
+            return str(item)
+        return f"{item:.{decimals}f}" if math.isfinite(item) else str(item)
+
+    return text(value)
 
 
 def missing(names, level: str = "video") -> list[str]:

@@ -274,7 +274,13 @@ CELERY_WORKER_CONCURRENCY = value("DEID_WORKER_CONCURRENCY")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"without_traceback": {"()": "evalsite.log_filters.WithoutTraceback"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
-    "loggers": {"deid": {"level": "INFO"}},
+    "loggers": {
+        "deid": {"level": "INFO"},
+        # A Host header outside ALLOWED_HOSTS: one line ("Invalid HTTP_HOST header: ..."), not
+        # a traceback per request.
+        "django.security.DisallowedHost": {"filters": ["without_traceback"]},
+    },
 }

@@ -69,7 +69,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from automated.video import VideoError, VideoInfo, VideoTimeout, ffmpeg_executable
+from automated.video import VideoError, VideoInfo, VideoTimeout, explain_ffmpeg_error, ffmpeg_executable
 
 from .models import MaskedVideo, Submission, SubmissionUpload, UploadStatus, delete_stored
 from .signals import masked_video_replaced
@@ -160,7 +160,7 @@ class SourceSpec:
 
 
 def _decode_errors(path: Path, timeout_s: float) -> str:
-    """First error ffmpeg reports while decoding the video stream ('' if none).
+    """The errors ffmpeg reports while decoding the video stream, one per line ('' if none).
 
     Raises
     ------
@@ -193,7 +193,11 @@ def _decode_errors(path: Path, timeout_s: float) -> str:
     # Drop ffmpeg's "[h264 @ 0x55...]" prefixes: the rest is the readable reason.
     lines = [re.sub(r"^(\[[^]]*\]\s*)+", "", line).strip() for line in result.stderr.splitlines()]
     lines = [line for line in lines if line]
-    return lines[0] if lines else ("" if result.returncode == 0 else f"ffmpeg exit code {result.returncode}")
+    return (
+        "\n".join(lines)
+        if lines
+        else ("" if result.returncode == 0 else f"ffmpeg exit code {result.returncode}")
+    )
 
 
 def _header_frame_count(path: Path, timeout_s: float) -> int:
@@ -253,12 +257,17 @@ def check_masked_video(
             raise MaskedVideoError(
                 "no_decodable_frames", f"{shown}: the container opens but no video frame decodes ({text})"
             ) from error
+        try:
+            reason = explain_ffmpeg_error(_decode_errors(path, limit))
+        except VideoTimeout:
+            reason = ""
         raise MaskedVideoError(
             "unreadable_container",
-            f"{shown}: not a readable video file (is it really a video? OpenCV/ffmpeg cannot open it)",
+            f"{shown}: not a readable video file: "
+            + (reason or "is it really a video? OpenCV/ffmpeg cannot open it"),
         ) from error
     if decode_error or header_frames > info.frame_count + FRAME_COUNT_TOLERANCE:
-        detail = f"ffmpeg reports '{decode_error}'" if decode_error else "the stream ends early"
+        detail = explain_ffmpeg_error(decode_error) if decode_error else "the stream ends early"
         raise MaskedVideoError(
             "truncated",
             f"{shown}: the video is truncated or damaged: {detail}; "

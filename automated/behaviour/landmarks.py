@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..face_boxes import check_frame
+from ..native_logs import QuietStart
 
 # FaceMesh landmark indices (the person's right eye is on the image left in a frontal view).
 RIGHT_IRIS_CENTRE, LEFT_IRIS_CENTRE = 468, 473
@@ -59,11 +60,13 @@ class FaceMeshModel(_Model):
         from mediapipe.python.solutions import face_mesh
 
         self.min_confidence = float(min_confidence)
-        self._graph = face_mesh.FaceMesh(
-            static_image_mode=True,
-            refine_landmarks=True,
-            max_num_faces=1,
-            min_detection_confidence=self.min_confidence,
+        self._graph = QuietStart(
+            lambda: face_mesh.FaceMesh(
+                static_image_mode=True,
+                refine_landmarks=True,
+                max_num_faces=1,
+                min_detection_confidence=self.min_confidence,
+            )
         )
 
     def landmarks(self, frame_rgb: np.ndarray) -> np.ndarray | None:
@@ -110,11 +113,13 @@ class PoseModel(_Model):
         from mediapipe.python.solutions import pose
 
         self.min_confidence = float(min_confidence)
-        self._graph = pose.Pose(
-            static_image_mode=True,
-            model_complexity=1,
-            enable_segmentation=False,
-            min_detection_confidence=self.min_confidence,
+        self._graph = QuietStart(
+            lambda: pose.Pose(
+                static_image_mode=True,
+                model_complexity=1,
+                enable_segmentation=False,
+                min_detection_confidence=self.min_confidence,
+            )
         )
 
     def landmarks(self, frame_rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -159,11 +164,13 @@ class HandsModel(_Model):
         from mediapipe.python.solutions import hands
 
         self.min_confidence = float(min_confidence)
-        self._graph = hands.Hands(
-            static_image_mode=True,
-            max_num_hands=2,
-            model_complexity=1,
-            min_detection_confidence=self.min_confidence,
+        self._graph = QuietStart(
+            lambda: hands.Hands(
+                static_image_mode=True,
+                max_num_hands=2,
+                model_complexity=1,
+                min_detection_confidence=self.min_confidence,
+            )
         )
 
     def landmarks(self, frame_rgb: np.ndarray) -> np.ndarray:

@@ -32,6 +32,7 @@ import mediapipe as mp
 import numpy as np
 
 from ..cache_files import save_npz
+from ..native_logs import QuietStart
 from ..video import VideoError, VideoInfo, iter_frames
 from .layouts import MEDIAPIPE_POSE
 from .sequences import PAPER_N_FRAMES, resample
@@ -111,12 +112,14 @@ class PoseSequence:
 
 def _new_pose_estimator(min_detection_confidence: float):
     """The MediaPipe Pose graph in video (tracking) mode with the bundled model."""
-    return mp.solutions.pose.Pose(
-        static_image_mode=False,
-        model_complexity=MODEL_COMPLEXITY,
-        enable_segmentation=False,
-        min_detection_confidence=min_detection_confidence,
-        min_tracking_confidence=0.5,
+    return QuietStart(
+        lambda: mp.solutions.pose.Pose(
+            static_image_mode=False,
+            model_complexity=MODEL_COMPLEXITY,
+            enable_segmentation=False,
+            min_detection_confidence=min_detection_confidence,
+            min_tracking_confidence=0.5,
+        )
     )
 
 

@@ -266,6 +266,20 @@ def test_disallowed_host_is_a_plain_400(client, db):
     assert "ALLOWED_HOSTS" not in response.content.decode()
 
 
+def test_a_disallowed_host_is_logged_in_one_line_without_a_traceback(client, db, caplog):
+    # before: Django's error record carried the exception, a full traceback per request
+    import logging
+
+    with caplog.at_level(logging.ERROR, logger="django.security.DisallowedHost"):
+        assert client.get("/", HTTP_HOST="scanner.example").status_code == 400
+    (record,) = [r for r in caplog.records if r.name == "django.security.DisallowedHost"]
+    assert record.exc_info is None
+    assert logging.Formatter("%(levelname)s %(name)s %(message)s").format(record) == (
+        "ERROR django.security.DisallowedHost Invalid HTTP_HOST header: 'scanner.example'. "
+        "You may need to add 'scanner.example' to ALLOWED_HOSTS."
+    )
+
+
 @pytest.fixture
 def staff_client(client, db):
     user = get_user_model().objects.create_user("api-staff", password="pw-12345", is_staff=True)

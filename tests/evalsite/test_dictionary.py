@@ -109,3 +109,18 @@ def test_publication_lists_every_entry_with_every_field(registry):
     records = {r["name"]: r for r in registry.as_records()}
     assert records["demo_rate"]["precision"] == 2 and records["demo_count"]["precision"] is None
     assert registry.as_csv().splitlines()[0] == ",".join(dictionary.FIELDS)
+
+
+def test_command_output_shows_numbers_at_the_dictionarys_precision():
+    # before: the attack's durations printed as 2.2355666666666667
+    from evalsite import dictionary
+
+    assert dictionary.find("attack.extraction_s", "summary").precision == 1
+    assert dictionary.shown("attack.extraction_s", 2.2355666666666667, "summary") == "2.2"
+    assert dictionary.shown("face_evaluation.rank1_rate", 0.123456, "summary") == "0.1235"
+    assert dictionary.shown("face_evaluation.n_videos", 3, "summary") == "3"
+    assert dictionary.shown("face_evaluation.psnr_db", float("inf"), "summary") == "inf"
+    assert (
+        dictionary.shown("not.documented", [1 / 3, None, {"a": 2 / 3}], "summary")
+        == "[0.3333, -, {a: 0.6667}]"
+    )

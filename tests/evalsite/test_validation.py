@@ -25,7 +25,11 @@ BBAF2N = SourceSpec("bbaf2n", 75, (360, 288), 25.0, 3.0)
     [
         ("text", "unreadable_container", "not a readable video file"),
         ("truncated", "truncated", "Invalid NAL unit size"),
-        ("truncated_mpg", "truncated", "truncated or damaged: ffmpeg reports 'ac-tex damaged"),
+        (
+            "truncated_mpg",
+            "truncated",
+            "truncated or damaged: the MPEG picture data are damaged (ffmpeg: 'ac-tex damaged",
+        ),
         ("short", "frame_count_mismatch", "70 frames, but source video 'bbaf2n' has 75"),
         ("small", "size_mismatch", "180x144 pixels, but source video 'bbaf2n' is 360x288"),
         ("slow", "duration_mismatch", "3.750 s at 20.000 fps, but source video 'bbaf2n' lasts 3.000 s"),
@@ -35,6 +39,23 @@ def test_each_bad_file_gets_its_specific_code_and_message(masked_files, variant,
     with pytest.raises(MaskedVideoError, match=re.escape(fragment)) as caught:
         check_masked_video(masked_files[variant], BBAF2N)
     assert caught.value.code == code
+
+
+def test_ffmpeg_errors_are_explained_in_words_and_no_raw_line_reaches_stderr(masked_files, tmp_path, capfd):
+    # before: "not a readable video file (is it really a video? ...)" on the page, and OpenCV's
+    # "[mov,mp4,m4a,3gp,3g2,mj2 @ 0x...] moov atom not found" printed on the upload's output
+    good = masked_files["good_bbaf2n"].read_bytes()
+    cut = tmp_path / "cut.mp4"
+    cut.write_bytes(good[: good.index(b"moov") - 4])  # the MP4 index cut off
+    capfd.readouterr()
+    with pytest.raises(MaskedVideoError) as caught:
+        check_masked_video(cut, BBAF2N)
+    assert caught.value.code == "unreadable_container"
+    assert str(caught.value) == (
+        "cut.mp4: not a readable video file: the MP4 index (moov atom) is missing, as when a file is cut "
+        "off while it is written, uploaded or copied; export the video again (ffmpeg: 'moov atom not found')"
+    )
+    assert capfd.readouterr().err == ""
 
 
 def test_good_file_passes_and_reports_its_properties(masked_files):

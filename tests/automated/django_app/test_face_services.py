@@ -1,6 +1,7 @@
 """Django layer of the face evaluation on a tiny real campaign (3 GRID clips, 4 identities)."""
 
 import io
+import re
 from pathlib import Path
 
 import numpy as np
@@ -146,6 +147,9 @@ def test_commands_make_baseline_and_evaluate(campaign):
         "evaluate", str(submission.pk), "--stride", "40", "--embedder", "dlib_resnet_native", stdout=out
     )
     assert "completed" in out.getvalue() and "rank1_rate" in out.getvalue()
+    # numbers as the data dictionary rounds them (rank1_rate: 4 decimals), never a raw float repr
+    assert re.search(r"^  rank1_rate +(\d\.\d{4}|-)$", out.getvalue(), re.M)
+    assert not re.search(r"\d\.\d{5,}", out.getvalue())
     assert AutomatedRun.objects.get(submission=submission).config["embedder"] == "dlib_resnet_native"
 
 

@@ -13,6 +13,7 @@ from automated.attack.recognizers import FACE_RECOGNIZERS
 from automated.attack.selection import SELECTION_STRATEGIES
 from automated.django_app import run_cli
 from automated.django_app.attack_service import DEFAULT_RECOGNIZERS, attack_summary
+from evalsite import dictionary
 
 
 class Command(BaseCommand):
@@ -102,11 +103,19 @@ class Command(BaseCommand):
         if summary["worst_case_accuracy"] is None:
             self.stdout.write(f"  no worst case: {summary['no_worst_case']}")
             return
+
+        def shown(key: str, value=None) -> str:  # the data dictionary's precision, as in CSV reports
+            return dictionary.shown(f"attack.{key}", summary[key] if value is None else value, "summary")
+
         bound = summary["clear_bound"]
         self.stdout.write(
-            f"  worst case {summary['worst_case_accuracy']:.4f} ({summary['worst_case_recognizer']} x "
-            f"{summary['worst_case_attacker']}), chance {summary['chance_level']:.4f}, "
-            f"clear bound {'not run' if bound is None else f'{bound:.4f}'}"
+            f"  worst case {shown('worst_case_accuracy')} ({summary['worst_case_recognizer']} x "
+            f"{summary['worst_case_attacker']}), chance {shown('chance_level')}, "
+            f"clear bound {'not run' if bound is None else shown('clear_bound')}"
         )
         for record in summary["table"]:
-            self.stdout.write(f"  {record['recognizer']:12} {record['attacker']:10} {record['accuracy']:.4f}")
+            accuracy = shown("worst_case_accuracy", record["accuracy"])
+            self.stdout.write(f"  {record['recognizer']:12} {record['attacker']:10} {accuracy}")
+        self.stdout.write(
+            f"  face crops {shown('extraction_s')} s, training and testing {shown('training_s')} s"
+        )

@@ -13,6 +13,7 @@ from automated.detection import DETECTOR_NAMES
 from automated.recognition import DEFAULT_EMBEDDER, EMBEDDER_NAMES
 from automated.django_app import run_cli
 from automated.django_app.services import run_summary
+from evalsite import dictionary
 
 
 class Command(BaseCommand):
@@ -78,5 +79,5 @@ class Command(BaseCommand):
                 and summary.get("psnr_identical_frames") == summary["frames_tested"]
             ):
                 value = math.inf  # every tested frame identical to its source
-            shown = f"{value:.4f}" if isinstance(value, float) else value
-            self.stdout.write(f"  {key:24} {shown}")
+            # rounded to the data dictionary's precision of the summary entry (as in CSV reports)
+            self.stdout.write(f"  {key:24} {dictionary.shown(f'face_evaluation.{key}', value, 'summary')}")
