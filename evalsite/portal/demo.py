@@ -26,7 +26,6 @@ idempotent, so re-running neither duplicates nor crashes:
 
 from __future__ import annotations
 
-import secrets
 import time
 from datetime import timedelta
 from collections.abc import Callable
@@ -34,8 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.utils import timezone
 
 from automated.checks import check_stride
@@ -53,6 +50,7 @@ from evalsite.demo_data import DEMO_CAMPAIGN_NAME, build_demo_dataset
 from evalsite.importer import import_dataset
 from evalsite.models import Campaign, Phase, ResultVisibility, Submission, Team
 from evalsite.reports import report_basename
+from evalsite.organizer_accounts import add_organizer
 from evalsite.services import write_report, write_summary
 from evalsite.team_accounts import add_team_member
 
@@ -68,7 +66,6 @@ DEMO_ATTACK = {
     "recognizers": ("lbph", "eigenfaces", "cnn"),
     "n_folds": 4,
 }
-ORGANIZER_APPS = ["evalsite", "automated", "trials", "fairness"]
 
 
 @dataclass
@@ -177,14 +174,9 @@ def ensure_phases(campaign: Campaign, *, now=None) -> list[Phase]:
 
 
 def ensure_organizer(campaign: Campaign) -> tuple[str, str]:
-    """Create or reset the staff user ``organizer``; return (username, new password)."""
-    user, _ = get_user_model().objects.get_or_create(username=ORGANIZER_USERNAME)
-    password = secrets.token_urlsafe(12)
-    user.set_password(password)
-    user.is_staff, user.is_active = True, True
-    user.save()
-    user.user_permissions.set(Permission.objects.filter(content_type__app_label__in=ORGANIZER_APPS))
-    campaign.organizers.add(user)
+    """Create or reset the staff user ``organizer`` (:func:`evalsite.organizer_accounts.add_organizer`,
+    a new password every run); return (username, new password)."""
+    user, password = add_organizer(campaign, ORGANIZER_USERNAME, new_password=True)
     return user.username, password
 
 

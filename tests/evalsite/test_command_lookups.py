@@ -19,6 +19,7 @@ CAMPAIGN_COMMANDS = {
     "compute_face_quality": ["--campaign", "CAMPAIGN"],
     "make_baseline": ["CAMPAIGN", "--all"],
     "add_team_member": ["--campaign", "CAMPAIGN", "Team A", "someone"],
+    "add_organizer": ["--campaign", "CAMPAIGN", "someone"],
     "list_submissions": ["--campaign", "CAMPAIGN"],
     "export_package": ["--campaign", "CAMPAIGN", "--output", "unused.zip"],
 }

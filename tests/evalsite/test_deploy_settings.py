@@ -356,3 +356,16 @@ def test_every_command_prints_its_help_without_a_secret_key_or_configuration(tmp
     with override_settings(SECRET_KEY_MISSING="No secret key. (the fix)"):
         assert [(e.id, e.msg) for e in check_secret_key()] == [("evalsite.E001", "No secret key. (the fix)")]
     assert check_secret_key() == []  # the tests' settings have a key
+
+
+def test_running_a_campaign_names_the_models_folder_the_organizer_login_and_keeps_env_private(tmp_path):
+    # before: the first face run failed with "classifier weights not found" (no step named
+    # the models folder), and nothing said how to make an organizer who is not a superuser
+    from django.core.management import get_commands
+
+    assert documented_production_env(tmp_path)["DEID_MODELS_DIR"] == "/srv/shared/models"
+    assert "classifier weights not found" in CAMPAIGN_PAGE and "face_classification/" in CAMPAIGN_PAGE
+    command = re.search(r"manage\.py (add_organizer) --campaign SLUG alice", CAMPAIGN_PAGE)
+    assert command and get_commands()[command.group(1)] == "evalsite"
+    ignored = (ROOT / ".gitignore").read_text().splitlines()
+    assert ".env" in ignored
