@@ -225,7 +225,9 @@ def video_face_crops(
         (library version and parameters, ``detection.detector_key``) and crop size; the
         clear video's detections and crops are shared by all masked versions of it. Files
         are written atomically (``cache_files.save_npz``), so workers sharing the folder
-        never read half a file. None: no caching.
+        never read half a file, and uncompressed: every fold task of a run reads every
+        video's crops, and zlib cost more than the disk (about 1 MB per video at stride 5).
+        None: no caching.
     size_px : int, default=160
         Side of the square crops (``face_crop.crop_internal_face``).
 
@@ -270,6 +272,7 @@ def video_face_crops(
             if clear_file is not None:
                 save_npz(
                     clear_file,
+                    compressed=False,
                     frame_indices=indices,
                     boxes_xyxy=boxes,
                     crops=clear,
@@ -285,7 +288,7 @@ def video_face_crops(
     else:
         masked, found = _masked_crops(masked_path, indices, boxes, clear_wh, stride=stride, size_px=size_px)
         if masked_file is not None:
-            save_npz(masked_file, crops=masked, found=found)
+            save_npz(masked_file, compressed=False, crops=masked, found=found)
     return VideoCrops(indices[found], boxes[found], clear[found], masked[found], hit_clear and hit_masked)
 
 
