@@ -77,7 +77,7 @@ from .recognition import (
     make_face_embedder,
     match_rate,
 )
-from .video import VideoInfo, iter_frames
+from .video import VideoError, VideoInfo, iter_frames, video_header
 
 
 class VideoPairError(ValueError):
@@ -258,24 +258,60 @@ def check_video_pair(clear_path, masked_path) -> VideoInfo:
     return clear
 
 
-def iter_frame_pairs(clear_path, masked_path, *, stride: int = 1):
-    """Yield ``(frame_index, clear_rgb, masked_rgb)`` of every ``stride``-th frame, decoded in lockstep.
+def check_video_headers(clear_path, masked_path) -> None:
+    """The part of :func:`check_video_pair` that needs no decoding: both files open, have a
+    frame rate and the same size (the frame counts are compared by :func:`iter_frame_pairs`).
 
     Raises
     ------
     VideoPairError
-        While decoding, if one video ends before the other or a frame's size differs.
+        Naming both sizes when they differ (the message of :func:`check_video_pair`).
     automated.video.VideoError
         If either file is not a readable video.
     """
-    pairs = zip_longest(iter_frames(clear_path, stride=stride), iter_frames(masked_path, stride=stride))
+    _, clear_wh = video_header(clear_path)
+    _, masked_wh = video_header(masked_path)
+    if clear_wh != masked_wh:
+        raise VideoPairError(
+            f"{Path(masked_path).name} is {masked_wh[0]}x{masked_wh[1]} pixels, its clear video "
+            f"{Path(clear_path).name} is {clear_wh[0]}x{clear_wh[1]}"
+        )
+
+
+def iter_frame_pairs(clear_path, masked_path, *, stride: int = 1):
+    """Yield ``(frame_index, clear_rgb, masked_rgb)`` of every ``stride``-th frame, decoded in lockstep.
+
+    Every frame of both files is grabbed in step, so frame counts that differ anywhere
+    (also between two tested frames) are found in this one decoding pass; the error then
+    names both counts (:func:`check_video_pair`, which decodes both files again: only on
+    this error).
+
+    Raises
+    ------
+    VideoPairError
+        If the videos decode to different frame counts (raised once the shorter one ends)
+        or a frame's size differs.
+    automated.video.VideoError
+        If either file is not a readable video, or has no decodable frame.
+    """
+    pairs = zip_longest(
+        iter_frames(clear_path, stride=stride, skipped=True),
+        iter_frames(masked_path, stride=stride, skipped=True),
+    )
+    n_frames = 0
     for clear_pair, masked_pair in pairs:
         if clear_pair is None or masked_pair is None:  # one video ended early while decoding
+            check_video_pair(clear_path, masked_path)  # raises, naming both counts
             raise VideoPairError(f"{masked_path} and {clear_path} decode to different frame counts")
         (frame_index, clear_rgb), (_, masked_rgb) = clear_pair, masked_pair
+        n_frames += 1
+        if clear_rgb is None:  # between tested frames: grabbed, counted
+            continue
         if clear_rgb.shape != masked_rgb.shape:  # a size change mid-stream
             raise VideoPairError(f"frame {frame_index}: clear {clear_rgb.shape}, masked {masked_rgb.shape}")
         yield frame_index, clear_rgb, masked_rgb
+    if n_frames == 0:
+        raise VideoError(f"{Path(clear_path).name}: no decodable video frame")
 
 
 @dataclass(frozen=True)
@@ -578,7 +614,8 @@ def evaluate_video(
     Raises
     ------
     VideoPairError
-        If the videos differ in frame count or frame size.
+        If the videos differ in frame size (read from the headers before any frame is
+        decoded) or in frame count (found in the one decoding pass, ``iter_frame_pairs``).
     NoFaceError
         If no tested clear frame has a face and ``no_face="raise"``.
     automated.video.VideoError
@@ -597,7 +634,7 @@ def evaluate_video(
         threshold=threshold,
         no_face=no_face,
     )
-    check_video_pair(clear_path, masked_path)
+    check_video_headers(clear_path, masked_path)  # frame counts: in the decoding loop
     own_detector = isinstance(detector, str)
     detector_name = detector if own_detector else type(detector).__name__
     face_detector = make_face_detector(detector) if own_detector else detector

@@ -144,9 +144,39 @@ def _open_capture(path: Path, timeout_s: float) -> cv2.VideoCapture:
     )
 
 
+def video_header(path: str | os.PathLike) -> tuple[float, tuple[int, int]]:
+    """Frame rate and ``(width, height)`` from the container's header; no frame is decoded.
+
+    Raises
+    ------
+    VideoError
+        As :meth:`VideoInfo.from_video_path`: the file does not exist, is not a container
+        OpenCV can open, or has no frame rate.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise VideoError(f"video file not found: {path}")
+    capture = cv2.VideoCapture(str(path))
+    try:
+        if not capture.isOpened():
+            raise VideoError(f"{path.name}: not a readable video container")
+        fps = float(capture.get(cv2.CAP_PROP_FPS) or 0.0)
+        size = (int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)), int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT)))
+    finally:
+        capture.release()
+    if fps <= 0:
+        raise VideoError(f"{path.name}: frame rate missing from the container")
+    return fps, size
+
+
 def iter_frames(
-    video_path: str | os.PathLike, *, stride: int = 1, start: int = 0, end: int | None = None
-) -> Iterator[tuple[int, np.ndarray]]:
+    video_path: str | os.PathLike,
+    *,
+    stride: int = 1,
+    start: int = 0,
+    end: int | None = None,
+    skipped: bool = False,
+) -> Iterator[tuple[int, np.ndarray | None]]:
     """Yield ``(frame_index, frame_rgb)`` for frames ``start, start+stride, ... < end``.
 
     Parameters
@@ -158,6 +188,9 @@ def iter_frames(
         First frame index (0-based).
     end : int or None
         Stop before this frame index; None reads to the end.
+    skipped : bool, default=False
+        Also yield ``(frame_index, None)`` for every frame grabbed but not kept, so that
+        a caller sees how many frames the file has without decoding it a second time.
 
     Yields
     ------
@@ -192,6 +225,8 @@ def iter_frames(
                 yield index, cv2.cvtColor(frame_bgr, cv2.COLOR_BGR2RGB)
             elif not capture.grab():
                 break
+            elif skipped and index >= start:
+                yield index, None
             index += 1
     finally:
         capture.release()

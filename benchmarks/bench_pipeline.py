@@ -31,7 +31,8 @@ model and the gender attacker, on the tested frames of the clear and the masked 
 ``encode ffv1`` and ``encode h264`` (writing the masked frames once
 losslessly, the browser copies of the masked files), ``attack fits`` (every recognizer x
 attacker fit + predict of every fold on the crops already in memory). A stage's floor
-is the sum of the floors it cannot avoid (column ``floor_of``); ``x_floor`` = stage CPU /
+is the sum of the floors it cannot avoid (column ``floor_of``; for ``2nd face_eval`` the
+masked side's half of detect, embed and behaviour); ``x_floor`` = stage CPU /
 floor CPU (target: at most 2, and the whole pipeline's CPU per video second at most 3x
 the sum of the floors).
 
@@ -323,6 +324,8 @@ FLOOR_OF = {
     "attack": ("detect clear", "attack fits"),
     "attack: folds": ("attack fits",),
 }
+#: A later submission: the clear side of the face evaluation comes from its cache.
+SECOND_FLOOR_OF = {"2nd face_eval": ("decode", "detect masked", "embed masked", "behaviour masked")}
 
 
 def child(argv: list[str]) -> None:
@@ -366,6 +369,10 @@ def child(argv: list[str]) -> None:
         "detect all clear": m["floor: detect all clear"].cpu_s,
         "embed": m["floor: embed"].cpu_s,
         "behaviour": m["floor: behaviour"].cpu_s,
+        # The masked side alone (half the faces and frames), what a later submission needs.
+        "detect masked": m["floor: detect"].cpu_s / 2,
+        "embed masked": m["floor: embed"].cpu_s / 2,
+        "behaviour masked": m["floor: behaviour"].cpu_s / 2,
         "encode ffv1": m["floor: encode ffv1"].cpu_s,
         "encode h264": m["floor: encode h264"].cpu_s,
         "attack fits": m["floor: attack fits"].cpu_s,
@@ -374,8 +381,7 @@ def child(argv: list[str]) -> None:
     for name, meter in m.items():
         if not meter.wall_s:
             continue
-        base = name.removeprefix("2nd ")
-        parts = FLOOR_OF.get(base, ())
+        parts = SECOND_FLOOR_OF.get(name) or FLOOR_OF.get(name.removeprefix("2nd "), ())
         floor_s = sum(floor[p] for p in parts)
         rows.append(
             {

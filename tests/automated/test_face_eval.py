@@ -155,15 +155,28 @@ def short_clip(data_dir, tmp_path_factory):
 
 
 @pytest.mark.parametrize(
-    "masked, message",
+    "masked, stride, message",
     [
-        ("nine", "nine.mkv has 9 frames, its clear video ten.mkv has 10"),
-        ("small", "small.mkv is 180x144 pixels, its clear video ten.mkv is 360x288"),
+        ("nine", 1, "nine.mkv has 9 frames, its clear video ten.mkv has 10"),
+        # Stride 5 tests frames 0 and 5 of both: the missing last frame is never a tested one,
+        # and the one decoding pass still finds it.
+        ("nine", 5, "nine.mkv has 9 frames, its clear video ten.mkv has 10"),
+        ("small", 1, "small.mkv is 180x144 pixels, its clear video ten.mkv is 360x288"),
     ],
 )
-def test_mismatched_videos_are_rejected(short_clip, masked, message):
+def test_mismatched_videos_are_rejected(short_clip, masked, stride, message):
     with pytest.raises(VideoPairError, match=message):
-        evaluate_video(short_clip["ten"], short_clip[masked], np.zeros((1, DIM)), ["a"], "a")
+        evaluate_video(short_clip["ten"], short_clip[masked], np.zeros((1, DIM)), ["a"], "a", stride=stride)
+
+
+def test_skipped_frames_are_counted_not_decoded(short_clip):
+    frames = list(iter_frames(short_clip["ten"], stride=4, skipped=True))
+    assert [index for index, _ in frames] == list(range(10))
+    assert [index for index, frame in frames if frame is not None] == [0, 4, 8]
+    assert all(frames[i][1].shape == (288, 360, 3) for i in (0, 4, 8))
+    assert [i for i, _ in iter_frames(short_clip["ten"], stride=4, start=2, skipped=True)] == list(
+        range(2, 10)
+    )
 
 
 def test_true_identity_must_be_in_the_gallery(short_clip):
