@@ -145,3 +145,17 @@ def test_declared_from_predictions_refuses_what_it_cannot_use():
         declared_from_predictions(_predictions(), DevelopmentSplit(("x", "y"), ("t1",)))
     with pytest.raises(ValueError, match="lack column"):
         declared_from_predictions(_predictions().drop(columns="correct"), split)
+
+
+def test_identity_bootstrap_thins_many_scores_but_keeps_the_value():
+    rng = np.random.default_rng(3)
+    ids = np.array(list("abcdefgh"))
+    genuine, impostor = rng.normal(1.0, 1.0, 4000), rng.normal(0.0, 1.0, 200_000)
+    g_probes, i_probes = rng.choice(ids, genuine.size), rng.choice(ids, impostor.size)
+    value, low, high = identity_bootstrap(
+        genuine, g_probes, impostor, i_probes, equal_error_rate, n_resamples=100, max_scores=2000
+    )
+    assert value == equal_error_rate(genuine, impostor)  # always from every score
+    # Identities drawn from one distribution: the interval is narrow around the value
+    # (the normal EER at d' = 1 is Phi(-1/2) = 0.3085).
+    assert low <= value <= high and high - low < 0.1 and abs(value - 0.3085) < 0.01
