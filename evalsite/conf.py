@@ -204,6 +204,10 @@ SETTINGS: tuple[Setting, ...] = (
       "top)", "Human evaluation (trials)", "TRIALS_PER_SESSION", minimum=1),
     S("TRIALS_PRACTICE", "integer", 2, "practice trials (with feedback) at the start of a session",
       "Human evaluation (trials)", "TRIALS_PRACTICE", minimum=0),
+    S("TRIALS_PRACTICE_FACES", "path", lambda get: get("DEID_DATA_DIR") / "faces" / "london_face_set",
+      "the Face Research Lab London Set folder: practice people (never evaluated) for campaigns without "
+      "imported practice material; empty or absent: practice on still probes", "Human evaluation (trials)",
+      "TRIALS_PRACTICE_FACES", default_doc="`faces/london_face_set` in `DEID_DATA_DIR`"),
     S("TRIALS_FACE_SIZE_PX", "integer", 160, "side of the face crops raters see, in pixels",
       "Human evaluation (trials)", "TRIALS_FACE_SIZE_PX", minimum=32),
     S("TRIALS_CLAIM_TIMEOUT_S", "integer", 180, "seconds an unanswered trial keeps its item reserved after "

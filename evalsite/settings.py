@@ -189,6 +189,7 @@ LOGIN_URL = "/admin/login/"
 # a claimed, unanswered trial keeps its item reserved without heartbeats, and Sybil caps.
 TRIALS_PER_SESSION = value("TRIALS_PER_SESSION")
 TRIALS_PRACTICE = value("TRIALS_PRACTICE")
+TRIALS_PRACTICE_FACES = value("TRIALS_PRACTICE_FACES")
 TRIALS_FACE_SIZE_PX = value("TRIALS_FACE_SIZE_PX")
 TRIALS_CLAIM_TIMEOUT_S = value("TRIALS_CLAIM_TIMEOUT_S")
 TRIALS_CLAIM_MAX_HOLD_S = value("TRIALS_CLAIM_MAX_HOLD_S")

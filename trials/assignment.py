@@ -46,7 +46,7 @@ from django.utils import timezone
 
 from evalsite.models import Campaign, GalleryImage, MaskedVideo, SourceVideo
 
-from . import browser, design, integrity, plausibility, variants
+from . import browser, design, integrity, plausibility, practice, variants
 from .models import (
     Item,
     claim_timeout,
@@ -324,14 +324,12 @@ def evaluated_trials_per_session(campaign: Campaign) -> int:
     """Evaluated (item) trials in one session of ``campaign``, attention checks not counted.
 
     ``TRIALS_PER_SESSION``, fewer when the campaign has fewer evaluated people: a rater
-    sees at most one video of each person (:func:`_new_trial`), and practice takes videos
-    outside the evaluated subset first, then evaluated ones, whose people the rater then
-    cannot rate.
+    sees at most one video of each person (:func:`_new_trial`; practice never shows an
+    evaluated person, :func:`_practice_trial`).
     """
     videos = SourceVideo.objects.filter(campaign=campaign, attacker_train=False)  # never shown to raters
     n_people = videos.filter(in_evaluated_subset=True).values("identity_id").distinct().count()
-    spent = max(0, practice_trials() - videos.filter(in_evaluated_subset=False).count())
-    return max(0, min(trials_per_session(), n_people - spent))
+    return max(0, min(trials_per_session(), n_people))
 
 
 def _plan_for(campaign: Campaign) -> list[str]:
@@ -434,6 +432,7 @@ def _keep_claim(trial: Trial, item: Item | None, now) -> bool:
         return True
     trial.released = True
     trial.save(update_fields=["released"])
+    variants.drop_variants_on_commit([trial.media_token])
     return False
 
 
@@ -470,6 +469,28 @@ def _seen_videos(session) -> set[int]:
     ) | set(session.trials.exclude(source_video=None).values_list("source_video_id", flat=True))
 
 
+def spent_block_videos(session) -> list[int]:
+    """Evaluated videos whose identity trials this session can no longer get: those of
+    every lineup block (:func:`trials.design.exposure_plan`) of which the session has
+    shown anyone in a video (any task, practice or released trials included).
+
+    Rotation is per person, so a person shown earlier in the session is never the
+    answer of a later lineup: a rater who remembers who was shown (or who was the answer)
+    could strike that face off a later lineup of the same block and gain (1/6 -> 1/5 per
+    person struck off; issue 19: 65/290, p = 0.007). With at most one identity trial per
+    block per session, none after a video of one of its people, and blocks disjoint, no
+    lineup of a session ever shows a person seen before in it: elimination has nothing
+    to strike (:func:`trials.design.fresh_blocks`).
+    """
+    shown = set(session.trials.exclude(source_video=None).values_list("source_video__identity_id", flat=True))
+    if not shown:
+        return []
+    plans, videos = identity_plans(session.campaign)
+    blocks = {identity: plan.block for identity, plan in plans.items() if plan.block}
+    fresh = design.fresh_blocks(blocks, shown)
+    return [pk for pk, identity in videos if identity in blocks and identity not in fresh]
+
+
 #: Candidate items read per pick, and rounds of (read candidates, try them) per pick.
 PICK_CANDIDATES = 20
 PICK_ROUNDS = 3
@@ -493,18 +514,20 @@ def _item_trial(session, seen, rng, now) -> Trial | None:
     address's older open claims beyond their limit are released (:func:`_release_hoarded`).
     """
     _release_hoarded(session, now)
+    spent = spent_block_videos(session)
     for _ in range(PICK_ROUNDS):
         over = False
         rows = list(
-            Item.objects.least_completed_first(session.campaign, exclude_video_ids=seen, now=now).values_list(
-                "id", "n_completed"
-            )[:PICK_CANDIDATES]
+            Item.objects.least_completed_first(session.campaign, exclude_video_ids=seen, now=now)
+            .exclude(task=Task.IDENTITY, source_video_id__in=spent)
+            .values_list("id", "n_completed")[:PICK_CANDIDATES]
         )
         if not rows and settings.TRIALS_OVERASSIGN:
             over = True
             rows = list(
                 Item.objects.missing_responses(session.campaign, now=now)
                 .exclude(source_video_id__in=list(seen))
+                .exclude(task=Task.IDENTITY, source_video_id__in=spent)
                 .order_by("n_live", "n_completed", "id")
                 .values_list("id", "n_live")[:PICK_CANDIDATES]
             )
@@ -547,7 +570,9 @@ def _release_hoarded(session, now) -> None:
         kept = open_claims.filter(**{f"session__{field}": value}).order_by("-claimed_at", "-id")
         surplus = list(kept.values_list("pk", flat=True)[limit - 1 :])
         if surplus:
-            Trial.objects.filter(pk__in=surplus, completed=False).update(released=True)
+            released = Trial.objects.filter(pk__in=surplus, completed=False)
+            variants.drop_variants_on_commit(released.values_list("media_token", flat=True))
+            released.update(released=True)
 
 
 #: :func:`_claim_item` found the item locked by another transaction (skipped).
@@ -578,8 +603,20 @@ def _claim_item(session, pk, rng, now, *, wait: bool, over: bool = False):
 
 
 def _practice_trial(session, seen, rng, n_before) -> Trial:
-    """A practice trial: practice identities and videos when imported (feedback), else
-    other material of the campaign, whose practice gives no feedback (:func:`gives_feedback`)."""
+    """A practice trial; practice never shows a video of a person in evaluated videos.
+
+    With practice material (imported practice identities and videos, or the built-in
+    London practice people, :mod:`trials.practice`): a practice video and a lineup of
+    practice faces, with feedback. An action practice trial needs a practice video with
+    an action of the campaign's list; without one, that practice trial is an identity
+    one. Without practice material: an unevaluated video of a person with no evaluated
+    video (the attacker's own material excepted), else a still-probe trial (a face and an
+    instruction, :func:`_catch_trial`). Feedback follows :func:`gives_feedback`.
+
+    A video of an evaluated person in practice would hand out its answer with feedback,
+    and without feedback still show that person, whom the rater could then strike off a
+    later lineup of the session (:func:`spent_block_videos`).
+    """
     campaign = session.campaign
     tasks = campaign_tasks(campaign)
     task = tasks[n_before % len(tasks)]
@@ -587,20 +624,27 @@ def _practice_trial(session, seen, rng, n_before) -> Trial:
     if practice_videos:
         videos = SourceVideo.objects.filter(pk__in=practice_videos).exclude(pk__in=seen)
         if task == Task.ACTION:
-            videos = videos.filter(action__in=campaign.action_vocabulary)
+            with_action = videos.filter(action__in=campaign.action_vocabulary)
+            if with_action.exists():
+                videos = with_action
+            else:
+                task = Task.IDENTITY
         video = videos.order_by("?").first()
         if video is not None:
             return _build_trial(session, TrialKind.PRACTICE, task, video, rng, pool=pool)
-    # The attacker's own material (SourceVideo.attacker_train) is never shown to raters.
-    videos = SourceVideo.objects.filter(campaign=campaign, attacker_train=False).exclude(pk__in=seen)
-    if videos.filter(practice=True).exists():
-        videos = videos.filter(practice=True)  # imported practice material only
+    evaluated_people = SourceVideo.objects.filter(
+        campaign=campaign, in_evaluated_subset=True, practice=False
+    ).values("identity_id")
+    videos = (
+        SourceVideo.objects.filter(campaign=campaign, attacker_train=False, in_evaluated_subset=False)
+        .exclude(pk__in=seen)
+        .exclude(identity_id__in=evaluated_people)
+    )
     if task == Task.ACTION:
         videos = videos.filter(action__in=campaign.action_vocabulary)
     else:
         videos = videos.filter(identity_id__in=list(identity_pool(campaign)))
-    # Prefer videos outside the evaluated subset, so practice spends no evaluated video.
-    video = videos.order_by("in_evaluated_subset", "?").first()
+    video = videos.order_by("?").first()
     if video is None:
         return _catch_trial(session, rng, kind=TrialKind.PRACTICE)
     return _build_trial(session, TrialKind.PRACTICE, task, video, rng)
@@ -628,10 +672,11 @@ def _build_trial(session, kind, task, video, rng, *, item=None, now=None, pool=N
         else:
             # Practice: make-up independent of the answer; no target-absent trials for a
             # thin stratum (practice people are never evaluated).
+            pool = pool if pool is not None else identity_pool(campaign)
             lineup, trial.target_present = design.trial_lineup(
                 video.identity_id,
-                pool if pool is not None else identity_pool(campaign),
-                campaign.demographic_attributes,
+                pool,
+                practice.practice_attributes(campaign, pool),
                 n_foils=campaign.foils_per_trial,
                 target_absent_share=campaign.target_absent_share,
                 rng=rng,
@@ -797,6 +842,7 @@ def _answered_by_others(trial: Trial, item: Item | None) -> bool:
         return False
     trial.released = True
     trial.save(update_fields=["released"])
+    variants.drop_variants_on_commit([trial.media_token])
     return True
 
 
@@ -863,6 +909,7 @@ def _store_response(trial: Trial, answer: Mapping) -> Response:
     )
     trial.completed = True
     trial.save(update_fields=["completed"])
+    variants.drop_variants_on_commit([trial.media_token])  # its served copy is no longer needed
     reason = plausibility.implausible_answer(trial, now)
     if not reason and trial.kind == TrialKind.CATCH and not response.correct:
         failed = Response.objects.filter(

@@ -50,9 +50,11 @@ def campaign_warnings(campaign: Campaign) -> list[str]:
         warnings.append(
             f"no practice material: practice with feedback needs {needed} practice identities "
             f"with gallery faces (found {n_practice}; identities.csv column practice=true) and "
-            "practice videos of them (videos.csv column role=practice). Until then practice trials "
-            "show other material of the campaign and give no correctness feedback on anything "
-            "tied to an evaluated person (feedback would reveal answers)"
+            "practice videos of them (videos.csv column role=practice), or the London practice faces "
+            "(TRIALS_PRACTICE_FACES, added when rating opens). Until then practice trials show "
+            "unevaluated videos of people with no evaluated video, else a face and an instruction "
+            "(never a video of an evaluated person: feedback would reveal answers, and a person seen "
+            "in practice could be struck off later lineups)"
         )
     if not campaign.consent_text.strip():
         warnings.append("the consent text is empty: raters would be asked to agree to a text they cannot see")

@@ -568,3 +568,34 @@ def balanced_lineup(target, block: Sequence, *, n_foils: int, rng: random.Random
         block.remove(rng.choice(block))
     rng.shuffle(block)
     return block, target in block
+
+
+def fresh_blocks(blocks: Mapping[Hashable, Sequence], shown) -> set:
+    """Identities whose lineup block holds nobody in ``shown``: those a session may still
+    give an identity trial of.
+
+    Within a session rotation is per person: whoever was shown in a video (as the answer
+    of an identity trial, in an action trial, in practice) is never the answer later. A
+    later lineup of the same block would show that face as a certain non-answer, and a
+    rater who struck it off would choose among the remaining options (1/5 instead of
+    1/6 for one face struck off). Blocks are disjoint, so when every identity trial of a
+    session comes from a block none of whose people the session has shown, no lineup of
+    the session shows anyone seen before in it and each of its 6 options is the answer
+    with probability 1/6 whatever the rater remembers (the exchangeability argument above
+    holds given the session's history too). After an identity trial its block is spent
+    (its target was shown).
+
+    Parameters
+    ----------
+    blocks : mapping of identity key -> sequence of keys
+        :attr:`IdentityPlan.block` of each identity with identity trials.
+    shown : iterable of keys
+        Identities shown in a video earlier in the session.
+
+    Returns
+    -------
+    set of keys
+        The keys of ``blocks`` whose block has no member in ``shown``.
+    """
+    shown = set(shown)
+    return {key for key, block in blocks.items() if shown.isdisjoint(block)}

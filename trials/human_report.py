@@ -142,7 +142,9 @@ def chance_levels(campaign) -> dict:
 def video_columns(submission) -> pd.DataFrame:
     """Per-video human columns for ``evalsite.reports`` (index: source-video name; every
     video of the campaign), with the chance levels ``human_id_chance_level`` and
-    ``human_action_chance_level`` (also for videos not rated yet)."""
+    ``human_action_chance_level`` (also for videos not rated yet). Flags are recomputed
+    first (:func:`trials.integrity.refresh_flags`)."""
+    _refresh_flags(submission)
     frame = responses_frame(submission)
     videos = pd.Index(
         submission.campaign.source_videos.order_by("name").values_list("name", flat=True), name="video"
@@ -165,13 +167,21 @@ def video_columns(submission) -> pd.DataFrame:
     return out
 
 
+def _refresh_flags(submission) -> None:
+    """Recompute the campaign's flags before a report reads them: the report never depends
+    on whether the organizer page was opened since the last answers."""
+    from .integrity import refresh_flags
+
+    refresh_flags(submission.campaign)
+
+
 def flag_variants(submission, usable: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The responses behind the ``with_flagged`` and ``without_flagged`` figures.
 
     ``with_flagged``: every rater's responses, excluded raters' too; ``without_flagged``:
     the usable responses (``usable``) minus those of raters in
-    :func:`trials.integrity.flagged_rater_ids` (read as stored: no re-run of the
-    accuracy test while a report is read).
+    :func:`trials.integrity.flagged_rater_ids` (as stored: the report's providers
+    recompute the flags first, :func:`_refresh_flags`).
     """
     from .integrity import flagged_rater_ids
 
@@ -195,7 +205,9 @@ def summary(submission) -> dict:
     plus ``n_excluded_responses`` / ``n_excluded_raters`` (left out, not counted), the
     chance levels (:func:`chance_levels`), ``raters_per_video`` (the campaign's target)
     and ``status``: "not rated" (no usable response to this submission's masked videos;
-    clear-video responses are shared by the campaign), "rating open", "rating closed"."""
+    clear-video responses are shared by the campaign), "rating open", "rating closed".
+    Flags are recomputed first (:func:`trials.integrity.refresh_flags`)."""
+    _refresh_flags(submission)
     usable = responses_frame(submission)
     every = responses_frame(submission, include_excluded=True)
     campaign = submission.campaign

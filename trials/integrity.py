@@ -392,6 +392,47 @@ def refresh_outlier_flags(campaign, *, alpha: float | None = None) -> list[Rater
     return outliers
 
 
+def refresh_flags(campaign) -> None:
+    """Recompute every flag that follows from what is stored, as of now.
+
+    Flags are first set when something happens (a join, an answer), and the per-rater
+    test whenever it is asked for; a report must not depend on whether the organizer
+    page happened to be opened since the last answers. This re-derives, for the whole
+    campaign: attention-check failures (``TRIALS_MAX_ATTENTION_FAILURES`` or more failed
+    checks flag and exclude, as at answer time; a rater the organizer included again
+    stays included), codes sharing a browser or an address (:func:`flag_shared`), and the
+    per-rater accuracy test (:func:`refresh_outlier_flags`). Plausibility flags stand as
+    judged at answer time (they depend on what had been fetched by then). Called by the
+    report's human section, the organizer page and the closing of rating.
+    """
+    from django.db.models import Count
+
+    from .plausibility import max_attention_failures
+
+    failures = (
+        Response.objects.filter(trial__session__campaign=campaign, trial__kind=TrialKind.CATCH, correct=False)
+        .values("trial__session__rater_id")
+        .annotate(n=Count("id"))
+        .filter(n__gte=max_attention_failures())
+    )
+    for row in failures:
+        Rater.objects.filter(pk=row["trial__session__rater_id"], flagged=False).update(
+            flagged=True, excluded=True, flag_reason=f"failed {row['n']} attention checks"
+        )
+    for field in ("browser_key_hash", "address_hash"):
+        shared = (
+            RatingSession.objects.filter(campaign=campaign)
+            .exclude(**{field: ""})
+            .values(field)
+            .annotate(n=Count("id"))
+            .filter(n__gte=2)
+        )
+        for row in shared:
+            session = RatingSession.objects.filter(campaign=campaign, **{field: row[field]}).first()
+            flag_shared(session)
+    refresh_outlier_flags(campaign)
+
+
 def flagged_rater_ids(campaign, *, refresh: bool = True) -> set[int]:
     """Ids of the campaign's raters whose answers are suspect: for the report's figures
     "with flagged raters excluded" (every human figure is given with and without them).
@@ -406,8 +447,9 @@ def flagged_rater_ids(campaign, *, refresh: bool = True) -> set[int]:
     ----------
     campaign : evalsite.models.Campaign
     refresh : bool, default=True
-        Re-run the per-rater accuracy test first (:func:`refresh_outlier_flags`), so the
-        set reflects every answer so far.
+        Recompute the flags first (:func:`refresh_flags`: attention checks, shared
+        browsers and addresses, the per-rater accuracy test), so the set reflects every
+        answer so far.
 
     Returns
     -------
@@ -415,6 +457,6 @@ def flagged_rater_ids(campaign, *, refresh: bool = True) -> set[int]:
         ``Rater`` primary keys.
     """
     if refresh:
-        refresh_outlier_flags(campaign)
+        refresh_flags(campaign)
     raters = Rater.objects.filter(campaign=campaign)
     return set(raters.filter(Q(flagged=True) | Q(flags__isnull=False)).values_list("pk", flat=True))

@@ -26,7 +26,7 @@ from evalsite.models import Campaign
 from evalsite.scoping import scope
 
 from . import crowd, integrity, progress
-from .assignment import evaluated_trials_per_session
+from .assignment import evaluated_trials_per_session, identity_plans
 from .checks import campaign_warnings
 from .models import Item, Rater, SessionState
 from .services import CannotOpenRating, close_rating, open_rating, set_submission_rated, submissions_in_rating
@@ -104,7 +104,9 @@ def campaign_progress(request, pk: int):
         "rollup": rollup,
         # open_rating makes the items: none at all means rating was never opened
         "never_opened": not items,
-        "estimate": progress.raters_needed(evaluated, evaluated_trials_per_session(campaign)),
+        "estimate": progress.raters_needed(
+            evaluated, evaluated_trials_per_session(campaign), _video_blocks(campaign)
+        ),
         "may_evaluate": plugins.may_start(request.user),
     }
     return render(request, "trials/organizer/progress.html", context)
@@ -178,3 +180,9 @@ def check_stills_now(request, pk: int):
     check_campaign_stills.delay(campaign.pk)
     messages.success(request, "Gallery stills are being compared with the evaluated videos.")
     return redirect("trials:organizer_campaign", pk=campaign.pk)
+
+
+def _video_blocks(campaign) -> dict:
+    """``{source_video_pk: lineup block}`` of the evaluated videos with identity trials."""
+    plans, videos = identity_plans(campaign)
+    return {pk: plans[identity].block for pk, identity in videos if plans[identity].block}

@@ -105,8 +105,12 @@ class RatersEstimate:
         The largest number of responses still needed on the items of one source video: a
         rater rates each source video at most once (one of its conditions), so that many
         different raters are needed however long sessions are.
+    by_block : int
+        The largest number of identity responses still needed on the items of one lineup
+        block: a session gets at most one identity trial per block
+        (:func:`trials.assignment.spent_block_videos`).
     raters : int
-        ``max(by_sessions, by_video)``: at least this many more raters must finish a
+        ``max(by_sessions, by_video, by_block)``: at least this many more raters must finish a
         session, assuming none is excluded and raters already in a session finish it
         (their open claims are counted as coming). None when sessions give no trial.
     """
@@ -116,9 +120,10 @@ class RatersEstimate:
     by_sessions: int | None
     by_video: int
     raters: int | None
+    by_block: int = 0
 
 
-def raters_needed(items, per_session: int) -> RatersEstimate:
+def raters_needed(items, per_session: int, blocks=None) -> RatersEstimate:
     """Estimate the raters still needed to reach every evaluated item's target (``RatersEstimate``).
 
     Parameters
@@ -127,6 +132,8 @@ def raters_needed(items, per_session: int) -> RatersEstimate:
         Evaluated items with ``with_counts`` annotations.
     per_session : int
         Evaluated trials per session (>= 0).
+    blocks : mapping of source-video id -> hashable, optional
+        The lineup block of each evaluated video with identity items (``by_block``).
 
     Examples
     --------
@@ -136,12 +143,19 @@ def raters_needed(items, per_session: int) -> RatersEstimate:
     """
     still = 0
     per_video: dict[int, int] = defaultdict(int)
+    per_block: dict = defaultdict(int)
+    blocks = blocks or {}
     for item in items:
         need = _still_needed(item)
         still += need
         per_video[item.source_video_id] += need
+        if item.task == "identity" and item.source_video_id in blocks:
+            per_block[blocks[item.source_video_id]] += need
     by_video = max(per_video.values(), default=0)
+    by_block = max(per_block.values(), default=0)
     if per_session <= 0:
-        return RatersEstimate(still, per_session, None, by_video, None if still else 0)
+        return RatersEstimate(still, per_session, None, by_video, None if still else 0, by_block)
     by_sessions = math.ceil(still / per_session)
-    return RatersEstimate(still, per_session, by_sessions, by_video, max(by_sessions, by_video))
+    return RatersEstimate(
+        still, per_session, by_sessions, by_video, max(by_sessions, by_video, by_block), by_block
+    )

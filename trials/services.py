@@ -16,10 +16,13 @@ from django.utils import timezone
 
 from evalsite.models import Campaign, Submission
 
-from .assignment import identity_pool, sync_items
+from .assignment import identity_pool, practice_pool, sync_items
 from .checks import campaign_warnings
+from .integrity import refresh_flags
 from .models import RatedSubmission
+from .practice import add_practice_faces
 from .stills import material_warnings
+from .variants import remove_served_variants
 from .tasks import prepare_campaign_media
 
 
@@ -176,6 +179,9 @@ def open_rating(campaign: Campaign, *, prepare_media: bool = True, submissions=N
         if problems:
             raise CannotOpenRating(problems)
         _decide_submissions(campaign, submissions)
+        # Practice people who are never evaluated (the London set) unless imported ones exist.
+        if not practice_pool(campaign)[1]:
+            add_practice_faces(campaign)
         created = sync_items(campaign)
         Campaign.objects.filter(pk=campaign.pk).update(rating_open=True)
         if prepare_media:
@@ -185,9 +191,16 @@ def open_rating(campaign: Campaign, *, prepare_media: bool = True, submissions=N
 
 
 def close_rating(campaign: Campaign) -> None:
-    """Stop new trials; answers already on their way are still stored."""
+    """Stop new trials; answers already on their way are still stored.
+
+    The flags are recomputed on the final answers (:func:`trials.integrity.refresh_flags`)
+    and the per-trial video copies served are deleted from storage
+    (:func:`trials.variants.remove_served_variants`).
+    """
     Campaign.objects.filter(pk=campaign.pk).update(rating_open=False)
     campaign.rating_open = False
+    refresh_flags(campaign)
+    remove_served_variants(campaign, answered_only=False)
 
 
 def supersede_items(old_items, *, masked_video=None, now=None) -> int:

@@ -50,6 +50,9 @@ def prepare_campaign_media(campaign_id: int) -> dict:
     variants.remove_old_variants(
         default_storage, older_than_s=max(2 * settings.TRIALS_CLAIM_TIMEOUT_S, 24 * 3600)
     )
+    # ... and those of this campaign's answered or released trials, whatever their age.
+    campaign = Campaign.objects.get(pk=campaign_id)
+    variants.remove_served_variants(campaign)
     faces = videos = transcoded = 0
     failed = []
     for image in GalleryImage.objects.filter(identity__campaign_id=campaign_id):
@@ -70,7 +73,6 @@ def prepare_campaign_media(campaign_id: int) -> dict:
             logger.warning("%s %s: %s", type(video).__name__, video.pk, error)
             failed.append(f"{type(video).__name__} {video.pk}: {error}")
     catch_videos = 0
-    campaign = Campaign.objects.get(pk=campaign_id)
     if campaign.attention_check_rate > 0:
         for identity_pk in (
             campaign.identities.filter(gallery_images__isnull=False).distinct().values_list("pk", flat=True)

@@ -20,9 +20,11 @@ fixed by format, never by content:
   section 8.1.2) pads the file to one size for the whole campaign
   (:func:`campaign_video_size`), larger than any of its videos' variants, so the
   Content-Range total is the same number for every trial, evaluated or attention check.
-- **Attention checks** are the same pipeline with an instruction ("Choose face 3")
-  burnt into the frames for a stretch starting at a random moment
-  (:func:`instruction_frames`); the answer is the instructed position.
+- **Attention checks** are the same pipeline with an instruction burnt into the frames
+  for a stretch starting at a random moment (:func:`instruction_frames`): the words
+  "Choose face" and a box of 1-5 scattered dots (crossed out: "not present"); the
+  answer is the instructed position. A text reader (OCR) reads the same two words in
+  every check; a person counts the dots.
 - **Faces** (:func:`png_variant`) are re-rendered per trial (a seeded sub-pixel shift,
   scale and rotation, a one-level brightness offset and one-level noise inside the
   face oval) and written as *uncompressed* PNGs (zlib stored blocks), so every face of
@@ -193,19 +195,23 @@ def frame_budget_bytes(width: int, height: int) -> int:
     return int(BITS_PER_PIXEL * width * height / 8) + FRAME_SLACK_BYTES
 
 
-def instruction_frames(frames: list, text: str, seed: int) -> list:
-    """Burn ``text`` into a stretch of ``frames`` starting at a random moment (in place too).
+#: The words of every attention check's instruction; the answer is in the dots beside them.
+INSTRUCTION_CAPTION = "Choose face"
+
+
+def instruction_frames(frames: list, choice: str, seed: int) -> list:
+    """Draw the instruction for ``choice`` on a stretch of ``frames`` starting at a random moment.
 
     The stretch starts between 10 % and 50 % of the clip and lasts 40 % of it (at least
     one frame): about 1.2 s of a 3 s clip, long enough to read, and replays show it
-    again. White letters with a dark outline, about a tenth of the frame high, at a
-    random height.
+    again. :data:`INSTRUCTION_CAPTION` with a box of dots (:func:`draw_instruction`),
+    about a fifth of the frame high, at a random height.
 
     Parameters
     ----------
     frames : list of ndarray of shape (height, width, 3), dtype uint8
-    text : str
-        ASCII, e.g. ``"Choose face 3"``.
+    choice : str
+        The instructed answer, ``"0"`` (not present) to ``"5"``.
     seed : int
 
     Returns
@@ -220,32 +226,87 @@ def instruction_frames(frames: list, text: str, seed: int) -> list:
     first = int(n * rng.uniform(0.1, 0.5))
     last = min(n, first + max(1, int(round(0.4 * n))))
     height, width = frames[0].shape[:2]
-    text_h = instruction_layout(text, width, height)[3]
-    y = int(rng.uniform(text_h + 0.05 * height, 0.95 * height))
+    box = instruction_layout(width, height)[4]
+    y = int(rng.uniform(box + 0.05 * height, 0.95 * height))
+    dots_seed = int(rng.integers(2**63))
     for index in range(first, last):
-        frames[index] = draw_instruction(frames[index], text, y)
+        frames[index] = draw_instruction(frames[index], choice, y, dots_seed)
     return frames
 
 
-def instruction_layout(text: str, width: int, height: int) -> tuple[int, float, int, int]:
-    """``(x, font scale, thickness, text height)`` of an instruction in a ``width`` x
-    ``height`` frame: centred, at most 90 % of the width and a tenth of the height."""
+def instruction_layout(width: int, height: int) -> tuple[int, float, int, int, int]:
+    """``(x, font scale, thickness, text height, box side)`` of an instruction in a
+    ``width`` x ``height`` frame: caption and box centred together, at most 90 % of the
+    width, the caption a tenth of the height high and the box of dots twice that."""
     font = cv2.FONT_HERSHEY_DUPLEX
-    (text_w, text_h), _ = cv2.getTextSize(text, font, 1.0, 2)
-    scale = min(0.9 * width / text_w, 0.1 * height / text_h)
+    (text_w, text_h), _ = cv2.getTextSize(INSTRUCTION_CAPTION, font, 1.0, 2)
+    # caption + gap (0.5 text height) + box (2 text heights), all within 90 % of the width
+    scale = min(0.9 * width / (text_w + 2.5 * text_h), 0.1 * height / text_h)
     thickness = max(1, int(round(2 * scale)))
-    (text_w, text_h), _ = cv2.getTextSize(text, font, scale, thickness)
-    return (width - text_w) // 2, scale, thickness, text_h
+    (text_w, text_h), _ = cv2.getTextSize(INSTRUCTION_CAPTION, font, scale, thickness)
+    box = 2 * text_h
+    return (width - (text_w + text_h // 2 + box)) // 2, scale, thickness, text_h, box
 
 
-def draw_instruction(frame: np.ndarray, text: str, y: int) -> np.ndarray:
-    """``frame`` (RGB uint8) with ``text`` in white letters outlined in black, baseline at ``y``."""
+def dot_centres(n: int, side: int, seed: int) -> list[tuple[int, int]]:
+    """``n`` dot centres scattered in a ``side`` px box at least 2.6 radii apart (seeded).
+
+    The dots are where an OCR reads nothing: no digit, no fixed die pattern to match.
+    Returns ``(x, y)`` pixel offsets from the box's top-left corner.
+    """
+    rng = np.random.default_rng(seed)
+    radius = max(2.0, side * 0.09)
+    low, high = 0.12 * side + radius, 0.88 * side - radius
+    for _ in range(1000):  # rejection sampling; 5 dots fit easily
+        points = rng.uniform(low, high, (n, 2))
+        if (
+            n < 2
+            or min(np.hypot(*(a - b)) for i, a in enumerate(points) for b in points[i + 1 :]) >= 2.6 * radius
+        ):
+            return [(int(round(x)), int(round(y))) for x, y in points]
+    raise ValueError(f"cannot place {n} dots in a {side} px box")
+
+
+def draw_instruction(frame: np.ndarray, choice: str, y: int, seed: int) -> np.ndarray:
+    """``frame`` (RGB uint8) with the instruction for ``choice``, baseline at ``y``.
+
+    :data:`INSTRUCTION_CAPTION` in white letters outlined in black, then a dark box with
+    as many white dots as the face to choose (1-5, scattered at seeded places,
+    :func:`dot_centres`), or crossed out for "not present" (``"0"``). A person counts up
+    to five dots at a glance; a text reader finds the same two words in every check.
+
+    Raises
+    ------
+    ValueError
+        If ``choice`` is not "0"-"5".
+    """
+    if choice not in {"0", "1", "2", "3", "4", "5"}:
+        raise ValueError(f"an instructed choice is '0'-'5', got {choice!r}")
     height, width = frame.shape[:2]
-    x, scale, thickness, _ = instruction_layout(text, width, height)
+    x, scale, thickness, text_h, box = instruction_layout(width, height)
     frame = np.ascontiguousarray(frame)
     font = cv2.FONT_HERSHEY_DUPLEX
-    cv2.putText(frame, text, (x, y), font, scale, (0, 0, 0), thickness + 3, cv2.LINE_AA)
-    cv2.putText(frame, text, (x, y), font, scale, (255, 255, 255), thickness, cv2.LINE_AA)
+    cv2.putText(frame, INSTRUCTION_CAPTION, (x, y), font, scale, (0, 0, 0), thickness + 3, cv2.LINE_AA)
+    cv2.putText(frame, INSTRUCTION_CAPTION, (x, y), font, scale, (255, 255, 255), thickness, cv2.LINE_AA)
+    (text_w, _), _ = cv2.getTextSize(INSTRUCTION_CAPTION, font, scale, thickness)
+    left, top = x + text_w + text_h // 2, y - text_h // 2 - box // 2
+    cv2.rectangle(frame, (left, top), (left + box, top + box), (20, 20, 20), -1)
+    cv2.rectangle(frame, (left, top), (left + box, top + box), (255, 255, 255), max(1, thickness // 2 + 1))
+    if choice == "0":
+        pad = box // 5
+        for a, b in (((pad, pad), (box - pad, box - pad)), ((pad, box - pad), (box - pad, pad))):
+            cv2.line(
+                frame,
+                (left + a[0], top + a[1]),
+                (left + b[0], top + b[1]),
+                (255, 255, 255),
+                thickness + 1,
+                cv2.LINE_AA,
+            )
+    else:
+        radius = max(2, int(round(box * 0.09)))
+        for dx, dy in dot_centres(int(choice), box, seed):
+            cv2.circle(frame, (left + dx, top + dy), radius, (255, 255, 255), -1, cv2.LINE_AA)
     return frame
 
 
@@ -284,8 +345,8 @@ def render_mp4_variant(source: bytes, seed: int, *, total_size: int = 0, instruc
         Pad the file to this many bytes (:func:`campaign_video_size`); a variant already
         larger is left as is and logged (its size would then be a cue).
     instruction : str
-        Text burnt into a random stretch of the clip (:func:`instruction_frames`), for
-        attention checks; empty for none.
+        For attention checks, the instructed choice ("0"-"5") drawn on a random stretch
+        of the clip (:func:`instruction_frames`); empty for none.
 
     Returns
     -------
@@ -586,7 +647,7 @@ def stored_variant(field_file, token: str, *, lock, total_size, instruction: str
     total_size : callable() -> int
         The size to pad to (:func:`campaign_video_size`), asked only when making it.
     instruction : str
-        As :func:`render_mp4_variant`.
+        The instructed choice, as :func:`render_mp4_variant`.
 
     Raises
     ------
@@ -639,8 +700,71 @@ def remove_old_variants(storage, older_than_s: float) -> int:
     return removed
 
 
+def remove_variants(storage, tokens) -> int:
+    """Delete the stored video variants of the trials with these media tokens (if made).
+
+    Called once a trial is answered or released (:mod:`trials.assignment`) and for a
+    whole campaign when rating closes (:func:`remove_served_variants`): a served copy is
+    biometric data and is kept no longer than its trial needs it. A late request of the
+    same trial makes it again (same frames: the seed is the token's).
+
+    Returns
+    -------
+    int
+        Files deleted.
+    """
+    removed = 0
+    for token in tokens:
+        name = variant_name(token)
+        try:
+            if storage.exists(name):
+                storage.delete(name)
+                removed += 1
+        except FileNotFoundError:  # deleted concurrently
+            continue
+    return removed
+
+
+def remove_served_variants(campaign, *, answered_only: bool = True) -> int:
+    """Delete the stored variants of ``campaign``'s answered or released trials (every
+    trial's with ``answered_only=False``, when rating closes).
+
+    Returns
+    -------
+    int
+        Files deleted.
+    """
+    from django.core.files.storage import default_storage
+    from django.db.models import Q
+
+    from .models import Trial
+
+    try:
+        _, names = default_storage.listdir("variants")
+    except FileNotFoundError:
+        return 0
+    stored = {f"variants/{name}" for name in names}
+    trials = Trial.objects.filter(session__campaign=campaign)
+    if answered_only:
+        trials = trials.filter(Q(completed=True) | Q(released=True))
+    tokens = [
+        token for token in trials.values_list("media_token", flat=True) if variant_name(token) in stored
+    ]
+    return remove_variants(default_storage, tokens)
+
+
+def drop_variants_on_commit(tokens) -> None:
+    """:func:`remove_variants` of ``tokens`` once the current transaction commits."""
+    from django.core.files.storage import default_storage
+
+    tokens = list(tokens)
+    if tokens:
+        transaction.on_commit(lambda: remove_variants(default_storage, tokens))
+
+
 def instruction_text(choice: str) -> str:
-    """The words of an attention check's instruction for the answer ``choice`` ("0"-"5")."""
+    """What an attention check's instruction for the answer ``choice`` ("0"-"5") tells a
+    person (drawn as words and dots, :func:`draw_instruction`)."""
     return "Choose: not present" if choice == "0" else f"Choose face {choice}"
 
 

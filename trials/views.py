@@ -359,7 +359,7 @@ def media(request, token: str):
         crop = ensure_gallery_crop(trial.probe_image)
         ensure_catch_video(crop)
         field = crop.catch_video
-        instruction = variants.instruction_text(trial.correct_choice)
+        instruction = trial.correct_choice  # drawn as words and dots (trials.variants)
     else:
         video = trial.item.video_for_raters() if trial.item_id else trial.source_video
         # Web copies are made when rating opens (trials.tasks), never in a rater's request:

@@ -63,6 +63,8 @@ def test_instructed_choice_is_never_the_face_shown_and_uniform_over_the_others()
     assert all(abs(n / 5000 - 0.2) < 0.03 for n in counts.values()), counts
     assert variants.instruction_text("0") == "Choose: not present"
     assert variants.instruction_text("4") == "Choose face 4"
+    with pytest.raises(ValueError, match="an instructed choice is '0'-'5', got '6'"):
+        variants.draw_instruction(np.zeros((288, 360, 3), np.uint8), "6", 200, 0)
     with pytest.raises(ValueError, match="probe_position must be in 1..5"):
         variants.instructed_choice(6, 5, rng)
 
@@ -292,21 +294,39 @@ def test_repeated_ranges_do_not_pass_the_byte_check(grid_campaign, settings):
 # --- attention checks: an instruction in the video ------------------------------------------
 
 
-def _read_instruction(video: bytes, tmp_path, n_faces: int) -> str:
-    """A reader: the answer whose instruction's letters match the video's frames best.
-
-    Each candidate ("Choose face 1" ... and "Choose: not present") is drawn as the page
-    draws it (:func:`trials.variants.draw_instruction`) on flat grey; its band of rows is
-    slid over every frame (normalised correlation); the best match over frames and
-    heights wins.
-    """
+def _frames(video: bytes, tmp_path) -> list:
     path = tmp_path / "check.mp4"
     path.write_bytes(video)
-    frames = [cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY) for _, frame in iter_frames(path)]
+    return [cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY) for _, frame in iter_frames(path)]
+
+
+def _old_instruction(frame: np.ndarray, text: str, y: int) -> np.ndarray:
+    """How checks drew their instruction before: the answer written out ("Choose face 3")."""
+    height, width = frame.shape[:2]
+    font = cv2.FONT_HERSHEY_DUPLEX
+    (text_w, text_h), _ = cv2.getTextSize(text, font, 1.0, 2)
+    scale = min(0.9 * width / text_w, 0.1 * height / text_h)
+    thickness = max(1, int(round(2 * scale)))
+    (text_w, _), _ = cv2.getTextSize(text, font, scale, thickness)
+    frame = np.ascontiguousarray(frame)
+    x = (width - text_w) // 2
+    cv2.putText(frame, text, (x, y), font, scale, (0, 0, 0), thickness + 3, cv2.LINE_AA)
+    cv2.putText(frame, text, (x, y), font, scale, (255, 255, 255), thickness, cv2.LINE_AA)
+    return frame
+
+
+def _ocr_read(frames: list, n_faces: int) -> str:
+    """An OCR-style reader: the answer whose written instruction matches the frames best.
+
+    Each candidate text ("Choose face 1" ... and "Choose: not present") is drawn in the
+    font checks used on flat grey; its band of rows is slid over every frame (normalised
+    correlation); the best match over frames and heights wins. It reads any instruction
+    that writes its answer out (the checks before: every one).
+    """
     height, width = frames[0].shape
     scores = {}
     for choice in ["0", *(str(i) for i in range(1, n_faces + 1))]:
-        canvas = variants.draw_instruction(
+        canvas = _old_instruction(
             np.full((height, width, 3), 128, np.uint8), variants.instruction_text(choice), height // 2
         )
         rows = np.flatnonzero((canvas != 128).any(axis=(1, 2)))
@@ -315,6 +335,29 @@ def _read_instruction(video: bytes, tmp_path, n_faces: int) -> str:
             float(cv2.matchTemplate(frame, template, cv2.TM_CCOEFF_NORMED).max()) for frame in frames
         )
     return max(scores, key=scores.get)
+
+
+def _count_dots(frames: list) -> str:
+    """A person's reading of a check: find the box beside "Choose face" and count its dots
+    (a crossed-out box: "0"), in the frame where the box is clearest."""
+    height, width = frames[0].shape
+    box = variants.instruction_layout(width, height)[4]
+    template = np.full((box + 1, box + 1), 20, np.uint8)
+    cv2.rectangle(template, (0, 0), (box, box), 255, 2)
+    best = max(
+        (
+            (float(cv2.matchTemplate(frame, template, cv2.TM_CCOEFF_NORMED).max()), i)
+            for i, frame in enumerate(frames)
+        )
+    )
+    frame = frames[best[1]]
+    _, _, _, (left, top) = cv2.minMaxLoc(cv2.matchTemplate(frame, template, cv2.TM_CCOEFF_NORMED))
+    inside = frame[top + box // 8 : top + box - box // 8, left + box // 8 : left + box - box // 8]
+    n, _, stats, _ = cv2.connectedComponentsWithStats((inside > 128).astype(np.uint8))
+    blobs = [s for s in stats[1:] if s[cv2.CC_STAT_AREA] >= 4]
+    if len(blobs) == 1 and max(blobs[0][cv2.CC_STAT_WIDTH], blobs[0][cv2.CC_STAT_HEIGHT]) > box // 2:
+        return "0"  # the cross
+    return str(len(blobs))
 
 
 def _answer_all(campaign, code, answer) -> list:
@@ -362,7 +405,7 @@ def test_attention_checks_are_read_by_a_reader_and_failed_by_face_recognition(
 
     def read(trial, files):
         if trial.probe_image_id is not None:
-            return _read_instruction(files[f"/m/{trial.media_token}"], tmp_path, trial.faces.count())
+            return _count_dots(_frames(files[f"/m/{trial.media_token}"], tmp_path))
         return recognise(trial, files)
 
     played = _answer_all(bot_campaign, "reader", read)
@@ -371,6 +414,51 @@ def test_attention_checks_are_read_by_a_reader_and_failed_by_face_recognition(
     assert [choice for _, choice in checks] == [trial.correct_choice for trial, _ in checks]
     reader = Rater.objects.get(participant_code="reader")
     assert not reader.flagged and not reader.excluded, reader.flag_reason
+
+
+def test_an_ocr_reader_reads_checks_at_chance_and_a_person_counts_the_dots(bot_campaign, settings, tmp_path):
+    """Before, the instruction wrote the answer out ("Choose face 3"): an OCR bot passed every
+    check. Now the words are the same in every check and the answer is a count of dots."""
+    settings.TRIALS_MAX_ATTENTION_FAILURES = 2
+    # The reader reads written instructions: on the old drawing it gets every answer.
+    rng = np.random.default_rng(0)
+    for choice in ["0", "1", "2", "3", "4", "5"]:
+        frames = [rng.integers(90, 170, (288, 360, 3), dtype=np.uint8) for _ in range(3)]
+        frames[1] = _old_instruction(frames[1], variants.instruction_text(choice), 150)
+        assert _ocr_read([cv2.cvtColor(f, cv2.COLOR_RGB2GRAY) for f in frames], 5) == choice
+
+    reads = []
+    for i in range(4):
+        client = _start(bot_campaign, f"ocr-bot-{i}")
+        for _ in range(40):
+            html = client.get("/session/").content.decode()
+            match = RESPOND.search(html)
+            if match is None:
+                break
+            trial = Trial.objects.get(token=match.group(1).split("/")[2])
+            choice = CHOICE.findall(html)[0]
+            if trial.probe_image_id is not None:  # only the checks' videos are read here (cost)
+                video = b"".join(client.get(f"/m/{trial.media_token}").streaming_content)
+                frames = _frames(video, tmp_path)
+                reads.append(
+                    (_ocr_read(frames, trial.faces.count()), _count_dots(frames), trial.correct_choice)
+                )
+                choice = reads[-1][0]
+            body = {"choice": choice, "response_time_ms": 3000}
+            client.post(match.group(1), json.dumps(body), content_type="application/json")
+    n = len(reads)
+    ocr_hits = sum(read == truth for read, _, truth in reads)
+    dot_hits = sum(dots == truth for _, dots, truth in reads)
+    # Chance: 1 in 5 (the instructed answer is any option but the face shown, uniformly).
+    p = binomtest(ocr_hits, n, 1 / 5, alternative="greater").pvalue
+    print(
+        f"attention checks: OCR reader {ocr_hits}/{n} (chance 1/5, p = {p:.3g}); dot counter {dot_hits}/{n}"
+    )
+    assert n >= 12, n
+    assert p >= 0.01, (ocr_hits, n, p)
+    assert dot_hits == n  # legible: a reader that counts dots gets every one
+    flagged = Rater.objects.filter(participant_code__startswith="ocr-bot-", flagged=True).count()
+    assert flagged >= 3, flagged  # the OCR bots fail their checks and are flagged
 
 
 def test_old_variants_are_removed_and_young_ones_kept(db, media_root):

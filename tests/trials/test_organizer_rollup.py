@@ -108,13 +108,15 @@ def test_campaign_page_rolls_up_progress_above_the_collapsed_item_table(grid_cam
     settings.TRIALS_PLAUSIBILITY_CHECKS = False  # answered directly, no media fetched
     client = _organizer_client(grid_campaign)
     per_session = assignment.evaluated_trials_per_session(grid_campaign)
-    assert per_session == 8  # 20 per session, but 10 people and 2 practice trials on evaluated clips
+    assert per_session == 10  # 20 per session, but 10 people (practice shows practice people only)
     page = client.get(f"/organizer/{grid_campaign.pk}/").content.decode()
     assert _rollup_rows(page) == [("0", "48", "0"), ("0", "48", "0")]  # clear, blurred
-    # 96 responses / 8 per session = 12; each man's clip needs 4 items x 3 = 12 different
-    # raters (the 4 women's clips get no identity items: trials.design.exposure_plan).
-    assert "About <strong>12 more raters</strong> needed" in page
-    assert "96 responses not yet taken on, 8 evaluated trials per session" in page
+    # 96 responses / 10 per session = 10; each man's clip needs 4 items x 3 = 12 different
+    # raters (the 4 women's clips get no identity items: trials.design.exposure_plan); the
+    # 6 men are one lineup block, of which a session gets one identity trial: 12 x 3 = 36.
+    assert "About <strong>36 more raters</strong> needed" in page
+    assert "96 responses not yet taken on, 10 evaluated trials per session" in page
+    assert "one lineup block\n  still needs 36 identity responses" in page
     # Order: roll-up, raters, then the per-item table folded away.
     assert page.index('id="rollup"') < page.index('id="raters"') < page.index('<details id="items-details">')
     assert page.index('<details id="items-details">') < page.index('<table id="items">')
@@ -129,7 +131,11 @@ def test_campaign_page_rolls_up_progress_above_the_collapsed_item_table(grid_cam
     page = client.get(f"/organizer/{grid_campaign.pk}/").content.decode()
     rows = _rollup_rows(page)
     assert sorted(rows) == [("0", "48", "0"), ("1", "48", "2")]
-    assert "94 responses not yet taken on" in page and "About <strong>12 more raters</strong>" in page
+    # The answer and the claim: 2 of the 96 taken on, at most one an identity response.
+    n_identity = session.trials.filter(task="identity").count()
+    assert n_identity <= 1
+    assert "94 responses not yet taken on" in page
+    assert f"About <strong>{36 - n_identity} more raters</strong>" in page
     assert Rater.objects.filter(pk=session.rater_id).update(excluded=True) == 1
     page = client.get(f"/organizer/{grid_campaign.pk}/").content.decode()
     assert _rollup_rows(page) == [("0", "48", "0"), ("0", "48", "0")]

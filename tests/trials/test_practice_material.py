@@ -14,7 +14,9 @@ from automated.video import transcode_for_web
 from evalsite.importer import DatasetError, import_dataset
 from evalsite.models import GalleryImage, Identity, SourceVideo
 from trials.checks import campaign_warnings
+from tests.crowd.simulation import build_grid_campaign
 from trials.models import Item, Trial, TrialFace
+from trials.services import open_rating
 
 RESPOND = re.compile(r'"respond_url": "(/t/[^"]+/respond/)"')
 CHOICE = re.compile(r'data-choice="([^"]+)"')
@@ -51,18 +53,55 @@ def _practice_replies(campaign, code):
     return replies
 
 
-def test_practice_gives_no_feedback_on_evaluated_videos(grid_campaign):
-    assert not SourceVideo.objects.filter(campaign=grid_campaign, in_evaluated_subset=False).exists()
-    harvested = 0
+@pytest.fixture
+def campaign_without_practice_faces(db, media_root, data_dir, grid_cache, settings):
+    """The GRID campaign opened without the built-in London practice people."""
+    settings.TRIALS_PRACTICE_FACES = ""
+    campaign = build_grid_campaign(data_dir, grid_cache, raters_per_video=3)
+    open_rating(campaign, prepare_media=False)
+    assert not Identity.objects.filter(campaign=campaign, practice=True).exists()
+    return campaign
+
+
+def test_practice_without_material_shows_no_evaluated_person(campaign_without_practice_faces):
+    campaign = campaign_without_practice_faces
+    assert not SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=False).exists()
     for code in ("throwaway-1", "throwaway-2", "throwaway-3"):
+        replies = _practice_replies(campaign, code)
+        assert len(replies) == 2
+        for trial, reply in replies:
+            # Before: a video of an evaluated person (no feedback, but the person seen).
+            # Now: a face and an instruction; the feedback names the instructed answer only.
+            assert trial.source_video_id is None and trial.probe_image_id is not None
+            assert reply["stored"] and reply["feedback"]["correct_choice"] == trial.correct_choice
+    warnings = " ".join(campaign_warnings(campaign))
+    assert "no practice material" in warnings and "never a video of an evaluated person" in warnings
+
+
+def test_practice_on_the_london_faces_gives_feedback_and_shows_no_evaluated_person(grid_campaign):
+    london = Identity.objects.filter(campaign=grid_campaign, practice=True)
+    assert london.count() == 12 and all(i.code.startswith("practice-london-") for i in london)
+    assert {i.attributes["gender"] for i in london} == {"female", "male"}
+    assert "no practice material" not in " ".join(campaign_warnings(grid_campaign))
+    practice_people = set(london.values_list("pk", flat=True))
+    for code in ("learner-1", "learner-2", "learner-3"):
         replies = _practice_replies(grid_campaign, code)
         assert len(replies) == 2
         for trial, reply in replies:
-            assert trial.source_video.in_evaluated_subset and reply["stored"]
-            harvested += "feedback" in reply
-    assert harvested == 0  # old code: every practice answer came back with its correct face
-    warnings = " ".join(campaign_warnings(grid_campaign))
-    assert "no practice material" in warnings and "give no correctness feedback" in warnings
+            assert trial.source_video.identity_id in practice_people
+            assert reply["feedback"]["correct_choice"] == trial.correct_choice
+            faces = trial.faces.select_related("gallery_image__identity")
+            assert {f.gallery_image.identity_id for f in faces} <= practice_people
+            # Matched like evaluated lineups: one gender per lineup.
+            target_gender = trial.source_video.identity.attributes["gender"]
+            assert {f.gallery_image.identity.attributes["gender"] for f in faces} == {target_gender}
+    # Never evaluated: no item, no evaluated or catch lineup shows them.
+    assert not Item.objects.filter(source_video__identity__in=practice_people).exists()
+    assert (
+        not TrialFace.objects.exclude(trial__kind="practice")
+        .filter(gallery_image__identity__in=practice_people)
+        .exists()
+    )
 
 
 def add_orl_practice_identities(campaign, data_dir, tmp_path, n=5):
@@ -101,7 +140,10 @@ def add_orl_practice_identities(campaign, data_dir, tmp_path, n=5):
     return videos
 
 
-def test_practice_uses_only_practice_identities_and_videos_with_feedback(grid_campaign, data_dir, tmp_path):
+def test_practice_uses_only_practice_identities_and_videos_with_feedback(
+    campaign_without_practice_faces, data_dir, tmp_path
+):
+    grid_campaign = campaign_without_practice_faces  # imported practice material only
     practice = add_orl_practice_identities(grid_campaign, data_dir, tmp_path)
     practice_identities = {v.identity_id for v in practice}
     assert "no practice material" not in " ".join(campaign_warnings(grid_campaign))
@@ -125,9 +167,11 @@ def test_practice_uses_only_practice_identities_and_videos_with_feedback(grid_ca
     )
 
 
-def test_practice_without_practice_identities_gives_no_feedback_on_evaluated_people(grid_campaign):
-    """Unevaluated videos of people who also appear in evaluated videos give no feedback:
-    a rater would learn the face (and clothes, room) of an evaluated person's video."""
+def test_practice_never_shows_unevaluated_videos_of_evaluated_people(campaign_without_practice_faces):
+    """Unevaluated videos of people who also appear in evaluated videos are not practice:
+    feedback would teach the face (and clothes, room) of an evaluated person's video, and
+    without feedback the person could still be struck off later lineups."""
+    grid_campaign = campaign_without_practice_faces
     evaluated = SourceVideo.objects.filter(campaign=grid_campaign).order_by("name").first()
     pwij = SourceVideo.objects.create(  # a second, unevaluated row of that person's clip
         campaign=grid_campaign,
@@ -141,9 +185,11 @@ def test_practice_without_practice_identities_gives_no_feedback_on_evaluated_peo
     )
     for code in ("learner-1", "learner-2"):
         replies = _practice_replies(grid_campaign, code)
-        assert replies[0][0].source_video_id == pwij.pk  # the flagged practice video first
-        for _, reply in replies:
-            assert reply["stored"] and "feedback" not in reply
+        assert len(replies) == 2
+        for trial, reply in replies:
+            # Before: the flagged practice video first, without feedback.
+            assert trial.source_video_id != pwij.pk and trial.source_video_id is None
+            assert reply["stored"]
     assert "no practice material" in " ".join(campaign_warnings(grid_campaign))
 
 

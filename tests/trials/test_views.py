@@ -71,14 +71,17 @@ def test_rater_goes_from_practice_to_completion_code(grid_campaign):
         kinds.append(trial.kind)
         data = answer(client, html).json()
         assert data["stored"] and not data["duplicate"]
-        # Practice here is on evaluated videos (no practice material): no answer comes back.
-        assert "feedback" not in data
+        # Practice is on the built-in practice people (never evaluated): its answers come
+        # back; no evaluated answer does.
+        assert ("feedback" in data) == (trial.kind == "practice")
+        if trial.kind == "practice":
+            assert trial.source_video.identity.practice and not trial.source_video.in_evaluated_subset
     session = RatingSession.objects.get()
     assert session.state == SessionState.COMPLETE
     assert session.completion_code in html
     assert kinds[:2] == ["practice", "practice"]
-    # One trial per source video: 10 videos, 2 of them spent on practice.
-    assert kinds.count("item") == 8 and kinds.count("catch") == round(8 * 0.1)
+    # One trial per source video: 10 videos, none spent on practice.
+    assert kinds.count("item") == 10 and kinds.count("catch") == round(10 * 0.1)
     seen = list(
         session.trials.filter(kind__in=["item", "practice"]).values_list("source_video_id", flat=True)
     )
