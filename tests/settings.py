@@ -56,5 +56,7 @@ TRIALS_MAX_SESSIONS_PER_ADDRESS = 0
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 # Derived files of the built-in practice people (trials/practice.py), made once for the
-# whole run: each test's CACHE_DIR is its own (tests/conftest.py media_root).
-TRIALS_PRACTICE_CACHE_DIR = CACHE_DIR / "practice_faces"  # noqa: F405
+# whole run: each test's CACHE_DIR is its own (tests/conftest.py media_root), and the
+# servers and commands a test starts (another DEID_VAR_DIR) use the same folder.
+os.environ.setdefault("DEID_TEST_PRACTICE_CACHE_DIR", str(CACHE_DIR / "practice_faces"))  # noqa: F405
+TRIALS_PRACTICE_CACHE_DIR = Path(os.environ["DEID_TEST_PRACTICE_CACHE_DIR"])

@@ -607,11 +607,11 @@ def _practice_trial(session, seen, rng, n_before) -> Trial:
 
     With practice material (imported practice identities and videos, or the built-in
     London practice people, :mod:`trials.practice`): a practice video and a lineup of
-    practice faces, with feedback. An action practice trial needs a practice video with
-    an action of the campaign's list; without one, that practice trial is an identity
-    one. Without practice material: an unevaluated video of a person with no evaluated
-    video (the attacker's own material excepted), else a still-probe trial (a face and an
-    instruction, :func:`_catch_trial`). Feedback follows :func:`gives_feedback`.
+    practice faces, with feedback. Else an unevaluated video of a person with no
+    evaluated video (the attacker's own material excepted; for action practice, one of a
+    listed action); else an identity practice trial on practice people (action practice
+    without action material), else a still-probe trial (a face and an instruction,
+    :func:`_catch_trial`). Feedback follows :func:`gives_feedback`.
 
     A video of an evaluated person in practice would hand out its answer with feedback,
     and without feedback still show that person, whom the rater could then strike off a
@@ -621,14 +621,9 @@ def _practice_trial(session, seen, rng, n_before) -> Trial:
     tasks = campaign_tasks(campaign)
     task = tasks[n_before % len(tasks)]
     pool, practice_videos = practice_pool(campaign)
+    practice = SourceVideo.objects.filter(pk__in=practice_videos).exclude(pk__in=seen)
     if practice_videos:
-        videos = SourceVideo.objects.filter(pk__in=practice_videos).exclude(pk__in=seen)
-        if task == Task.ACTION:
-            with_action = videos.filter(action__in=campaign.action_vocabulary)
-            if with_action.exists():
-                videos = with_action
-            else:
-                task = Task.IDENTITY
+        videos = practice.filter(action__in=campaign.action_vocabulary) if task == Task.ACTION else practice
         video = videos.order_by("?").first()
         if video is not None:
             return _build_trial(session, TrialKind.PRACTICE, task, video, rng, pool=pool)
@@ -645,9 +640,12 @@ def _practice_trial(session, seen, rng, n_before) -> Trial:
     else:
         videos = videos.filter(identity_id__in=list(identity_pool(campaign)))
     video = videos.order_by("?").first()
-    if video is None:
-        return _catch_trial(session, rng, kind=TrialKind.PRACTICE)
-    return _build_trial(session, TrialKind.PRACTICE, task, video, rng)
+    if video is not None:
+        return _build_trial(session, TrialKind.PRACTICE, task, video, rng)
+    video = practice.order_by("?").first() if practice_videos else None
+    if video is not None:  # no action practice material: the identity task, on practice people
+        return _build_trial(session, TrialKind.PRACTICE, Task.IDENTITY, video, rng, pool=pool)
+    return _catch_trial(session, rng, kind=TrialKind.PRACTICE)
 
 
 def _build_trial(session, kind, task, video, rng, *, item=None, now=None, pool=None) -> Trial:
