@@ -257,12 +257,15 @@ def dot_centres(n: int, side: int, seed: int) -> list[tuple[int, int]]:
     rng = np.random.default_rng(seed)
     radius = max(2.0, side * 0.09)
     low, high = 0.12 * side + radius, 0.88 * side - radius
-    for _ in range(1000):  # rejection sampling; 5 dots fit easily
-        points = rng.uniform(low, high, (n, 2))
-        if (
-            n < 2
-            or min(np.hypot(*(a - b)) for i, a in enumerate(points) for b in points[i + 1 :]) >= 2.6 * radius
-        ):
+    for _ in range(100):  # dart throwing, started again when stuck
+        points: list = []
+        for _ in range(200 * max(n, 1)):
+            if len(points) == n:
+                break
+            candidate = rng.uniform(low, high, 2)
+            if all(np.hypot(*(candidate - p)) >= 2.6 * radius for p in points):
+                points.append(candidate)
+        if len(points) == n:
             return [(int(round(x)), int(round(y))) for x, y in points]
     raise ValueError(f"cannot place {n} dots in a {side} px box")
 
