@@ -149,7 +149,7 @@ def raters_needed(items, per_session: int, blocks=None) -> RatersEstimate:
         need = _still_needed(item)
         still += need
         per_video[item.source_video_id] += need
-        if item.task == "identity" and item.source_video_id in blocks:
+        if getattr(item, "task", None) == "identity" and item.source_video_id in blocks:
             per_block[blocks[item.source_video_id]] += need
     by_video = max(per_video.values(), default=0)
     by_block = max(per_block.values(), default=0)
