@@ -31,17 +31,19 @@ def _open_trial(client):
     return trial, html
 
 
-def test_served_variants_are_deleted_when_answered_released_or_closed(grid_campaign, settings):
+def test_served_variants_are_deleted_when_answered_released_or_closed(
+    grid_campaign, settings, django_capture_on_commit_callbacks
+):
     settings.TRIALS_PLAUSIBILITY_CHECKS = False
     client = _start(grid_campaign, "cleaner")
     trial, html = _open_trial(client)
     name = variants.variant_name(trial.media_token)
     assert default_storage.exists(name)
     body = {"choice": CHOICE.findall(html)[0], "response_time_ms": 2000}
-    assert client.post(
-        RESPOND.search(html).group(1), json.dumps(body), content_type="application/json"
-    ).json()["stored"]
-    assert not default_storage.exists(name)  # answered: gone at once
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:  # inside the test's transaction
+        reply = client.post(RESPOND.search(html).group(1), json.dumps(body), content_type="application/json")
+    assert reply.json()["stored"] and len(callbacks) == 1
+    assert not default_storage.exists(name)  # answered: gone once the answer is committed
 
     # A released claim (here: lapsed, its item taken by others) loses its copy too.
     second, _ = _open_trial(client)
