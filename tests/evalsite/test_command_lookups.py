@@ -20,6 +20,7 @@ CAMPAIGN_COMMANDS = {
     "make_baseline": ["CAMPAIGN", "--all"],
     "add_team_member": ["--campaign", "CAMPAIGN", "Team A", "someone"],
     "add_organizer": ["--campaign", "CAMPAIGN", "someone"],
+    "rating": ["--campaign", "CAMPAIGN", "open"],
     "list_submissions": ["--campaign", "CAMPAIGN"],
     "export_package": ["--campaign", "CAMPAIGN", "--output", "unused.zip"],
 }

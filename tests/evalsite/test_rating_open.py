@@ -7,12 +7,14 @@ but a target-absent trial shows 3 faces none of which is the person, so it needs
 identities: only without target-absent trials (or with 1 foil) can it open.
 """
 
+import io
 import json
 import random
 import re
 
 import pytest
 from django.contrib.auth.models import Permission, User
+from django.core.management import CommandError, call_command
 from django.forms.models import model_to_dict
 from django.test import Client
 from django.urls import reverse
@@ -219,6 +221,8 @@ def test_rating_refuses_to_open_without_a_consent_text_everywhere(client, campai
     assert f"Rating stays closed: {NO_CONSENT}".replace("'", "&#x27;") in page.content.decode()
     page = client.post(reverse("trials:organizer_rating", args=[campaign.pk]), {"open": "1"}, follow=True)
     assert NO_CONSENT.replace("'", "&#x27;") in page.content.decode()
+    with pytest.raises(CommandError, match=re.escape(f"rating stays closed:\n- {NO_CONSENT}")):
+        call_command("rating", "--campaign", str(campaign.pk), "open", stdout=io.StringIO())
     # every problem at once: with the default 4 foils the lineups are short too
     campaign.foils_per_trial = 4
     with pytest.raises(CannotOpenRating) as refused:
@@ -226,9 +230,15 @@ def test_rating_refuses_to_open_without_a_consent_text_everywhere(client, campai
     assert refused.value.problems == [NO_CONSENT, NEEDS_5]
     assert not Campaign.objects.get(pk=campaign.pk).rating_open
     assert not Item.objects.filter(campaign=campaign).exists()
-    Campaign.objects.filter(pk=campaign.pk).update(consent_text="You agree to watch short videos.")
-    campaign.refresh_from_db()
-    assert open_rating(campaign, prepare_media=False).items_created == 3
+    Campaign.objects.filter(pk=campaign.pk).update(
+        consent_text="You agree to watch short videos.", foils_per_trial=2
+    )
+    out = io.StringIO()
+    call_command("rating", "--campaign", "tiny", "open", stdout=out)
+    assert out.getvalue().startswith("Rating of Tiny is open (3 rating items created).\n")
+    assert Campaign.objects.get(pk=campaign.pk).rating_open
+    call_command("rating", "--campaign", "tiny", "close", stdout=io.StringIO())
+    assert not Campaign.objects.get(pk=campaign.pk).rating_open
 
 
 def test_campaign_page_says_not_opened_yet_before_rating_was_ever_opened(client, submission):
