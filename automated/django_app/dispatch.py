@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from celery import Task
 from django.conf import settings
 from django.db import transaction
+from django.urls import get_resolver
 
 from . import embedded, lifecycle, processes
 from .attack_models import AttackRun
@@ -284,7 +285,8 @@ def resume_on_first_request(sender=None, **kwargs) -> None:
 
     Once per process (a server restart starts new ones), when ``DEID_RESUME_RUNS_ON_START``
     is on, without a broker: ``recover`` of every submission, in a thread of this
-    process. A failure is logged, never shown to the request.
+    process, once the URLconf is loaded (so the thread and the request do not import the
+    same modules at once). A failure is logged, never shown to the request.
     """
     if os.getpid() in _resumed_at_start:
         return
@@ -294,6 +296,9 @@ def resume_on_first_request(sender=None, **kwargs) -> None:
     if not runs_in_process():
         return
     try:
+        # The URLconf (and the views' imports: matplotlib...) first, here: imported by the
+        # request and the resuming thread at once, a module could be seen half-initialised.
+        get_resolver().url_patterns
         resumed = recover(background=True)
     except Exception:  # e.g. the database not migrated yet: the pages say so themselves
         logger.exception("resuming the runs whose process is gone failed")
