@@ -63,6 +63,13 @@ class Command(BaseCommand):
             help="cross-video folds: k >= 2 folds by video (default: leave one video out)",
         )
         parser.add_argument(
+            "--declared-attacker",
+            default="parrot",
+            choices=[a for a in ATTACKERS if a != "clear"],
+            help="the headline attacker's knowledge (its recognizer is chosen on held-out development "
+            "identities; VoicePrivacy 2024's single ranking attacker; default parrot)",
+        )
+        parser.add_argument(
             "--allow-incomplete",
             action="store_true",
             help="attack a submission that lacks some masked videos",
@@ -79,6 +86,7 @@ class Command(BaseCommand):
         gap,
         seed,
         n_folds,
+        declared_attacker,
         allow_incomplete,
         no_wait,
         **options,
@@ -95,6 +103,7 @@ class Command(BaseCommand):
             gap=gap,
             seed=seed,
             n_folds=n_folds,
+            declared_attacker=declared_attacker,
             allow_incomplete=allow_incomplete,
         )
         if run is None:
@@ -107,6 +116,16 @@ class Command(BaseCommand):
         def shown(key: str, value=None) -> str:  # the data dictionary's precision, as in CSV reports
             return dictionary.shown(f"attack.{key}", summary[key] if value is None else value, "summary")
 
+        if summary.get("declared_accuracy") is not None:
+            self.stdout.write(
+                f"  declared attacker {summary['declared_recognizer']} x {summary['declared_attacker']}: "
+                f"{shown('declared_accuracy')} [{shown('declared_ci_low')}, {shown('declared_ci_high')}] on "
+                f"{summary['declared_n_tested_identities']} tested identities (chosen on "
+                f"{summary['declared_n_development_identities']} others); worst case of "
+                f"{summary['worst_case_n_pairs']} pairs below"
+            )
+        elif summary.get("declared_unavailable"):
+            self.stdout.write(f"  no declared figure: {summary['declared_unavailable']}")
         bound = summary["clear_bound"]
         self.stdout.write(
             f"  worst case {shown('worst_case_accuracy')} ({summary['worst_case_recognizer']} x "
