@@ -7,8 +7,8 @@ absl::InitializeLog() is called are written to STDERR" and, per model,
 ``W0000 ... inference_feedback_manager.cc:114] Feedback manager requires a model with a
 single signature inference``. absl's C++ log has no environment switch (``GLOG_minloglevel``
 and ``TF_CPP_MIN_LOG_LEVEL`` change nothing here), so these lines are silenced by pointing
-descriptor 2 at the null device around a graph's construction and first call only
-(:class:`QuietStart`, the one place every MediaPipe graph of the science core is made);
+descriptor 2 at the null device around a graph's construction (until its calculators have
+opened, on MediaPipe's own threads) and first call only (:class:`QuietStart`, the one place every MediaPipe graph of the science core is made);
 later errors still reach standard error. Libraries with an environment switch (OpenCV's
 FFmpeg, glog, TensorFlow) get it on ``import automated`` (:func:`quiet_environment`). Django-free and a leaf; ``DEID_VERBOSE`` is
 declared in ``evalsite/conf.py``.
@@ -89,6 +89,12 @@ class QuietStart:
     def __init__(self, factory: Callable[[], object]):
         with native_stderr_silenced():
             self._graph = factory()
+            # The calculators open (and print) on MediaPipe's own threads after the graph
+            # starts: wait for them inside the block, or their lines come out later (and a
+            # graph made only to check a name, then closed, prints them all).
+            calculator_graph = getattr(self._graph, "_graph", None)  # SolutionBase's CalculatorGraph
+            if calculator_graph is not None:
+                calculator_graph.wait_until_idle()
         self._started = False
 
     def process(self, image):

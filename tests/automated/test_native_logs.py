@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # the script prints to stderr itself after the models ran, so a lost descriptor 2 shows.
 SCRIPT = """
 import sys
+import time
 from pathlib import Path
 from automated.behaviour.landmarks import FaceMeshModel
 from automated.detection import MediaPipeFaceDetector
@@ -18,7 +19,9 @@ from automated.video import iter_frames
 
 clip = Path(sys.argv[1])
 frame = next(frame for _, frame in iter_frames(clip, start=10, end=11))
+MediaPipeFaceDetector().close()  # made only to check the name, as start_run does
 detector = MediaPipeFaceDetector()
+time.sleep(0.5)  # the calculators open on MediaPipe's threads after the graph starts
 faces = detector.detect(frame)
 with FaceMeshModel() as mesh:
     points = mesh.landmarks(frame)
