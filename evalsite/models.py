@@ -136,6 +136,14 @@ class Campaign(models.Model):
         help_text="How raters reach the organizer (e-mail address or platform message), shown on "
         "error pages such as a session opened in another browser.",
     )
+    evaluation_options = models.JSONField(
+        "automated evaluation settings",
+        default=dict,
+        blank=True,
+        help_text='The settings every run is (re-)evaluated with, per part, e.g. {"face": {"stride": 5}, '
+        '"attack": {"recognizers": ["lbph"]}}; results computed with other values of these are reported '
+        "stale. Set by re-running the campaign (manage.py rerun_campaign, API).",
+    )
     bonus_per_correct_check = models.DecimalField(
         "bonus per correct attention check",
         max_digits=6,

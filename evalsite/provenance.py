@@ -68,9 +68,11 @@ def path_sha256(path) -> str:
     return _path_sha256(str(path), stat.st_size, stat.st_mtime_ns)
 
 
+@functools.lru_cache(maxsize=1)
 def code_version() -> str:
     """``git describe --always --dirty --tags`` of the checkout, else ``deid-eval <version>``
-    (an installed package without its repository)."""
+    (an installed package without its repository). Read once per process (a deployed
+    process runs one version)."""
     try:
         described = subprocess.run(
             ["git", "describe", "--always", "--dirty", "--tags"],

@@ -13,6 +13,9 @@ any run model:
   a fresh plan of its kind (a source video's role changed in the admin, e.g. an evaluated
   clip made attacker training material: the attack's folds and the face evaluation's
   videos change): the check each run's app registers (``register_plan_check``);
+- an automated run is stale for every video it covers when it was computed with other
+  settings than its campaign's current ones (``Campaign.evaluation_options``, set by a
+  re-run of the campaign): the check each run's app registers (``register_settings_check``);
 - human ratings of a clear video are stale when counted responses to it predate its
   replacement: only ratings made before the trials app set aside the items of replaced
   files (``trials.services.supersede_items``); since then, responses to a replaced clear
@@ -39,6 +42,17 @@ RUN_SECTIONS = {
 #: Run model label (``"automated.AttackRun"``) -> ``check(run, submission)``: names of the
 #: source videos a fresh plan of the run's kind treats differently from its stored plan.
 PLAN_CHECKS: dict[str, Callable] = {}
+
+
+#: Run model label -> ``check(run, submission)``: the settings in which the run differs from
+#: its campaign's current ones (``Campaign.evaluation_options``), as lines for people.
+SETTINGS_CHECKS: dict[str, Callable] = {}
+
+
+def register_settings_check(model_label: str, check: Callable) -> None:
+    """Register ``check(run, submission) -> list of str`` (e.g. ``["stride: 5 (now 10)"]``) for runs
+    of ``model_label``; called from the run's app's ``ready()``."""
+    SETTINGS_CHECKS[model_label] = check
 
 
 def register_plan_check(model_label: str, check: Callable) -> None:
@@ -108,32 +122,54 @@ def compute_run_staleness(submission, run) -> dict:
     Returns
     -------
     dict
-        ``{"run_id", "videos", "replaced", "plan_changed", "reason"}`` when stale:
+        ``{"run_id", "videos", "replaced", "plan_changed", "reason"}`` when stale, plus
+        ``settings_changed`` when that is why:
         ``replaced`` names the videos whose masked or clear file changed after the run
         was created (``videos_changed_since``), ``plan_changed`` those (not already
         replaced) its stored plan treats differently from a fresh plan of its kind (the
         check registered for its model: a video role changed, a masked video added),
-        ``videos`` both, sorted, and ``reason`` says it in one line for people.
+        ``settings_changed`` the settings in which
+        the run differs from its campaign's current ones (``Campaign.evaluation_options``,
+        the check registered for its model), ``videos`` the videos of all three (every video
+        the run covers when its settings changed), sorted, and ``reason``
+        says it in one line for people.
     """
     replaced = videos_changed_since(submission, run.created_at, run.planned_videos)
     check = PLAN_CHECKS.get(run._meta.label)
     plan_changed = [] if check is None else [v for v in check(run, submission) if v not in replaced]
-    if not replaced and not plan_changed:
+    settings_check = SETTINGS_CHECKS.get(run._meta.label)
+    settings_changed = [] if settings_check is None else settings_check(run, submission)
+    if not replaced and not plan_changed and not settings_changed:
         return {}
     reasons = []
+    if settings_changed:
+        reasons.append(
+            "computed with other settings than the campaign's current ones: " + ", ".join(settings_changed)
+        )
+    # With other settings, every video the run covers was computed with them.
+    covered = (
+        MaskedVideo.all_versions.filter(pk__in=run.planned_videos).values_list(
+            "source_video__name", flat=True
+        )
+        if settings_changed
+        else []
+    )
     if plan_changed:
         reasons.append(
             "video roles (or the masked videos) changed since the run was planned: " + ", ".join(plan_changed)
         )
     if replaced:
         reasons.append("video files replaced since the run was created: " + ", ".join(replaced))
-    return {
+    entry = {
         "run_id": run.pk,
-        "videos": sorted(set(replaced) | set(plan_changed)),
+        "videos": sorted(set(replaced) | set(plan_changed) | set(covered)),
         "replaced": replaced,
         "plan_changed": plan_changed,
         "reason": f"run {run.pk} is out of date: " + "; ".join(reasons),
     }
+    if settings_changed:
+        entry["settings_changed"] = settings_changed
+    return entry
 
 
 def stale_results(submission, sections: dict) -> dict[str, dict]:

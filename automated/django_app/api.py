@@ -41,7 +41,7 @@ from automated.detection import DETECTOR_NAMES
 from automated.recognition import DEFAULT_EMBEDDER, EMBEDDER_NAMES
 from evalsite.bodies import BooleanField
 
-from . import dispatch, evaluate_all, lifecycle, run_progress
+from . import dispatch, evaluate_all, lifecycle, rerun, run_progress
 from .run_progress import run_payload
 from .attack_service import DEFAULT_RECOGNIZERS
 
@@ -153,6 +153,57 @@ def _status(state: str, run) -> int:
     return status.HTTP_200_OK
 
 
+def _checked_options(data: dict) -> tuple[dict, dict]:
+    """(options per part, errors per part) of a request body ``{"face": {...}, "attack": {...}}``:
+    only the options given (the others keep the run's own defaults, e.g. the embedder's threshold)."""
+    options, errors = {}, {}
+    for kind in evaluate_all.PARTS:
+        if kind not in data:
+            continue  # the part's default options (evaluate_all.DEFAULT_OPTIONS)
+        given = data[kind] if data[kind] is not None else {}
+        if not isinstance(given, dict):
+            errors[kind] = ["send the part's options as a JSON object"]
+            continue
+        checked = OPTIONS[kind](data=given)
+        if not checked.is_valid():
+            errors[kind] = checked.errors
+            continue
+        options[kind] = {name: value for name, value in checked.validated_data.items() if name in given}
+    return options, errors
+
+
+def campaign_rerun(request, campaign, phase=None) -> Response:
+    """``POST``: re-run everything of ``campaign`` (or ``phase``) with its settings, changed first by
+    the body's ``{"face": {...}, "attack": {...}}`` (``rerun.rerun_campaign``); 400 for bad options,
+    403 without the permission to start runs. Answers the settings and each submission's parts."""
+    data = request.data if request.data is not None else {}
+    unknown = sorted(set(data) - set(evaluate_all.PARTS)) if isinstance(data, dict) else ["body"]
+    if unknown:
+        return Response(
+            {name: [f"unknown part; parts are {', '.join(evaluate_all.PARTS)}"] for name in unknown},
+            status=status.HTTP_400_BAD_REQUEST,
+        )
+    if not evaluate_all.may_evaluate(request.user):
+        return Response(
+            {"detail": "you may not start automated runs (face evaluation and attack)"},
+            status=status.HTTP_403_FORBIDDEN,
+        )
+    options, errors = _checked_options(data)
+    if errors:
+        return Response(errors, status=status.HTTP_400_BAD_REQUEST)
+    outcomes = rerun.rerun_campaign(campaign, options, phase=phase)
+    submissions = [
+        {
+            "submission": submission.pk,
+            "parts": [{**o.as_dict(), "run": None if o.run is None else run_payload(o.run)} for o in parts],
+        }
+        for submission, parts in outcomes
+    ]
+    return Response(
+        {"campaign": campaign.pk, "settings": campaign.evaluation_options, "submissions": submissions}
+    )
+
+
 def submission_evaluate(request, submission) -> Response:
     """``POST``: evaluate everything for ``submission`` (see the module docstring)."""
     data = request.data if request.data is not None else {}
@@ -172,20 +223,7 @@ def submission_evaluate(request, submission) -> Response:
             {"detail": "you may not start automated runs (face evaluation and attack)"},
             status=status.HTTP_403_FORBIDDEN,
         )
-    options, errors = {}, {}
-    for kind in evaluate_all.PARTS:
-        if kind not in data:
-            continue  # the part's default options (evaluate_all.DEFAULT_OPTIONS)
-        given = data[kind] if data[kind] is not None else {}
-        if not isinstance(given, dict):
-            errors[kind] = ["send the part's options as a JSON object"]
-            continue
-        checked = OPTIONS[kind](data=given)
-        if not checked.is_valid():
-            errors[kind] = checked.errors
-            continue
-        # Only the options given: the others keep the run's own defaults (e.g. the embedder's threshold).
-        options[kind] = {name: value for name, value in checked.validated_data.items() if name in given}
+    options, errors = _checked_options(data)
     if errors:
         return Response(errors, status=status.HTTP_400_BAD_REQUEST)
     outcomes = evaluate_all.evaluate_everything(submission, options, background=True)

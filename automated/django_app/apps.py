@@ -14,12 +14,13 @@ class AutomatedConfig(AppConfig):
         behaviour_report.register()
         attack_report.register()
         # A run whose plan a video role change altered is reported stale (evalsite.staleness).
-        from evalsite.staleness import register_plan_check
+        from evalsite.staleness import register_plan_check, register_settings_check
 
-        from .evaluate_all import plan_changes
+        from .evaluate_all import campaign_settings_changes, plan_changes
 
         for model in ("AutomatedRun", "AttackRun"):
             register_plan_check(f"{self.label}.{model}", plan_changes)
+            register_settings_check(f"{self.label}.{model}", campaign_settings_changes)
         # The Submission admin's actions and the organizer page's run states (evalsite.plugins).
         from evalsite import plugins
 

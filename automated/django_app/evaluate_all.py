@@ -139,6 +139,25 @@ def plan_changes(run: RunBase, submission: Submission) -> list[str]:
     return sorted({names.get(pk, f"masked video {pk} (deleted)") for pk in changed})
 
 
+def settings_changes(run: RunBase, options: dict) -> list[str]:
+    """The options in which ``run``'s configuration differs from ``options``, as ``"name: run value
+    (now value)"`` lines (a face run of a configuration without ``behaviour`` measured it)."""
+    config = {"behaviour": True, **run.config} if dispatch.kind_name(run) == "face" else run.config
+    return [
+        f"{name}: {config.get(name)!r} (now {value!r})"
+        for name, value in sorted(options.items())
+        if config.get(name) != value
+    ]
+
+
+def campaign_settings_changes(run: RunBase, submission: Submission) -> list[str]:
+    """:func:`settings_changes` against the campaign's current settings of the run's part
+    (``Campaign.evaluation_options``; registered with ``evalsite.staleness``)."""
+    return settings_changes(
+        run, dict(submission.campaign.evaluation_options.get(dispatch.kind_name(run)) or {})
+    )
+
+
 def is_current(run: RunBase, submission: Submission, options: dict | None = None) -> bool:
     """True if completed ``run`` still describes ``submission``'s current videos with ``options``.
 
@@ -150,8 +169,7 @@ def is_current(run: RunBase, submission: Submission, options: dict | None = None
     has that value in the run's configuration. A face run of a configuration without
     ``behaviour`` measured it.
     """
-    config = {"behaviour": True, **run.config} if dispatch.kind_name(run) == "face" else run.config
-    if any(config.get(name) != value for name, value in (options or {}).items()):
+    if settings_changes(run, options or {}):
         return False
     if plan_changes(run, submission):
         return False

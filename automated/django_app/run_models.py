@@ -4,6 +4,7 @@ The lifecycle that moves a run through these states is ``lifecycle.py``.
 """
 
 from django.db import models
+from evalsite import provenance
 
 
 class RunStatus(models.TextChoices):
@@ -65,12 +66,26 @@ class RunBase(models.Model):
             "a run whose owner is gone is resumed (lifecycle.recover). Empty for runs a broker delivers."
         ),
     )
+    provenance = models.JSONField(
+        "provenance",
+        default=dict,
+        blank=True,
+        editable=False,
+        help_text="What the results were computed with, recorded when the run was created: code version "
+        "(git describe or the package version), package versions, model files' SHA-256 (evalsite.provenance).",
+    )
 
     objects = RunQuerySet.as_manager()
 
     class Meta:
         abstract = True
         ordering = ["-created_at", "-id"]
+
+    def save(self, *args, **kwargs):
+        """Save; a new run records its provenance (``evalsite.provenance.provenance``) first."""
+        if self._state.adding and not self.provenance:
+            self.provenance = provenance.provenance()
+        super().save(*args, **kwargs)
 
     @property
     def progress(self) -> str:

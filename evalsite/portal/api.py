@@ -17,7 +17,7 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
-from automated.django_app.api import submission_evaluate, submission_runs
+from automated.django_app.api import campaign_rerun, submission_evaluate, submission_runs
 from automated.django_app.frontier_view import automated_fields
 from automated.video import VideoError
 from evalsite import reports
@@ -240,6 +240,21 @@ class CampaignViewSet(CampaignScopedViewSetMixin, viewsets.ReadOnlyModelViewSet)
         return Response(
             {"rating_open": True, "items_created": result.items_created, "warnings": result.warnings}
         )
+
+    @action(detail=True, methods=["post"], parser_classes=[JSONParser])
+    def rerun(self, request, pk=None):
+        """Re-run everything (``?phase=<name>``: one phase): ``{"face": {...}, "attack": {...}}`` changes
+        the campaign's settings first (automated/django_app/rerun.py)."""
+        campaign = self.get_object()
+        phase = None
+        if request.query_params.get("phase"):
+            phase = campaign.phases.filter(name=request.query_params["phase"]).first()
+            if phase is None:
+                return Response(
+                    {"phase": [f"campaign {campaign.slug!r} has no phase {request.query_params['phase']!r}"]},
+                    status=400,
+                )
+        return campaign_rerun(request, campaign, phase)
 
     @action(detail=True, renderer_classes=REPORT_RENDERERS)
     def summary(self, request, pk=None):
