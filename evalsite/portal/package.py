@@ -281,6 +281,8 @@ def package_files(campaign: Campaign, *, team: Team | None = None) -> dict[str, 
     frame = leaderboard.leaderboard_frame(campaign, **names)
     files["leaderboard.csv"] = leaderboard.as_csv(frame).encode()
     for entry in leaderboard.HEADLINES:
+        if entry.key not in leaderboard.HUMAN_TASKS and entry.key not in board.per_video:
+            continue  # a figure without per-video values (e.g. the declared attacker's): no paired test
         pairs = leaderboard.comparison_frame(campaign, entry.key, **names)
         if len(pairs):
             files[f"comparisons/{entry.key}.csv"] = leaderboard.as_csv(pairs).encode()

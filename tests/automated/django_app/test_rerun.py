@@ -32,7 +32,8 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def held_queue(monkeypatch):
     queued = []
-    monkeypatch.setattr(dispatch, "queue", queued.append)
+    monkeypatch.setattr(dispatch, "queue_runs", lambda runs, **options: queued.extend(runs))
+    monkeypatch.setattr(dispatch, "queue", lambda run, **options: queued.append(run))
     return queued
 
 
