@@ -23,6 +23,7 @@ CAMPAIGN_COMMANDS = {
     "rating": ["--campaign", "CAMPAIGN", "open"],
     "list_submissions": ["--campaign", "CAMPAIGN"],
     "export_package": ["--campaign", "CAMPAIGN", "--output", "unused.zip"],
+    "rerun_campaign": ["--campaign", "CAMPAIGN"],
 }
 #: ``import_dataset --campaign NAME`` names the campaign it creates.
 NEW_CAMPAIGN_COMMANDS = {"import_dataset"}
