@@ -73,7 +73,8 @@ def test_summary_json_contains_the_fairness_section(submission, test_score):
 
 def test_fairness_section_keys(submission, test_score):
     section = fairness_section(submission)
-    assert set(section) == {"source", "attributes", "ideal", "scores", "face_quality"}
+    assert set(section) == {"source", "attributes", "ideal", "scores", "face_quality", "privacy"}
+    assert section["privacy"] == {}  # no attack run and no face evaluation here (test_privacy_views.py)
 
 
 def test_plot_groups_come_in_the_order_of_the_table(submission, test_score, campaign):
