@@ -428,7 +428,7 @@ def test_an_ocr_reader_reads_checks_at_chance_and_a_person_counts_the_dots(bot_c
         assert _ocr_read([cv2.cvtColor(f, cv2.COLOR_RGB2GRAY) for f in frames], 5) == choice
 
     reads = []
-    for i in range(4):
+    for i in range(3):  # about 5 checks a session
         client = _start(bot_campaign, f"ocr-bot-{i}")
         for _ in range(40):
             html = client.get("/session/").content.decode()
@@ -458,7 +458,7 @@ def test_an_ocr_reader_reads_checks_at_chance_and_a_person_counts_the_dots(bot_c
     assert p >= 0.01, (ocr_hits, n, p)
     assert dot_hits == n  # legible: a reader that counts dots gets every one
     flagged = Rater.objects.filter(participant_code__startswith="ocr-bot-", flagged=True).count()
-    assert flagged >= 3, flagged  # the OCR bots fail their checks and are flagged
+    assert flagged >= 2, flagged  # the OCR bots fail their checks and are flagged
 
 
 def test_old_variants_are_removed_and_young_ones_kept(db, media_root):
