@@ -141,7 +141,8 @@ def _read_image_rgb(field_file) -> np.ndarray:
 
 
 def gallery_embeddings(campaign: Campaign, *, embedder=None, detector=None) -> tuple[np.ndarray, np.ndarray]:
-    """Embeddings of every gallery image of the campaign's identities.
+    """Embeddings of every gallery image of the campaign's identities (practice identities,
+    shown only in practice trials, are no part of the gallery).
 
     Returns
     -------
@@ -157,7 +158,10 @@ def gallery_embeddings(campaign: Campaign, *, embedder=None, detector=None) -> t
     """
     embedder = embedder or make_face_embedder()
     images = (
-        GalleryImage.objects.filter(identity__campaign=campaign).select_related("identity").order_by("id")
+        # Practice identities (trials' practice people) appear in practice trials only.
+        GalleryImage.objects.filter(identity__campaign=campaign, identity__practice=False)
+        .select_related("identity")
+        .order_by("id")
     )
     embeddings, codes = [], []
     for image in images:
@@ -358,7 +362,9 @@ def _cached_gallery(campaign: Campaign, *, embedder, detector) -> tuple[np.ndarr
     name), the detector's and the embedder's settings.
     """
     images = tuple(
-        GalleryImage.objects.filter(identity__campaign=campaign).order_by("id").values_list("id", "image")
+        GalleryImage.objects.filter(identity__campaign=campaign, identity__practice=False)
+        .order_by("id")
+        .values_list("id", "image")
     )
     key = (campaign.pk, images, detector_key(detector), embedder.cache_key())
     if key not in _GALLERY_CACHE:

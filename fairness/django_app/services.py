@@ -38,8 +38,10 @@ def compute_face_quality(campaign, *, force: bool = False) -> int:
         Number of items (re)computed. Items without a detectable face are stored with
         ``face_found=False`` and the reason, so they are not retried on every report.
     """
-    images = GalleryImage.objects.filter(identity__campaign=campaign)
-    videos = SourceVideo.objects.filter(campaign=campaign)
+    images = GalleryImage.objects.filter(
+        identity__campaign=campaign, identity__practice=False
+    )  # not practice people
+    videos = SourceVideo.objects.filter(campaign=campaign, identity__practice=False)
     if not force:
         images = images.filter(face_quality__isnull=True)
         videos = videos.filter(face_quality__isnull=True)
