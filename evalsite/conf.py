@@ -205,8 +205,8 @@ SETTINGS: tuple[Setting, ...] = (
     S("TRIALS_PRACTICE", "integer", 2, "practice trials (with feedback) at the start of a session",
       "Human evaluation (trials)", "TRIALS_PRACTICE", minimum=0),
     S("TRIALS_PRACTICE_FACES", "path", lambda get: get("DEID_DATA_DIR") / "faces" / "london_face_set",
-      "the Face Research Lab London Set folder: practice people (never evaluated) for campaigns without "
-      "imported practice material; empty or absent: practice on still probes", "Human evaluation (trials)",
+      "the Face Research Lab London Set folder: practice people (never evaluated) that `manage.py "
+      "add_practice_faces` gives a campaign without imported practice material", "Human evaluation (trials)",
       "TRIALS_PRACTICE_FACES", default_doc="`faces/london_face_set` in `DEID_DATA_DIR`"),
     S("TRIALS_FACE_SIZE_PX", "integer", 160, "side of the face crops raters see, in pixels",
       "Human evaluation (trials)", "TRIALS_FACE_SIZE_PX", minimum=32),

@@ -615,10 +615,14 @@ class Submission(models.Model):
         """Source videos of the campaign without a current, valid masked video in this submission.
 
         A replaced (superseded) masked video does not count, nor one flagged because it no
-        longer matches its clear video (``MaskedVideo.check_code``).
+        longer matches its clear video (``MaskedVideo.check_code``). Videos of practice
+        identities need none.
         """
         valid = MaskedVideo.objects.filter(submission=self).valid()
-        return self.source_videos().exclude(pk__in=valid.values("source_video"))
+        # Practice identities' videos are shown in practice only, never masked or evaluated.
+        return (
+            self.source_videos().exclude(identity__practice=True).exclude(pk__in=valid.values("source_video"))
+        )
 
     def source_videos(self):
         """The source videos this run masks: its phase's subset, else every video of the campaign."""

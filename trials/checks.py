@@ -51,7 +51,7 @@ def campaign_warnings(campaign: Campaign) -> list[str]:
             f"no practice material: practice with feedback needs {needed} practice identities "
             f"with gallery faces (found {n_practice}; identities.csv column practice=true) and "
             "practice videos of them (videos.csv column role=practice), or the London practice faces "
-            "(TRIALS_PRACTICE_FACES, added when rating opens). Until then practice trials show "
+            "(manage.py add_practice_faces --campaign ...). Until then practice trials show "
             "unevaluated videos of people with no evaluated video, else a face and an instruction "
             "(never a video of an evaluated person: feedback would reveal answers, and a person seen "
             "in practice could be struck off later lineups)"

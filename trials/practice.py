@@ -4,8 +4,8 @@ Practice with feedback must teach nothing about the study's people (issue 19): f
 an evaluated person's video hands its answer to whoever practises (throw-away sessions),
 and a person shown in practice could be struck off later lineups of the session. A
 campaign without imported practice material (``identities.csv`` ``practice=true`` with
-``role=practice`` videos) gets practice identities from the London set when rating opens
-(:func:`add_practice_faces`): real people with self-reported gender and ethnicity
+``role=practice`` videos) gets practice identities from the London set with ``manage.py
+add_practice_faces --campaign ...`` (:func:`add_practice_faces`): real people with self-reported gender and ethnicity
 (DeBruine & Jones 2017, *Face Research Lab London Set*, figshare
 doi:10.6084/m9.figshare.5047666.v5, CC BY 4.0; ``faces/london_face_set/SOURCE.md`` in
 ``DATA_DIR``), one neutral front photo as the gallery face and a short clip made from the
@@ -179,7 +179,10 @@ def add_practice_faces(campaign) -> int:
     :class:`~evalsite.models.SourceVideo` (outside the evaluated subset, no action) of a
     clip made from the smiling photo in the format of the campaign's clips
     (:func:`trials.media.catch_video_spec`). Derived files are cached in ``CACHE_DIR``.
-    Idempotent: a campaign that already has practice identities gets nothing.
+    Idempotent: a campaign that already has practice identities gets nothing. Practice
+    identities are no part of the automated gallery, and their videos need no masked
+    video (``Submission.missing_source_videos``); they do appear in the campaign's lists
+    of identities and source videos (the per-video report lists them without figures).
 
     Returns
     -------

@@ -16,11 +16,10 @@ from django.utils import timezone
 
 from evalsite.models import Campaign, Submission
 
-from .assignment import identity_pool, practice_pool, sync_items
+from .assignment import identity_pool, sync_items
 from .checks import campaign_warnings
 from .integrity import refresh_flags
 from .models import RatedSubmission
-from .practice import add_practice_faces
 from .stills import material_warnings
 from .variants import remove_served_variants
 from .tasks import prepare_campaign_media
@@ -179,9 +178,6 @@ def open_rating(campaign: Campaign, *, prepare_media: bool = True, submissions=N
         if problems:
             raise CannotOpenRating(problems)
         _decide_submissions(campaign, submissions)
-        # Practice people who are never evaluated (the London set) unless imported ones exist.
-        if not practice_pool(campaign)[1]:
-            add_practice_faces(campaign)
         created = sync_items(campaign)
         Campaign.objects.filter(pk=campaign.pk).update(rating_open=True)
         if prepare_media:

@@ -1,5 +1,6 @@
 """Practice from material outside the evaluated subset (issue 9): practice harvests no answers."""
 
+import io
 import json
 import re
 
@@ -14,9 +15,9 @@ from automated.video import transcode_for_web
 from evalsite.importer import DatasetError, import_dataset
 from evalsite.models import GalleryImage, Identity, SourceVideo
 from trials.checks import campaign_warnings
-from tests.crowd.simulation import build_grid_campaign
+from django.core.management import call_command
+
 from trials.models import Item, Trial, TrialFace
-from trials.services import open_rating
 
 RESPOND = re.compile(r'"respond_url": "(/t/[^"]+/respond/)"')
 CHOICE = re.compile(r'data-choice="([^"]+)"')
@@ -54,13 +55,10 @@ def _practice_replies(campaign, code):
 
 
 @pytest.fixture
-def campaign_without_practice_faces(db, media_root, data_dir, grid_cache, settings):
-    """The GRID campaign opened without the built-in London practice people."""
-    settings.TRIALS_PRACTICE_FACES = ""
-    campaign = build_grid_campaign(data_dir, grid_cache, raters_per_video=3)
-    open_rating(campaign, prepare_media=False)
-    assert not Identity.objects.filter(campaign=campaign, practice=True).exists()
-    return campaign
+def campaign_without_practice_faces(grid_campaign):
+    """The GRID campaign, without practice material."""
+    assert not Identity.objects.filter(campaign=grid_campaign, practice=True).exists()
+    return grid_campaign
 
 
 def test_practice_without_material_shows_no_evaluated_person(campaign_without_practice_faces):
@@ -79,6 +77,9 @@ def test_practice_without_material_shows_no_evaluated_person(campaign_without_pr
 
 
 def test_practice_on_the_london_faces_gives_feedback_and_shows_no_evaluated_person(grid_campaign):
+    call_command("add_practice_faces", "--campaign", str(grid_campaign.pk), stdout=io.StringIO())
+    submission = grid_campaign.submissions.get()
+    assert submission.is_complete  # practice videos need no masked video
     london = Identity.objects.filter(campaign=grid_campaign, practice=True)
     assert london.count() == 12 and all(i.code.startswith("practice-london-") for i in london)
     assert {i.attributes["gender"] for i in london} == {"female", "male"}

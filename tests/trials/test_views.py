@@ -71,11 +71,11 @@ def test_rater_goes_from_practice_to_completion_code(grid_campaign):
         kinds.append(trial.kind)
         data = answer(client, html).json()
         assert data["stored"] and not data["duplicate"]
-        # Practice is on the built-in practice people (never evaluated): its answers come
-        # back; no evaluated answer does.
+        # Practice never shows an evaluated person (here: a face and an instruction): its
+        # answers come back; no evaluated answer does.
         assert ("feedback" in data) == (trial.kind == "practice")
-        if trial.kind == "practice":
-            assert trial.source_video.identity.practice and not trial.source_video.in_evaluated_subset
+        if trial.kind == "practice":  # a face and an instruction: no practice material here
+            assert trial.source_video_id is None and trial.probe_image_id is not None
     session = RatingSession.objects.get()
     assert session.state == SessionState.COMPLETE
     assert session.completion_code in html
