@@ -54,9 +54,3 @@ TRIALS_MAX_SESSIONS_PER_ADDRESS = 0
 # (MD5 hasher: the same code paths, a cheap digest); child processes that inherit
 # DJANGO_SETTINGS_MODULE share it. evalsite.settings keeps Django's default hashers.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-# Derived files of the built-in practice people (trials/practice.py), made once for the
-# whole run: each test's CACHE_DIR is its own (tests/conftest.py media_root), and the
-# servers and commands a test starts (another DEID_VAR_DIR) use the same folder.
-os.environ.setdefault("DEID_TEST_PRACTICE_CACHE_DIR", str(CACHE_DIR / "practice_faces"))  # noqa: F405
-TRIALS_PRACTICE_CACHE_DIR = Path(os.environ["DEID_TEST_PRACTICE_CACHE_DIR"])

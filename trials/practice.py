@@ -129,12 +129,8 @@ def clip_frames(photo_rgb: np.ndarray, *, n_frames: int, frame_size: tuple[int, 
 
 
 def _cached(name: str, make) -> Path:
-    """A derived file in ``CACHE_DIR/practice_faces`` (made once by ``make(path)``;
-    ``TRIALS_PRACTICE_CACHE_DIR``, if set, is used instead: the test run keeps one
-    folder for every test, whose ``CACHE_DIR`` is its own)."""
-    folder = Path(
-        getattr(settings, "TRIALS_PRACTICE_CACHE_DIR", None) or Path(settings.CACHE_DIR) / "practice_faces"
-    )
+    """A derived file in ``CACHE_DIR/practice_faces`` (made once by ``make(path)``)."""
+    folder = Path(settings.CACHE_DIR) / "practice_faces"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     if not path.exists():
