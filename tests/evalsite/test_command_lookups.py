@@ -24,6 +24,7 @@ CAMPAIGN_COMMANDS = {
     "list_submissions": ["--campaign", "CAMPAIGN"],
     "export_package": ["--campaign", "CAMPAIGN", "--output", "unused.zip"],
     "rerun_campaign": ["--campaign", "CAMPAIGN"],
+    "add_practice_faces": ["--campaign", "CAMPAIGN"],
 }
 #: ``import_dataset --campaign NAME`` names the campaign it creates.
 NEW_CAMPAIGN_COMMANDS = {"import_dataset"}
