@@ -129,6 +129,33 @@ class Campaign(models.Model):
         help_text="Where a rater goes after the last trial, e.g. the crowd platform's completion "
         "link; {completion_code} in it is replaced by the rater's code. Empty: the code is shown only.",
     )
+    screen_out_url = models.URLField(
+        "screen-out redirect URL",
+        max_length=500,
+        blank=True,
+        help_text="Where a rater the device gate screens out goes (the crowd platform's screen-out link); "
+        "{screen_out_code} in it is replaced by the campaign's screen-out code. Empty: the code is shown only.",
+    )
+    screen_out_code = models.CharField(
+        "screen-out code",
+        max_length=40,
+        default=opaque_token,
+        help_text="The code a screened-out rater gets (another than any completion code).",
+    )
+    desktop_only = models.BooleanField(
+        "desktop browsers only",
+        default=False,
+        help_text="Screen out raters on a phone or tablet (their browser says so) before the first trial.",
+    )
+    min_screen_width = models.PositiveSmallIntegerField(
+        "minimum screen width (CSS pixels)",
+        null=True,
+        blank=True,
+        help_text="Smaller screens are screened out.",
+    )
+    min_screen_height = models.PositiveSmallIntegerField(
+        "minimum screen height (CSS pixels)", null=True, blank=True
+    )
     organizer_contact = models.CharField(
         "organizer contact",
         max_length=200,

@@ -6,6 +6,8 @@ recorded:
 - ``incomplete``: the session did not reach its end (consent, instructions or trials
   left); nothing to do on the platform (its own time-out returns the place);
 - ``declined``: declined consent;
+- ``screened_out``: left through the device gate (``trials.screening``) with the
+  campaign's screen-out code; paid as the platform's screen-out rules say;
 - ``reject``: a completed session of a rater flagged by the attention checks or the
   plausibility rules (``Rater.flagged``, set by ``trials.assignment``), with that reason;
 - ``review``: completed, but flagged by a campaign-level test only (shared browser or
@@ -62,7 +64,7 @@ def rater_decisions(campaign) -> pd.DataFrame:
     pandas.DataFrame
         Columns :data:`DECISION_COLUMNS`: ``attention_checks`` and
         ``attention_checks_correct`` (int, answered checks); ``decision`` one of approve,
-        reject, review, incomplete, declined; ``reason`` (text, empty for approve);
+        reject, review, incomplete, declined, screened_out; ``reason`` (text, empty for approve);
         ``bonus`` (``Decimal``, 2 places; 0 unless approved).
     """
     per_check = Decimal(campaign.bonus_per_correct_check or 0)
@@ -106,6 +108,8 @@ def rater_decisions(campaign) -> pd.DataFrame:
 def _decide(rater: Rater, state: str) -> tuple[str, str]:
     if state == SessionState.DECLINED:
         return "declined", "declined consent"
+    if state == SessionState.SCREENED_OUT:
+        return "screened_out", f"device gate: {rater.session.screen_out_reason}"
     if state != SessionState.COMPLETE:
         return "incomplete", f"session not completed ({state})"
     if rater.flagged:

@@ -161,6 +161,7 @@ class SessionState(models.TextChoices):
     RUNNING = "running", "running"
     COMPLETE = "complete", "complete"
     DECLINED = "declined", "declined consent"
+    SCREENED_OUT = "screened_out", "screened out (device gate)"
 
 
 class RatingSessionQuerySet(models.QuerySet):
@@ -184,6 +185,12 @@ class RatingSession(models.Model):
     position = models.PositiveIntegerField(default=0)
     seed = models.BigIntegerField(default=0)
     completion_code = models.CharField(max_length=16, default=completion_code)
+    screen_out_reason = models.CharField(
+        "why screened out",
+        max_length=200,
+        blank=True,
+        help_text="e.g. 'screen 390x844 smaller than 1024x700'.",
+    )
     browser_key_hash = models.CharField(
         max_length=64,
         blank=True,

@@ -21,7 +21,7 @@ from django.views.decorators.http import require_POST
 from evalsite.bodies import BadBody, json_object_body
 from evalsite.models import Campaign
 
-from . import assignment, browser, integrity, plausibility
+from . import assignment, browser, integrity, plausibility, screening
 from .design import PRACTICE
 from .forms import JoinForm, ResponseForm, TrialStateForm
 from . import variants
@@ -125,6 +125,13 @@ def session_page(request):
         return _other_browser(request, session.campaign)
     if session.state == SessionState.DECLINED:
         return render(request, "trials/declined.html", {"campaign": session.campaign})
+    if session.state == SessionState.SCREENED_OUT:
+        context = {
+            "session": session,
+            "campaign": session.campaign,
+            "url": screening.screen_out_url(session.campaign),
+        }
+        return render(request, "trials/screened_out.html", context)
     if session.state == SessionState.CONSENT:
         return render(request, "trials/consent.html", {"session": session, "campaign": session.campaign})
     if session.state == SessionState.INSTRUCTIONS:
@@ -216,6 +223,20 @@ def consent(request):
         Rater.objects.filter(pk=session.rater_id).update(platform_params={})
         return redirect("trials:session")
     if session.state == SessionState.CONSENT and request.POST.get("agree") == "yes":
+        reason = screening.screen_out_reason(
+            session.campaign,
+            request.headers.get("User-Agent", ""),
+            request.POST.get("screen_width"),
+            request.POST.get("screen_height"),
+        )
+        if reason:  # the device gate: out before any trial, with the campaign's screen-out code
+            RatingSession.objects.filter(pk=session.pk, state=SessionState.CONSENT).update(
+                state=SessionState.SCREENED_OUT,
+                consented_at=timezone.now(),
+                screen_out_reason=reason,
+                plan=[],
+            )
+            return redirect("trials:session")
         RatingSession.objects.filter(pk=session.pk, state=SessionState.CONSENT).update(
             state=SessionState.INSTRUCTIONS, consented_at=timezone.now()
         )
