@@ -242,7 +242,7 @@ def video_face_crops(
         If ``stride`` < 1 or either video cannot be read (``video.VideoError``).
     """
     from ..detection import MediaPipeFaceDetector, detector_key
-    from ..video import VideoInfo
+    from ..video import video_header
 
     if stride < 1:
         raise ValueError(f"stride must be >= 1 frame, got {stride}")
@@ -268,7 +268,7 @@ def video_face_crops(
             indices, boxes, clear = _clear_crops(
                 clear_path, stride=stride, detector=detector, size_px=size_px
             )
-            clear_wh = VideoInfo.from_video_path(clear_path).resolution_wh
+            clear_wh = video_header(clear_path)[1]  # the header: no second decode
             if clear_file is not None:
                 save_npz(
                     clear_file,
