@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from datetime import timedelta
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ from celery import Task
 from django.conf import settings
 from django.db import transaction
 from django.urls import get_resolver
+from django.utils import timezone
 
 from . import embedded, lifecycle, processes
 from .attack_models import AttackRun
@@ -36,6 +38,10 @@ from .run_models import RunBase, RunStatus
 from .services import FACE_RUN, create_face_run
 
 logger = logging.getLogger(__name__)
+
+#: Without a broker, a run still without an owner this long after it was created is an orphan
+#: (``adopt_orphans``); a run being started gets its owner within the same second.
+UNOWNED_GRACE = timedelta(minutes=1)
 
 
 @dataclass(frozen=True)
@@ -226,7 +232,8 @@ def adopt_orphans(submission=None) -> list[RunBase]:
     """Take over the PENDING or RUNNING runs (of ``submission``; default all) whose owner process is gone.
 
     Each orphan (``lifecycle.orphans``: a run executed in-process by a server or command
-    that stopped) is adopted by compare-and-set: by this process without a broker, by the
+    that stopped; without a broker also a run without an owner created more than
+    ``UNOWNED_GRACE`` ago, e.g. one left "running" before runs had owners) is adopted by compare-and-set: by this process without a broker, by the
     broker with one (owner emptied). The adoption is counted on the run
     (``deliveries["resumed"]``, shown in its log) and logged with the dead owner.
     Nothing is executed yet (``recover`` does both).
@@ -236,13 +243,16 @@ def adopt_orphans(submission=None) -> list[RunBase]:
     list of RunBase
         The runs this call adopted (face runs first), refreshed.
     """
-    new_owner = None if runs_in_process() else ""
+    in_process = runs_in_process()
+    new_owner = None if in_process else ""
+    # Without a broker, an ownerless run nobody took within a minute has no one to run it.
+    unowned_before = timezone.now() - UNOWNED_GRACE if in_process else None
     adopted = []
     for name, spec in RUN_KINDS.items():
         runs = spec.kind.model.objects.all()
         if submission is not None:
             runs = runs.filter(submission=submission)
-        for run in lifecycle.orphans(spec.kind.model, runs):
+        for run in lifecycle.orphans(spec.kind.model, runs, unowned_before=unowned_before):
             if lifecycle.adopt(spec.kind.model, run.pk, run.owner, new_owner):
                 lifecycle.count_resume(spec.kind.model, run.pk)
                 logger.warning(

@@ -479,15 +479,23 @@ def count_resume(model: type[RunBase], run_id: int) -> int:
     return deliveries[RESUMED]
 
 
-def orphans(model: type[RunBase], runs=None) -> list[RunBase]:
+def orphans(model: type[RunBase], runs=None, *, unowned_before=None) -> list[RunBase]:
     """The PENDING or RUNNING runs (of ``runs``, a queryset of ``model``; default all) whose owner process is gone.
 
-    A run without an owner (queued on a broker, which redelivers it) or whose owner runs on
-    another host (``processes.alive`` is None) is not an orphan.
+    A run whose owner runs on another host (``processes.alive`` is None) is not an orphan.
+    A run without an owner is one a broker delivers (it redelivers it), so not an orphan,
+    unless ``unowned_before`` (a datetime) is given: without a broker nothing else would
+    ever run an ownerless run created before then (one left by a version without owners,
+    or queued on a broker since removed).
     """
     runs = model.objects.all() if runs is None else runs
-    active = runs.filter(status__in=ACTIVE).exclude(owner="").order_by("pk")
-    return [run for run in active if processes.alive(run.owner) is False]
+    active = runs.filter(status__in=ACTIVE).order_by("pk")
+    unowned = Q(owner="", created_at__lt=unowned_before) if unowned_before is not None else Q(pk__in=[])
+    return [
+        run
+        for run in active.filter(~Q(owner="") | unowned)
+        if not run.owner or processes.alive(run.owner) is False
+    ]
 
 
 def execute_inline(kind: RunKind, run: RunBase) -> RunBase:

@@ -101,9 +101,8 @@ def test_runs_started_from_the_web_are_resumed_after_the_server_is_killed(tmp_pa
         assert processes.alive(owner) is False  # the gunicorn worker that ran them is gone
 
         with gunicorn(env, tmp_path, workers=1, threads=2) as (base_url, server):
-            status, listed = _api(
-                server, base_url, f"/api/submissions/{submission}/runs/"
-            )  # the first request
+            # The new server's first request resumes them (DEID_RESUME_RUNS_ON_START).
+            status, listed = _api(server, base_url, f"/api/submissions/{submission}/runs/")
             assert status == 200 and {r["status"] for r in listed} <= {"pending", "running", "completed"}
             _wait(
                 lambda: {row[0] for row in _runs(db_url).values()} == {"completed"},

@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Permission, User
@@ -146,6 +147,13 @@ def test_a_pending_run_of_a_dead_process_is_resumed_at_the_first_request(
     assert out.getvalue().startswith(f"run {run.pk} of {submission}: pending (0/3 videos)")
     assert executed == [run.pk, run.pk] and AutomatedRun.objects.count() == 1
     assert AutomatedRun.objects.get(pk=run.pk).deliveries == {"resumed": 2}
+    # A run without an owner (left "running" before runs had owners): nobody else would run
+    # it without a broker, so it is resumed once it is over a minute old.
+    AutomatedRun.objects.filter(pk=run.pk).update(owner="", status="running")
+    assert dispatch.recover(submission) == [] and len(executed) == 2  # just created: being started
+    AutomatedRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(minutes=2))
+    assert [r.pk for r in dispatch.recover(submission)] == [run.pk] and len(executed) == 3
+    assert AutomatedRun.objects.get(pk=run.pk).owner == processes.this_process()
 
 
 @pytest.fixture
