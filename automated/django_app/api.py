@@ -191,7 +191,7 @@ def campaign_rerun(request, campaign, phase=None) -> Response:
     options, errors = _checked_options(data)
     if errors:
         return Response(errors, status=status.HTTP_400_BAD_REQUEST)
-    outcomes = rerun.rerun_campaign(campaign, options, phase=phase)
+    outcomes = rerun.rerun_campaign(campaign, options, phase=phase, background=True)
     submissions = [
         {
             "submission": submission.pk,

@@ -1,21 +1,23 @@
 """The embedded executor (no broker): a run's units executed in this process, now or in a thread.
 
 Without ``CELERY_BROKER_URL`` nothing else runs the units: a command executes its run right
-here (``background=False``, it waits for it anyway); a web request hands its runs to a
-daemon thread of the server process (``background=True``) and answers at once, the
-progress page following them. Either way the units are those of ``lifecycle.execute_inline``,
+here (``background=False``, it waits for it anyway); a web request hands its runs to the
+server process's runner thread (``background=True``), which executes them one at a time,
+and answers at once, the progress page following them. Either way the units are those of ``lifecycle.execute_inline``,
 which first makes this process the run's owner (``RunBase.owner``), so a run left unfinished
 when the process stops (a server restart) is found by ``lifecycle.orphans`` and resumed by
 ``dispatch.recover``.
 
 The one place that decides *how* embedded runs execute (``dispatch.queue_runs`` calls it):
-a process pool would replace the thread here.
+a process pool would replace the runner thread here.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
+from collections import deque
 
 from django.db import connections
 
@@ -44,6 +46,26 @@ def _execute_all(work: list[tuple[lifecycle.RunKind, RunBase]], *, raise_errors:
             logger.exception("%s run %s failed", kind.name, run.pk)
 
 
+#: Work handed to this process's runner thread, in order (``execute``), and whether a thread drains it.
+_queue: deque = deque()
+_lock = threading.Lock()
+_draining = {"pid": None}
+
+
+def _drain() -> None:
+    """The runner thread's body: execute queued work until none is left, then end."""
+    try:
+        while True:
+            with _lock:
+                if not _queue:
+                    _draining["pid"] = None
+                    return
+                work = _queue.popleft()
+            _execute_all(work, raise_errors=False)
+    finally:
+        connections.close_all()
+
+
 def execute(
     work: list[tuple[lifecycle.RunKind, RunBase]], *, background: bool, raise_errors: bool = True
 ) -> threading.Thread | None:
@@ -53,18 +75,20 @@ def execute(
     ----------
     work : list of (RunKind, RunBase)
     background : bool
-        True: in a daemon thread started now, with its own database connection (closed at
-        the end), so the runs must be committed already; errors are logged (the failed run
-        stores its own). Falls back to here-and-now when the
-        database cannot be shared with a thread (``background_possible``). False: here
-        and now.
+        True: queued for this process's runner thread, a daemon thread with its own
+        database connection (closed when it ends) that executes queued work in order, one
+        run at a time (several requests' runs do not compete for the cores); started now
+        if none is running, so the runs must be committed already. Errors are logged (the
+        failed run stores its own). Falls back to here-and-now when the database cannot be
+        shared with a thread (``background_possible``). False: here and now.
     raise_errors : bool, default=True
         Here and now: raise the first failure (False: log it and go on with the next run).
 
     Returns
     -------
     threading.Thread or None
-        The thread (None when executed here, or nothing to do).
+        The runner thread this call started (None when executed here, nothing to do, or
+        a runner thread was running already and takes the work).
 
     Raises
     ------
@@ -77,13 +101,18 @@ def execute(
     if not (background and background_possible()):
         _execute_all(work, raise_errors=raise_errors)
         return None
-
-    def body():
-        try:
-            _execute_all(work, raise_errors=False)
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=body, name=THREAD_NAME, daemon=True)
-    thread.start()
+    with _lock:
+        _queue.append(list(work))
+        if _draining["pid"] == os.getpid():
+            return None  # the running thread takes it
+        _draining["pid"] = os.getpid()  # (after a fork the parent's thread is not ours)
+        thread = threading.Thread(target=_drain, name=THREAD_NAME, daemon=True)
+        thread.start()
     return thread
+
+
+def reset() -> None:
+    """Forget queued work and the runner thread (tests that stand in for the thread)."""
+    with _lock:
+        _queue.clear()
+        _draining["pid"] = None

@@ -317,6 +317,7 @@ def test_without_a_broker_the_organizer_page_runs_them_in_a_thread_and_answers_a
 
     monkeypatch.setattr(embedded.threading, "Thread", Thread)
     monkeypatch.setattr(embedded, "background_possible", lambda: True)
+    embedded.reset()
     client = _web(organizer)
     html = client.post(
         f"/organizer/automated/submission/{submission.pk}/evaluate/", follow=True
@@ -326,6 +327,6 @@ def test_without_a_broker_the_organizer_page_runs_them_in_a_thread_and_answers_a
     assert f"face: started: face run {face.pk}: pending: 0/3 videos" in html
     assert "Updating every 2 seconds" in html
     (work,) = started
-    work()  # the thread's body: both runs, one after the other
+    work()  # the runner thread's body: both runs, one after the other
     face.refresh_from_db(), attack.refresh_from_db()
     assert (face.status, face.progress, attack.status) == ("completed", "3/3 videos", "completed")

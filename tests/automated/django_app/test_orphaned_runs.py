@@ -170,7 +170,9 @@ def no_execution(monkeypatch):
 
     monkeypatch.setattr(lifecycle, "execute_inline", lambda kind, run: executed.append(run.pk))
     monkeypatch.setattr(embedded.threading, "Thread", Thread)
-    return executed, threads
+    embedded.reset()
+    yield executed, threads
+    embedded.reset()  # the stand-in thread never drained its queue
 
 
 def test_evaluate_answers_at_once_and_an_up_to_date_submission_starts_nothing(
