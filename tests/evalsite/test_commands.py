@@ -146,11 +146,13 @@ def test_demo_runs_on_the_real_clips_and_is_idempotent(media_root, data_dir, tmp
     member = authenticate(username="team-baselines", password=first.team_password)
     assert not member.is_staff and list(member.teams.values_list("name", flat=True)) == ["Baselines"]
 
+    del lines[:]
     second = run_demo(data_dir=data_dir, var_dir=tmp_path, stride=25, methods=["identity"], log=lines.append)
     assert Campaign.objects.count() == 1 and Submission.objects.count() == 1
     assert AutomatedRun.objects.count() == 1 and MaskedVideo.objects.count() == 24
     assert AttackRun.objects.count() == 1
-    assert "already imported" in lines[-2] and "already evaluated" in lines[-1]
+    assert "already imported" in lines[0] and "already evaluated" in lines[-1]
+    assert [line.split(":")[0] for line in lines[1:-1]] == ["phase development", "phase test"]
     assert second.password != first.password
     assert authenticate(username="organizer", password=first.password) is None
     assert authenticate(username="organizer", password=second.password).is_staff

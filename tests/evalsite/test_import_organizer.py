@@ -118,6 +118,9 @@ def test_a_campaign_added_in_the_admin_is_organized_by_its_creator(client, db):
             "target_absent_share": 0.2,
             "attention_check_rate": 0.1,
             "leaderboard_visibility": "hidden",
+            # prefilled by the add form from the fields' defaults, as a browser sends them
+            "screen_out_code": "screen-out-code-1",
+            "bonus_per_correct_check": "0.00",
         },
         follow=True,
     )
