@@ -681,8 +681,8 @@ def _comparison_frame(scores: CampaignScores, entry: Headline, *, anonymise_team
     shown = {str(pk): f"{n['team']}: {n['method']}" for pk, n in names.items()}
     if key in HUMAN_TASKS:
         bootstrap = scores.human_bootstrap(key)
-    else:
-        frame = scores.per_video[key].dropna(axis=1, how="all")
+    else:  # figures with no per-video values (the declared attacker's, over identities): no pairs
+        frame = scores.per_video.get(key, pd.DataFrame()).dropna(axis=1, how="all")
         bootstrap = video_bootstrap(frame) if frame.shape[0] and frame.shape[1] >= 2 else None
     columns = [*comparisons.COMPARISON_COLUMNS, "verdict"]
     if bootstrap is None:

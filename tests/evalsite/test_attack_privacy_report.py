@@ -192,3 +192,13 @@ def test_attack_page_shows_declared_linkability_time_and_the_score_plot(attacked
     png = client.get(f"/organizer/automated/attack-run/{run.pk}/linkability/dlib_resnet.png")
     assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
     assert client.get(f"/organizer/automated/attack-run/{run.pk}/linkability/nope.png").status_code == 404
+
+
+def test_comparing_on_the_declared_figure_lists_no_pairs(attacked, campaign, client):
+    """The declared figure has no per-video values (its bootstrap is over identities): the
+    comparison table is empty, not a KeyError (before: 500 on ``?compare=`` of it)."""
+    _, organizer, _, _, _ = attacked
+    assert leaderboard.comparison_frame(campaign, "declared_reidentification").empty
+    client.force_login(organizer)
+    page = client.get(f"/organizer/{campaign.pk}/leaderboard/?compare=declared_reidentification")
+    assert page.status_code == 200
