@@ -182,7 +182,13 @@ def test_same_trial_reloaded_gets_the_same_bytes_and_the_video_still_decodes(
     settings.TRIALS_MIN_VIEW_MS = 0
     settings.TRIALS_MIN_WATCH_PERCENT = 0
     client = _start(grid_campaign, "reloader")
-    html = client.get("/session/").content.decode()
+    for _ in range(6):  # past practice (a face and an instruction here) to a trial with a video
+        html = client.get("/session/").content.decode()
+        respond = RESPOND.search(html).group(1)
+        if Trial.objects.get(token=respond.split("/")[2]).source_video_id is not None:
+            break
+        body = {"choice": CHOICE.findall(html)[0], "response_time_ms": 2000}
+        client.post(respond, json.dumps(body), content_type="application/json")
     urls = MEDIA.findall(html)
     video_url = urls[-1]
     first, again = _fetch(client, video_url), _fetch(client, video_url)
@@ -192,7 +198,8 @@ def test_same_trial_reloaded_gets_the_same_bytes_and_the_video_still_decodes(
         and first[-(len(first) - content_length(first)) + 4 :][:4] == b"free"
     )
     trial = Trial.objects.get(media_token=video_url.split("/")[-1])
-    original = open(trial.source_video.web_file.path, "rb").read()
+    shown = trial.item.video_for_raters() if trial.item_id else trial.source_video  # clear or masked
+    original = open(shown.web_file.path, "rb").read()
     assert len(first) > len(original) and original not in first
     decoded = []
     for data in (first, original):
@@ -244,7 +251,7 @@ def test_timing_bot_is_flagged_excluded_and_not_counted(grid_campaign):
     )
     # Once excluded, the bot's session goes on like any other (it cannot tell it was
     # caught: issue 19), and nothing it answered counts.
-    assert [t.kind for t in trials].count("item") == 8  # as for the honest rater below
+    assert [t.kind for t in trials].count("item") == 10  # as for the honest rater below
     assert responses_frame(grid_campaign.submissions.get()).empty
     counts = Item.objects.filter(campaign=grid_campaign).with_counts()
     assert sum(i.n_completed for i in counts) == 0
@@ -264,7 +271,7 @@ def test_rater_who_looks_is_not_flagged(grid_campaign, settings):
     trials = [trial for trial, _ in _play_session(_start(grid_campaign, "honest"), wait_s=0.08)]
     rater = Rater.objects.get(participant_code="honest")
     assert not rater.flagged and not rater.excluded and rater.flag_reason == ""
-    assert sum(t.kind == "item" for t in trials) == 8
+    assert sum(t.kind == "item" for t in trials) == 10  # one per person: practice shows none
     trial = Trial.objects.filter(session__rater=rater, kind="item").first()
     assert trial.media_fetched_at and trial.video_bytes_served >= trial.video_size > 0
     assert trial.response.server_time_ms >= 60
