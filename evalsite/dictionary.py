@@ -43,6 +43,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -53,6 +54,54 @@ import pandas as pd
 DTYPES = ("int", "float", "bool", "str", "list", "object", "section")
 LEVELS = ("video", "summary")
 CONTAINER_DTYPES = ("list", "object")
+
+
+#: The source documents (``seeds/README.md``) by their number.
+SEED_TITLES = {
+    "000": "\u201cA False Sense of Privacy: Towards a Reliable Evaluation Methodology for the Anonymization "
+    "of Biometric Data\u201d",
+    "002": "the MediaEval 2021 task overview \u201cDriving Road Safety Forward: Video Data Privacy\u201d",
+    "003": "\u201cFairness measures for biometric quality assessment\u201d",
+    "004": "\u201cPrivHAR-Bench: A Graduated Privacy Benchmark Dataset for Video-Based Action Recognition\u201d",
+}
+_SEED = re.compile(r"(?:\.\./shared/)?seeds/(\d{3})(?:_[0-9a-f]+)?(?:\.txt)?(?:\s*\([^)]*\))?")
+
+
+#: Acronyms the report's words use, spelled out (seeds/003 for the fairness measures).
+ACRONYMS = {
+    "SQFR": "Sample Quality Fairness Rate: 1 minus the Gini coefficient of the groups' scores (1 = all groups alike)",
+    "GC": "Gini coefficient (inequality of the groups' mean scores, with the n/(n-1) correction)",
+    "Mean-GC-SQFR": "SQFR from the Gini coefficient of the groups' mean scores",
+    "Median-GC-SQFR": "SQFR from the Gini coefficient of the groups' median scores",
+    "CSQFR": "Cubed Sample Quality Fairness Rate: SQFR that falls faster when one group lags",
+    "LWM": "Low-Weighted-Mean: a mean that weighs each group's low scores more",
+    "MDG": "Mean-Discard-Gap: the gap between the groups' means after discarding the lowest scores",
+    "SSIM": "structural similarity of the masked frame to the clear one (1 = identical)",
+    "PSNR": "peak signal-to-noise ratio of the masked frame against the clear one, in dB",
+    "PU": "privacy-utility: (masked / clear human action accuracy) x (1 - SSIM)",
+    "IoU": "intersection over union of the face boxes found in the clear and the masked frame",
+    "LBPH": "local binary pattern histograms (a classic face recognizer)",
+    "CNN": "convolutional neural network",
+    "CI": "confidence interval",
+}
+
+
+def plain_words(text: str) -> str:
+    """``text`` with every ``seeds/NNN_...txt`` reference replaced by the paper's title.
+
+    >>> plain_words("seeds/004 (PrivHAR-Bench) composite score")
+    '“PrivHAR-Bench: A Graduated Privacy Benchmark Dataset for Video-Based Action Recognition” composite score'
+    """
+    return _SEED.sub(lambda m: SEED_TITLES.get(m.group(1), "one of the source papers"), text or "")
+
+
+def acronyms_in(text: str) -> list[dict]:
+    """``[{"acronym", "meaning"}]`` for every :data:`ACRONYMS` entry that ``text`` uses."""
+    return [
+        {"acronym": acronym, "meaning": meaning}
+        for acronym, meaning in ACRONYMS.items()
+        if re.search(rf"(?<![\w-]){re.escape(acronym)}(?![\w-])", text)
+    ]
 
 
 @dataclass(frozen=True)

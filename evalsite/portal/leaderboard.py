@@ -48,7 +48,7 @@ import pandas as pd
 from automated.recognition import DEFAULT_EMBEDDER
 from trials.human_report import responses_frame
 
-from evalsite import comparisons, reports
+from evalsite import comparisons, dictionary, reports
 from evalsite.comparisons import (
     Estimate,
     pooled_rate_interval,
@@ -791,7 +791,13 @@ def table_context(frame: pd.DataFrame) -> dict:
     ``ci_high`` (float or None) and ``n`` (int).
     """
     columns = [
-        {"key": h.key, "label": h.label, "unit": h.unit, "better": h.better, "description": h.description}
+        {
+            "key": h.key,
+            "label": h.label,
+            "unit": h.unit,
+            "better": h.better,
+            "description": dictionary.plain_words(h.description),  # paper titles, not seeds/ files
+        }
         for h in HEADLINES
     ]
     rows = []

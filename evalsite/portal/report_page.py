@@ -12,48 +12,11 @@ of ``seeds/`` (:func:`plain_words`); acronyms on the page are spelled out once
 from __future__ import annotations
 
 import math
-import re
 
 import pandas as pd
 
 from evalsite import dictionary, reports
-
-#: The source documents (``seeds/README.md``) by their number.
-SEED_TITLES = {
-    "000": "\u201cA False Sense of Privacy: Towards a Reliable Evaluation Methodology for the Anonymization "
-    "of Biometric Data\u201d",
-    "002": "the MediaEval 2021 task overview \u201cDriving Road Safety Forward: Video Data Privacy\u201d",
-    "003": "\u201cFairness measures for biometric quality assessment\u201d",
-    "004": "\u201cPrivHAR-Bench: A Graduated Privacy Benchmark Dataset for Video-Based Action Recognition\u201d",
-}
-_SEED = re.compile(r"(?:\.\./shared/)?seeds/(\d{3})(?:_[0-9a-f]+)?(?:\.txt)?(?:\s*\([^)]*\))?")
-
-#: Acronyms the report's words use, spelled out (seeds/003 for the fairness measures).
-ACRONYMS = {
-    "SQFR": "Sample Quality Fairness Rate: 1 minus the Gini coefficient of the groups' scores (1 = all groups alike)",
-    "GC": "Gini coefficient (inequality of the groups' mean scores, with the n/(n-1) correction)",
-    "Mean-GC-SQFR": "SQFR from the Gini coefficient of the groups' mean scores",
-    "Median-GC-SQFR": "SQFR from the Gini coefficient of the groups' median scores",
-    "CSQFR": "Cubed Sample Quality Fairness Rate: SQFR that falls faster when one group lags",
-    "LWM": "Low-Weighted-Mean: a mean that weighs each group's low scores more",
-    "MDG": "Mean-Discard-Gap: the gap between the groups' means after discarding the lowest scores",
-    "SSIM": "structural similarity of the masked frame to the clear one (1 = identical)",
-    "PSNR": "peak signal-to-noise ratio of the masked frame against the clear one, in dB",
-    "PU": "privacy-utility: (masked / clear human action accuracy) x (1 - SSIM)",
-    "IoU": "intersection over union of the face boxes found in the clear and the masked frame",
-    "LBPH": "local binary pattern histograms (a classic face recognizer)",
-    "CNN": "convolutional neural network",
-    "CI": "confidence interval",
-}
-
-
-def plain_words(text: str) -> str:
-    """``text`` with every ``seeds/NNN_...txt`` reference replaced by the paper's title.
-
-    >>> plain_words("seeds/004 (PrivHAR-Bench) composite score")
-    '“PrivHAR-Bench: A Graduated Privacy Benchmark Dataset for Video-Based Action Recognition” composite score'
-    """
-    return _SEED.sub(lambda m: SEED_TITLES.get(m.group(1), "one of the source papers"), text or "")
+from evalsite.dictionary import SEED_TITLES, acronyms_in, plain_words
 
 
 def format_value(value, column: dictionary.Column | None) -> str:
@@ -130,13 +93,7 @@ def report_context(submission, *, team: bool) -> dict:
         + [e["meaning"] for s in _summary_sections(row) for e in s["entries"]]
         + list(row)
     )
-    acronyms = [
-        {"acronym": acronym, "meaning": meaning}
-        for acronym, meaning in ACRONYMS.items()
-        if re.search(
-            rf"(?<![\w-]){re.escape(acronym)}(?![\w-])", words, re.IGNORECASE if len(acronym) > 3 else 0
-        )
-    ]
+    acronyms = acronyms_in(words)
     return {
         "submission": submission,
         "team_view": team,

@@ -15,6 +15,10 @@ from evalsite.scoping import scope
 from . import report
 from .services import video_samples
 from fairness.plots import violin_png
+from evalsite.dictionary import acronyms_in, plain_words
+
+#: The measures every fairness page shows (seeds/003, eq. 1-8): their names are spelled out.
+MEASURE_NAMES = "SQFR GC Mean-GC-SQFR Median-GC-SQFR CSQFR LWM MDG"
 
 
 def _submission_or_404(request, submission_id) -> Submission:
@@ -45,9 +49,10 @@ def submission_fairness(request, submission_id):
         {
             "submission": submission,
             "scores": report.video_fairness(submission, samples),
-            "source": report.SOURCE,
+            "source": plain_words(report.SOURCE),
+            "acronyms": acronyms_in(MEASURE_NAMES),
             "privacy": report.privacy_fairness_section(submission, samples),
-            "privacy_source": report.PRIVACY_SOURCE,
+            "privacy_source": plain_words(report.PRIVACY_SOURCE),
             "min_group": report.MIN_GROUP_IDENTITIES,
         },
     )
@@ -63,7 +68,8 @@ def campaign_quality(request, campaign_id):
         {
             "campaign": campaign,
             "kinds": report.quality_fairness(campaign),
-            "source": report.SOURCE,
+            "source": plain_words(report.SOURCE),
+            "acronyms": acronyms_in(MEASURE_NAMES),
         },
     )
 
