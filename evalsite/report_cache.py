@@ -47,7 +47,9 @@ DEPENDENCIES: tuple[tuple[str, str, str], ...] = (
     ("automated.AttackVideoResult", "run__submission__campaign", "count"),
     ("automated.AttackFold", "run__submission__campaign", "count"),
     ("trials.Rater", "campaign", "rows"),
-    ("trials.RaterFlag", "rater__campaign", "count"),
+    # Not trials.RaterFlag: the human report recomputes the accuracy-outlier flags from the
+    # responses on every read (issue 19), rewriting their timestamps; they follow from rows
+    # listed here (responses, raters' flagged/excluded columns).
     ("trials.Item", "campaign", "count"),
     ("trials.Response", "trial__session__campaign", "count"),
     ("trials.RatedSubmission", "submission__campaign", "rows"),

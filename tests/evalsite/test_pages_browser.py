@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
-from django.contrib.auth.models import Permission, User
+from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -26,7 +26,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from automated.django_app.attack_models import AttackRun
 from automated.django_app.face_models import AutomatedRun, VideoScore
 from evalsite.models import Campaign, LeaderboardVisibility, SubmissionUpload
-from evalsite.portal.demo import ORGANIZER_APPS
+from evalsite.organizer_accounts import organizer_permissions
 from tests.crowd.simulation import build_grid_campaign
 from trials.services import open_rating
 
@@ -71,7 +71,7 @@ def site(transactional_db, media_root, data_dir, grid_cache):
         )
     _attack_rows(submission, videos, 1.0)
     organizer = User.objects.create_user("pages-organizer", password="pw-pages-organizer", is_staff=True)
-    organizer.user_permissions.set(Permission.objects.filter(content_type__app_label__in=ORGANIZER_APPS))
+    organizer.user_permissions.set(organizer_permissions())
     campaign.organizers.add(organizer)
     member = User.objects.create_user("pages-team-member", password="pw-pages-member")
     submission.team.members.add(member)
