@@ -14,10 +14,10 @@ from functools import partial
 from django.conf import settings
 from django.db import transaction
 
-from .models import SubmissionUpload, UploadStatus
+from .models import SubmissionUpload, Team, UploadStatus
 from .phases import check_upload
 from .tasks import validate_upload_task
-from .validation import create_upload
+from .validation import create_upload_record, store_upload_zip
 
 FINISHED = (UploadStatus.DONE, UploadStatus.FAILED)
 
@@ -51,10 +51,16 @@ def receive_upload(
         If the run's phase refuses the upload (not open, deadline passed, a quota used
         up; :func:`evalsite.phases.check_upload`); nothing is stored then.
     """
-    late = check_upload(submission, override_deadline=override_deadline)
-    upload = create_upload(
-        submission, zip_file, original_name=original_name, replace=replace, uploaded_by=uploaded_by
-    )
+    with transaction.atomic():
+        # One quota decision at a time per team: a double-clicked upload (two requests at
+        # once) must not both pass the check before either's record exists. The record
+        # is made under the lock; the zip is stored after it (a large body would hold it).
+        list(Team.objects.select_for_update().filter(pk=submission.team_id).values_list("pk"))
+        late = check_upload(submission, override_deadline=override_deadline)
+        upload = create_upload_record(
+            submission, zip_file, original_name=original_name, replace=replace, uploaded_by=uploaded_by
+        )
+    store_upload_zip(upload, zip_file)
     if late:
         upload.late, upload.deadline_overridden_by = True, uploaded_by
         upload.save(update_fields=["late", "deadline_overridden_by"])

@@ -467,21 +467,40 @@ def create_upload(
         ``queued`` with its ``file``; or ``failed`` (``upload_incomplete``) if storing the
         zip failed, with any partial file removed. Validate it with :func:`run_upload`.
     """
+    upload = create_upload_record(
+        submission, zip_file, original_name=original_name, replace=replace, uploaded_by=uploaded_by
+    )
+    store_upload_zip(upload, zip_file)
+    return upload
+
+
+def create_upload_record(
+    submission, zip_file, *, original_name: str = "", replace: bool = False, uploaded_by=None
+) -> SubmissionUpload:
+    """The upload's record alone (status ``queued``, no file yet): what the phase quotas
+    count (:func:`evalsite.phases.counted_uploads`). Parameters as :func:`create_upload`."""
     if isinstance(zip_file, (str, Path)):
         original_name = original_name or Path(zip_file).name
-    upload = SubmissionUpload.objects.create(
+    return SubmissionUpload.objects.create(
         submission=submission,
         uploaded_by=uploaded_by,
         original_name=original_name[:255],
         replace=replace,
         status=UploadStatus.QUEUED,
     )
+
+
+def store_upload_zip(upload: SubmissionUpload, zip_file) -> SubmissionUpload:
+    """Store ``zip_file`` (path-like or binary file object) in the record made by
+    :func:`create_upload_record`; on failure the record becomes ``failed``
+    (``upload_incomplete``) with any partial file removed. Returns ``upload``."""
+    submission = upload.submission
     try:
         if isinstance(zip_file, (str, Path)):
             with open(zip_file, "rb") as handle:
                 upload.file.save(Path(zip_file).name, File(handle), save=False)
         else:
-            upload.file.save(original_name or "upload.zip", File(zip_file), save=False)
+            upload.file.save(upload.original_name or "upload.zip", File(zip_file), save=False)
         upload.save(update_fields=["file"])
     except Exception as error:  # disk full, client gone: the record says so
         logger.exception("upload %s: storing the zip failed", upload.pk)

@@ -6,12 +6,17 @@ process on a fresh PostgreSQL database with the GRID campaign and records every
 session, campaign and rater rows, by a join), then item, then session, while reloading
 locked session then item: the opposite order, a deadlock when a rater answers and reloads
 at once. A pick kept the lock of every item it tried.
+
+``tests/ops/upload_quota_probe.py`` (same database): a double-clicked upload passes a
+phase's upload quota once (``evalsite.uploads.receive_upload`` checks and records under
+the team's row lock).
 """
 
 import json
 import subprocess
 import sys
 
+import pytest
 from django.conf import settings
 
 from tests.ops.servers import ROOT, base_env, postgres_database
@@ -36,19 +41,25 @@ def tables(locks):
     return [lock["table"] for lock in locks]
 
 
-def test_every_rater_path_locks_session_then_item_then_trial(tmp_path, grid_cache):
-    cache = grid_cache  # the GRID files tests/trials makes (made once per worker)
+@pytest.fixture(scope="module")
+def postgres_env(tmp_path_factory):
+    """A fresh, migrated PostgreSQL database for this module's probes (migrated once)."""
     with postgres_database() as url:
-        env = {
+        yield {
             "DATABASE_URL": url,
-            "DEID_VAR_DIR": str(tmp_path / "var"),
+            "DEID_VAR_DIR": str(tmp_path_factory.mktemp("pg") / "var"),
             "DEID_DATA_DIR": str(settings.DATA_DIR),
         }
-        setup = run(
-            ["tests.crowd.simulation", "--setup-only", "--raters-per-video", "10", "--cache-dir", str(cache)],
-            env,
-        )
-        report = run(["tests.ops.lock_probe", str(setup["campaign"])], env)
+
+
+def test_every_rater_path_locks_session_then_item_then_trial(postgres_env, grid_cache):
+    cache = grid_cache  # the GRID files tests/trials makes (made once per worker)
+    env = postgres_env
+    setup = run(
+        ["tests.crowd.simulation", "--setup-only", "--raters-per-video", "10", "--cache-dir", str(cache)],
+        env,
+    )
+    report = run(["tests.ops.lock_probe", str(setup["campaign"])], env)
 
     assert tables(report["record_response"]) == ["trials_ratingsession", "trials_item", "trials_trial"]
     assert tables(report["current_trial_lapsed_claim"]) == ["trials_ratingsession", "trials_item"]
@@ -66,3 +77,17 @@ def test_every_rater_path_locks_session_then_item_then_trial(tmp_path, grid_cach
     # free one at once instead of waiting for the others' commit.
     pick = report["pick_while_locked"]
     assert pick["candidates"] > 10 and pick["picked_free_item"] and pick["seconds"] < 5
+
+
+def test_a_double_clicked_upload_passes_the_phase_quota_once(postgres_env, tmp_path):
+    # Two requests of one team at once against a quota of one upload: before the fix both
+    # passed the check (neither record existed yet) and both were stored.
+    archive = tmp_path / "double.zip"
+    archive.write_bytes(b"PK not a zip")  # fails validation; failed uploads count here
+    report = run(["tests.ops.upload_quota_probe", str(archive)], postgres_env)
+    assert report == {
+        "A": "stored (failed)",
+        "B": "refused (upload_quota)",
+        "b_passed_the_check_while_a_paused": False,
+        "stored": 1,
+    }
