@@ -123,7 +123,8 @@ class Units:
         (attack runs), one for the summary step (kinds with a final step, done when the run
         completed).
     text : str
-        E.g. ``"3/3 videos, 1/7 folds, summary 0/1"`` (the face run: ``"2/3 videos"``).
+        E.g. ``"3/3 videos, 1/7 folds, summary 0/1"`` (an attack planning no fold:
+        ``"3/3 videos, summary 0/1"``; the face run: ``"2/3 videos"``).
     """
 
     done: int
@@ -144,7 +145,7 @@ def units(run: RunBase) -> Units:
     spec = dispatch.RUN_KINDS[dispatch.kind_name(run)].kind
     done, total = run.videos_done, run.videos_total
     parts = [f"{done}/{total} videos"]
-    if spec.fold_model is not None:
+    if spec.fold_model is not None and run.folds_total:
         done, total = done + run.folds_done, total + run.folds_total
         parts.append(f"{run.folds_done}/{run.folds_total} folds")
     if spec.has_final_step:

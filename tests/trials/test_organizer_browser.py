@@ -139,18 +139,20 @@ def test_organizer_campaign_page_and_progress_page_in_chromium(
     driver.get(f"{server.url}{page}")
     driver.find_element(By.XPATH, "//button[text()='Evaluate everything']").click()
     WebDriverWait(driver, 60).until(lambda d: "/progress/" in d.current_url)
-    assert "0 / 10 videos (0%)" in driver.find_element(By.ID, "runs").text
+    # Every unit counted: the face run's videos; the attack's videos and its summary step.
+    runs_text = driver.find_element(By.ID, "runs").text
+    assert "0/10 videos (0%)" in runs_text and "0/10 videos, summary 0/1 (0%)" in runs_text
     run = AutomatedRun.objects.get()
     for done, masked_id in enumerate(run.planned_videos, start=1):
         face_video_task(run.pk, masked_id)
         if done in (4, 10):
             WebDriverWait(driver, 90).until(
-                lambda d, n=done: f"{n} / 10 videos" in d.find_element(By.ID, f"run-face-{run.pk}").text
+                lambda d, n=done: f"{n}/10 videos" in d.find_element(By.ID, f"run-face-{run.pk}").text
             )
         if done == 4:
             _check_layout(driver, "organizer-progress-running-laptop", 1366, 768)
     text = driver.find_element(By.ID, f"run-face-{run.pk}").text
-    assert "completed" in text and "10 / 10 videos (100%)" in text and "finished: 10/10 videos" in text
+    assert "completed" in text and "10/10 videos (100%)" in text and "finished: 10/10 videos" in text
     assert driver.execute_script(f"return document.querySelector('#run-face-{run.pk} progress').value") == 10
     _check_layout(driver, "organizer-progress-done-laptop", 1366, 768)
     set_viewport(driver, 390, 844, True)
