@@ -455,6 +455,19 @@ class SubmissionAdmin(CampaignScopedAdmin):
     # registered in their ready(): the registry's own list, so later registrations show.
     actions = plugins.SUBMISSION_ACTIONS
 
+    def get_readonly_fields(self, request, obj=None):
+        """On change, the phase is fixed, and so are the team and campaign of a run (a
+        submission in a phase): a run is numbered, made primary and checked against the
+        quota and deadline when it enters its phase (``evalsite.phases.create_run``);
+        moving it would bypass those and clash with the other runs' numbers and primary
+        flag (a 500). Enter a new run instead."""
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is not None:
+            fields.append("phase")
+            if obj.phase_id is not None:
+                fields += ["campaign", "team"]
+        return fields
+
     def save_model(self, request, obj, form, change):
         """A new submission in a phase is a run: numbered, primary if the team's first, quota and
         deadline checked (``evalsite.phases.create_run``); a refusal is shown as a form error."""

@@ -337,3 +337,36 @@ def test_the_demo_sets_up_a_development_and_a_blind_test_phase_once(campaign):
     again = ensure_phases(campaign, now=now + dt.timedelta(days=1))  # idempotent: nothing moves
     assert [p.pk for p in again] == [dev.pk, test.pk] and again[1].closes_at == test.closes_at
     assert Phase.objects.filter(campaign=campaign).count() == 2
+
+
+def test_the_admin_keeps_a_run_in_its_phase_and_team(life_cycle):
+    # Moving the development run (run 1, primary) into the test phase, where Owl has its
+    # run 1 and primary already, raised IntegrityError (a 500) and bypassed quota and deadline.
+    owl_dev = life_cycle["owl-dev"]
+    root = User.objects.create_superuser("root", password="pw-root-123")
+    client = Client()
+    client.force_login(root)
+    url = reverse("admin:evalsite_submission_change", args=[owl_dev.pk])
+    page = client.get(url)
+    form = page.context["adminform"].form
+    assert {"phase", "team", "campaign"}.isdisjoint(form.fields) and {"name", "description"} <= set(
+        form.fields
+    )
+    data = {"name": "owl-dev-renamed", "description": "moved?", "baseline_method": ""}
+    data["phase"], data["team"] = life_cycle["test"].pk, life_cycle["bee-test"].team_id  # ignored
+    for inline in page.context["inline_admin_formsets"]:
+        formset = inline.formset
+        data.update({f"{formset.prefix}-{k}": v for k, v in formset.management_form.initial.items()})
+        for index, row in enumerate(formset.forms):
+            data[f"{formset.prefix}-{index}-id"] = row.instance.pk
+            data[f"{formset.prefix}-{index}-submission"] = owl_dev.pk
+    response = client.post(url, data)
+    assert response.status_code == 302
+    owl_dev.refresh_from_db()
+    assert (owl_dev.name, owl_dev.phase.name, owl_dev.team.name, owl_dev.run_number, owl_dev.primary) == (
+        "owl-dev-renamed",
+        "development",
+        "Team Owl",
+        1,
+        True,
+    )
