@@ -18,6 +18,7 @@ SLOWEST_FILES = {
     "test_finetune.py": 280,
     "test_celery_runs.py": 265,
     "test_attack_service.py": 135,
+    "test_embedded_restart.py": 120,
     "test_behaviour_runs.py": 85,
     "test_demo_command.py": 70,
     "test_rater_simulation_http.py": 62,
