@@ -306,6 +306,9 @@ def set_primary(run: Submission) -> Submission:
     if run.phase_id is None:
         raise ValueError(f"{run} belongs to no phase: only runs of a phase have a primary flag")
     with transaction.atomic():
+        # One choice at a time per team (as create_run): two at once each cleared the
+        # primary flag they saw, then the second's own flag broke the one-primary rule.
+        Team.objects.select_for_update().filter(pk=run.team_id).first()
         Submission.objects.filter(team=run.team_id, phase=run.phase_id, primary=True).exclude(
             pk=run.pk
         ).update(primary=False)

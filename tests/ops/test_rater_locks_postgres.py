@@ -91,3 +91,9 @@ def test_a_double_clicked_upload_passes_the_phase_quota_once(postgres_env, tmp_p
         "b_passed_the_check_while_a_paused": False,
         "stored": 1,
     }
+
+
+def test_two_runs_made_primary_at_once_leave_one_primary_and_no_error(postgres_env):
+    # Before the team lock, the second choice often broke the one-primary constraint (IntegrityError).
+    report = run(["tests.ops.upload_quota_probe", "--primaries"], postgres_env)
+    assert report == {"errors": [], "primaries_after_each_round": [1]}

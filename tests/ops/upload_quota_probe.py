@@ -9,6 +9,9 @@ and pauses before making its record; request B of the same team then comes in. B
 fix B passed the same check (A's record did not exist yet) and both were stored; now B
 waits for A's team lock and is refused. Prints one JSON object: what each request got
 and how many uploads were stored.
+
+``python -m tests.ops.upload_quota_probe --primaries``: two runs of one team made primary
+at once (:func:`evalsite.phases.set_primary`), 20 times: the errors and primary counts.
 """
 
 import json
@@ -78,5 +81,39 @@ def main(zip_path: str) -> dict:
     }
 
 
+def primaries(rounds: int = 20) -> dict:
+    """Two runs of one team made primary at once, ``rounds`` times: the errors seen and the
+    primary runs left after each round (exactly one when the choices are serialised)."""
+    from evalsite import phases
+
+    campaign = Campaign.objects.create(name="Two primaries", slug="two-primaries")
+    Phase.objects.create(campaign=campaign, name="test")
+    runs = [create_submission(campaign, "Team Twin", f"twin-{i}", phase="test") for i in (1, 2, 3)]
+    errors, counts = [], []
+    for _ in range(rounds):
+        phases.set_primary(runs[0])
+        start = threading.Barrier(2)
+
+        def choose(run):
+            try:
+                start.wait(30)
+                phases.set_primary(run)
+            except Exception as error:  # noqa: BLE001 - reported to the test
+                errors.append(type(error).__name__)
+            finally:
+                connection.close()
+
+        pair = [threading.Thread(target=choose, args=(run,)) for run in runs[1:]]
+        for thread in pair:
+            thread.start()
+        for thread in pair:
+            thread.join(60)
+        counts.append(campaign.submissions.filter(primary=True).count())
+    return {"errors": errors, "primaries_after_each_round": sorted(set(counts))}
+
+
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1])))
+    if sys.argv[1] == "--primaries":
+        print(json.dumps(primaries()))
+    else:
+        print(json.dumps(main(sys.argv[1])))
