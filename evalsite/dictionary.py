@@ -49,6 +49,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import spreadsheet
+
 #: Column types: scalars in CSV cells, containers nested in the JSON summary, and
 #: ``section`` (a summary section: a dict whose keys have entries of their own).
 DTYPES = ("int", "float", "bool", "str", "list", "object", "section")
@@ -328,7 +330,7 @@ def as_records() -> list[dict]:
 
 def as_csv() -> str:
     """:func:`as_frame` as CSV text."""
-    return as_frame().to_csv(index=False)
+    return spreadsheet.frame_csv(as_frame())
 
 
 def as_json() -> str:

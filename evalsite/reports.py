@@ -48,7 +48,7 @@ from django.utils.text import slugify
 from automated.privacy_utility import privacy_utility_score
 from automated.serialize import jsonable
 
-from . import dictionary
+from . import dictionary, spreadsheet
 from .dictionary import Column
 from .report_cache import cached
 from .models import MaskedVideo
@@ -557,7 +557,7 @@ def report_as_csv(submission, team: bool = False) -> str:
     """The per-video report as CSV text (header row, one row per video), floats rounded
     to the dictionary's precision, whole numbers without ``.0``, missing values empty
     (``team``: the team's view, :func:`per_video_report`)."""
-    return dictionary.rounded(per_video_report(submission, team=team)).to_csv(index=False)
+    return spreadsheet.frame_csv(dictionary.rounded(per_video_report(submission, team=team)))
 
 
 def report_as_json(submission, team: bool = False) -> str:
@@ -654,7 +654,7 @@ def _summary_column_order() -> list[str]:
 
 def summary_table_as_csv(campaign) -> str:
     """:func:`campaign_summary_table` as CSV text, floats rounded to the dictionary's precision."""
-    return dictionary.rounded(campaign_summary_table(campaign), "summary").to_csv(index=False)
+    return spreadsheet.frame_csv(dictionary.rounded(campaign_summary_table(campaign), "summary"))
 
 
 def report_basename(submission) -> str:

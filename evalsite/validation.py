@@ -48,7 +48,6 @@ paths are rejected (zip-slip).
 
 from __future__ import annotations
 
-import csv
 import difflib
 import filecmp
 import io
@@ -73,6 +72,7 @@ from automated.video import VideoError, VideoInfo, VideoTimeout, explain_ffmpeg_
 
 from .models import MaskedVideo, Submission, SubmissionUpload, UploadStatus, delete_stored
 from .signals import masked_video_replaced
+from .spreadsheet import SafeDictWriter
 from .storage import local_path, store_video
 
 logger = logging.getLogger("deid.uploads")
@@ -371,9 +371,10 @@ class ValidationReport:
 
 def report_rows_as_csv(report: dict) -> str:
     """A stored report (``ValidationReport.to_dict()``) as CSV: one row per file, then
-    one ``missing`` row per source video still without a masked video."""
+    one ``missing`` row per source video still without a masked video. The file names come
+    from the team's zip, so every cell is made spreadsheet-safe (:mod:`evalsite.spreadsheet`)."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=["file", "video", "status", "code", "message"])
+    writer = SafeDictWriter(buffer, fieldnames=["file", "video", "status", "code", "message"])
     writer.writeheader()
     for row in report.get("files", []):
         writer.writerow({k: row.get(k, "") for k in writer.fieldnames})

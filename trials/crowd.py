@@ -28,7 +28,7 @@ attention checks answered correctly, for approved raters only.
   Approve, or the reason under Reject);
 - ``mturk-bonus``: ``WorkerId,AssignmentId,BonusAmount,Reason`` (for ``aws mturk send-bonus``).
 
-Every text cell is made safe for spreadsheets (:func:`spreadsheet_safe`): the crowd IDs
+Every text cell is made safe for spreadsheets (:func:`evalsite.spreadsheet.spreadsheet_safe`): the crowd IDs
 come from the join link as the rater's browser sent them, so ``?PROLIFIC_PID==HYPERLINK(...)``
 must not become a formula when the organizer opens the file. Real platform IDs (Prolific:
 24 hexadecimal digits; MTurk: capitals and digits) never start with such a character, so
@@ -37,12 +37,13 @@ the bulk files are unchanged for them.
 
 from __future__ import annotations
 
-import csv
 import io
 from decimal import Decimal
 
 import pandas as pd
 from django.db.models import Count, Q
+
+from evalsite.spreadsheet import SafeWriter
 
 from .models import Rater, SessionState, TrialKind
 
@@ -59,8 +60,6 @@ DECISION_COLUMNS = [
     "reason",
     "bonus",
 ]
-#: First characters that make a spreadsheet read a cell as a formula (OWASP, "CSV Injection").
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
 FORMATS = ("decisions", "prolific-approve", "prolific-reject", "prolific-bonus", "mturk", "mturk-bonus")
 
 
@@ -128,29 +127,6 @@ def _decide(rater: Rater, state: str) -> tuple[str, str]:
     return "approve", ""
 
 
-def spreadsheet_safe(value):
-    """``value`` for a CSV cell a spreadsheet opens: a text starting with one of
-    :data:`FORMULA_STARTS` gets a leading ``'`` (shown as text, never evaluated; OWASP,
-    "CSV Injection"); anything else (numbers, amounts, other text) unchanged."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
-    return value
-
-
-class _SafeWriter:
-    """``csv.writer`` whose every cell goes through :func:`spreadsheet_safe`."""
-
-    def __init__(self, out):
-        self._writer = csv.writer(out, lineterminator="\n")
-
-    def writerow(self, row):
-        self._writer.writerow([spreadsheet_safe(cell) for cell in row])
-
-    def writerows(self, rows):
-        for row in rows:
-            self.writerow(row)
-
-
 def _platform_id(row, key: str) -> str:
     return row[key] or row["participant_code"]
 
@@ -160,7 +136,7 @@ def export(campaign, fmt: str) -> str:
 
     Prolific rows use ``PROLIFIC_PID`` from the join link, else the participant code; MTurk
     rows ``workerId``/``assignmentId`` (MTurk rows without an assignment ID are left out:
-    nothing to approve there). Every cell goes through :func:`spreadsheet_safe`.
+    nothing to approve there). Every cell goes through :func:`evalsite.spreadsheet.spreadsheet_safe`.
 
     Raises
     ------
@@ -171,7 +147,7 @@ def export(campaign, fmt: str) -> str:
         raise ValueError(f"unknown crowd export format {fmt!r}; one of: {', '.join(FORMATS)}")
     table = rater_decisions(campaign)
     out = io.StringIO()
-    writer = _SafeWriter(out)
+    writer = SafeWriter(out, lineterminator="\n")
     rows = table.to_dict(orient="records")
     if fmt == "decisions":
         writer.writerow(DECISION_COLUMNS)

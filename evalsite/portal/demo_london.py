@@ -18,10 +18,11 @@ identities. Embeddings are cached on disk (``EMBEDDING_CACHE``), so a re-run is 
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Callable
 from pathlib import Path
+
+from evalsite.spreadsheet import SafeDictWriter
 
 #: The baselines of the example (one weak, one pixel-level, one keyed): the demo's methods
 #: among them are run.
@@ -142,7 +143,7 @@ def london_privacy_fairness(
     reports_dir.mkdir(parents=True, exist_ok=True)
     csv_path = reports_dir / "london_privacy_fairness.csv"
     with csv_path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+        writer = SafeDictWriter(handle, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
     json_path = reports_dir / "london_privacy_fairness.json"

@@ -48,7 +48,7 @@ import pandas as pd
 from automated.recognition import DEFAULT_EMBEDDER
 from trials.human_report import responses_frame
 
-from evalsite import comparisons, dictionary, reports
+from evalsite import comparisons, dictionary, reports, spreadsheet
 from evalsite.comparisons import (
     Estimate,
     pooled_rate_interval,
@@ -838,6 +838,7 @@ CSV_DECIMALS = 4
 def as_csv(frame: pd.DataFrame, *, decimals: int = CSV_DECIMALS) -> str:
     """:func:`leaderboard_frame` or :func:`comparison_frame` as CSV text, floats rounded to ``decimals``.
 
-    Counts stay whole numbers; a missing figure is an empty cell.
+    Counts stay whole numbers; a missing figure is an empty cell; text cells (team and run
+    names) are made spreadsheet-safe (:func:`evalsite.spreadsheet.frame_csv`).
     """
-    return frame.round(decimals).to_csv(index=False)
+    return spreadsheet.frame_csv(frame.round(decimals))

@@ -27,7 +27,6 @@ no results.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import io
 import json
@@ -42,6 +41,7 @@ from automated.django_app.face_models import AutomatedRun
 from automated.django_app.frontier_view import frontier_figure, frontier_points
 from evalsite import dictionary, phases, provenance, reports
 from evalsite.models import Campaign, LeaderboardVisibility, MaskedVideo, Submission, Team
+from evalsite.spreadsheet import SafeDictWriter
 from trials.models import Response, TrialKind
 
 from . import leaderboard
@@ -65,7 +65,7 @@ RESPONSE_COLUMNS = [
 
 def _csv(rows: list[dict], columns: list[str]) -> str:
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    writer = SafeDictWriter(out, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
     return out.getvalue()
@@ -267,8 +267,7 @@ def package_files(campaign: Campaign, *, team: Team | None = None) -> dict[str, 
                 files[f"{folder}/system_description.pdf"] = handle.read()
         if run.pk not in shown:
             continue
-        report = dictionary.rounded(reports.per_video_report(run, team=True))
-        files[f"{folder}/per_video.csv"] = report.to_csv(index=False).encode()
+        files[f"{folder}/per_video.csv"] = reports.report_as_csv(run, team=True).encode()
         summary = json.loads(
             json.dumps(reports.jsonable(reports.submission_summary(run, team=True)), default=str)
         )

@@ -34,7 +34,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse_lazy
 
-from evalsite import dictionary, phases, reports, services
+from evalsite import dictionary, phases, reports, services, spreadsheet
 from evalsite.forms import SubmissionZipForm
 from evalsite.models import LeaderboardVisibility, MaskedVideo, Submission
 from evalsite.team_accounts import (
@@ -289,4 +289,4 @@ def leaderboard_csv(request, pk: int):
     frame = leaderboard.leaderboard_frame(
         campaign, anonymise_teams=anonymise, viewer_team=viewer_team, scores=scores
     )
-    return _download(frame.to_csv(index=False), f"{campaign.slug}-leaderboard", "csv")
+    return _download(spreadsheet.frame_csv(frame), f"{campaign.slug}-leaderboard", "csv")

@@ -11,6 +11,7 @@ import io
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -23,7 +24,7 @@ from automated.django_app.attack_report import attack_section
 from automated.django_app.face_models import AutomatedRun, VideoScore
 from evalsite import reports
 from evalsite.portal import leaderboard
-from evalsite.models import MaskedVideo, Submission
+from evalsite.models import MaskedVideo, Submission, Team
 from evalsite.services import create_submission
 from trials.models import Item, Rater, RatingSession, Response, Trial, TrialKind
 
@@ -414,3 +415,23 @@ def test_a_real_team_cannot_take_a_name_that_passes_for_an_anonymised_one(campai
             Team(campaign=campaign, name=name).full_clean()
     assert not Team.objects.filter(name__istartswith="anonymised").exists()
     create_submission(campaign, "Team Anonymous Driver", "method-y")  # only the exact prefix is reserved
+
+
+def test_team_and_run_names_starting_with_a_formula_character_are_text_in_the_csv(board):
+    """Team ``@Aurora`` with run ``+method-a``: the CSV download shows both as text (leading
+    ``'``, OWASP "CSV Injection"); figures stay numbers, a negative difference a negative float."""
+    campaign, organizer, submissions = board
+    Team.objects.filter(pk=submissions["A"].team_id).update(name="@Aurora")
+    Submission.objects.filter(pk=submissions["A"].pk).update(name="+method-a")
+    client = _client(organizer)
+    text = client.get(reverse("leaderboard:csv", args=[campaign.pk])).content.decode()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert (rows[0]["team"], rows[0]["method"]) == ("'@Aurora", "'+method-a")
+    assert float(rows[0]["face_detection_failure_rate"]) == pytest.approx(0.9)
+    pairs = client.get(
+        reverse("leaderboard:csv", args=[campaign.pk]), {"table": "comparisons", "compare": "ssim"}
+    ).content.decode()
+    parsed = pd.read_csv(io.StringIO(pairs))
+    assert parsed["a"].tolist() == ["'@Aurora: +method-a", "'@Aurora: +method-a", "Team Borealis: method-b"]
+    # SSIM 0.35 - 0.35 and 0.35 - 0.85 (video means): negative figures stay negative floats.
+    assert parsed["difference"].dtype == float and parsed["difference"].tolist() == [0.0, -0.5, -0.5]

@@ -20,7 +20,9 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
+from evalsite.models import Submission, Team
 from evalsite.portal import leaderboard
+from evalsite.portal.package import package_files
 from trials.models import Rater, Response
 
 from .test_leaderboard import build_leaderboard_campaign
@@ -138,3 +140,20 @@ def test_a_team_package_holds_its_own_runs_and_the_staff_button_serves_the_same(
         'id="package-download"'
         in client.get(reverse("leaderboard:page", args=[campaign.pk])).content.decode()
     )
+
+
+def test_team_run_names_and_descriptions_starting_with_a_formula_character_are_text(board):
+    """Team ``@Aurora``, run ``+method-a`` described as ``=HYPERLINK(...)`` (OWASP "CSV
+    Injection"): text in runs.csv and leaderboard.csv; the figures stay numbers."""
+    campaign, _, submissions = board
+    Team.objects.filter(pk=submissions["A"].team_id).update(name="@Aurora")
+    description = '=HYPERLINK("http://x","y")'
+    Submission.objects.filter(pk=submissions["A"].pk).update(name="+method-a", description=description)
+    files = package_files(campaign, team=Team.objects.get(name="@Aurora"))
+    runs = list(csv.DictReader(io.StringIO(files["runs.csv"].decode())))
+    assert [(r["team"], r["name"], r["description"]) for r in runs] == [
+        ("'@Aurora", "'+method-a", "'" + description)
+    ]
+    board_rows = list(csv.DictReader(io.StringIO(files["leaderboard.csv"].decode())))
+    assert [(r["team"], r["method"]) for r in board_rows] == [("'@Aurora", "'+method-a")]
+    assert float(board_rows[0]["face_detection_failure_rate"]) == pytest.approx(0.9)

@@ -65,3 +65,13 @@ def test_summary_csv_writes_whole_numbers_and_empty_cells(two_submissions):
     assert rows["A"]["attack.n_identities"] == "4"
     assert rows["B"]["attack.run_id"] == "" and rows["B"]["attack.worst_case_accuracy"] == ""
     assert rows["A"]["masked_videos"] == "0" and rows["A"]["source_videos"] == "0"
+
+
+def test_team_and_run_names_starting_with_a_formula_character_are_text_in_the_summary_csv(two_submissions):
+    """Team ``@B`` with run ``-pixelate`` (OWASP "CSV Injection"): text in the CSV, figures unchanged."""
+    campaign, run = two_submissions
+    Team.objects.filter(name="B").update(name="@B")
+    Submission.objects.filter(name="pixelate").update(name="-pixelate")
+    rows = {row["team"]: row for row in csv.DictReader(io.StringIO(summary_table_as_csv(campaign)))}
+    assert set(rows) == {"A", "'@B"} and rows["'@B"]["method"] == "'-pixelate"
+    assert rows["A"]["attack.worst_case_accuracy"] == "0.75" and rows["A"]["attack.run_id"] == str(run.pk)

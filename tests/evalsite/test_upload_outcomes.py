@@ -3,6 +3,7 @@ listed at once (issue 21): an empty zip (``empty_zip``), a zip whose every file 
 rejected (``nothing_accepted``), a byte-identical replacement (``identical_to_current``),
 a resized clip for an already uploaded video (its size mismatch and that it is kept)."""
 
+import csv
 import io
 
 import pytest
@@ -12,7 +13,8 @@ from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
 from evalsite.models import MaskedVideo, SubmissionUpload
-from evalsite.validation import CODES, UPLOAD_CODES, ingest_submission_zip
+from evalsite.spreadsheet import FORMULA_STARTS
+from evalsite.validation import CODES, UPLOAD_CODES, ingest_submission_zip, report_rows_as_csv
 
 from .conftest import make_zip
 
@@ -78,3 +80,17 @@ def test_a_resized_clip_for_an_uploaded_video_names_its_size_and_that_it_was_kep
     assert row.code == "size_mismatch"
     assert "180x144" in row.message and "360x288" in row.message
     assert "already has a masked video in this submission; it was kept" in row.message
+
+
+def test_a_zip_member_named_as_a_formula_is_text_in_the_outcome_csv(submission, masked_files, tmp_path):
+    """A team names a zip member ``=HYPERLINK(...)``: the outcome CSV the organizer opens holds
+    it as text (leading ``'``, OWASP "CSV Injection"); the accepted file's row is unchanged."""
+    evil = '=HYPERLINK("http://x","y").mp4'
+    archive = make_zip(tmp_path / "e.zip", {"bbaf2n.mp4": masked_files["good_bbaf2n"], evil: "x"})
+    ingest_submission_zip(submission, archive, web_copies=False)
+    text = report_rows_as_csv(SubmissionUpload.objects.get().report)
+    rows = {row["video"] or row["file"]: row for row in csv.DictReader(io.StringIO(text))}
+    assert rows["bbaf2n"]["file"] == "bbaf2n.mp4" and rows["bbaf2n"]["status"] == "accepted"
+    cells = [row["file"] for row in rows.values()]
+    assert "'" + evil in cells and evil not in cells
+    assert not [cell for row in rows.values() for cell in row.values() if cell[:1] in FORMULA_STARTS]

@@ -18,6 +18,7 @@ from django.test import Client
 from django.urls import reverse
 
 from evalsite.models import Campaign
+from evalsite.spreadsheet import FORMULA_STARTS, spreadsheet_safe
 from trials import browser, crowd
 from trials.models import FlagKind, Rater, RaterFlag, RatingSession, Response, SessionState, Trial, TrialKind
 
@@ -179,9 +180,7 @@ def test_crowd_ids_from_the_join_link_never_become_spreadsheet_formulas(crowd_ca
     ]
     decisions = _rows(crowd.export(crowd_campaign, "decisions"))
     cells = [cell for row in decisions for cell in row]
-    assert not [cell for cell in cells if cell[:1] in crowd.FORMULA_STARTS]
+    assert not [cell for cell in cells if cell[:1] in FORMULA_STARTS]
     assert decisions[-1][:5] == [str(mturk.pk), "evil-mturk", "", "'@SUM(1+1)", "'+1-2"]
     # Amounts and ordinary IDs are unchanged.
-    assert crowd.spreadsheet_safe("5f00aa01") == "5f00aa01" and crowd.spreadsheet_safe(
-        Decimal("-1.5")
-    ) == Decimal("-1.5")
+    assert spreadsheet_safe("5f00aa01") == "5f00aa01" and spreadsheet_safe(Decimal("-1.5")) == Decimal("-1.5")
