@@ -113,6 +113,13 @@ class CampaignAdmin(CampaignScopedAdmin):
     readonly_fields = ["join_code", "created_at"]
     actions = ["open_rating_action", "close_rating_action"]
 
+    def get_actions(self, request):
+        """The rating actions, then those the apps registered (``evalsite.plugins.CAMPAIGN_ACTIONS``)."""
+        actions = super().get_actions(request)
+        for action in plugins.CAMPAIGN_ACTIONS:
+            actions[action.__name__] = self.get_action(action)
+        return actions
+
     def save_model(self, request, obj, form, change):
         """Save the settings; rating opens and closes only through the rating app (``evalsite.plugins.rating``)."""
         wanted = obj.rating_open

@@ -82,6 +82,16 @@ def register_submission_actions(*actions: Callable) -> None:
     SUBMISSION_ACTIONS.extend(a for a in actions if a not in SUBMISSION_ACTIONS)
 
 
+#: Admin actions on selected campaigns (added to the catalogue's Campaign admin), in
+#: registration order: e.g. the automated app's "re-run everything".
+CAMPAIGN_ACTIONS: list[Callable] = []
+
+
+def register_campaign_actions(*actions: Callable) -> None:
+    """Add admin actions (``@admin.action`` functions) to the Campaign admin, once each."""
+    CAMPAIGN_ACTIONS.extend(a for a in actions if a not in CAMPAIGN_ACTIONS)
+
+
 @dataclass(frozen=True)
 class SubmissionPanel:
     """One app's part of a submission's row on the organizer page.

@@ -14,7 +14,7 @@ from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html
 
-from . import dispatch, evaluate_all, lifecycle
+from . import dispatch, evaluate_all, lifecycle, rerun
 
 
 def _start_runs(request, submissions, kind: str) -> None:
@@ -89,6 +89,29 @@ def evaluate_everything(modeladmin, request, queryset):
 
 #: Actions for ``evalsite.admin.SubmissionAdmin`` (registered in ``evalsite.plugins`` by ``apps.py``).
 SUBMISSION_ACTIONS = [evaluate_everything, run_face_evaluation, run_attack_suite]
+
+
+@admin.action(
+    description="Re-run everything: evaluate every submission of the selected campaigns with their settings"
+)
+def rerun_campaigns(modeladmin, request, queryset):
+    """``rerun.rerun_campaign`` per campaign (the path of ``manage.py rerun_campaign`` and the API).
+
+    Uses each campaign's current settings (``Campaign.evaluation_options``; change them with
+    the command or the API); parts already running or up to date start nothing.
+    """
+    if not evaluate_all.may_evaluate(request.user):
+        messages.error(request, "You may not start automated runs (face evaluation and attack).")
+        return
+    for campaign in queryset:
+        try:
+            outcomes = rerun.rerun_campaign(campaign, background=True)
+        except Exception as error:  # one failed campaign must not hide the others
+            messages.error(request, f"{campaign}: {error}")
+            continue
+        states = [o.state for _, parts in outcomes for o in parts]
+        counts = ", ".join(f"{states.count(s)} {s}" for s in dict.fromkeys(states)) or "no runs"
+        messages.info(request, f"{campaign}: {len(outcomes)} submission(s); parts {counts}.")
 
 
 @admin.action(description="Re-queue the unfinished videos of the selected runs")

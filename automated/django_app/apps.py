@@ -34,6 +34,7 @@ class AutomatedConfig(AppConfig):
 
         request_started.connect(resume_on_first_request, dispatch_uid="automated-resume-runs")
         plugins.register_submission_actions(*admin_actions.SUBMISSION_ACTIONS)
+        plugins.register_campaign_actions(admin_actions.rerun_campaigns)
         plugins.register_submission_panel(
             "automated",
             plugins.SubmissionPanel(lines=evaluate_all.part_states, may_start=evaluate_all.may_evaluate),

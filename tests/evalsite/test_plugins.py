@@ -1,5 +1,7 @@
 """``evalsite.plugins``: the apps' registrations reach the catalogue without an import of theirs."""
 
+from types import SimpleNamespace
+
 import pytest
 from django.contrib import admin
 from django.core.exceptions import ImproperlyConfigured
@@ -63,9 +65,10 @@ def test_panels_lines_come_panel_by_panel_and_any_panel_lets_a_user_start(monkey
 def test_the_reports_registry_gives_a_registered_provider_or_nothing(monkeypatch):
     from evalsite import reports
 
-    monkeypatch.setattr(reports, "VIDEO_COLUMN_PROVIDERS", [("face", lambda s: f"face of {s}")])
-    monkeypatch.setattr(reports, "SUMMARY_PROVIDERS", [("attack", lambda s: {"of": s})])
-    assert reports.video_columns("face", 3) == "face of 3"
-    assert reports.video_columns("gait", 3).empty
-    assert reports.summary_section("attack", 3) == {"of": 3}
-    assert reports.summary_section("human", 3) is None
+    monkeypatch.setattr(reports, "VIDEO_COLUMN_PROVIDERS", [("face", lambda s: f"face of {s.pk}")])
+    monkeypatch.setattr(reports, "SUMMARY_PROVIDERS", [("attack", lambda s: {"of": s.pk})])
+    submission = SimpleNamespace(pk=3, campaign_id=1)  # what the providers and the report cache read
+    assert reports.video_columns("face", submission) == "face of 3"
+    assert reports.video_columns("gait", submission).empty
+    assert reports.summary_section("attack", submission) == {"of": 3}
+    assert reports.summary_section("human", submission) is None

@@ -14,6 +14,7 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -142,3 +143,32 @@ def test_a_phase_rerun_touches_only_its_runs_and_bad_options_are_refused(evaluat
     parts = {p["kind"]: p for p in body["submissions"][0]["parts"]}
     assert parts["face"]["state"] == "started" and parts["face"]["run"]["config"]["stride"] == 20
     assert test.runs.count() == 0 and json.loads(json.dumps(body))  # plain JSON
+
+
+def test_the_campaign_admin_action_reruns_with_the_campaigns_settings(evaluated, held_queue, client):
+    """The organizer's button (admin action on the Campaign list): the command's path with the
+    campaign's stored settings; without the permission to start runs it starts nothing."""
+    submission, old = evaluated
+    campaign = submission.campaign
+    campaign.evaluation_options = {"face": {"stride": 10}}
+    campaign.save(update_fields=["evaluation_options"])
+    organizer = User.objects.create_user("org", password="pw", is_staff=True)
+    organizer.user_permissions.add(
+        *Permission.objects.filter(codename__in=["view_campaign", "change_campaign"])
+    )
+    campaign.organizers.add(organizer)
+    client.force_login(organizer)
+    changelist = reverse("admin:evalsite_campaign_changelist")
+    assert "rerun_campaigns" in client.get(changelist).content.decode()
+    form = {"action": "rerun_campaigns", "_selected_action": [campaign.pk]}
+    page = client.post(changelist, form, follow=True)
+    assert "You may not start automated runs" in page.content.decode() and held_queue == []
+    organizer.user_permissions.add(
+        *Permission.objects.filter(codename__in=["add_automatedrun", "add_attackrun"])
+    )
+    page = client.post(changelist, form, follow=True)
+    assert page.status_code == 200
+    new = AutomatedRun.objects.filter(submission=submission).exclude(pk=old.pk).get()
+    assert (new.status, new.config["stride"]) == ("pending", 10) and new in held_queue
+    messages = [str(m) for m in page.context["messages"]]
+    assert messages == [f"{campaign}: 1 submission(s); parts 2 started."]  # face and attack, messages
