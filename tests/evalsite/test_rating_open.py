@@ -47,6 +47,7 @@ def _change_form(campaign, **changes) -> dict:
     for name in ("action_vocabulary", "demographic_attributes"):
         data[name] = json.dumps(data[name])
     data["organizers"] = [user.pk for user in data["organizers"]]
+    data = {name: "" if value is None else value for name, value in data.items()}  # an empty field
     if data.pop("rating_open", False) or changes.get("rating_open"):
         data["rating_open"] = "on"
     return data

@@ -51,9 +51,16 @@ def database_facts(url: str) -> dict:
             "SELECT deadlocks FROM pg_stat_database WHERE datname = %s", (name,)
         ).fetchone()
     with psycopg.connect(url) as conn:
-        crops = [row[0] for row in conn.execute("SELECT file FROM trials_gallerycrop")]
+        rows = conn.execute("SELECT file, catch_video FROM trials_gallerycrop").fetchall()
+        crops = [row[0] for row in rows]
+        catch_videos = [row[1] for row in rows if row[1]]  # made on first use of a check
         identities = conn.execute("SELECT count(*) FROM evalsite_galleryimage").fetchone()[0]
-    return {"deadlocks": deadlocks[0], "crops": crops, "gallery_images": identities}
+    return {
+        "deadlocks": deadlocks[0],
+        "crops": crops,
+        "catch_videos": catch_videos,
+        "gallery_images": identities,
+    }
 
 
 def test_100_raters_over_http_on_gunicorn_and_postgresql(tmp_path, grid_cache):
@@ -125,4 +132,4 @@ def test_100_raters_over_http_on_gunicorn_and_postgresql(tmp_path, grid_cache):
     assert summary["media_fetched"] > 100 and summary["media_not_prepared"] == 0
     assert len(facts["crops"]) == facts["gallery_images"] == 10
     crop_files = sorted(p.name for p in (tmp_path / "var/media/crops").iterdir())
-    assert crop_files == sorted(Path(name).name for name in facts["crops"])
+    assert crop_files == sorted(Path(name).name for name in facts["crops"] + facts["catch_videos"])
