@@ -47,26 +47,35 @@ def test_served_faces_share_eye_positions_and_colour_statistics(grid_campaign):
     images = list(GalleryImage.objects.filter(identity__campaign=grid_campaign).order_by("identity__code"))
     assert len(images) == 10
     inner = oval_alpha(SIZE) >= 0.999  # the oval without its anti-aliased rim
-    eyes, stats, stored = [], [], []
+    stored_eyes, eyes, stats, stored = [], [], [], []
     for i, image in enumerate(images):
         crop = ensure_gallery_crop(image)
         stored_rgb = cv2.cvtColor(
             cv2.imdecode(np.frombuffer(crop.file.read(), np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB
         )
         stored.append(face_norm.lab_statistics(stored_rgb, inner))
+        stored_eyes.append(face_norm.eye_centres(stored_rgb))
         face = _served_face(image, token=f"trial-{i}")
         assert face.shape == (SIZE, SIZE, 3)
         found = face_norm.eye_centres(face)  # detected again on what is served
         assert found is not None, image.identity.code
         eyes.append(found)
         stats.append(face_norm.lab_statistics(face, inner))
-    eyes, stats = np.array(eyes), np.array(stats)
+    stored_eyes, eyes, stats = np.array(stored_eyes), np.array(eyes), np.array(stats)
     targets = np.array(face_norm.EYE_TARGETS) * SIZE
-    # Every identity's eyes within 6 px (of 160) of the common targets, inter-ocular
-    # distance (face size) within 8 % of 56 px.
-    assert np.abs(eyes - targets).max() < 6.0, np.round(eyes - targets, 1)
-    distances = np.linalg.norm(eyes[:, 1] - eyes[:, 0], axis=1)
-    assert np.abs(distances / (0.35 * SIZE) - 1).max() < 0.08, distances
+
+    def face_size(points):
+        return np.linalg.norm(points[:, 1] - points[:, 0], axis=1) / (0.35 * SIZE)
+
+    # The stored crops (deterministic): every identity's eyes within 5 px (of 160) of the
+    # common targets, inter-ocular distance (face size) within 8 % of 56 px.
+    assert np.abs(stored_eyes - targets).max() < 5.0, np.round(stored_eyes - targets, 1)
+    assert np.abs(face_size(stored_eyes) - 1).max() < 0.08, face_size(stored_eyes)
+    # What is served is re-rendered per trial with a secret seed (scale +-1.5 %, shift
+    # +-1.5 px) and the eyes are found again by a detector with about 2 % noise: each
+    # served face stays within 6 % and 5 px of its own stored crop, whatever the seed.
+    assert np.abs(eyes - stored_eyes).max() < 5.0, np.round(eyes - stored_eyes, 1)
+    assert np.abs(face_size(eyes) - face_size(stored_eyes)).max() < 0.06, face_size(eyes) - face_size(stored_eyes)
     # L*, a*, b* mean and deviation inside the oval of the stored crops: equal across
     # identities within 1 (no colour cue to who is who).
     stored = np.array(stored)
