@@ -48,6 +48,28 @@ def pytest_collection_modifyitems(config, items):
         items.sort(key=lambda item: -weights[item.path])
 
 
+_FILE_SECONDS: dict[str, list] = {}
+
+
+def pytest_runtest_logreport(report):
+    """Add each phase's duration to its file (the controller sees every worker's reports)."""
+    entry = _FILE_SECONDS.setdefault(report.nodeid.split("::")[0], [0.0, 0])
+    entry[0] += report.duration
+    entry[1] += report.when == "call"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The 25 test files that took longest (setup + call + teardown, all workers), and the
+    sum: the data ``SLOWEST_FILES`` is kept from."""
+    if not _FILE_SECONDS or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    total = sum(seconds for seconds, _ in _FILE_SECONDS.values())
+    terminalreporter.write_sep("=", f"slowest 25 files of {len(_FILE_SECONDS)} ({total:.0f} s in all)")
+    ranked = sorted(_FILE_SECONDS.items(), key=lambda kv: -kv[1][0])
+    for path, (seconds, tests) in ranked[:25]:
+        terminalreporter.write_line(f"{seconds:8.1f}s {tests:4d} tests  {path}")
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     """``settings.DATA_DIR`` (``$DEID_DATA_DIR``, default ``../shared/data``); must exist."""
