@@ -482,13 +482,37 @@ def spent_block_videos(session) -> list[int]:
     lineup of a session ever shows a person seen before in it: elimination has nothing
     to strike (:func:`trials.design.fresh_blocks`).
     """
-    shown = set(session.trials.exclude(source_video=None).values_list("source_video__identity_id", flat=True))
+    shown = _shown_people(session)
     if not shown:
         return []
     plans, videos = identity_plans(session.campaign)
     blocks = {identity: plan.block for identity, plan in plans.items() if plan.block}
     fresh = design.fresh_blocks(blocks, shown)
     return [pk for pk, identity in videos if identity in blocks and identity not in fresh]
+
+
+def check_blocks(session) -> dict[tuple, int]:
+    """The lineup blocks an attention check of ``session`` may draw from, with weights.
+
+    ``{block: number of evaluated identity videos of its members}`` over the blocks of
+    :func:`identity_plans`; only those the session has shown nobody of in a video
+    (:func:`trials.design.fresh_blocks`, as for its evaluated identity trials) while there
+    are any, so a check's lineup never shows a person seen before in the session unless an
+    evaluated one could not avoid it either. Empty when the campaign has no block.
+    """
+    plans, _ = identity_plans(session.campaign)
+    weights: dict[tuple, int] = {}
+    for plan in plans.values():
+        if plan.block:
+            weights[plan.block] = weights.get(plan.block, 0) + plan.kept
+    shown = _shown_people(session)
+    fresh = {block: w for block, w in weights.items() if shown.isdisjoint(block)}
+    return fresh or weights
+
+
+def _shown_people(session) -> set[int]:
+    """Identities the session has shown in a video (any task, practice or released trials)."""
+    return set(session.trials.exclude(source_video=None).values_list("source_video__identity_id", flat=True))
 
 
 #: Candidate items read per pick, and rounds of (read candidates, try them) per pick.
@@ -713,18 +737,28 @@ def _catch_trial(session, rng, *, kind=TrialKind.CATCH) -> Trial:
     moving; a rater who reads the instruction passes, a face-recognition bot (or a rater
     answering by the face without watching) picks the face and fails. No source video
     is spent on it; its bytes are made like every other trial's (:mod:`trials.variants`).
+
+    Its lineup is made like an evaluated one (:func:`check_blocks`,
+    :func:`trials.design.check_lineup`): a lineup block minus one member, from the blocks
+    the session has shown nobody of when there are any, so its make-up never tells a
+    check from an evaluated trial. A campaign without blocks (no group large enough for
+    evaluated identity trials) falls back to a matched lineup from every identity.
     """
     campaign = session.campaign
-    pool = identity_pool(campaign)
-    target = rng.choice(sorted(pool))
-    lineup, _ = design.build_lineup_relaxed(
-        target,
-        pool,
-        campaign.demographic_attributes,
-        n_foils=campaign.foils_per_trial,
-        target_present=True,
-        rng=rng,
-    )
+    blocks = check_blocks(session)
+    if blocks:
+        lineup, target = design.check_lineup(blocks, n_foils=campaign.foils_per_trial, rng=rng)
+    else:
+        pool = identity_pool(campaign)
+        target = rng.choice(sorted(pool))
+        lineup, _ = design.build_lineup_relaxed(
+            target,
+            pool,
+            campaign.demographic_attributes,
+            n_foils=campaign.foils_per_trial,
+            target_present=True,
+            rng=rng,
+        )
     trial = Trial.objects.create(
         session=session,
         position=session.position,

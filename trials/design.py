@@ -599,3 +599,45 @@ def fresh_blocks(blocks: Mapping[Hashable, Sequence], shown) -> set:
     """
     shown = set(shown)
     return {key for key, block in blocks.items() if shown.isdisjoint(block)}
+
+
+def check_lineup(blocks: Mapping[tuple, float], *, n_foils: int, rng: random.Random) -> tuple[list, object]:
+    """The lineup of an attention check, made like an evaluated lineup, and the face its video shows.
+
+    A check's lineup must not differ in make-up from an evaluated one (issue 19: checks
+    drawn from the whole pool showed faces of a thin group, which evaluated lineups never
+    show, in 32 of 75 checks, so a strategist spotted checks by who was in the lineup).
+    So a check draws a block with probability proportional to its weight (the share of
+    evaluated identity trials it gets), takes the block minus one member drawn uniformly
+    (:func:`balanced_lineup`, exactly as an evaluated lineup of any member of the block),
+    and shows one of the lineup's faces, drawn uniformly, in its video. Given its block, a
+    check's lineup then has the same distribution as an evaluated one, and every face of
+    it appears in evaluated lineups.
+
+    Parameters
+    ----------
+    blocks : mapping of tuple of keys -> float
+        :attr:`IdentityPlan.block` (``n_foils + 1`` or ``n_foils + 2`` identities) -> weight
+        > 0, e.g. the number of evaluated identity trials the block's members get.
+    n_foils : int >= 1
+    rng : random.Random
+
+    Returns
+    -------
+    lineup : list of keys, length ``n_foils + 1``, display order
+    shown : key
+        The identity whose face the check's video shows (a member of ``lineup``).
+
+    Raises
+    ------
+    ValueError
+        If ``blocks`` is empty, a weight is not positive, or a block has the wrong size.
+    """
+    if not blocks:
+        raise ValueError("an attention check needs at least one lineup block")
+    if any(weight <= 0 for weight in blocks.values()):
+        raise ValueError(f"block weights must be > 0, got {list(blocks.values())}")
+    keys = sorted(blocks, key=repr)  # a fixed order, so a seeded rng gives a fixed draw
+    block = rng.choices(keys, weights=[blocks[key] for key in keys])[0]
+    lineup, _ = balanced_lineup(block[0], block, n_foils=n_foils, rng=rng)
+    return lineup, rng.choice(lineup)
