@@ -6,7 +6,9 @@ team and run names, system descriptions, crowd IDs from a join link. A cell such
 spreadsheet. The one rule (OWASP, "CSV Injection"): a text cell starting with one of
 :data:`FORMULA_STARTS` gets a leading ``'``, which a spreadsheet shows as text and never
 evaluates. Numbers are left alone (a negative figure stays a number), and so is text
-starting with anything else, so ordinary files are byte for byte unchanged.
+starting with anything else, so ordinary files are byte for byte unchanged. The lone
+placeholder ``-`` (:data:`PLACEHOLDER`, "none" in the commands' listings) is left alone too:
+an operator with nothing after it is no formula.
 
 - :func:`spreadsheet_safe`: one value;
 - :func:`safe_frame` / :func:`frame_csv`: a pandas frame (its text cells);
@@ -24,13 +26,17 @@ import pandas as pd
 
 #: First characters that make a spreadsheet read a cell as a formula (OWASP, "CSV Injection").
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
+#: The one cell starting with a formula character that stays as it is: "none" in the listings
+#: of the ``list_*`` commands (an operator alone is no formula; a spreadsheet shows it as text).
+PLACEHOLDER = "-"
 
 
 def spreadsheet_safe(value):
     """``value`` for a CSV cell a spreadsheet opens: a text (``str``) starting with one of
     :data:`FORMULA_STARTS` gets a leading ``'`` (shown as text, never evaluated; OWASP,
-    "CSV Injection"); anything else (numbers, amounts, None, other text) is returned unchanged."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+    "CSV Injection"); anything else (numbers, amounts, None, other text, the lone
+    :data:`PLACEHOLDER` ``-``) is returned unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS) and value != PLACEHOLDER:
         return "'" + value
     return value
 

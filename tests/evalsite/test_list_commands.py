@@ -216,3 +216,44 @@ def test_on_an_unmigrated_database_the_list_commands_say_to_migrate(command, tmp
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "is not migrated" in proc.stderr and "run `manage.py migrate` first" in proc.stderr, proc.stderr
     assert "no such table" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.django_db
+def test_list_csv_output_is_formula_safe_and_keeps_its_placeholder():
+    # before: list_campaigns/list_submissions --format csv wrote '=HYPERLINK(...)' names raw
+    # (a live formula in a spreadsheet); the '-' placeholder stays readable, the table raw
+    from evalsite.models import Campaign
+
+    evil = '=HYPERLINK("http://x","y")'
+    campaign = Campaign.objects.create(name=evil, slug="evil")
+    submission = create_submission(campaign, "@team", "+method")
+    assert _csv("list_campaigns") == [
+        {
+            "id": str(campaign.pk),
+            "name": "'" + evil,
+            "slug": "evil",
+            "organizers": "-",
+            "identities": "0",
+            "source_videos": "0",
+            "submissions": "1",
+            "teams": "1",
+            "rating_open": "no",
+        }
+    ]
+    assert _csv("list_submissions", "--campaign", "evil") == [
+        {
+            "id": str(submission.pk),
+            "campaign": str(campaign.pk),
+            "team": "'@team",
+            "name": "'+method",
+            "baseline": "-",
+            "videos": "0/0",
+            "upload": "-",
+            "face": "-",
+            "attack": "-",
+        }
+    ]
+    assert evil in _run("list_campaigns")  # the aligned table is for reading in a terminal
+    from evalsite.spreadsheet import spreadsheet_safe
+
+    assert spreadsheet_safe("-") == "-" and spreadsheet_safe("--") == "'--"  # only the lone placeholder

@@ -1,6 +1,7 @@
 """``manage.py list_campaigns [--format table|csv]``: every campaign with its id and counts."""
 
 import pandas as pd
+from evalsite import spreadsheet
 from evalsite.management.migrated import require_migrated
 from django.core.management.base import BaseCommand
 from django.db.models import Count
@@ -54,7 +55,7 @@ class Command(BaseCommand):
         require_migrated()
         table = campaigns_table()
         if format == "csv":
-            self.stdout.write(table.to_csv(index=False), ending="")
+            self.stdout.write(spreadsheet.frame_csv(table), ending="")  # formula-safe cells
         elif table.empty:
             self.stdout.write("No campaigns yet (manage.py import_dataset or manage.py demo makes one).")
         else:

@@ -2,6 +2,7 @@
 
 import pandas as pd
 from evalsite.management.campaigns import find_campaign
+from evalsite import spreadsheet
 from evalsite.management.migrated import require_migrated
 from django.core.management.base import BaseCommand
 
@@ -91,7 +92,7 @@ class Command(BaseCommand):
         require_migrated()
         table = submissions_table(find_campaign(campaign) if campaign else None)
         if format == "csv":
-            self.stdout.write(table.to_csv(index=False), ending="")
+            self.stdout.write(spreadsheet.frame_csv(table), ending="")  # formula-safe cells
         elif table.empty:
             self.stdout.write("No submissions" + (" in this campaign." if campaign else " yet."))
         else:
