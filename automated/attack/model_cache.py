@@ -14,8 +14,8 @@ the class), the training crops' bytes, shape and dtype, and the labels, so:
   kept under the model's key and the test crops' content.
 
 Two levels: a dict for the lifetime of the object (the clear and the naive attacker of
-one fold share one fit, also for a recognizer that cannot be pickled, e.g. OpenCV's
-LBPH), and, when ``directory`` is given, pickle files written atomically
+one fold share one fit, also for a recognizer that cannot be pickled, e.g. one holding an
+OpenCV model), and, when ``directory`` is given, pickle files written atomically
 (``cache_files.atomic_file``) shared by every worker and later run. A recognizer trained
 with masked samples (parrot, %-parrot) is never cached: it sees the submission.
 
@@ -138,7 +138,7 @@ class FittedModelCache:
         if path is not None:
             try:
                 data = pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL)
-            except (TypeError, AttributeError, pickle.PicklingError) as error:  # e.g. OpenCV's LBPH
+            except (TypeError, AttributeError, pickle.PicklingError) as error:  # e.g. an OpenCV model
                 logger.debug("attack model cache: %s is not stored on disk (%s)", type(model).__name__, error)
             else:
                 with atomic_file(path) as handle:

