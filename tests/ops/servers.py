@@ -35,6 +35,10 @@ REDIS_URL = os.environ.get("DEID_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 
 
 def _skip(reason: str):
+    """Skip a test whose server is missing; fail instead where the run promised them
+    (``DEID_REQUIRE_SERVICES=1``, set by ``.ci/run``), so CI never passes without them."""
+    if os.environ.get("DEID_REQUIRE_SERVICES") == "1":
+        pytest.fail(f"{reason} (DEID_REQUIRE_SERVICES=1: .ci/run starts it)")
     print(f"SKIP: {reason}", file=sys.stderr)
     pytest.skip(reason)
 
