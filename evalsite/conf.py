@@ -226,6 +226,12 @@ SETTINGS: tuple[Setting, ...] = (
       "network address (an IPv6 /64); codes sharing one are flagged and excluded; `0`: addresses not "
       "counted (no cap, no flag; a lab behind one address)",
       "Human evaluation (trials)", "TRIALS_MAX_SESSIONS_PER_ADDRESS", minimum=0),
+    S("TRIALS_MAX_SESSIONS_PER_NETWORK", "integer", lambda get: 4 * get("TRIALS_MAX_SESSIONS_PER_ADDRESS"),
+      "participant codes that may join one campaign from one IPv6 /48 network (a home or site gets a /48 "
+      "or /56 of many /64s, each of which counts as one address); codes sharing a /48 are flagged and "
+      "excluded; IPv4 addresses are not counted here; `0`: no cap, no flag",
+      "Human evaluation (trials)", "TRIALS_MAX_SESSIONS_PER_NETWORK", minimum=0,
+      default_doc="4 x `TRIALS_MAX_SESSIONS_PER_ADDRESS` (12)"),
     S("TRIALS_MAX_OPEN_CLAIMS_PER_BROWSER", "integer", 1, "unanswered evaluated trials held at once by one "
       "browser's sessions (a new claim releases the oldest beyond it)", "Human evaluation (trials)",
       "TRIALS_MAX_OPEN_CLAIMS_PER_BROWSER", minimum=1),

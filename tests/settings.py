@@ -48,6 +48,7 @@ DEID_RESUME_RUNS_ON_START = os.environ.get("DEID_RESUME_RUNS_ON_START") == "1"
 # Every rater of the Django test client comes from 127.0.0.1: addresses are not counted
 # (no cap, no flag), except in the tests of that check (tests/trials/test_sybil*.py).
 TRIALS_MAX_SESSIONS_PER_ADDRESS = 0
+TRIALS_MAX_SESSIONS_PER_NETWORK = 0
 
 # PBKDF2 at production strength costs about 0.4 s of CPU per password set or checked; the
 # tests make and log in users hundreds of times. Passwords are still hashed and checked

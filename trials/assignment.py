@@ -244,6 +244,7 @@ def join(
     user=None,
     browser_hash: str = "",
     address_hash: str = "",
+    network_hash: str = "",
     platform_params: Mapping | None = None,
 ) -> RatingSession:
     """Get or create the rater and their session (a second join resumes the same session).
@@ -258,6 +259,9 @@ def join(
     address_hash : str
         Keyed hash of the joining network address (:func:`trials.integrity.address_hash`);
         empty: not counted.
+    network_hash : str
+        Keyed hash of the joining IPv6 address's /48 (:func:`trials.integrity.network_hash`);
+        empty (IPv4): not counted.
     platform_params : mapping, optional
         Crowd-platform parameters of the join link, recorded on the rater's first join.
 
@@ -299,7 +303,9 @@ def join(
             # New participants of one campaign join one at a time (the campaign row's lock),
             # so concurrent joins from one machine cannot all pass the caps.
             Campaign.objects.select_for_update().filter(pk=campaign.pk).first()
-            integrity.check_join_caps(campaign, browser_hash=browser_hash, address=address_hash)
+            integrity.check_join_caps(
+                campaign, browser_hash=browser_hash, address=address_hash, network=network_hash
+            )
             session = RatingSession.objects.create(
                 rater=rater,
                 campaign=campaign,
@@ -307,6 +313,7 @@ def join(
                 plan=_plan_for(campaign),
                 browser_key_hash=browser_hash,
                 address_hash=address_hash,
+                network_hash=network_hash,
             )
             integrity.flag_shared(session)
             return session

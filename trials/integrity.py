@@ -16,7 +16,11 @@ What a Sybil ring is up against:
   campaign: hashes of two campaigns cannot be matched). An IPv6 address counts by its
   /64 (one machine gets a whole /64), a port is dropped, and every entry that is no
   address counts as one shared address. At most ``TRIALS_MAX_SESSIONS_PER_ADDRESS`` codes
-  join from one address; codes sharing one are flagged.
+  join from one address; codes sharing one are flagged. A home or site gets many /64s
+  (a /56 or /48 delegated prefix), so IPv6 addresses are also counted per /48: at most
+  ``TRIALS_MAX_SESSIONS_PER_NETWORK`` codes (default 4 times the address cap) join from
+  one /48, and codes sharing a /48 are flagged (hostile pass 2: 8 codes from 8 /64s of
+  one /56 all joined unflagged).
 - **Crowd platform.** A join link carrying a platform ID (``PROLIFIC_PID``, ``workerId``,
   ``participantId``, names in any case) joins with one participant code only; the ID is
   compared after NFKC, trimming and case folding, and a link repeating a parameter with
@@ -94,11 +98,12 @@ def _parse_address(raw: str) -> str:
         return UNPARSABLE_ADDRESS
 
 
-def network_of(address: str) -> str:
+def network_of(address: str, *, ipv6_prefix: int = 64) -> str:
     """What counts as one network address: an IPv4 address, or an IPv6 address's /64.
 
     ``"2001:db8::1"`` and ``"2001:db8::2"`` -> ``"2001:db8::/64"``; an IPv4-mapped IPv6
-    address counts as its IPv4 address.
+    address counts as its IPv4 address. ``ipv6_prefix`` (0-128) gives another prefix
+    length for IPv6, e.g. 48: ``"2001:db8:0:ff::1"`` -> ``"2001:db8::/48"``.
     """
     try:
         ip = ipaddress.ip_address(address)
@@ -107,8 +112,13 @@ def network_of(address: str) -> str:
     if isinstance(ip, ipaddress.IPv6Address):
         if ip.ipv4_mapped is not None:
             return str(ip.ipv4_mapped)
-        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+        return str(ipaddress.IPv6Network((ip, ipv6_prefix), strict=False))
     return str(ip)
+
+
+def _keyed_hash(campaign_pk: int, network: str) -> str:
+    key = (settings.TRIALS_ADDRESS_HASH_KEY or settings.SECRET_KEY).encode()
+    return hmac.new(key, f"{campaign_pk}|{network}".encode(), hashlib.sha256).hexdigest()
 
 
 def address_hash(campaign_pk: int, address: str) -> str:
@@ -119,11 +129,29 @@ def address_hash(campaign_pk: int, address: str) -> str:
     without the key can test a guessed address against it (an unkeyed hash of the 2^32
     IPv4 addresses is reversed in minutes).
     """
-    if not address:
+    return _keyed_hash(campaign_pk, network_of(address)) if address else ""
+
+
+#: The IPv6 prefix counted by ``TRIALS_MAX_SESSIONS_PER_NETWORK`` (RFC 6177: a site gets a
+#: /48 to /56, so one household or site holds up to 65,536 /64s).
+WIDE_IPV6_PREFIX = 48
+
+
+def network_hash(campaign_pk: int, address: str) -> str:
+    """Keyed hash (as :func:`address_hash`) of the /48 of an IPv6 ``address`` (what
+    ``RatingSession.network_hash`` stores); ``""`` for IPv4 (IPv4-mapped included), an
+    unparsable entry or no address, which the /48 cap does not count.
+
+    ``network_hash(1, "2001:db8:0:1::1") == network_hash(1, "2001:db8:0:ff::9")`` (one /48),
+    unlike their :func:`address_hash` (two /64s).
+    """
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
         return ""
-    key = (settings.TRIALS_ADDRESS_HASH_KEY or settings.SECRET_KEY).encode()
-    message = f"{campaign_pk}|{network_of(address)}".encode()
-    return hmac.new(key, message, hashlib.sha256).hexdigest()
+    if not isinstance(ip, ipaddress.IPv6Address) or ip.ipv4_mapped is not None:
+        return ""
+    return _keyed_hash(campaign_pk, network_of(address, ipv6_prefix=WIDE_IPV6_PREFIX))
 
 
 # --- caps at join --------------------------------------------------------------------
@@ -139,7 +167,7 @@ PLATFORM_ID_TAKEN = (
 )
 
 
-def check_join_caps(campaign, *, browser_hash: str, address: str) -> None:
+def check_join_caps(campaign, *, browser_hash: str, address: str, network: str = "") -> None:
     """Refuse a *new* participant from a browser or address that has its share of sessions.
 
     Parameters
@@ -149,13 +177,15 @@ def check_join_caps(campaign, *, browser_hash: str, address: str) -> None:
         SHA-256 hex of the joining browser's key (``""``: no browser, not counted).
     address : str
         :func:`address_hash` of the joining address (``""``: none, not counted).
+    network : str
+        :func:`network_hash` of the joining address (``""``: IPv4 or none, not counted).
 
     Raises
     ------
     JoinRefused
         When ``TRIALS_MAX_SESSIONS_PER_BROWSER`` sessions of the campaign already came
-        from this browser, or ``TRIALS_MAX_SESSIONS_PER_ADDRESS`` from this address
-        (a cap of 0 is no cap).
+        from this browser, ``TRIALS_MAX_SESSIONS_PER_ADDRESS`` from this address, or
+        ``TRIALS_MAX_SESSIONS_PER_NETWORK`` from this IPv6 /48 (a cap of 0 is no cap).
     """
     sessions = RatingSession.objects.filter(campaign=campaign)
     browser_cap = settings.TRIALS_MAX_SESSIONS_PER_BROWSER
@@ -170,10 +200,16 @@ def check_join_caps(campaign, *, browser_hash: str, address: str) -> None:
             "Too many participants have joined this study from your network. "
             "If you share a network with other participants, contact the organizer."
         )
+    network_cap = settings.TRIALS_MAX_SESSIONS_PER_NETWORK
+    if network and network_cap and sessions.filter(network_hash=network).count() >= network_cap:
+        raise JoinRefused(
+            "Too many participants have joined this study from your network. "
+            "If you share a network with other participants, contact the organizer."
+        )
 
 
 def flag_shared(session: RatingSession) -> None:
-    """Flag every rater of ``session``'s campaign that shares its browser or address.
+    """Flag every rater of ``session``'s campaign that shares its browser, address or IPv6 /48.
 
     Flagged raters are excluded from scoring (:func:`_flag`). Reasons name the other
     raters, e.g. ``"joined from the same browser as raters 12, 14"``. A cap of 0
@@ -187,6 +223,12 @@ def flag_shared(session: RatingSession) -> None:
             FlagKind.SHARED_ADDRESS,
             "network address",
             settings.TRIALS_MAX_SESSIONS_PER_ADDRESS,
+        ),
+        (
+            "network_hash",
+            FlagKind.SHARED_NETWORK,
+            "IPv6 /48 network",
+            settings.TRIALS_MAX_SESSIONS_PER_NETWORK,
         ),
     ):
         value = getattr(session, field)
@@ -373,7 +415,9 @@ def accuracy_tests(campaign) -> list[RaterTest]:
         trial__item__masked_video__isnull=False,
         trial__item__superseded_at__isnull=True,
     ).values_list("trial__session__rater_id", "trial__item_id", "correct")
-    suspects = _suspect_ids(campaign, kinds=[FlagKind.SHARED_BROWSER, FlagKind.SHARED_ADDRESS])
+    suspects = _suspect_ids(
+        campaign, kinds=[FlagKind.SHARED_BROWSER, FlagKind.SHARED_ADDRESS, FlagKind.SHARED_NETWORK]
+    )
     everyone = set(Rater.objects.filter(campaign=campaign).values_list("pk", flat=True))
     return rater_tests(rows, baseline_raters=everyone - suspects)
 
@@ -419,7 +463,7 @@ def refresh_flags(campaign) -> None:
         Rater.objects.filter(pk=row["trial__session__rater_id"], flagged=False).update(
             flagged=True, excluded=True, flag_reason=f"failed {row['n']} attention checks"
         )
-    for field in ("browser_key_hash", "address_hash"):
+    for field in ("browser_key_hash", "address_hash", "network_hash"):
         shared = (
             RatingSession.objects.filter(campaign=campaign)
             .exclude(**{field: ""})

@@ -129,6 +129,7 @@ class Rater(models.Model):
 class FlagKind(models.TextChoices):
     SHARED_BROWSER = "shared_browser", "shares a browser with other codes"
     SHARED_ADDRESS = "shared_address", "shares a network address with other codes"
+    SHARED_NETWORK = "shared_network", "shares an IPv6 /48 network with other codes"
     ACCURACY_OUTLIER = "accuracy_outlier", "masked-trial accuracy far from the crowd's"
 
 
@@ -204,6 +205,14 @@ class RatingSession(models.Model):
         db_index=True,
         help_text="HMAC-SHA-256 of the network address that joined (IPv6: its /64), keyed by the "
         "site's secret and the campaign; the address itself is never stored (trials.integrity).",
+    )
+    network_hash = models.CharField(
+        "IPv6 /48 network (keyed hash)",
+        max_length=64,
+        blank=True,
+        db_index=True,
+        help_text="HMAC-SHA-256 of the /48 of the IPv6 address that joined, keyed like the address; "
+        "empty for IPv4 (trials.integrity).",
     )
     started_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)

@@ -91,12 +91,14 @@ def join(request, join_code: str):
                 context = {"campaign": campaign, "message": str(conflict)}
                 return render(request, "trials/refused.html", context, status=400)
             try:
+                address = integrity.client_address(request)
                 session = assignment.join(
                     campaign,
                     participant_code=code,
                     user=user,
                     browser_hash=browser.key_hash(key),
-                    address_hash=integrity.address_hash(campaign.pk, integrity.client_address(request)),
+                    address_hash=integrity.address_hash(campaign.pk, address),
+                    network_hash=integrity.network_hash(campaign.pk, address),
                     platform_params=params,
                 )
             except assignment.OtherBrowser:

@@ -75,7 +75,9 @@ def test_served_faces_share_eye_positions_and_colour_statistics(grid_campaign):
     # +-1.5 px) and the eyes are found again by a detector with about 2 % noise: each
     # served face stays within 6 % and 5 px of its own stored crop, whatever the seed.
     assert np.abs(eyes - stored_eyes).max() < 5.0, np.round(eyes - stored_eyes, 1)
-    assert np.abs(face_size(eyes) - face_size(stored_eyes)).max() < 0.06, face_size(eyes) - face_size(stored_eyes)
+    assert np.abs(face_size(eyes) - face_size(stored_eyes)).max() < 0.06, face_size(eyes) - face_size(
+        stored_eyes
+    )
     # L*, a*, b* mean and deviation inside the oval of the stored crops: equal across
     # identities within 1 (no colour cue to who is who).
     stored = np.array(stored)

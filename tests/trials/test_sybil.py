@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from django.test import Client, RequestFactory
 
+from evalsite import conf
 from trials import browser, integrity
 from trials.models import FlagKind, Rater, RaterFlag, RatingSession
 
@@ -268,3 +269,63 @@ def test_a_platform_parameter_repeated_with_different_values_is_refused(grid_cam
         "workerId": "A1",
     }
     assert browser.platform_id({"workerId": "A1"}) == "workerId:a1"
+
+
+@pytest.mark.parametrize(("network_cap", "joined"), [(None, 8), (4, 4)])
+def test_codes_from_many_64s_of_one_56_are_capped_and_flagged_per_48(
+    network_cap, joined, grid_campaign, settings
+):
+    """Hostile pass 2: 8 codes from 8 /64s of one /56 (one home with prefix delegation) all
+    joined, unflagged, since the address cap counts per /64. The /48 is now counted too."""
+    settings.TRIALS_MAX_SESSIONS_PER_ADDRESS = 3
+    settings.TRIALS_MAX_SESSIONS_PER_BROWSER = 1
+    if network_cap is not None:
+        settings.TRIALS_MAX_SESSIONS_PER_NETWORK = network_cap
+    else:  # the default: 4 times the /64 cap (3)
+        default = conf.DECLARED["TRIALS_MAX_SESSIONS_PER_NETWORK"].default
+        settings.TRIALS_MAX_SESSIONS_PER_NETWORK = default({"TRIALS_MAX_SESSIONS_PER_ADDRESS": 3}.get)
+        assert settings.TRIALS_MAX_SESSIONS_PER_NETWORK == 12
+    codes = [f"v6-{i}" for i in range(8)]
+    statuses = [
+        _join(grid_campaign, code, Client(), REMOTE_ADDR=f"2001:db8:0:{i:x}::1").status_code
+        for i, code in enumerate(codes)
+    ]
+    assert statuses == [302] * joined + [403] * (8 - joined)
+    raters = Rater.objects.filter(participant_code__in=codes)
+    assert raters.count() == joined
+    flags = RaterFlag.objects.filter(rater__in=raters, kind=FlagKind.SHARED_NETWORK)
+    assert flags.count() == joined and raters.filter(excluded=True).count() == joined
+    assert all("joined from the same IPv6 /48 network as raters" in f.reason for f in flags)
+    assert not RaterFlag.objects.filter(rater__in=raters, kind=FlagKind.SHARED_ADDRESS).exists()  # 8 /64s
+    assert set(raters.values_list("pk", flat=True)) <= integrity.flagged_rater_ids(grid_campaign)
+    # Stored only as a keyed hash of the /48.
+    wide = integrity.network_hash(grid_campaign.pk, "2001:db8::1")
+    assert len(wide) == 64 and set(RatingSession.objects.values_list("network_hash", flat=True)) == {wide}
+
+
+def test_ipv4_and_separate_48s_are_not_counted_together(grid_campaign, settings):
+    settings.TRIALS_MAX_SESSIONS_PER_ADDRESS = 3
+    settings.TRIALS_MAX_SESSIONS_PER_NETWORK = 4
+    addresses = [f"198.51.100.{i + 1}" for i in range(8)] + [f"2001:db8:{i:x}::1" for i in range(8)]
+    codes = [f"apart-{i}" for i in range(len(addresses))]
+    statuses = [
+        _join(grid_campaign, code, Client(), REMOTE_ADDR=address).status_code
+        for code, address in zip(codes, addresses, strict=True)
+    ]
+    assert statuses == [302] * 16  # 8 IPv4 addresses of one /24, 8 /48s: nobody capped
+    assert not RaterFlag.objects.exists()
+    assert not Rater.objects.filter(excluded=True).exists()
+    hashes = list(RatingSession.objects.order_by("pk").values_list("network_hash", flat=True))
+    assert hashes[:8] == [""] * 8 and len(set(hashes[8:])) == 8  # IPv4 has no /48
+
+
+def test_network_hash_counts_an_ipv6_48_and_leaves_ipv4_out(settings):
+    settings.TRIALS_ADDRESS_HASH_KEY = "k1"
+    one = integrity.network_hash(1, "2001:db8:0:1::1")
+    assert one == integrity.network_hash(1, "2001:db8:0:ffff::9") == integrity.network_hash(1, "2001:db8::")
+    assert one != integrity.network_hash(1, "2001:db8:1::1") and one != integrity.network_hash(
+        2, "2001:db8::1"
+    )
+    assert integrity.network_of("2001:db8:0:ff::1", ipv6_prefix=48) == "2001:db8::/48"
+    for address in ("192.0.2.5", "::ffff:192.0.2.5", "", integrity.UNPARSABLE_ADDRESS):
+        assert integrity.network_hash(1, address) == ""
