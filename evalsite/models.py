@@ -514,6 +514,18 @@ def find_team(campaign, name: str):
     return next((team for team in matches if team.name == name), matches[0] if matches else None)
 
 
+def team_name_note(given: str, team_name: str) -> str | None:
+    """Why the team ``team_name`` was used for the name ``given`` (:func:`find_team`), or None.
+
+    None when ``given`` is exactly the team's name; otherwise e.g. ``"team 'team a' taken
+    as the existing team 'Team A' (names are matched ignoring case)"``: the commands print
+    it as a warning, the API returns it in ``warnings``.
+    """
+    if given == team_name:
+        return None
+    return f"team {given!r} taken as the existing team {team_name!r} (names are matched ignoring case)"
+
+
 class Team(models.Model):
     """A team that submits masking methods to one campaign.
 

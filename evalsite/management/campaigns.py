@@ -2,7 +2,7 @@
 
 from django.core.management.base import CommandError
 
-from evalsite.models import Campaign, Team, find_team
+from evalsite.models import Campaign, Team, find_team, team_name_note
 
 CAMPAIGN_HELP = "the campaign: its id or slug (manage.py list_campaigns lists them)"
 
@@ -39,9 +39,7 @@ def existing_team(campaign: Campaign, name: str) -> Team:
 
 
 def team_name_warning(given: str, team: Team) -> str | None:
-    """A warning when ``team`` was found under a name that is not exactly ``given`` (case, spaces)."""
-    if given == team.name:
-        return None
-    return (
-        f"Warning: team {given!r} taken as the existing team {team.name!r} (names are matched ignoring case)"
-    )
+    """A warning when ``team`` was found under a name that is not exactly ``given`` (case,
+    spaces): :func:`evalsite.models.team_name_note` after ``"Warning: "``."""
+    note = team_name_note(given, team.name)
+    return None if note is None else f"Warning: {note}"

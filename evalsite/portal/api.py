@@ -23,7 +23,15 @@ from automated.video import VideoError
 from evalsite import reports
 from evalsite.bodies import BooleanField
 from evalsite.forms import OrganizerSubmissionZipForm
-from evalsite.models import Campaign, GalleryImage, Identity, SourceVideo, Submission, SubmissionUpload
+from evalsite.models import (
+    Campaign,
+    GalleryImage,
+    Identity,
+    SourceVideo,
+    Submission,
+    SubmissionUpload,
+    team_name_note,
+)
 from evalsite.phases import Refused
 from evalsite.renderers import REPORT_RENDERERS, wants_csv
 from evalsite.scoping import CampaignScopedViewSetMixin, visible_campaigns
@@ -338,6 +346,15 @@ class SubmissionViewSet(
 
     def get_queryset(self):
         return self.filter_campaign(super().get_queryset())
+
+    def create(self, request, *args, **kwargs):
+        """201 with the new submission and ``warnings``: a list of notes on how the request
+        was read, as the commands print them (a team name matched ignoring case:
+        :func:`evalsite.models.team_name_note`); empty when there is none."""
+        response = super().create(request, *args, **kwargs)
+        note = team_name_note(str(request.data.get("team", "")), response.data["team"])
+        response.data["warnings"] = [note] if note else []
+        return response
 
     @action(detail=True, methods=["post"], parser_classes=[MultiPartParser, FormParser])
     def upload(self, request, pk=None):

@@ -87,6 +87,29 @@ def test_a_team_name_in_other_case_finds_the_team_and_warns(submission):
     assert list(submission.team.members.values_list("username", flat=True)) == ["member-1"]
 
 
+def test_the_api_returns_the_team_name_warning_the_commands_print(submission):
+    # before: POST /api/submissions/ with "team a" used "Team A" without a word
+    from django.contrib.auth.models import User
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(User.objects.create_superuser("root", "r@example.org", "pw"))
+    campaign = submission.campaign.pk
+    created = client.post("/api/submissions/", {"campaign": campaign, "team": "team a", "name": "m2"})
+    assert created.status_code == 201 and created.json()["team"] == "Team A"
+    assert created.json()["warnings"] == [
+        "team 'team a' taken as the existing team 'Team A' (names are matched ignoring case)"
+    ]
+    assert Submission.objects.get(pk=created.json()["id"]).team == submission.team
+    exact = client.post("/api/submissions/", {"campaign": campaign, "team": "Team A", "name": "m3"})
+    assert exact.status_code == 201 and exact.json()["warnings"] == []
+    new = client.post("/api/submissions/", {"campaign": campaign, "team": "Team C", "name": "m4"})
+    assert new.json()["warnings"] == [] and list(Team.objects.values_list("name", flat=True)) == [
+        "Team A",
+        "Team C",
+    ]
+
+
 def test_an_exact_match_wins_over_teams_that_differ_only_in_case(submission):
     from evalsite.models import find_team
 
