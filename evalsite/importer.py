@@ -53,7 +53,15 @@ from PIL import Image, UnidentifiedImageError
 from automated.video import VideoError, VideoInfo
 
 from .booleans import ACCEPTED, FALSE_WORDS, TRUE_WORDS
-from .models import Campaign, GalleryImage, Identity, ResolutionTier, SourceVideo, delete_stored
+from .models import (
+    Campaign,
+    GalleryImage,
+    Identity,
+    ResolutionTier,
+    SourceVideo,
+    delete_stored,
+    digit_slug_problem,
+)
 from .storage import store_video
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg"}
@@ -355,6 +363,11 @@ def import_dataset(
         problems.append("no campaign name: pass one or set 'name' in campaign.json")
     elif Campaign.objects.filter(name=name).exists() or Campaign.objects.filter(slug=slugify(name)).exists():
         problems.append(f"campaign {name!r} already exists")
+    elif digit_slug_problem(slugify(name)[:80]):
+        problems.append(
+            f"campaign name {name!r}: its slug {slugify(name)[:80]!r} would be made only of digits, "
+            "which the commands read as a campaign id; add a letter to the name"
+        )
 
     organizer_users = _organizer_users(organizers, problems)
     identity_rows = _read_csv(folder / "identities.csv", ["identity"], problems)

@@ -211,6 +211,23 @@ class Campaign(models.Model):
             value = getattr(self, field)
             if not 0.0 <= value <= 1.0:
                 raise ValidationError({field: f"must be in [0, 1], got {value}"}, code="out_of_range")
+        problem = digit_slug_problem(self.slug)
+        if problem:
+            raise ValidationError({"slug": problem}, code="digit_slug")
+
+
+def digit_slug_problem(slug: str) -> str | None:
+    """Why a campaign may not have ``slug``, or None: a slug made only of digits.
+
+    The commands take a campaign by id or slug (``evalsite.management.campaigns``), so a
+    slug such as ``"2021"`` would be hidden by the campaign whose id is 2021.
+    """
+    if slug and slug.isdigit():
+        return (
+            f"slug {slug!r} is made only of digits, which the commands read as a campaign id: "
+            f"add a letter, e.g. 'campaign-{slug}'"
+        )
+    return None
 
 
 class Identity(models.Model):

@@ -59,6 +59,38 @@ def test_every_command_looks_campaigns_up_by_id_or_slug(name):
         _call(name, *args)
 
 
+def test_a_slug_of_digits_is_refused_and_a_stored_one_is_never_hidden(campaign, tiny_dataset):
+    # before: a campaign whose slug was another campaign's id could not be named by any command
+    from django.core.exceptions import ValidationError
+
+    from evalsite.importer import DatasetError, import_dataset
+    from evalsite.management.campaigns import find_campaign
+    from evalsite.models import Campaign
+
+    with pytest.raises(DatasetError) as refused:
+        import_dataset(tiny_dataset, "2021", web_copies=False)
+    assert refused.value.problems == [
+        "campaign name '2021': its slug '2021' would be made only of digits, which the commands "
+        "read as a campaign id; add a letter to the name"
+    ]
+    legacy = Campaign.objects.create(name="Legacy", slug=str(campaign.pk))  # stored before the rule
+    with pytest.raises(ValidationError) as invalid:
+        legacy.full_clean()  # the admin's form
+    assert invalid.value.message_dict["slug"] == [
+        f"slug '{campaign.pk}' is made only of digits, which the commands read as a campaign id: "
+        f"add a letter, e.g. 'campaign-{campaign.pk}'"
+    ]
+    with pytest.raises(CommandError) as ambiguous:
+        _call("export_summary", "--campaign", str(campaign.pk))
+    assert str(ambiguous.value) == (
+        f"'{campaign.pk}' is the id of campaign 'Tiny' and the slug of campaign 'Legacy': take 'Tiny' "
+        f"by its slug 'tiny' or 'Legacy' by its id {legacy.pk}, and give 'Legacy' a slug with a letter (admin)"
+    )
+    assert find_campaign("tiny") == campaign and find_campaign(str(legacy.pk)) == legacy
+    lone = Campaign.objects.create(name="Lone", slug="424242")  # no campaign has that id
+    assert find_campaign("424242") == lone
+
+
 def test_commands_take_the_campaign_id_that_list_campaigns_prints(submission, tmp_path):
     campaign = submission.campaign
     assert str(campaign.pk) in _call("list_campaigns")
