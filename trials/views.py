@@ -357,15 +357,25 @@ def media(request, token: str):
     video made here would make a check's first request slower than an evaluated
     trial's), else on first use (safe under concurrent first requests); a video without
     its browser copy is a 503.
+
+    Media of a trial that is over (answered, or released when its claim lapsed) are a
+    404 and are not made again: a re-fetch used to re-encode and store the video each
+    time (0.5-0.8 s of CPU a request). Practice feedback needs no fetch: it marks the
+    right answer on the page already loaded, whose video and faces the browser holds
+    (``tests/trials/test_browser.py`` replays the video while the feedback is shown).
     """
     session = _rating_session(request)
     if session is None:
         raise Http404
     face = (
-        TrialFace.objects.select_related("gallery_image").filter(token=token, trial__session=session).first()
+        TrialFace.objects.select_related("gallery_image", "trial")
+        .filter(token=token, trial__session=session)
+        .first()
     )
     now = timezone.now()
     if face is not None:
+        if face.trial.completed or face.trial.released:
+            raise Http404
         TrialFace.objects.filter(pk=face.pk, fetched_at=None).update(fetched_at=now)
         return variants.png_variant_response(
             request, ensure_gallery_crop(face.gallery_image).file, face.token
@@ -375,7 +385,7 @@ def media(request, token: str):
         .filter(media_token=token, session=session)
         .first()
     )
-    if trial is None:
+    if trial is None or trial.completed or trial.released:
         raise Http404
     instruction = ""
     if trial.probe_image_id is not None:

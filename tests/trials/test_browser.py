@@ -162,6 +162,22 @@ def test_rater_session_in_chromium(browser, server, one_request_at_a_time, live_
     ActionChains(driver).send_keys("1").perform()
     WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "feedback").text)
     assert driver.find_elements(By.CSS_SELECTOR, ".choice.correct")  # the right answer is shown
+    # The media of an answered trial are a 404 now, and the feedback needs none: the
+    # video replays from what the browser holds, the faces stay shown.
+    status = driver.execute_async_script(
+        "var done = arguments[0]; fetch(document.getElementById('video').currentSrc, "
+        "{credentials: 'same-origin'}).then(function (r) { done(r.status); });"
+    )
+    assert status == 404
+    driver.find_element(By.ID, "replay").click()
+    WebDriverWait(driver, 10).until(
+        lambda d: d.execute_script(
+            "var v = document.getElementById('video'); return !v.paused && v.currentTime > 0.3 && !v.error;"
+        )
+    )
+    assert driver.execute_script(
+        "return Array.from(document.querySelectorAll('.gallery img')).every(i => i.complete && i.naturalWidth)"
+    )
     driver.find_element(By.ID, "continue").click()
     wait_for_new_page(driver, token)
     first = Response.objects.get(trial__token=token)

@@ -131,3 +131,48 @@ def test_the_report_recomputes_outlier_and_attention_flags(grid_campaign, settin
     careless_rater = Rater.objects.get(participant_code="careless")
     assert careless_rater.flagged and careless_rater.excluded
     assert careless_rater.flag_reason == "failed 2 attention checks"
+
+
+def _files(root) -> dict:
+    """Every file under ``root`` with its size and modification time."""
+    return {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
+def test_media_of_an_answered_or_released_trial_are_a_404_and_never_made_again(
+    grid_campaign, settings, media_root, django_capture_on_commit_callbacks
+):
+    """Hostile pass 2, #5: re-fetching a served video after answering gave 200 every time,
+    re-encoded and stored again (0.5-0.8 s of CPU each)."""
+    settings.TRIALS_PLAUSIBILITY_CHECKS = False
+    client = _start(grid_campaign, "refetcher")
+    kinds = []
+    for _ in range(4):  # 2 practice trials (with feedback), then evaluated trials or checks
+        html = client.get("/session/").content.decode()
+        trial = Trial.objects.get(token=RESPOND.search(html).group(1).split("/")[2])
+        urls = MEDIA.findall(html)
+        video = f"/m/{trial.media_token}"
+        assert video in urls
+        for url in urls:
+            assert client.get(url).status_code == 200, url
+        body = {"choice": CHOICE.findall(html)[0], "response_time_ms": 2000}
+        with django_capture_on_commit_callbacks(execute=True):
+            client.post(RESPOND.search(html).group(1), json.dumps(body), content_type="application/json")
+        before = _files(media_root)
+        assert not default_storage.exists(variants.variant_name(trial.media_token))
+        for url in urls:
+            assert client.get(url).status_code == 404, (trial.kind, url)
+        assert client.get(video, HTTP_RANGE="bytes=0-63").status_code == 404
+        assert _files(media_root) == before  # nothing encoded or stored again
+        kinds.append(trial.kind)
+    assert kinds[:2] == ["practice", "practice"] and set(kinds[2:]) <= {"item", "catch"}
+
+    # A released trial (its claim lapsed and its item went to others) likewise.
+    html = client.get("/session/").content.decode()
+    trial = Trial.objects.get(token=RESPOND.search(html).group(1).split("/")[2])
+    urls = MEDIA.findall(html)
+    assert client.get(f"/m/{trial.media_token}").status_code == 200
+    Trial.objects.filter(pk=trial.pk).update(released=True)
+    variants.remove_served_variants(grid_campaign)
+    before = _files(media_root)
+    assert [client.get(url).status_code for url in urls] == [404] * len(urls)
+    assert _files(media_root) == before
