@@ -17,6 +17,7 @@ Rules (also in docs/submissions.md, with the codes table generated from ``CODES`
 - **Container and frames**: the file must open as a video and every frame must decode:
   ffmpeg must decode the video stream without an error and the decoded frame count must
   reach the count the container header announces (otherwise: truncated or damaged).
+  The file is decoded once: that one ffmpeg pass gives the errors and the frame count.
   Probing is bounded by ``DEID_FFMPEG_TIMEOUT_S`` (``probe_timeout``), the browser copy
   by ``DEID_TRANSCODE_TIMEOUT_S`` (``transcode_timeout``).
 - **Frame count**: exactly the source's decoded frame count (``FRAME_COUNT_TOLERANCE``
@@ -159,8 +160,14 @@ class SourceSpec:
     duration_s: float
 
 
-def _decode_errors(path: Path, timeout_s: float) -> str:
-    """The errors ffmpeg reports while decoding the video stream, one per line ('' if none).
+def _decode(path: Path, timeout_s: float) -> tuple[int, str]:
+    """Decode the first video stream once with ffmpeg: (frames decoded, errors reported).
+
+    Every decoded frame counts (``-fps_mode passthrough``: none dropped or repeated), the
+    count OpenCV's ``grab()`` loop (:meth:`automated.video.VideoInfo.from_video_path`) gives
+    and the evaluation reads frame by frame: equal on every clip of the shared data (GRID
+    MPEG-1, CREMA-D FLV) and on the H.264 and FFV1 files the masking writes. The errors
+    are one per line without ffmpeg's ``[h264 @ 0x55...]`` prefixes ('' if none).
 
     Raises
     ------
@@ -172,12 +179,17 @@ def _decode_errors(path: Path, timeout_s: float) -> str:
             [
                 ffmpeg_executable(),
                 "-nostdin",
+                "-nostats",
                 "-v",
                 "error",
+                "-progress",
+                "pipe:1",
                 "-i",
                 str(path),
                 "-map",
                 "0:v:0",
+                "-fps_mode",
+                "passthrough",
                 "-f",
                 "null",
                 "-",
@@ -190,21 +202,34 @@ def _decode_errors(path: Path, timeout_s: float) -> str:
         raise VideoTimeout(
             f"decoding took longer than {timeout_s:g} s", stage="probe", timeout_s=timeout_s
         ) from None
+    counts = re.findall(r"^frame=(\d+)$", result.stdout, flags=re.MULTILINE)
     # Drop ffmpeg's "[h264 @ 0x55...]" prefixes: the rest is the readable reason.
     lines = [re.sub(r"^(\[[^]]*\]\s*)+", "", line).strip() for line in result.stderr.splitlines()]
     lines = [line for line in lines if line]
-    return (
+    errors = (
         "\n".join(lines)
         if lines
         else ("" if result.returncode == 0 else f"ffmpeg exit code {result.returncode}")
     )
+    return (int(counts[-1]) if counts else 0), errors
 
 
-def _header_frame_count(path: Path, timeout_s: float) -> int:
+def _header(path: Path, timeout_s: float) -> tuple[float, tuple[int, int], int] | None:
+    """(fps, (width, height), frame count the header announces) without decoding; None if
+    OpenCV cannot open the file as a video."""
+    if not path.is_file():
+        return None
     ms = max(1, int(timeout_s * 1000))
     capture = cv2.VideoCapture(str(path), cv2.CAP_ANY, [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, ms])
     try:
-        return int(capture.get(cv2.CAP_PROP_FRAME_COUNT) or 0)
+        if not capture.isOpened():
+            return None
+        size = (int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)), int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT)))
+        return (
+            float(capture.get(cv2.CAP_PROP_FPS) or 0.0),
+            size,
+            int(capture.get(cv2.CAP_PROP_FRAME_COUNT) or 0),
+        )
     finally:
         capture.release()
 
@@ -212,7 +237,11 @@ def _header_frame_count(path: Path, timeout_s: float) -> int:
 def check_masked_video(
     path, source: SourceSpec, *, display_name: str | None = None, timeout_s: float | None = None
 ) -> VideoInfo:
-    """Check one masked video file against its source video.
+    """Check one masked video file against its source video, decoding it once.
+
+    The container header (OpenCV, nothing decoded) gives the frame rate, size and the frame
+    count it announces; one ffmpeg decode of the video stream gives the frames that decode
+    and any decoding error (:func:`_decode`).
 
     Parameters
     ----------
@@ -223,7 +252,7 @@ def check_masked_video(
     display_name : str, optional
         Name used in messages (default: the file name).
     timeout_s : float, optional
-        Seconds each probe (OpenCV count, ffmpeg decode) may take; default
+        Seconds opening the header and the decode may each take; default
         ``settings.DEID_FFMPEG_TIMEOUT_S``.
 
     Returns
@@ -242,38 +271,41 @@ def check_masked_video(
     shown = display_name or path.name
     limit = float(timeout_s if timeout_s is not None else settings.DEID_FFMPEG_TIMEOUT_S)
     try:
-        info = VideoInfo.from_video_path(path, timeout_s=limit)
-        header_frames = _header_frame_count(path, limit)
-        decode_error = _decode_errors(path, limit)
+        header = _header(path, limit)
+        frame_count, decode_error = _decode(path, limit)
     except VideoTimeout as error:
         raise MaskedVideoError(
             "probe_timeout",
             f"{shown}: checking the video took longer than {limit:g} s (DEID_FFMPEG_TIMEOUT_S); "
             "is it much longer or larger than its source video, or damaged?",
         ) from error
-    except VideoError as error:
-        text = str(error)
-        if "no decodable" in text or "frame rate" in text:
-            raise MaskedVideoError(
-                "no_decodable_frames", f"{shown}: the container opens but no video frame decodes ({text})"
-            ) from error
-        try:
-            reason = explain_ffmpeg_error(_decode_errors(path, limit))
-        except VideoTimeout:
-            reason = ""
+    if header is None:
         raise MaskedVideoError(
             "unreadable_container",
             f"{shown}: not a readable video file: "
-            + (reason or "is it really a video? OpenCV/ffmpeg cannot open it"),
-        ) from error
-    if decode_error or header_frames > info.frame_count + FRAME_COUNT_TOLERANCE:
+            + (explain_ffmpeg_error(decode_error) or "is it really a video? OpenCV/ffmpeg cannot open it"),
+        )
+    fps, resolution_wh, header_frames = header
+    if frame_count == 0 or 0 in resolution_wh:
+        raise MaskedVideoError(
+            "no_decodable_frames",
+            f"{shown}: the container opens but no video frame decodes ({path.name}: no decodable video frame)",
+        )
+    if fps <= 0:
+        raise MaskedVideoError(
+            "no_decodable_frames",
+            f"{shown}: the container opens but no video frame decodes "
+            f"({path.name}: frame rate missing from the container)",
+        )
+    if decode_error or header_frames > frame_count + FRAME_COUNT_TOLERANCE:
         detail = explain_ffmpeg_error(decode_error) if decode_error else "the stream ends early"
         raise MaskedVideoError(
             "truncated",
             f"{shown}: the video is truncated or damaged: {detail}; "
-            f"{info.frame_count} frames decode (header announces {header_frames}, "
+            f"{frame_count} frames decode (header announces {header_frames}, "
             f"the source has {source.frame_count})",
         )
+    info = VideoInfo(path, frame_count, fps, resolution_wh, frame_count / fps)
     compare_with_source(info.frame_count, info.resolution_wh, info.fps, info.duration_s, source, shown=shown)
     return info
 

@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from evalsite import validation
 from evalsite.models import MaskedVideo, SubmissionUpload
 from evalsite.validation import (
     CODES,
@@ -61,6 +62,41 @@ def test_ffmpeg_errors_are_explained_in_words_and_no_raw_line_reaches_stderr(mas
 def test_good_file_passes_and_reports_its_properties(masked_files):
     info = check_masked_video(masked_files["good_bbaf2n"], BBAF2N)
     assert (info.frame_count, info.resolution_wh, info.fps) == (75, (360, 288), 25.0)
+
+
+def test_one_decode_gives_opencvs_frame_count_on_every_container_the_demo_meets(
+    data_dir, masked_files, tmp_path, monkeypatch
+):
+    """The frame count comes from the one ffmpeg decode; it must be what OpenCV's grab loop
+    counts (what the evaluation reads): GRID MPEG-1, CREMA-D FLV, H.264 MP4 and FFV1 MKV."""
+    from automated.video import VideoInfo, VideoWriter, iter_frames
+
+    ffv1 = tmp_path / "inverted.mkv"
+    with VideoWriter(ffv1, 25.0, (360, 288), codec="ffv1") as writer:
+        for _, frame in iter_frames(data_dir / "videos/grid_talking_heads/bbaf2n.mpg"):
+            writer.write(255 - frame)
+    files = [
+        data_dir / "videos/grid_talking_heads/bbaf2n.mpg",
+        data_dir / "videos/cremad/1001_DFA_ANG_XX.flv",
+        masked_files["good_bbaf2n"],
+        ffv1,
+    ]
+    expected = [VideoInfo.from_video_path(path) for path in files]
+    assert expected[0].frame_count == 75
+    # Checked against themselves as sources: everything passes, and nothing decodes twice.
+    runs, grabs = [], []
+    real_run, real_probe = validation.subprocess.run, VideoInfo.from_video_path
+    monkeypatch.setattr(validation.subprocess, "run", lambda *a, **k: runs.append(a) or real_run(*a, **k))
+    monkeypatch.setattr(VideoInfo, "from_video_path", lambda *a, **k: grabs.append(a) or real_probe(*a, **k))
+    for path, info in zip(files, expected, strict=True):
+        spec = SourceSpec(path.stem, info.frame_count, info.resolution_wh, info.fps, info.duration_s)
+        checked = check_masked_video(path, spec)
+        assert (checked.frame_count, checked.fps, checked.resolution_wh) == (
+            info.frame_count,
+            info.fps,
+            info.resolution_wh,
+        )
+    assert (len(runs), grabs) == (len(files), [])  # one ffmpeg decode per file, no OpenCV count
 
 
 def _rows(report):
