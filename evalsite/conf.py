@@ -241,8 +241,8 @@ SETTINGS: tuple[Setting, ...] = (
     S("TRIALS_TRUSTED_PROXIES", "integer", 0, "proxies in front of the site whose `X-Forwarded-For` entries "
       "are trusted to name the rater's address (`0`: the TCP peer is the rater; behind one nginx: `1`)",
       "Human evaluation (trials)", "TRIALS_TRUSTED_PROXIES", minimum=0),
-    S("TRIALS_OUTLIER_ALPHA", "json", 0.01, "family-wise error rate (Holm) of the per-rater test of masked "
-      "identity accuracy against the crowd's; raters below it are flagged", "Human evaluation (trials)",
+    S("TRIALS_OUTLIER_ALPHA", "json", 0.01, "family-wise error rate (Holm) of the per-rater test of accuracy "
+      "(evaluated trials and attention checks) against the crowd's; raters below it are flagged", "Human evaluation (trials)",
       "TRIALS_OUTLIER_ALPHA"),
     S("TRIALS_ADDRESS_HASH_KEY", "string", "", "key of the HMAC that stores raters' network addresses "
       "(addresses themselves are never stored)", "Human evaluation (trials)", "TRIALS_ADDRESS_HASH_KEY",

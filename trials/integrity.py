@@ -25,11 +25,19 @@ What a Sybil ring is up against:
   ``participantId``, names in any case) joins with one participant code only; the ID is
   compared after NFKC, trimming and case folding, and a link repeating a parameter with
   different values is refused.
-- **Answers.** :func:`accuracy_tests`: each rater's masked identity accuracy against the
-  accuracy of the *other* (unflagged) raters on the same items, an exact two-sided
-  Poisson-binomial test, Holm-corrected over raters; outliers are flagged. A ring that
-  carries identities from clear to masked videos by clothes or background scores far
-  above the crowd on masked trials; one that answers wrongly on purpose, far below.
+- **Answers.** :func:`accuracy_tests`: each rater's accuracy against the accuracy of the
+  *other* (unflagged) raters on the same items, an exact two-sided Poisson-binomial
+  test, Holm-corrected over raters; outliers are flagged. The test pools every answered
+  evaluated trial of the rater (identity and action, clear and masked) and its attention
+  checks (against the crowd's pass rate): rotation per person leaves a session at most
+  one identity trial per lineup block (one in all on GRID), so a test of masked identity
+  trials alone never had the 5 trials it needs. A ring that carries identities from
+  clear to masked videos, or a perfect recognizer, scores above the crowd wherever the
+  crowd errs; one that answers wrongly on purpose, below. Its power is what the
+  rater's trials carry: a perfect score is flagged only when the crowd's accuracies on
+  those trials multiply to less than about ``alpha / (2 x raters tested)``; few trials
+  on which the crowd is good (GRID: one identity trial and 9 action trials a session)
+  do not get there (``tests/trials/test_rater_outliers.py`` gives the figures).
 
 Every flag also excludes the rater from scoring (``Rater.excluded``: the report's figures
 leave them out, its ``with_flagged`` figures count them; their items reopen for others);
@@ -48,7 +56,7 @@ import numpy as np
 from django.conf import settings
 from django.db.models import Q
 
-from .models import FlagKind, Rater, RaterFlag, RatingSession, Response, Task, TrialKind
+from .models import FlagKind, Rater, RaterFlag, RatingSession, Response, TrialKind
 
 # --- network addresses ---------------------------------------------------------------
 
@@ -316,7 +324,7 @@ def holm(pvalues) -> np.ndarray:
 
 @dataclass(frozen=True)
 class RaterTest:
-    """One rater's masked identity accuracy against the crowd's on the same items."""
+    """One rater's accuracy against the crowd's on the same items."""
 
     rater_id: int
     n_trials: int
@@ -324,17 +332,20 @@ class RaterTest:
     expected: float  # sum over the rater's trials of the others' (smoothed) accuracy on that item
     p_value: float
     p_adjusted: float  # Holm over the raters tested
+    what: str = "masked identity accuracy"  # the trials tested, for the reason
 
     @property
     def reason(self) -> str:
         return (
-            f"masked identity accuracy {self.n_correct}/{self.n_trials}, "
+            f"{self.what} {self.n_correct}/{self.n_trials}, "
             f"{self.expected:.1f} expected from the other raters on the same items "
             f"(exact test p = {self.p_value:.2g}, Holm-adjusted {self.p_adjusted:.2g})"
         )
 
 
-def rater_tests(rows, *, baseline_raters=None, min_trials: int = 5) -> list[RaterTest]:
+def rater_tests(
+    rows, *, baseline_raters=None, min_trials: int = 5, what: str = "masked identity accuracy"
+) -> list[RaterTest]:
     """The per-rater test over answered trials (pure: rows in, tests out).
 
     For each trial of rater r on item i, the others' accuracy on i is
@@ -351,6 +362,8 @@ def rater_tests(rows, *, baseline_raters=None, min_trials: int = 5) -> list[Rate
         Raters whose answers make the crowd's accuracy (default: every rater).
     min_trials : int
         Raters with fewer comparable trials are not tested.
+    what : str
+        What the rows are, for :attr:`RaterTest.reason`.
 
     Returns
     -------
@@ -384,6 +397,7 @@ def rater_tests(rows, *, baseline_raters=None, min_trials: int = 5) -> list[Rate
             expected=float(sum(p for p, _ in per_rater[r])),
             p_value=pv,
             p_adjusted=float(adj),
+            what=what,
         )
         for r, pv, adj in zip(tested, pvalues, adjusted)
     ]
@@ -401,25 +415,34 @@ def _suspect_ids(campaign, *, kinds) -> set[int]:
     )
 
 
-def accuracy_tests(campaign) -> list[RaterTest]:
-    """:func:`rater_tests` over the campaign's answered masked identity trials.
+#: The item key of every attention check in :func:`accuracy_tests` (item keys are > 0):
+#: the crowd's accuracy on it is its pass rate of checks.
+CHECKS_ITEM = -1
 
-    The crowd's accuracy comes from raters neither flagged (attention checks,
-    plausibility, a shared browser or address) nor excluded; items of a replaced file are
-    left out.
+
+def accuracy_tests(campaign) -> list[RaterTest]:
+    """:func:`rater_tests` over every answered evaluated trial of the campaign and its
+    attention checks.
+
+    Each evaluated trial is compared with the other raters' accuracy on its item
+    (identity or action, clear or masked); every attention check with the other raters'
+    pass rate of checks (:data:`CHECKS_ITEM`). The crowd's accuracy comes from raters
+    neither flagged (attention checks, plausibility, a shared browser, address or
+    network) nor excluded; items of a replaced file are left out.
     """
-    rows = Response.objects.filter(
-        trial__session__campaign=campaign,
-        trial__kind=TrialKind.ITEM,
-        trial__task=Task.IDENTITY,
-        trial__item__masked_video__isnull=False,
-        trial__item__superseded_at__isnull=True,
-    ).values_list("trial__session__rater_id", "trial__item_id", "correct")
+    answers = Response.objects.filter(trial__session__campaign=campaign)
+    items = answers.filter(trial__kind=TrialKind.ITEM, trial__item__superseded_at__isnull=True).values_list(
+        "trial__session__rater_id", "trial__item_id", "correct"
+    )
+    checks = answers.filter(trial__kind=TrialKind.CATCH).values_list("trial__session__rater_id", "correct")
+    rows = [*items, *((rater, CHECKS_ITEM, correct) for rater, correct in checks)]
     suspects = _suspect_ids(
         campaign, kinds=[FlagKind.SHARED_BROWSER, FlagKind.SHARED_ADDRESS, FlagKind.SHARED_NETWORK]
     )
     everyone = set(Rater.objects.filter(campaign=campaign).values_list("pk", flat=True))
-    return rater_tests(rows, baseline_raters=everyone - suspects)
+    return rater_tests(
+        rows, baseline_raters=everyone - suspects, what="accuracy on evaluated trials and attention checks"
+    )
 
 
 def refresh_outlier_flags(campaign, *, alpha: float | None = None) -> list[RaterTest]:

@@ -130,7 +130,7 @@ class FlagKind(models.TextChoices):
     SHARED_BROWSER = "shared_browser", "shares a browser with other codes"
     SHARED_ADDRESS = "shared_address", "shares a network address with other codes"
     SHARED_NETWORK = "shared_network", "shares an IPv6 /48 network with other codes"
-    ACCURACY_OUTLIER = "accuracy_outlier", "masked-trial accuracy far from the crowd's"
+    ACCURACY_OUTLIER = "accuracy_outlier", "accuracy far from the crowd's"
 
 
 class RaterFlag(models.Model):

@@ -119,7 +119,7 @@ def test_the_report_recomputes_outlier_and_attention_flags(grid_campaign, settin
     ring_rater = Rater.objects.get(participant_code="ring")
     assert RaterFlag.objects.filter(rater=ring_rater, kind=FlagKind.ACCURACY_OUTLIER).exists()
     flag = RaterFlag.objects.get(rater=ring_rater).reason
-    assert flag.startswith("masked identity accuracy 6/6")
+    assert flag.startswith("accuracy on evaluated trials and attention checks 6/6")
     assert set(Rater.objects.filter(excluded=True).values_list("participant_code", flat=True)) == {"ring"}
     # The headline leaves the ring member out: 16 honest raters x 6 masked answers.
     assert human["n_excluded_raters"] == 1
