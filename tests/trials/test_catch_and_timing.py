@@ -265,7 +265,9 @@ def test_reported_watch_time_is_capped_by_server_time_and_passes_no_check(grid_c
     """The page's watch time (``t/<token>/state/``, the answer body) is the client's word."""
     import json
 
-    settings.TRIALS_MIN_VIEW_MS = 1000
+    # A floor of 30 s: fetching the media on a loaded machine can take longer than the
+    # clip's 80 % (2.4 s), which would make the quick answer below plausible.
+    settings.TRIALS_MIN_VIEW_MS = 30_000
     settings.TRIALS_MIN_WATCH_PERCENT = 80
     client = _start(grid_campaign, "liar")
     html = client.get("/session/").content.decode()
@@ -287,8 +289,8 @@ def test_reported_watch_time_is_capped_by_server_time_and_passes_no_check(grid_c
     time.sleep(0.2)
     client.post(state_url, json.dumps({"replays": 0, "watch_time_ms": 60_000}), "application/json")
     trial.refresh_from_db()
-    assert 200 <= trial.watch_time_ms < 5_000  # the server-side time since the video's first request
-    # Claiming a minute of watching does not make an answer 0.3 s after the fetch plausible.
+    assert 200 <= trial.watch_time_ms < 30_000  # the server-side time since the video's first request
+    # Claiming a minute of watching does not make an answer seconds after the fetch plausible.
     body = {"choice": "0" if trial.task == "identity" else trial.session.campaign.action_vocabulary[0]}
     body |= {"response_time_ms": 60_000, "replays": 3, "watch_time_ms": 60_000}
     reply = client.post(RESPOND.search(html).group(1), json.dumps(body), content_type="application/json")
