@@ -29,15 +29,17 @@ from __future__ import annotations
 import functools
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
-import torch
 
 from ..dlib_torch import torch_threads
-from .keras_model import KerasGraph, KerasModelError
 from ..face_boxes import check_frame
 from ..models_dir import default_models_dir
+
+if TYPE_CHECKING:
+    import torch
 
 EXPRESSION_LABELS = ("angry", "disgust", "fear", "happy", "sad", "surprise", "neutral")
 GENDER_LABELS = ("woman", "man")
@@ -95,6 +97,8 @@ def face_crop(
 
 def preprocess(crops: np.ndarray) -> torch.Tensor:
     """uint8 crops (n, h, w) -> float32 tensor (n, 1, h, w) in [-1, 1]: ``(x / 255 - 0.5) * 2``."""
+    import torch  # on use: every web and worker process imports this module, few run the models
+
     crops = np.asarray(crops)
     if crops.ndim != 3 or crops.dtype != np.uint8:
         raise ValueError(f"crops must be uint8 of shape (n, height, width), got {crops.dtype} {crops.shape}")
@@ -143,6 +147,8 @@ class FaceClassifier:
                 f"classifier weights not found: {self.path} (set DEID_MODELS_DIR to the folder holding "
                 f"face_classification/, see its SOURCE.md)"
             )
+        from .keras_model import KerasGraph, KerasModelError  # torch, on use (see preprocess)
+
         self.network = KerasGraph(self.path)
         self.labels = tuple(labels)
         if self.network.n_outputs != len(self.labels):

@@ -638,7 +638,8 @@ def run_until_full(
     media_pages: int = 0,
 ) -> tuple[list[RaterLog], float]:
     """A first wave of raters (some abandoning), then waves without abandoning until every
-    item is at its target (abandoned claims lapse after ``claim_timeout_s``).
+    item is at its target (abandoned claims lapse after ``claim_timeout_s``). Only the first
+    wave fetches media (``media_pages``): each fetch encodes a per-trial copy.
 
     Returns
     -------
@@ -669,7 +670,7 @@ def run_until_full(
             abandon_share=0.0,
             seed=seed + wave + 1,
             prefix=f"wave{wave}-",
-            media_pages=media_pages,
+            media_pages=0,  # the first wave fetched media at full concurrency; these only fill items
         )
     return logs, time.perf_counter() - started
 
