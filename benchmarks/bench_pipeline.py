@@ -36,8 +36,8 @@ masked side's half of detect, embed and behaviour); ``x_floor`` = stage CPU /
 floor CPU (target: at most 2, and the whole pipeline's CPU per video second at most 3x
 the sum of the floors).
 
-Times: ``cpu_s`` is process CPU time (all threads) plus the CPU time of finished child
-processes (ffmpeg), so other load on the machine does not inflate it; ``wall_s`` beside
+Times: ``cpu_s`` is process CPU time (all threads) plus the CPU time of child
+processes (ffmpeg, finished; the embedded executor's pool workers, ``DEID_WORKERS``, live), so other load on the machine does not inflate it; ``wall_s`` beside
 it; ``cores`` = cpu / wall. ``per_clip`` and ``per_video_s`` divide the CPU seconds by
 the number of clear videos and by their total duration. ``load_1min`` is the load
 average when the stage started (this machine is shared: read wall times with it).
@@ -68,9 +68,34 @@ DETECTOR = "mediapipe"
 QUICK_VIDEOS = ("bbaf2n.mpg", "brif5s.mpg", "lgwazp.mpg", "id2_vcd_swwp2s.mpg", "pwij3p.mpg", "brbk7n.mpg")
 
 
+def _live_descendants_cpu_s() -> float:
+    """CPU seconds of this process's live descendants (the embedded executor's pool workers,
+    their ffmpeg children), with their own finished children: ``/proc/<pid>/stat``."""
+    parents, times = {}, {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(stat.parent.name)
+        parents[pid] = int(fields[1])  # field 4, ppid
+        times[pid] = sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
+    wanted, found = {os.getpid()}, 0
+    grew = True
+    while grew:
+        grew = False
+        for pid, parent in parents.items():
+            if parent in wanted and pid not in wanted:
+                wanted.add(pid)
+                found += times[pid]
+                grew = True
+    return found / os.sysconf("SC_CLK_TCK")
+
+
 def _child_cpu_s() -> float:
+    """Finished children (ffmpeg) and live ones (pool workers): a pool's work counts in its stage."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    return usage.ru_utime + usage.ru_stime + _live_descendants_cpu_s()
 
 
 class Meter:

@@ -193,6 +193,9 @@ SETTINGS: tuple[Setting, ...] = (
     S("DEID_DESCRIPTION_PDF_MAX_BYTES", "integer", 10 * 1024**2, "bytes a run's system description PDF "
       "may have (`pdf_too_large`)", "Uploads and video checks", "DEID_DESCRIPTION_PDF_MAX_BYTES", minimum=1),
     # --- Automated evaluation ---------------------------------------------------------
+    S("DEID_WORKERS", "integer", None, "processes that execute an automated run's videos and attack folds "
+      "without a broker (the embedded default; models load once per process); `1`: in the calling process",
+      "Automated evaluation", "DEID_WORKERS", minimum=1, default_doc="the machine's cores"),
     S("DEID_TORCH_THREADS", "integer", None, "threads of the PyTorch face models (`dlib_resnet`, `mmod`) in "
       "automated runs", "Automated evaluation", "TORCH_NUM_THREADS", minimum=1,
       default_doc="PyTorch's default (one per core)"),

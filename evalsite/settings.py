@@ -181,6 +181,8 @@ DEID_UPLOAD_MAX_COMPRESSION_RATIO = value("DEID_UPLOAD_MAX_COMPRESSION_RATIO")
 DEID_DESCRIPTION_PDF_MAX_BYTES = value("DEID_DESCRIPTION_PDF_MAX_BYTES")
 # PyTorch threads of the face models in automated runs (unset: PyTorch's default, one per core).
 TORCH_NUM_THREADS = value("DEID_TORCH_THREADS")
+# Processes of the embedded executor's pool (None: the machine's cores; automated/django_app/embedded.py).
+DEID_WORKERS = value("DEID_WORKERS")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "/admin/login/"

@@ -58,7 +58,7 @@ from automated.detection import DETECTOR_NAMES, make_face_detector
 from automated.recognition import DEFAULT_EMBEDDER
 from automated.serialize import jsonable
 
-from . import attack_privacy, lifecycle
+from . import attack_privacy, embedded, lifecycle
 from .attack_models import AttackExtraction, AttackFold, AttackResult, AttackRun, AttackVideoResult
 from .services import check_complete
 
@@ -223,7 +223,7 @@ def create_attack_run(submission: Submission, **options) -> AttackRun:
 
 
 def run_attack(submission: Submission, **options) -> AttackRun:
-    """Create an attack run of ``submission`` and execute it in this process.
+    """Create an attack run of ``submission`` and execute it (``embedded.execute_run``: this process's pool).
 
     The units are those Celery workers run (``lifecycle``, ``ATTACK_RUN``): face crops
     per masked video, one unit per cross-video fold, then the summary; to share a run
@@ -251,7 +251,7 @@ def run_attack(submission: Submission, **options) -> AttackRun:
         than two identities: no run is created. A failure during the run is stored on the
         run (``status`` failed, ``error``) and re-raised.
     """
-    return lifecycle.execute_inline(ATTACK_RUN, create_attack_run(submission, **options))
+    return embedded.execute_run(ATTACK_RUN, create_attack_run(submission, **options))
 
 
 def _identity_metadata(masked_videos) -> pd.DataFrame:

@@ -47,6 +47,7 @@ queueing: ``dispatch.py``. This module imports neither.
 
 from __future__ import annotations
 
+import importlib
 import logging
 from dataclasses import dataclass
 
@@ -123,6 +124,17 @@ class RunKind:
     def write_final(self, run, result) -> None:
         """Store the final step's rows (inside the completing transaction)."""
         raise NotImplementedError
+
+    def __reduce__(self):
+        """Pickled as a reference to its module's instance: a pool worker (``embedded``) uses
+        that module-level object, with whatever was set on it, not a copy."""
+        return (_module_instance, (type(self).__module__, type(self).__qualname__))
+
+
+def _module_instance(module: str, qualname: str) -> RunKind:
+    """The instance of class ``qualname`` among module ``module``'s globals (unpickling a ``RunKind``)."""
+    namespace = vars(importlib.import_module(module))
+    return next(value for value in namespace.values() if type(value).__qualname__ == qualname)
 
 
 def claim(model: type[RunBase], run_id: int) -> bool:

@@ -17,6 +17,13 @@ import os
 import socket
 from pathlib import Path
 
+from django.dispatch import Signal
+
+#: Sent in each worker process of the embedded executor's pool (``embedded``) once Django is
+#: set up, before its first unit (test hooks: tests/ops/poison.py). Here, not in ``embedded``,
+#: so that settings can connect to it before the apps are loaded.
+worker_ready = Signal()
+
 _PROC = Path("/proc")
 _UNKNOWN = "-"
 

@@ -28,7 +28,7 @@ from automated.behaviour import BehaviourExtractor, BehaviourPass
 from automated.behaviour.leakage import attribute_samples
 from automated.detection import detector_key, make_face_detector
 from automated.face_eval import METRIC_FIELDS, VideoEvaluation, embed_gallery_image, evaluate_video, summarize
-from . import lifecycle
+from . import embedded, lifecycle
 from .face_models import AutomatedRun, VideoScore
 from automated.dlib_torch import torch_threads
 from automated.recognition import DEFAULT_EMBEDDER, MATCH_THRESHOLD, embedder_spec, make_face_embedder
@@ -91,8 +91,8 @@ def create_baseline_submission(
         If ``method`` is unknown, or the team already has a submission of that name that
         is not this baseline.
     automated.anonymizers.NoFaceInVideoError
-        If a face-region method finds no face in a source video (videos masked before it
-        are kept).
+        If a face-region method finds no face in a source video (the other videos are
+        masked and kept; the first such error is raised).
     """
     if method not in BASELINE_METHODS:
         raise ValueError(f"unknown baseline method {method!r}; choose one of {', '.join(BASELINE_METHODS)}")
@@ -109,13 +109,27 @@ def create_baseline_submission(
             f"that is not the {method!r} baseline"
         )
     key = os.urandom(32) if key is None else key
-    for source in submission.missing_source_videos().order_by("name"):
-        with tempfile.TemporaryDirectory() as tmp, local_path(source.file) as source_path:
-            masked_path = Path(tmp) / "masked.mkv"
-            info = anonymize_video(source_path, masked_path, method, key=key)
-            _store_masked_video(submission, source, masked_path, info, web_copies=web_copies)
-        logger.info("baseline %s: masked %s", method, source.name)
+    sources = list(submission.missing_source_videos().order_by("name"))
+    # Every video masked at once by the embedded executor's pool (one per core), stored here.
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        work = [
+            (stack.enter_context(local_path(source.file)), Path(tmp) / f"masked{i}.mkv", method, key)
+            for i, source in enumerate(sources)
+        ]
+        outcomes = embedded.map_in_pool(_mask_video, work)
+        for source, (_, masked_path, _, _), outcome in zip(sources, work, outcomes, strict=True):
+            if not isinstance(outcome, Exception):
+                _store_masked_video(submission, source, masked_path, outcome, web_copies=web_copies)
+                logger.info("baseline %s: masked %s", method, source.name)
+    failed = next((outcome for outcome in outcomes if isinstance(outcome, Exception)), None)
+    if failed is not None:
+        raise failed
     return submission
+
+
+def _mask_video(source_path: Path, masked_path: Path, method: str, key: bytes) -> VideoInfo:
+    """``anonymize_video`` with the submission's key (a pool worker's unit)."""
+    return anonymize_video(source_path, masked_path, method, key=key)
 
 
 def _store_masked_video(
@@ -302,7 +316,7 @@ def run_face_evaluation(
     allow_incomplete: bool = False,
     behaviour: bool = True,
 ) -> AutomatedRun:
-    """Create and execute, in this process, an automated face evaluation run of ``submission``.
+    """Create and execute an automated face evaluation run of ``submission`` (``embedded.execute_run``: its pool).
 
     Every masked video but those of attacker training material (``SourceVideo.attacker_train``:
     the attack trains on them, they are never scored) is scored against its source video
@@ -352,7 +366,7 @@ def run_face_evaluation(
         allow_incomplete=allow_incomplete,
         behaviour=behaviour,
     )
-    return lifecycle.execute_inline(FACE_RUN, run)
+    return embedded.execute_run(FACE_RUN, run)
 
 
 def _cached_gallery(campaign: Campaign, *, embedder, detector) -> tuple[np.ndarray, np.ndarray]:

@@ -66,6 +66,9 @@ def test_runs_started_from_the_web_are_resumed_after_the_server_is_killed(tmp_pa
             "DEID_VAR_DIR": str(tmp_path / "var"),
             "DEID_DATA_DIR": str(settings.DATA_DIR),
             "CELERY_BROKER_URL": "",  # the embedded default
+            # One unit at a time, so exactly one video is interrupted by the kill (a pool
+            # worker killed mid-video: tests/ops/test_embedded_pool.py).
+            "DEID_WORKERS": "1",
             "DEID_RESUME_RUNS_ON_START": "1",
             "OMP_NUM_THREADS": "1",
             "DEID_TORCH_THREADS": "1",
