@@ -128,8 +128,9 @@ def test_100_raters_over_http_on_gunicorn_and_postgresql(tmp_path, grid_cache):
     assert summary["double_clicks"] > 0 and summary["duplicates_sent"] > 0  # resent answers stored once
     assert summary["raters"] >= 100 and summary["raters"] > summary["raters_finished"]  # some abandoned
     # Media: every fetch was a PNG or MP4 (checked by the simulation); the crops raced for
-    # by the first requests exist once per gallery image, with no file left over.
+    # by the first requests exist once per gallery image shown (the 6 men: the 4 women are
+    # a group too thin for lineups, evaluated or attention checks), with no file left over.
     assert summary["media_fetched"] > 100 and summary["media_not_prepared"] == 0
-    assert len(facts["crops"]) == facts["gallery_images"] == 10
+    assert facts["gallery_images"] == 10 and len(facts["crops"]) == 6
     crop_files = sorted(p.name for p in (tmp_path / "var/media/crops").iterdir())
     assert crop_files == sorted(Path(name).name for name in facts["crops"] + facts["catch_videos"])
