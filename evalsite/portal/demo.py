@@ -5,7 +5,10 @@ idempotent, so re-running neither duplicates nor crashes:
 
 1. build the dataset folder ``<VAR_DIR>/demo_data`` from the real clips
    (``evalsite.demo_data``) and import it, unless the demo campaign already exists; give
-   it a development and a test phase (:func:`ensure_phases`);
+   it a development and a test phase (:func:`ensure_phases`) and the built-in practice
+   people (12 of the London face set, :func:`trials.practice.add_practice_faces`, as
+   ``manage.py add_practice_faces`` does; nothing when it has practice identities or the
+   set is absent), so practice trials show them with feedback and never an evaluated person;
 2. for every baseline method (``automated.anonymizers.BASELINE_METHODS``) create the
    baseline submission (only missing masked videos are made). No browser copy is made
    here, of the clear or the masked videos: nothing but raters watch them, and opening
@@ -56,6 +59,8 @@ from evalsite.reports import report_basename
 from evalsite.organizer_accounts import add_organizer
 from evalsite.services import write_report, write_summary
 from evalsite.team_accounts import add_team_member
+
+from trials.practice import add_practice_faces
 
 from .demo_london import london_privacy_fairness
 
@@ -252,6 +257,9 @@ def run_demo(
     if not (data_dir / "videos").is_dir():
         raise ValueError(f"real data not found at {data_dir}: put it at ../shared/data or set DEID_DATA_DIR")
     campaign = ensure_demo_campaign(data_dir, var_dir / "demo_data", log)
+    added = add_practice_faces(campaign)
+    if added:
+        log(f"{added} practice people (London face set) added for the practice trials")
     username, password = ensure_organizer(campaign)
     for phase in ensure_phases(campaign):
         closes = f", closes {phase.closes_at:%Y-%m-%d %H:%M %Z}" if phase.closes_at else ""

@@ -125,9 +125,18 @@ def test_demo_runs_on_the_real_clips_and_is_idempotent(media_root, data_dir, tmp
     first = run_demo(data_dir=data_dir, var_dir=tmp_path, stride=25, methods=["identity"], log=lines.append)
     assert not first.failures
     campaign = Campaign.objects.get()
-    assert campaign.source_videos.count() == 24 and campaign.identities.count() == 11
+    evaluated = campaign.source_videos.filter(practice=False)
+    assert evaluated.count() == 24 and campaign.identities.filter(practice=False).count() == 11
+    # The London practice people (issue 22): 12 practice identities with a face and a clip
+    # each (already a browser copy), outside the evaluated subset, never masked.
+    practice = campaign.source_videos.filter(practice=True)
+    assert campaign.identities.filter(practice=True).count() == 12 == practice.count()
+    assert (
+        not practice.filter(in_evaluated_subset=True).exists() and not practice.filter(web_file="").exists()
+    )
+    assert "12 practice people (London face set) added for the practice trials" in lines
     # No browser copy on the evaluation's path: rating is not open (opening it makes them).
-    assert not campaign.source_videos.exclude(web_file="").exists()
+    assert not evaluated.exclude(web_file="").exists()
     assert not MaskedVideo.objects.exclude(web_file="").exists()
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == sorted(
         [p.name for p in first.report_paths] + ["summary.csv", "dictionary.csv"]
@@ -151,6 +160,7 @@ def test_demo_runs_on_the_real_clips_and_is_idempotent(media_root, data_dir, tmp
     assert Campaign.objects.count() == 1 and Submission.objects.count() == 1
     assert AutomatedRun.objects.count() == 1 and MaskedVideo.objects.count() == 24
     assert AttackRun.objects.count() == 1
+    assert campaign.identities.filter(practice=True).count() == 12  # added once
     assert "already imported" in lines[0] and "already evaluated" in lines[-1]
     assert [line.split(":")[0] for line in lines[1:-1]] == ["phase development", "phase test"]
     assert second.password != first.password
