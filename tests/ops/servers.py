@@ -17,6 +17,7 @@ Environment:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import signal
 import socket
@@ -68,6 +69,44 @@ def postgres_available() -> str | None:
     return None
 
 
+def _migrations_digest() -> str:
+    """A digest of every migration file: a template made from other migrations is stale."""
+    digest = hashlib.sha256()
+    for path in sorted(ROOT.glob("*/migrations/*.py")):
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _migrated_template() -> str:
+    """The name of a PostgreSQL database migrated once for all tests of these migrations.
+
+    ``CREATE DATABASE ... TEMPLATE`` copies it in about a second instead of running every
+    migration again (17 s wall, 8 CPU s on the 2-core machine). Made under an advisory lock,
+    so parallel test workers make it once. Templates of other migrations stay (other
+    checkouts may use them): ``DROP DATABASE`` them by hand when unwanted.
+    """
+    import psycopg
+
+    name = f"deid_template_{_migrations_digest()}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(774201)")
+        try:
+            if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+                building = f"{name}_building"
+                conn.execute(f'DROP DATABASE IF EXISTS "{building}"')  # a killed run's half
+                conn.execute(f'CREATE DATABASE "{building}"')
+                manage(
+                    "migrate",
+                    "--noinput",
+                    env={"DATABASE_URL": _with_db(POSTGRES_URL, building)},
+                    timeout=600,
+                )
+                conn.execute(f'ALTER DATABASE "{building}" RENAME TO "{name}"')
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(774201)")
+    return name
+
+
 @contextlib.contextmanager
 def postgres_database(migrate: bool = True):
     """A fresh, migrated PostgreSQL database for one test; yields its ``DATABASE_URL``.
@@ -80,12 +119,11 @@ def postgres_database(migrate: bool = True):
     import psycopg
 
     name = f"deid_test_{uuid.uuid4().hex[:10]}"
+    template = f' TEMPLATE "{_migrated_template()}"' if migrate else ""
     with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"{template}')
     url = _with_db(POSTGRES_URL, name)
     try:
-        if migrate:
-            manage("migrate", "--noinput", env={"DATABASE_URL": url}, timeout=600)
         yield url
     finally:
         with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
