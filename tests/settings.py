@@ -27,6 +27,11 @@ if _XDIST_WORKER and not os.environ.get("DEID_TEST_WORKER_VAR_DIR"):
     # One OpenMP/BLAS thread per worker (PyTorch, OpenBLAS): two workers with two threads
     # each on two cores would spin against each other. Set before numpy/torch load.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    # Runs without a broker execute in-process, not in a pool of one process per core
+    # (automated.django_app.embedded): the other xdist worker already has the other core,
+    # and every pool process would import the models again. tests/ops/test_embedded_pool.py
+    # sets its own.
+    os.environ.setdefault("DEID_WORKERS", "1")
 
 from evalsite.settings import *  # noqa: E402,F403
 
