@@ -18,6 +18,7 @@ from django.db.models import Count, Q
 
 from evalsite import dictionary, reports
 from evalsite.dictionary import Column
+from evalsite.report_cache import cached
 
 from . import scoring
 from .models import Response, TrialKind
@@ -43,6 +44,18 @@ def _responses(submission):
     ).filter(Q(trial__item__masked_video__isnull=True) | Q(trial__item__masked_video__submission=submission))
 
 
+def current_flags(submission):
+    """The campaign's flags as of now (:func:`trials.integrity.current_flags`: computed from
+    every answer so far, nothing written), once per campaign inside a request
+    (``evalsite.report_cache``). Reading a report never writes; the flags are stored where
+    they are acted on (the organizer page, the closing of rating)."""
+    from . import integrity
+
+    return cached(
+        submission.campaign_id, ("human_flags",), lambda: integrity.current_flags(submission.campaign)
+    )
+
+
 def superseded_counts(submission) -> pd.DataFrame:
     """Responses of usable raters kept on replaced files, per source video, task and condition.
 
@@ -55,7 +68,7 @@ def superseded_counts(submission) -> pd.DataFrame:
     rows = (
         _responses(submission)
         .exclude(COUNTED)
-        .exclude(trial__session__rater__excluded=True)
+        .exclude(trial__session__rater_id__in=current_flags(submission).excluded)
         .values_list("trial__item__source_video__name", "trial__item__task", "trial__item__masked_video_id")
     )
     frame = pd.DataFrame(
@@ -79,8 +92,9 @@ def responses_frame(submission, *, include_excluded: bool = False) -> pd.DataFra
     ----------
     submission : evalsite.models.Submission
     include_excluded : bool, default=False
-        Also keep responses of raters marked ``excluded`` (e.g. flagged by a failed
-        attention check), for a sensitivity analysis.
+        Also keep responses of excluded raters (flagged, e.g. by a failed attention check,
+        or excluded by the organizer; as of now: :func:`current_flags`), for a
+        sensitivity analysis.
 
     Returns
     -------
@@ -90,7 +104,7 @@ def responses_frame(submission, *, include_excluded: bool = False) -> pd.DataFra
     """
     rows = _responses(submission).filter(COUNTED)
     if not include_excluded:
-        rows = rows.exclude(trial__session__rater__excluded=True)
+        rows = rows.exclude(trial__session__rater_id__in=current_flags(submission).excluded)
     values = (
         rows.order_by()
         .annotate(n_faces=Count("trial__faces"))
@@ -142,9 +156,8 @@ def chance_levels(campaign) -> dict:
 def video_columns(submission) -> pd.DataFrame:
     """Per-video human columns for ``evalsite.reports`` (index: source-video name; every
     video of the campaign), with the chance levels ``human_id_chance_level`` and
-    ``human_action_chance_level`` (also for videos not rated yet). Flags are recomputed
-    first (:func:`trials.integrity.refresh_flags`)."""
-    _refresh_flags(submission)
+    ``human_action_chance_level`` (also for videos not rated yet). Flags as of now
+    (:func:`current_flags`)."""
     frame = responses_frame(submission)
     videos = pd.Index(
         submission.campaign.source_videos.order_by("name").values_list("name", flat=True), name="video"
@@ -167,25 +180,14 @@ def video_columns(submission) -> pd.DataFrame:
     return out
 
 
-def _refresh_flags(submission) -> None:
-    """Recompute the campaign's flags before a report reads them: the report never depends
-    on whether the organizer page was opened since the last answers."""
-    from .integrity import refresh_flags
-
-    refresh_flags(submission.campaign)
-
-
 def flag_variants(submission, usable: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The responses behind the ``with_flagged`` and ``without_flagged`` figures.
 
     ``with_flagged``: every rater's responses, excluded raters' too; ``without_flagged``:
-    the usable responses (``usable``) minus those of raters in
-    :func:`trials.integrity.flagged_rater_ids` (as stored: the report's providers
-    recompute the flags first, :func:`_refresh_flags`).
+    the usable responses (``usable``) minus those of flagged raters
+    (:func:`trials.integrity.flagged_rater_ids`, as of now: :func:`current_flags`).
     """
-    from .integrity import flagged_rater_ids
-
-    flagged = flagged_rater_ids(submission.campaign, refresh=False)
+    flagged = current_flags(submission).flagged
     return {
         "with_flagged": responses_frame(submission, include_excluded=True),
         "without_flagged": usable[~usable["rater"].isin(flagged)],
@@ -206,8 +208,7 @@ def summary(submission) -> dict:
     chance levels (:func:`chance_levels`), ``raters_per_video`` (the campaign's target)
     and ``status``: "not rated" (no usable response to this submission's masked videos;
     clear-video responses are shared by the campaign), "rating open", "rating closed".
-    Flags are recomputed first (:func:`trials.integrity.refresh_flags`)."""
-    _refresh_flags(submission)
+    Flags as of now (:func:`current_flags`)."""
     usable = responses_frame(submission)
     every = responses_frame(submission, include_excluded=True)
     campaign = submission.campaign

@@ -216,15 +216,9 @@ def check_join_caps(campaign, *, browser_hash: str, address: str, network: str =
         )
 
 
-def flag_shared(session: RatingSession) -> None:
-    """Flag every rater of ``session``'s campaign that shares its browser, address or IPv6 /48.
-
-    Flagged raters are excluded from scoring (:func:`_flag`). Reasons name the other
-    raters, e.g. ``"joined from the same browser as raters 12, 14"``. A cap of 0
-    (``TRIALS_MAX_SESSIONS_PER_BROWSER`` or ``..._PER_ADDRESS``) turns that check off
-    entirely: no cap, no flag (a lab whose raters all share one network address).
-    """
-    for field, kind, what, cap in (
+def _shared_checks() -> list[tuple[str, str, str, int]]:
+    """``(RatingSession field, flag kind, what is shared, cap)`` of the shared-origin flags."""
+    return [
         ("browser_key_hash", FlagKind.SHARED_BROWSER, "browser", settings.TRIALS_MAX_SESSIONS_PER_BROWSER),
         (
             "address_hash",
@@ -238,20 +232,38 @@ def flag_shared(session: RatingSession) -> None:
             "IPv6 /48 network",
             settings.TRIALS_MAX_SESSIONS_PER_NETWORK,
         ),
-    ):
+    ]
+
+
+def _shared_reasons(raters, what: str) -> dict[int, str]:
+    """``{rater: reason}`` for the raters (ids) sharing one browser, address or network."""
+    raters = sorted(raters)
+    if len(raters) < 2:
+        return {}
+    return {
+        rater: f"joined from the same {what} as rater{'s' * (len(raters) > 2)} "
+        + ", ".join(str(pk) for pk in raters if pk != rater)
+        for rater in raters
+    }
+
+
+def flag_shared(session: RatingSession) -> None:
+    """Flag every rater of ``session``'s campaign that shares its browser, address or IPv6 /48.
+
+    Flagged raters are excluded from scoring (:func:`_flag`). Reasons name the other
+    raters, e.g. ``"joined from the same browser as raters 12, 14"``. A cap of 0
+    (``TRIALS_MAX_SESSIONS_PER_BROWSER`` or ``..._PER_ADDRESS``) turns that check off
+    entirely: no cap, no flag (a lab whose raters all share one network address).
+    """
+    for field, kind, what, cap in _shared_checks():
         value = getattr(session, field)
         if not value or not cap:
             continue
-        raters = sorted(
-            RatingSession.objects.filter(campaign_id=session.campaign_id, **{field: value}).values_list(
-                "rater_id", flat=True
-            )
+        raters = RatingSession.objects.filter(campaign_id=session.campaign_id, **{field: value}).values_list(
+            "rater_id", flat=True
         )
-        if len(raters) < 2:
-            continue
-        for rater in raters:
-            others = ", ".join(str(pk) for pk in raters if pk != rater)
-            _flag(rater, kind, f"joined from the same {what} as rater{'s' * (len(raters) > 2)} {others}")
+        for rater, reason in _shared_reasons(raters, what).items():
+            _flag(rater, kind, reason)
 
 
 def _flag(rater_id: int, kind: str, reason: str) -> None:
@@ -406,13 +418,8 @@ def rater_tests(
 # --- Django: the campaign's tests and flags ------------------------------------------
 
 
-def _suspect_ids(campaign, *, kinds) -> set[int]:
-    raters = Rater.objects.filter(campaign=campaign)
-    return set(
-        raters.filter(Q(flagged=True) | Q(excluded=True) | Q(flags__kind__in=list(kinds))).values_list(
-            "pk", flat=True
-        )
-    )
+#: Flags whose raters do not make the crowd's accuracy in the per-rater test (:func:`accuracy_tests`).
+SHARED_KINDS = (FlagKind.SHARED_BROWSER, FlagKind.SHARED_ADDRESS, FlagKind.SHARED_NETWORK)
 
 
 #: The item key of every attention check in :func:`accuracy_tests` (item keys are > 0):
@@ -420,7 +427,7 @@ def _suspect_ids(campaign, *, kinds) -> set[int]:
 CHECKS_ITEM = -1
 
 
-def accuracy_tests(campaign) -> list[RaterTest]:
+def accuracy_tests(campaign, *, suspects: set[int] | None = None) -> list[RaterTest]:
     """:func:`rater_tests` over every answered evaluated trial of the campaign and its
     attention checks.
 
@@ -429,6 +436,13 @@ def accuracy_tests(campaign) -> list[RaterTest]:
     pass rate of checks (:data:`CHECKS_ITEM`). The crowd's accuracy comes from raters
     neither flagged (attention checks, plausibility, a shared browser, address or
     network) nor excluded; items of a replaced file are left out.
+
+    Parameters
+    ----------
+    campaign : evalsite.models.Campaign
+    suspects : set of int, optional
+        Rater ids left out of the crowd's accuracy; default: as stored (flagged, excluded
+        or with a flag of :data:`SHARED_KINDS`).
     """
     answers = Response.objects.filter(trial__session__campaign=campaign)
     items = answers.filter(trial__kind=TrialKind.ITEM, trial__item__superseded_at__isnull=True).values_list(
@@ -436,45 +450,79 @@ def accuracy_tests(campaign) -> list[RaterTest]:
     )
     checks = answers.filter(trial__kind=TrialKind.CATCH).values_list("trial__session__rater_id", "correct")
     rows = [*items, *((rater, CHECKS_ITEM, correct) for rater, correct in checks)]
-    suspects = _suspect_ids(
-        campaign, kinds=[FlagKind.SHARED_BROWSER, FlagKind.SHARED_ADDRESS, FlagKind.SHARED_NETWORK]
-    )
-    everyone = set(Rater.objects.filter(campaign=campaign).values_list("pk", flat=True))
+    raters = Rater.objects.filter(campaign=campaign)
+    if suspects is None:
+        suspects = set(
+            raters.filter(
+                Q(flagged=True) | Q(excluded=True) | Q(flags__kind__in=list(SHARED_KINDS))
+            ).values_list("pk", flat=True)
+        )
+    everyone = set(raters.values_list("pk", flat=True))
     return rater_tests(
         rows, baseline_raters=everyone - suspects, what="accuracy on evaluated trials and attention checks"
     )
 
 
-def refresh_outlier_flags(campaign, *, alpha: float | None = None) -> list[RaterTest]:
-    """Flag (and exclude, :func:`_flag`) the raters whose Holm-adjusted p-value is below
-    ``alpha`` (default ``TRIALS_OUTLIER_ALPHA``); remove the flag of those no longer
-    below it (their exclusion stays: the organizer decides); returns the outliers."""
-    alpha = settings.TRIALS_OUTLIER_ALPHA if alpha is None else alpha
-    outliers = [test for test in accuracy_tests(campaign) if test.p_adjusted < alpha]
-    for test in outliers:
-        _flag(test.rater_id, FlagKind.ACCURACY_OUTLIER, test.reason)
-    RaterFlag.objects.filter(rater__campaign=campaign, kind=FlagKind.ACCURACY_OUTLIER).exclude(
-        rater_id__in=[test.rater_id for test in outliers]
-    ).delete()
-    return outliers
+@dataclass
+class FlagState:
+    """A campaign's flags: per rater ``flagged``, ``excluded`` and ``flag_reason``
+    (:class:`~trials.models.Rater`), and the :class:`~trials.models.RaterFlag` reasons by
+    ``(rater id, kind)``."""
+
+    raters: dict[int, tuple[bool, bool, str]]
+    flags: dict[tuple[int, str], str]
+
+    @property
+    def excluded(self) -> set[int]:
+        """Raters left out of scoring (``Rater.excluded``)."""
+        return {pk for pk, (_, excluded, _) in self.raters.items() if excluded}
+
+    @property
+    def flagged(self) -> set[int]:
+        """Raters whose answers are suspect: ``Rater.flagged`` or any flag (:func:`flagged_rater_ids`)."""
+        return {pk for pk, (flagged, _, _) in self.raters.items() if flagged} | {r for r, _ in self.flags}
 
 
-def refresh_flags(campaign) -> None:
-    """Recompute every flag that follows from what is stored, as of now.
+def stored_flags(campaign) -> FlagState:
+    """The campaign's flags as stored (two queries)."""
+    raters = Rater.objects.filter(campaign=campaign).values_list("pk", "flagged", "excluded", "flag_reason")
+    flags = RaterFlag.objects.filter(rater__campaign=campaign).values_list("rater_id", "kind", "reason")
+    return FlagState(
+        {pk: (f, e, reason) for pk, f, e, reason in raters}, {(r, k): why for r, k, why in flags}
+    )
+
+
+def current_flags(campaign) -> FlagState:
+    """Every flag that follows from what is stored, as of now, computed without writing.
 
     Flags are first set when something happens (a join, an answer), and the per-rater
     test whenever it is asked for; a report must not depend on whether the organizer
     page happened to be opened since the last answers. This re-derives, for the whole
-    campaign: attention-check failures (``TRIALS_MAX_ATTENTION_FAILURES`` or more failed
-    checks flag and exclude, as at answer time; a rater the organizer included again
-    stays included), codes sharing a browser or an address (:func:`flag_shared`), and the
-    per-rater accuracy test (:func:`refresh_outlier_flags`). Plausibility flags stand as
-    judged at answer time (they depend on what had been fetched by then). Called by the
-    report's human section, the organizer page and the closing of rating.
+    campaign, from :func:`stored_flags`: attention-check failures
+    (``TRIALS_MAX_ATTENTION_FAILURES`` or more failed checks flag and exclude, as at
+    answer time; a rater the organizer included again stays included), codes sharing a
+    browser, an address or an IPv6 /48 (as :func:`flag_shared`), then the per-rater
+    accuracy test (:func:`accuracy_tests`, its crowd without the raters flagged so far:
+    outliers flagged, the accuracy flag of raters no longer outlying removed, their
+    exclusion kept: the organizer decides). A new flag excludes; a flag already stored
+    does not exclude again (the organizer may have included the rater). Plausibility flags
+    stand as judged at answer time (they depend on what had been fetched by then).
+
+    The report's human figures read this (reads write nothing); :func:`refresh_flags`
+    stores it.
     """
     from django.db.models import Count
 
     from .plausibility import max_attention_failures
+
+    state = stored_flags(campaign)
+    raters = {pk: list(row) for pk, row in state.raters.items()}
+    flags = dict(state.flags)
+
+    def flag(rater: int, kind: str, reason: str) -> None:
+        if (rater, kind) not in flags:
+            raters[rater][1] = True  # a new flag excludes (as _flag)
+        flags[rater, kind] = reason
 
     failures = (
         Response.objects.filter(trial__session__campaign=campaign, trial__kind=TrialKind.CATCH, correct=False)
@@ -483,21 +531,48 @@ def refresh_flags(campaign) -> None:
         .filter(n__gte=max_attention_failures())
     )
     for row in failures:
-        Rater.objects.filter(pk=row["trial__session__rater_id"], flagged=False).update(
-            flagged=True, excluded=True, flag_reason=f"failed {row['n']} attention checks"
+        rater = raters.get(row["trial__session__rater_id"])
+        if rater is not None and not rater[0]:
+            rater[:] = [True, True, f"failed {row['n']} attention checks"]
+    sessions = list(
+        RatingSession.objects.filter(campaign=campaign).values_list(
+            "rater_id", *(field for field, *_ in _shared_checks())
         )
-    for field in ("browser_key_hash", "address_hash", "network_hash"):
-        shared = (
-            RatingSession.objects.filter(campaign=campaign)
-            .exclude(**{field: ""})
-            .values(field)
-            .annotate(n=Count("id"))
-            .filter(n__gte=2)
-        )
-        for row in shared:
-            session = RatingSession.objects.filter(campaign=campaign, **{field: row[field]}).first()
-            flag_shared(session)
-    refresh_outlier_flags(campaign)
+    )
+    for position, (field, kind, what, cap) in enumerate(_shared_checks(), start=1):
+        groups: dict[str, list[int]] = {}
+        for row in sessions:
+            if row[position] and cap:
+                groups.setdefault(row[position], []).append(row[0])
+        for members in groups.values():
+            for rater, reason in _shared_reasons(members, what).items():
+                flag(rater, kind, reason)
+    suspects = {pk for pk, (f, e, _) in raters.items() if f or e} | {r for r, k in flags if k in SHARED_KINDS}
+    alpha = settings.TRIALS_OUTLIER_ALPHA
+    outliers = {t.rater_id: t for t in accuracy_tests(campaign, suspects=suspects) if t.p_adjusted < alpha}
+    for key in [key for key in flags if key[1] == FlagKind.ACCURACY_OUTLIER and key[0] not in outliers]:
+        del flags[key]
+    for rater, test in outliers.items():
+        flag(rater, FlagKind.ACCURACY_OUTLIER, test.reason)
+    return FlagState({pk: tuple(row) for pk, row in raters.items()}, flags)
+
+
+def refresh_flags(campaign) -> FlagState:
+    """Store :func:`current_flags` (writing only what changed); returns it.
+
+    Called where flags are acted on: the organizer page (where raters are included again)
+    and the closing of rating. Reports only read :func:`current_flags`.
+    """
+    stored, state = stored_flags(campaign), current_flags(campaign)
+    for pk, (flagged, excluded, reason) in state.raters.items():
+        if stored.raters.get(pk) != (flagged, excluded, reason):
+            Rater.objects.filter(pk=pk).update(flagged=flagged, excluded=excluded, flag_reason=reason)
+    for (rater, kind), reason in state.flags.items():
+        if stored.flags.get((rater, kind)) != reason:
+            RaterFlag.objects.update_or_create(rater_id=rater, kind=kind, defaults={"reason": reason})
+    for rater, kind in stored.flags.keys() - state.flags.keys():
+        RaterFlag.objects.filter(rater_id=rater, kind=kind).delete()
+    return state
 
 
 def flagged_rater_ids(campaign, *, refresh: bool = True) -> set[int]:
@@ -514,16 +589,13 @@ def flagged_rater_ids(campaign, *, refresh: bool = True) -> set[int]:
     ----------
     campaign : evalsite.models.Campaign
     refresh : bool, default=True
-        Recompute the flags first (:func:`refresh_flags`: attention checks, shared
-        browsers and addresses, the per-rater accuracy test), so the set reflects every
-        answer so far.
+        As of now (:func:`current_flags`: attention checks, shared browsers and
+        addresses, the per-rater accuracy test), so the set reflects every answer so
+        far; nothing is written. False: as stored.
 
     Returns
     -------
     set of int
         ``Rater`` primary keys.
     """
-    if refresh:
-        refresh_flags(campaign)
-    raters = Rater.objects.filter(campaign=campaign)
-    return set(raters.filter(Q(flagged=True) | Q(flags__isnull=False)).values_list("pk", flat=True))
+    return (current_flags if refresh else stored_flags)(campaign).flagged

@@ -69,7 +69,9 @@ def campaign_progress(request, pk: int):
     )
     for item in items:
         item.n_claimed = item.n_live - item.n_completed  # open claims, not yet answered
-    flagged_ids = integrity.flagged_rater_ids(campaign)  # re-runs the per-rater accuracy test
+    # The flags as of now, stored here: the organizer acts on them (includes a rater again),
+    # and a stored flag never excludes twice (trials.integrity.refresh_flags).
+    flagged_ids = integrity.refresh_flags(campaign).flagged
     raters = Rater.objects.filter(campaign=campaign).annotate(
         n_responses=Count("session__trials__response"),
         n_catch_failed=Count(

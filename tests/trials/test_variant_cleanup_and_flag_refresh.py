@@ -3,9 +3,10 @@
 - A trial's video variant (:mod:`trials.variants`, biometric data) is deleted from
   storage once the trial is answered or released, and every variant of a campaign when
   rating closes; before, only ``prepare_campaign_media`` removed variants older than a day.
-- The report's human figures come after the flags are recomputed
-  (:func:`trials.integrity.refresh_flags`): before, a report read the flags as stored, and
-  the per-rater accuracy test ran only when the organizer page was opened.
+- The report's human figures follow the flags as of now
+  (:func:`trials.integrity.current_flags`): before, a report read the flags as stored, and
+  the per-rater accuracy test ran only when the organizer page was opened. Reading writes
+  nothing (issue 21); the organizer page and the closing of rating store the flags.
 """
 
 import json
@@ -14,7 +15,7 @@ from django.core.files.storage import default_storage
 from django.utils import timezone
 
 from evalsite.reports import submission_summary
-from trials import assignment, variants
+from trials import assignment, integrity, variants
 from trials.models import FlagKind, Item, Rater, RaterFlag, Response, Trial
 from trials.services import close_rating
 
@@ -82,10 +83,10 @@ def _answer(session, position, item, *, correct: bool):
     )
 
 
-def test_the_report_recomputes_outlier_and_attention_flags(grid_campaign, settings):
+def _ring_and_careless(grid_campaign, settings):
     """16 honest raters right on 1 masked identity trial in 6, one ring member right on all 6;
-    a rater with 2 failed checks when 3 flagged, then the organizer lowers it to 2. Only
-    answers are stored (no page opened): building the report flags and excludes both."""
+    a rater with 2 failed checks (flagged at 3: ``TRIALS_MAX_ATTENTION_FAILURES = 3``). Only
+    answers are stored (no page opened, no flag). Returns the submission."""
     masked = list(
         Item.objects.filter(campaign=grid_campaign, task="identity", masked_video__isnull=False).order_by(
             "pk"
@@ -113,24 +114,79 @@ def test_the_report_recomputes_outlier_and_attention_flags(grid_campaign, settin
         )
         Response.objects.create(trial=trial, choice="1", correct=False, response_time_ms=4000)
     assert not RaterFlag.objects.exists() and not Rater.objects.filter(excluded=True).exists()
+    return grid_campaign.submissions.get()
 
-    submission = grid_campaign.submissions.get()
-    human = submission_summary(submission)["human"]
+
+def test_the_report_recomputes_outlier_and_attention_flags_without_writing(grid_campaign, settings):
+    """Building the report flags and excludes the ring member and, once the organizer lowers
+    the attention threshold to 2, the careless rater: the figures follow the flags as of now
+    (``trials.integrity.current_flags``). Reading them twice writes nothing (before, issue 21:
+    every read rewrote the flags); the organizer page and the closing of rating store them,
+    and a stored flag excludes once (the organizer may include the rater again)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from evalsite import report_cache
+    from evalsite.reports import per_video_report
+
+    submission = _ring_and_careless(grid_campaign, settings)
+    # The fairness section measures missing face quality on first read and stores it (a lazy
+    # measurement, its own setting): off here, so every query below is the report's reading.
+    settings.FAIRNESS_COMPUTE_QUALITY_ON_DEMAND = False
+    with CaptureQueriesContext(connection) as queries:
+        human = submission_summary(submission)["human"]
+        again = submission_summary(submission)["human"]
+        with report_cache.scope():  # as a request reads them (cached by the campaign's inputs)
+            report = per_video_report(submission)
+            cached = submission_summary(submission)["human"]
+    writes = [q["sql"] for q in queries if q["sql"].lstrip().split()[0].upper() in WRITES]
+    assert writes == [] and len(queries) > 20
+    assert (
+        json.dumps(human, sort_keys=True)
+        == json.dumps(again, sort_keys=True)
+        == json.dumps(cached, sort_keys=True)
+    )
     ring_rater = Rater.objects.get(participant_code="ring")
-    assert RaterFlag.objects.filter(rater=ring_rater, kind=FlagKind.ACCURACY_OUTLIER).exists()
-    flag = RaterFlag.objects.get(rater=ring_rater).reason
-    assert flag.startswith("accuracy on evaluated trials and attention checks 6/6")
-    assert set(Rater.objects.filter(excluded=True).values_list("participant_code", flat=True)) == {"ring"}
+    now = integrity.current_flags(grid_campaign)
+    assert set(now.flags) == {(ring_rater.pk, FlagKind.ACCURACY_OUTLIER)}
+    assert now.flags[ring_rater.pk, FlagKind.ACCURACY_OUTLIER].startswith(
+        "accuracy on evaluated trials and attention checks 6/6"
+    )
+    assert now.excluded == now.flagged == {ring_rater.pk}
     # The headline leaves the ring member out: 16 honest raters x 6 masked answers.
     assert human["n_excluded_raters"] == 1
     assert human["with_flagged"]["n_responses"] == 17 * 6
     assert human["without_flagged"]["n_responses"] == 16 * 6
+    assert report["human_id_n_masked"].sum() == 16 * 6
+    assert report["human_id_n_masked_with_flagged"].sum() == 17 * 6
+    assert not RaterFlag.objects.exists() and not Rater.objects.filter(excluded=True).exists()  # read only
 
     settings.TRIALS_MAX_ATTENTION_FAILURES = 2
-    submission_summary(submission)
+    assert submission_summary(submission)["human"]["n_excluded_raters"] == 1  # no item answers of theirs
     careless_rater = Rater.objects.get(participant_code="careless")
+    assert integrity.current_flags(grid_campaign).raters[careless_rater.pk] == (
+        True,
+        True,
+        "failed 2 attention checks",
+    )
+    close_rating(grid_campaign)  # stores the flags
+    flag = RaterFlag.objects.get(rater=ring_rater)
+    assert (flag.kind, flag.reason) == (FlagKind.ACCURACY_OUTLIER, now.flags[ring_rater.pk, flag.kind])
+    assert set(Rater.objects.filter(excluded=True).values_list("participant_code", flat=True)) == {
+        "ring",
+        "careless",
+    }
+    careless_rater.refresh_from_db()
     assert careless_rater.flagged and careless_rater.excluded
     assert careless_rater.flag_reason == "failed 2 attention checks"
+
+    # The organizer includes the ring member again: the stored flag does not exclude a second
+    # time, on read or on the next refresh; the member stays flagged (left out of without_flagged).
+    Rater.objects.filter(pk=ring_rater.pk).update(excluded=False)
+    human = submission_summary(submission)["human"]
+    assert human["n_excluded_raters"] == 0 and human["without_flagged"]["n_responses"] == 16 * 6
+    assert integrity.refresh_flags(grid_campaign).excluded == {careless_rater.pk}
+    assert integrity.flagged_rater_ids(grid_campaign) == {ring_rater.pk, careless_rater.pk}
 
 
 def _files(root) -> dict:
@@ -176,3 +232,6 @@ def test_media_of_an_answered_or_released_trial_are_a_404_and_never_made_again(
     before = _files(media_root)
     assert [client.get(url).status_code for url in urls] == [404] * len(urls)
     assert _files(media_root) == before
+
+
+WRITES = {"INSERT", "UPDATE", "DELETE", "REPLACE"}
