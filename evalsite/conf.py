@@ -177,6 +177,14 @@ SETTINGS: tuple[Setting, ...] = (
     S("DEID_WEB_WORKERS", "integer", _cores_workers, "gunicorn worker processes", "Web server (gunicorn)",
       minimum=1, default_doc="2 x cores + 1, at most 8 (`make demo`: 2)"),
     S("DEID_WEB_THREADS", "integer", 4, "threads per gunicorn worker", "Web server (gunicorn)", minimum=1),
+    S("DEID_REPORT_CACHE_URL", "string", "", "where computed reports, summaries and plots are kept "
+      "(`evalsite/report_cache.py`), shared by every process that reads them: `redis://host:6379/1` when "
+      "web servers or workers run on several machines (a Redis database of its own, not the broker's: "
+      "clearing the cache empties it), `locmem://` for a cache per process", "Web server (gunicorn)",
+      "CACHES", default_doc="the folder `$DEID_VAR_DIR/report-cache` (shared by the processes of one machine)"),
+    S("DEID_WARM_REPORTS", "boolean", True, "compute a campaign's reports into the cache when its last "
+      "active automated run finishes (a background task), so the first page after a run is fast",
+      "Web server (gunicorn)", "DEID_WARM_REPORTS"),
     S("DEID_WEB_TIMEOUT", "integer", 120, "seconds before a silent gunicorn worker is restarted (uploads of "
       "large zips arrive within one request)", "Web server (gunicorn)", minimum=1),
     # --- Uploads ----------------------------------------------------------------------

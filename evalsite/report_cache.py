@@ -4,11 +4,18 @@ A campaign's reports are pure functions of its rows: catalogue (campaign, identi
 gallery, source and masked videos, teams, submissions), runs and their results, raters,
 items and responses. :func:`fingerprint` reads a digest of those rows in a few
 aggregate queries (the rows themselves for the small, editable tables; count, highest
-id and latest timestamp for the large, append-mostly ones), so a result written, a run
-that moves on, a file replaced, a role changed or a rater excluded changes it.
+id and one aggregate per column for the large ones), so a result written, a run that
+moves on, a file replaced, a role changed, a row edited in place or a rater excluded
+changes it.
 :func:`cached` keys a value by the campaign, a name and the fingerprint, in Django's
-default cache (``CACHES``; per process unless configured otherwise), so an unchanged
-campaign's summary is computed once, not per request.
+default cache (``CACHES``, ``DEID_REPORT_CACHE_URL``: a folder under ``DEID_VAR_DIR`` by
+default, Redis for several machines), shared by every process: an unchanged campaign's
+summary is computed once, not per request nor per gunicorn worker.
+
+:func:`warm` computes a campaign's reports into the cache (the apps register what their
+pages read first with :func:`register_warmer`); the automated app calls it, in a
+background task, when a campaign's last active run finishes (``DEID_WARM_REPORTS``), so
+the first page after a run is read from the cache.
 
 Caching is on only inside :func:`scope` (the :class:`ReportCacheMiddleware` opens one
 per request; the fingerprint is read once per campaign and scope): a command, a task or
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
+import logging
 import pickle
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,11 +34,18 @@ from contextlib import contextmanager
 from django.apps import apps
 from django.core.cache import cache
 from django.db import models
+from django.db.models.functions import Length
 
 #: (model label, lookup from the model to the campaign, "rows" | "count").
-#: "rows": every column of every row (small tables an organizer edits); "runs": every
-#: column but the JSON ones (written with the status); "count": row count, highest id
-#: and the latest value of each date-time column (large, append-mostly tables).
+#: "rows": every column of every row (small tables an organizer edits: identities, videos,
+#: labels, teams, raters, flags); "runs": every column but the JSON ones (written with the
+#: status); "count": row count, highest id and one aggregate per column (large tables, rows
+#: added by runs and raters): the latest date-time, the count of true booleans, the sum of
+#: numbers and foreign-key ids, the summed length of text (:func:`_column_aggregate`), so
+#: an in-place edit of a row (an item's target count, a superseded item, a re-measured face
+#: quality, a still check) changes it too. Not covered: a JSON column edited in place, or
+#: edits that leave every sum equal (a text changed to another of the same length); no code
+#: edits those rows so (run results and responses are only added; admin shows them read-only).
 DEPENDENCIES: tuple[tuple[str, str, str], ...] = (
     ("evalsite.Campaign", "pk", "rows"),
     ("evalsite.Identity", "campaign", "rows"),
@@ -47,9 +62,10 @@ DEPENDENCIES: tuple[tuple[str, str, str], ...] = (
     ("automated.AttackVideoResult", "run__submission__campaign", "count"),
     ("automated.AttackFold", "run__submission__campaign", "count"),
     ("trials.Rater", "campaign", "rows"),
-    # Not trials.RaterFlag: the human report recomputes the accuracy-outlier flags from the
-    # responses on every read (issue 19), rewriting their timestamps; they follow from rows
-    # listed here (responses, raters' flagged/excluded columns).
+    # The human report computes the flags as of now from the stored ones (which kinds a
+    # rater already has) and the sessions' browsers and addresses (trials.integrity).
+    ("trials.RaterFlag", "rater__campaign", "rows"),
+    ("trials.RatingSession", "campaign", "count"),
     ("trials.Item", "campaign", "count"),
     ("trials.Response", "trial__session__campaign", "count"),
     ("trials.RatedSubmission", "submission__campaign", "rows"),
@@ -57,6 +73,8 @@ DEPENDENCIES: tuple[tuple[str, str, str], ...] = (
     ("fairness.FaceQualityScore", "source_video__campaign", "count"),
     ("fairness.FaceQualityScore", "gallery_image__identity__campaign", "count"),
 )
+
+logger = logging.getLogger(__name__)
 
 _SCOPE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("report_cache_scope", default=None)
 TIMEOUT_S = 24 * 3600
@@ -78,10 +96,34 @@ def _part(model, lookup: str, mode: str, campaign_pk: int):
             if mode == "rows" or not isinstance(f, models.JSONField)
         ]
         return list(rows.order_by("pk").values_list(*names))
-    stamps = [f.attname for f in model._meta.concrete_fields if isinstance(f, models.DateTimeField)]
     aggregates = {"n": models.Count("pk"), "top": models.Max("pk")}
-    aggregates.update({name: models.Max(name) for name in stamps})
-    return sorted(rows.aggregate(**aggregates).items())
+    for field in model._meta.concrete_fields:
+        aggregate = _column_aggregate(field)
+        if aggregate is not None:
+            aggregates[field.attname] = aggregate
+    return sorted((name, _stable(value)) for name, value in rows.aggregate(**aggregates).items())
+
+
+def _column_aggregate(field):
+    """A cheap aggregate of one column that an in-place edit of a row changes (issue 21):
+    the latest date-time; the count of true booleans; the sum of numbers and of foreign-key
+    ids; the summed length of text. None for JSON and other columns (not covered)."""
+    name = field.attname
+    if isinstance(field, models.DateTimeField):
+        return models.Max(name)
+    if isinstance(field, models.BooleanField):
+        return models.Count("pk", filter=models.Q(**{name: True}))
+    if isinstance(field, models.IntegerField | models.FloatField | models.DecimalField | models.ForeignKey):
+        return models.Sum(name)
+    if isinstance(field, models.CharField | models.TextField):
+        return models.Sum(Length(name))
+    return None
+
+
+def _stable(value):
+    """A float sum to 12 significant digits: the same rows summed in another order (a
+    parallel plan) give the same fingerprint."""
+    return f"{value:.12g}" if isinstance(value, float) else value
 
 
 def fingerprint(campaign) -> str:
@@ -149,3 +191,31 @@ class ReportCacheMiddleware:
             return self.get_response(request)
         with scope():
             return self.get_response(request)
+
+
+#: ``warmer(campaign)``: computes (inside :func:`warm`'s scope, so into the cache) what a
+#: campaign's pages read first; registered by the apps (:func:`register_warmer`).
+WARMERS: list[Callable] = []
+
+
+def register_warmer(warmer: Callable) -> None:
+    """Add ``warmer(campaign)`` to what :func:`warm` computes (once, however often called)."""
+    if warmer not in WARMERS:
+        WARMERS.append(warmer)
+
+
+def warm(campaign) -> list[str]:
+    """Compute every registered report of ``campaign`` into the cache (:data:`WARMERS`).
+
+    A warmer that fails is logged and skipped (warming never fails what called it: the
+    page computes that report itself). Returns the names of the warmers that failed.
+    """
+    failed = []
+    with scope():
+        for warmer in WARMERS:
+            try:
+                warmer(campaign)
+            except Exception:  # a page shows the error when it computes the report itself
+                logger.exception("warming %s of campaign %s failed", warmer.__qualname__, campaign.pk)
+                failed.append(warmer.__qualname__)
+    return failed

@@ -652,6 +652,17 @@ def _summary_column_order() -> list[str]:
     return order
 
 
+def warm_reports(campaign) -> None:
+    """What the report pages read first, computed into the cache (``report_cache.warm``): the
+    campaign summary table ("Reports"), and each submission's per-video report and summary
+    as organizers and teams see them (their sections, shared by the other pages)."""
+    campaign_summary_table(campaign)
+    for submission in campaign.submissions.select_related("team", "campaign").order_by("pk"):
+        for team in (False, True):
+            per_video_report(submission, team=team)
+            submission_summary(submission, team=team)
+
+
 def summary_table_as_csv(campaign) -> str:
     """:func:`campaign_summary_table` as CSV text, floats rounded to the dictionary's precision."""
     return spreadsheet.frame_csv(dictionary.rounded(campaign_summary_table(campaign), "summary"))

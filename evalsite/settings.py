@@ -152,6 +152,34 @@ DATABASES = {
     }
 }
 
+
+def _report_cache(url: str) -> dict:
+    """``CACHES["default"]`` from ``DEID_REPORT_CACHE_URL``: the computed reports
+    (``evalsite.report_cache``), shared by the processes that read them (each gunicorn worker
+    would otherwise compute every report once)."""
+    scheme = urlparse(url).scheme
+    if not url:
+        # One file per entry; a campaign's pages keep a few hundred, old fingerprints' entries
+        # are culled (a third at a time) beyond MAX_ENTRIES.
+        return {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": VAR_DIR / "report-cache",
+            "OPTIONS": {"MAX_ENTRIES": 5000},
+        }
+    if scheme in {"redis", "rediss", "unix"}:
+        return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}
+    if scheme == "locmem":
+        return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    raise ImproperlyConfigured(
+        f"DEID_REPORT_CACHE_URL={url!r}: must be empty (a folder under DEID_VAR_DIR), redis://host:port/db "
+        "or locmem://"
+    )
+
+
+CACHES = {"default": _report_cache(value("DEID_REPORT_CACHE_URL"))}
+# Compute a campaign's reports into the cache when its last active run finishes.
+DEID_WARM_REPORTS = value("DEID_WARM_REPORTS")
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]

@@ -60,3 +60,7 @@ TRIALS_MAX_SESSIONS_PER_NETWORK = 0
 # (MD5 hasher: the same code paths, a cheap digest); child processes that inherit
 # DJANGO_SETTINGS_MODULE share it. evalsite.settings keeps Django's default hashers.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# No warming of a campaign's reports after each completed run (a whole report computation
+# per run); tests/evalsite/test_report_cache_shared.py turns it on.
+DEID_WARM_REPORTS = False

@@ -50,6 +50,7 @@ from __future__ import annotations
 import importlib
 import logging
 from dataclasses import dataclass
+from functools import partial
 
 from django.conf import settings
 from django.db import transaction
@@ -379,8 +380,24 @@ def _store_video(kind: RunKind, run_id: int, masked_video_id: int, values: dict)
         fields = {"videos_done": done}
         if done >= run.videos_total and not kind.has_final_step:
             fields.update(status=RunStatus.COMPLETED, finished_at=timezone.now())
+            transaction.on_commit(partial(run_completed, kind, run_id))
         kind.model.objects.filter(pk=run_id).update(**fields)
     return created
+
+
+def run_completed(kind: RunKind, run_id: int) -> None:
+    """After the commit that completed run ``run_id``: queue the warming of its campaign's
+    reports (``report_tasks.warm_reports_task``; it waits for the campaign's last active
+    run), unless ``DEID_WARM_REPORTS`` is off."""
+    from .report_tasks import warm_reports_task
+
+    if not settings.DEID_WARM_REPORTS:
+        return
+    campaign_id = (
+        kind.model.objects.filter(pk=run_id).values_list("submission__campaign_id", flat=True).first()
+    )
+    if campaign_id is not None:
+        warm_reports_task.delay(campaign_id)
 
 
 def run_final_step(kind: RunKind, run_id: int, owner: str) -> bool:
@@ -428,6 +445,7 @@ def run_final_step(kind: RunKind, run_id: int, owner: str) -> bool:
             kind.write_final(locked, result)
             locked.status, locked.finished_at = RunStatus.COMPLETED, timezone.now()
             locked.save()
+            transaction.on_commit(partial(run_completed, kind, run_id))
     except Exception as error:  # not SystemExit: a stopping worker's task is redelivered
         fail(kind.model, run_id, error)
         raise

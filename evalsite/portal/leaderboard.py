@@ -48,7 +48,7 @@ import pandas as pd
 from automated.recognition import DEFAULT_EMBEDDER
 from trials.human_report import responses_frame
 
-from evalsite import comparisons, dictionary, reports, spreadsheet
+from evalsite import comparisons, dictionary, phases, reports, spreadsheet
 from evalsite.comparisons import (
     Estimate,
     pooled_rate_interval,
@@ -302,6 +302,12 @@ def campaign_scores(campaign, submissions=None) -> CampaignScores:
         return scores
 
     return cached(campaign, ("campaign_scores", tuple(s.pk for s in ordered)), compute)
+
+
+def warm_leaderboard(campaign) -> None:
+    """The organizer's leaderboard (every run, as its page shows it without a query),
+    computed into the cache (``evalsite.report_cache.warm``)."""
+    leaderboard_frame(campaign, scores=campaign_scores(campaign, phases.runs_from_query(campaign, {})))
 
 
 def _viewer_key(viewer_team) -> tuple:
