@@ -56,7 +56,7 @@ def current_flags(submission):
     )
 
 
-def superseded_counts(submission) -> pd.DataFrame:
+def superseded_counts(submission, flags=None) -> pd.DataFrame:
     """Responses of usable raters kept on replaced files, per source video, task and condition.
 
     Returns
@@ -68,7 +68,7 @@ def superseded_counts(submission) -> pd.DataFrame:
     rows = (
         _responses(submission)
         .exclude(COUNTED)
-        .exclude(trial__session__rater_id__in=current_flags(submission).excluded)
+        .exclude(trial__session__rater_id__in=(flags or current_flags(submission)).excluded)
         .values_list("trial__item__source_video__name", "trial__item__task", "trial__item__masked_video_id")
     )
     frame = pd.DataFrame(
@@ -85,7 +85,7 @@ def superseded_counts(submission) -> pd.DataFrame:
     return out
 
 
-def responses_frame(submission, *, include_excluded: bool = False) -> pd.DataFrame:
+def responses_frame(submission, *, include_excluded: bool = False, flags=None) -> pd.DataFrame:
     """Evaluated responses for one submission: the campaign's clear items + its masked items.
 
     Parameters
@@ -95,6 +95,8 @@ def responses_frame(submission, *, include_excluded: bool = False) -> pd.DataFra
         Also keep responses of excluded raters (flagged, e.g. by a failed attention check,
         or excluded by the organizer; as of now: :func:`current_flags`), for a
         sensitivity analysis.
+    flags : trials.integrity.FlagState, optional
+        The flags to exclude by; default :func:`current_flags`.
 
     Returns
     -------
@@ -104,7 +106,7 @@ def responses_frame(submission, *, include_excluded: bool = False) -> pd.DataFra
     """
     rows = _responses(submission).filter(COUNTED)
     if not include_excluded:
-        rows = rows.exclude(trial__session__rater_id__in=current_flags(submission).excluded)
+        rows = rows.exclude(trial__session__rater_id__in=(flags or current_flags(submission)).excluded)
     values = (
         rows.order_by()
         .annotate(n_faces=Count("trial__faces"))
@@ -158,13 +160,14 @@ def video_columns(submission) -> pd.DataFrame:
     video of the campaign), with the chance levels ``human_id_chance_level`` and
     ``human_action_chance_level`` (also for videos not rated yet). Flags as of now
     (:func:`current_flags`)."""
-    frame = responses_frame(submission)
+    flags = current_flags(submission)
+    frame = responses_frame(submission, flags=flags)
     videos = pd.Index(
         submission.campaign.source_videos.order_by("name").values_list("name", flat=True), name="video"
     )
     out = scoring.per_video_scores(frame) if not frame.empty else pd.DataFrame(index=videos)
     out = out.reindex(videos.union(out.index))  # the chance levels hold for unrated videos too
-    out = out.join(superseded_counts(submission))  # responses kept on replaced files, not counted
+    out = out.join(superseded_counts(submission, flags))  # responses kept on replaced files, not counted
     for name in [c for c in _video_entries() if c.startswith(("human_id_n_", "human_action_n_"))]:
         out[name] = out[name].fillna(0).astype(int) if name in out else 0  # no response: 0, not empty
     for condition in CONDITIONS:
@@ -173,23 +176,24 @@ def video_columns(submission) -> pd.DataFrame:
     chance = chance_levels(submission.campaign)
     out["human_id_chance_level"] = chance["id_chance_level"]
     out["human_action_chance_level"] = chance["action_chance_level"]
-    for variant, rows in flag_variants(submission, frame).items():
+    for variant, rows in flag_variants(submission, frame, flags).items():
         scores = scoring.per_video_scores(rows) if not rows.empty else pd.DataFrame(index=videos)
         for name in WITH_FLAGGED:
             out[f"{name}_{variant}"] = scores[name].reindex(out.index) if name in scores else float("nan")
     return out
 
 
-def flag_variants(submission, usable: pd.DataFrame) -> dict[str, pd.DataFrame]:
+def flag_variants(submission, usable: pd.DataFrame, flags=None) -> dict[str, pd.DataFrame]:
     """The responses behind the ``with_flagged`` and ``without_flagged`` figures.
 
     ``with_flagged``: every rater's responses, excluded raters' too; ``without_flagged``:
     the usable responses (``usable``) minus those of flagged raters
     (:func:`trials.integrity.flagged_rater_ids`, as of now: :func:`current_flags`).
     """
-    flagged = current_flags(submission).flagged
+    flags = flags or current_flags(submission)
+    flagged = flags.flagged
     return {
-        "with_flagged": responses_frame(submission, include_excluded=True),
+        "with_flagged": responses_frame(submission, include_excluded=True, flags=flags),
         "without_flagged": usable[~usable["rater"].isin(flagged)],
     }
 
@@ -209,8 +213,9 @@ def summary(submission) -> dict:
     and ``status``: "not rated" (no usable response to this submission's masked videos;
     clear-video responses are shared by the campaign), "rating open", "rating closed".
     Flags as of now (:func:`current_flags`)."""
-    usable = responses_frame(submission)
-    every = responses_frame(submission, include_excluded=True)
+    flags = current_flags(submission)
+    usable = responses_frame(submission, flags=flags)
+    every = responses_frame(submission, include_excluded=True, flags=flags)
     campaign = submission.campaign
     out = {
         "status": "not rated"
@@ -219,11 +224,11 @@ def summary(submission) -> dict:
         **scoring.summary_scores(usable),
     }
     out["n_excluded_responses"] = len(every) - len(usable)
-    out["n_superseded_responses"] = int(superseded_counts(submission).to_numpy().sum())
+    out["n_superseded_responses"] = int(superseded_counts(submission, flags).to_numpy().sum())
     out["n_excluded_raters"] = len(set(every["rater"]) - set(usable["rater"]))
     out["raters_per_video"] = int(campaign.raters_per_video)
     out.update(chance_levels(campaign))
-    for variant, rows in flag_variants(submission, usable).items():
+    for variant, rows in flag_variants(submission, usable, flags).items():
         out[variant] = {
             **scoring.summary_scores(rows),
             "n_raters_left_out": len(set(every["rater"]) - set(rows["rater"])),
