@@ -10,7 +10,9 @@ changes it.
 :func:`cached` keys a value by the campaign, a name and the fingerprint, in Django's
 default cache (``CACHES``, ``DEID_REPORT_CACHE_URL``: a folder under ``DEID_VAR_DIR`` by
 default, Redis for several machines), shared by every process: an unchanged campaign's
-summary is computed once, not per request nor per gunicorn worker.
+summary is computed once, not per request nor per gunicorn worker. As the cache outlives
+processes, the fingerprint also covers the reports' code and the settings that change
+them (``TRIALS_*``, ``FAIRNESS_*``): a new deployment never reads the old one's reports.
 
 :func:`warm` computes a campaign's reports into the cache (the apps register what their
 pages read first with :func:`register_warmer`); the automated app calls it, in a
@@ -25,13 +27,17 @@ a test that writes results and reads reports outside a request always computes a
 from __future__ import annotations
 
 import contextvars
+import functools
 import hashlib
+import importlib
 import logging
 import pickle
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from django.apps import apps
+from django.conf import settings
 from django.core.cache import cache
 from django.db import models
 from django.db.models.functions import Length
@@ -126,8 +132,36 @@ def _stable(value):
     return f"{value:.12g}" if isinstance(value, float) else value
 
 
+#: Packages whose code computes the reports: the cache outlives a process (a folder, Redis),
+#: so a deployment of changed code must not read what the old code computed.
+CODE_PACKAGES = ("evalsite", "automated", "trials", "fairness")
+#: Settings (by prefix) that change what a report says (bootstrap resamples, score columns,
+#: attention and outlier thresholds): part of the fingerprint for the same reason.
+SETTING_PREFIXES = ("TRIALS_", "FAIRNESS_")
+
+
+@functools.cache
+def _code_digest() -> str:
+    """SHA-256 of the source of :data:`CODE_PACKAGES` (read once per process)."""
+    digest = hashlib.sha256()
+    for package in CODE_PACKAGES:
+        root = Path(importlib.import_module(package).__file__).parent
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _report_settings() -> list:
+    """The current values of the settings named by :data:`SETTING_PREFIXES`."""
+    names = sorted(n for n in dir(settings) if n.startswith(SETTING_PREFIXES))
+    return [(name, repr(getattr(settings, name))) for name in names]
+
+
 def fingerprint(campaign) -> str:
-    """Digest (hex) of every row the campaign's reports are computed from (:data:`DEPENDENCIES`).
+    """Digest (hex) of every row the campaign's reports are computed from (:data:`DEPENDENCIES`),
+    of the code that computes them and of the settings that change them (a new deployment
+    or a changed setting never reads what was computed before it).
 
     About 20 queries; within a :func:`scope` read once per campaign.
     """
@@ -135,7 +169,8 @@ def fingerprint(campaign) -> str:
     pk = getattr(campaign, "pk", campaign)
     if memo is not None and pk in memo:
         return memo[pk]
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(_code_digest().encode())
+    digest.update(repr(_report_settings()).encode())
     for label, lookup, mode in DEPENDENCIES:
         model = _model(label)
         if model is not None:
