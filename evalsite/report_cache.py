@@ -231,26 +231,39 @@ class ReportCacheMiddleware:
 #: ``warmer(campaign)``: computes (inside :func:`warm`'s scope, so into the cache) what a
 #: campaign's pages read first; registered by the apps (:func:`register_warmer`).
 WARMERS: list[Callable] = []
+#: ``preparer(campaign)``: stores what reports would otherwise measure and store on first
+#: read (e.g. missing face quality), run by :func:`warm` before the fingerprint is read, so
+#: the warmed reports are keyed by the rows the pages will see.
+PREPARERS: list[Callable] = []
 
 
-def register_warmer(warmer: Callable) -> None:
-    """Add ``warmer(campaign)`` to what :func:`warm` computes (once, however often called)."""
-    if warmer not in WARMERS:
-        WARMERS.append(warmer)
+def register_warmer(warmer: Callable, *, prepares: bool = False) -> None:
+    """Add ``warmer(campaign)`` to what :func:`warm` computes (once, however often called);
+    ``prepares``: it writes rows the reports read (run first, outside the cache's scope)."""
+    registry = PREPARERS if prepares else WARMERS
+    if warmer not in registry:
+        registry.append(warmer)
 
 
 def warm(campaign) -> list[str]:
-    """Compute every registered report of ``campaign`` into the cache (:data:`WARMERS`).
+    """Compute every registered report of ``campaign`` into the cache (:data:`PREPARERS`,
+    then :data:`WARMERS` in one :func:`scope`).
 
     A warmer that fails is logged and skipped (warming never fails what called it: the
     page computes that report itself). Returns the names of the warmers that failed.
     """
     failed = []
+
+    def run(warmer):
+        try:
+            warmer(campaign)
+        except Exception:  # a page shows the error when it computes the report itself
+            logger.exception("warming %s of campaign %s failed", warmer.__qualname__, campaign.pk)
+            failed.append(warmer.__qualname__)
+
+    for preparer in PREPARERS:
+        run(preparer)
     with scope():
         for warmer in WARMERS:
-            try:
-                warmer(campaign)
-            except Exception:  # a page shows the error when it computes the report itself
-                logger.exception("warming %s of campaign %s failed", warmer.__qualname__, campaign.pk)
-                failed.append(warmer.__qualname__)
+            run(warmer)
     return failed

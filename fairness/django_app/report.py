@@ -31,7 +31,7 @@ from .services import compute_face_quality, quality_samples, video_samples
 from fairness.groups import split_by_group
 from fairness.privacy import MIN_GROUP_IDENTITIES, privacy_fairness_by_attribute
 from fairness.summary import ScoreSpec, comparable_samples, summarize_table
-from evalsite.report_cache import cached
+from evalsite.report_cache import cached, register_warmer
 
 SOURCE = "seeds/003_f24e77013896bd33.txt, eq. 1-8"
 
@@ -128,8 +128,7 @@ def _quality_fairness(campaign) -> dict:
     dict
         ``{"gallery": {...}, "clear_video": {...}}`` as :func:`fairness.summary.summarize_table`.
     """
-    if settings.FAIRNESS_COMPUTE_QUALITY_ON_DEMAND:
-        compute_face_quality(campaign)
+    measure_missing_quality(campaign)
     samples = quality_samples(campaign)
     return {
         kind: summarize_table(
@@ -301,9 +300,19 @@ SUMMARY_ENTRIES = {
 
 
 def register() -> None:
-    """Register the section and its data-dictionary entries (called from ``FairnessConfig.ready``)."""
+    """Register the section and its data-dictionary entries (called from ``FairnessConfig.ready``),
+    and the measuring of missing face quality before a campaign's reports are warmed."""
     dictionary.register("fairness", SUMMARY_ENTRIES, level="summary")
     reports.register_summary_section("fairness", fairness_section)
+    register_warmer(measure_missing_quality, prepares=True)
+
+
+def measure_missing_quality(campaign) -> None:
+    """Store the face quality of the campaign's items that have none yet, when
+    ``FAIRNESS_COMPUTE_QUALITY_ON_DEMAND`` is on (``evalsite.report_cache.warm`` runs it
+    before warming: the report would otherwise store it on its first read)."""
+    if settings.FAIRNESS_COMPUTE_QUALITY_ON_DEMAND:
+        compute_face_quality(campaign)
 
 
 def _spec(specs, name: str) -> ScoreSpec:
