@@ -133,10 +133,16 @@ def test_check_lineups_of_the_demo_shape_are_not_spotted_by_make_up():
 
 
 def _session_lineups(campaign, code, seed):
-    """Answer a whole session with a pinned seed; rows (session, is_check, lineup) of its
+    """Answer a whole session with a pinned seed and plan; rows (session, is_check, lineup) of its
     identity trials (practice still-probes are left out: they come before the study)."""
     session = assignment.join(campaign, participant_code=code)
-    RatingSession.objects.filter(pk=session.pk).update(state=SessionState.RUNNING, seed=seed)
+    plan = design.session_plan(  # pinned too: the outcome is the same on every run
+        n_practice=len([k for k in session.plan if k == design.PRACTICE]),
+        n_evaluated=len([k for k in session.plan if k == design.ITEM]),
+        attention_check_rate=campaign.attention_check_rate,
+        rng=random.Random(seed),
+    )
+    RatingSession.objects.filter(pk=session.pk).update(state=SessionState.RUNNING, seed=seed, plan=plan)
     session.refresh_from_db()
     while (trial := assignment.current_trial(session)) is not None:
         assignment.record_response(
