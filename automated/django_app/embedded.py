@@ -9,9 +9,9 @@ when the process stops (a server restart) is found by ``lifecycle.orphans`` and 
 ``dispatch.recover``.
 
 Every core (:func:`execute_run`): the run's per-video units, then its attack folds, are
-executed by a pool of ``DEID_WORKERS`` processes (default the machine's cores), the final
-step here. The units are the Celery tasks' bodies (``lifecycle.process_video``,
-``process_fold``), so the pool inherits their idempotent lifecycle: a unit stores its row
+executed by a pool of ``DEID_WORKERS`` processes (default the machine's cores), then its
+final step by one of them (where the models are loaded already). The units are the Celery
+tasks' bodies (``lifecycle.process_video``, ``process_fold``, ``run_final_step``), so the pool inherits their idempotent lifecycle: a unit stores its row
 once under the run lock, a redone unit stores nothing twice. A worker killed mid-unit (out
 of memory, a decoder crash) breaks the pool: a new pool redoes the units without a row,
 each start counted (``lifecycle.start_unit``: a unit that kills its worker every time fails
@@ -153,13 +153,17 @@ def _outcome(function, item: tuple):
 
 
 def _in_pool(kind: lifecycle.RunKind, run: RunBase, step: str) -> None:
-    """Every undone unit of ``step`` ("video" or "fold") of ``run`` by the pool, until none is left.
+    """Every undone unit of ``step`` ("video", "fold" or "final") of ``run`` by the pool, until none is left.
 
     A broken pool (a worker died) is replaced and the units still without a row are
     submitted again; a unit's error (the run marked FAILED by the lifecycle) is raised
     once the units already running have ended.
     """
-    pending = lifecycle.pending_videos if step == "video" else lifecycle.pending_folds
+    pending = {
+        "video": lifecycle.pending_videos,
+        "fold": lifecycle.pending_folds,
+        "final": lambda kind, run: [f"inline-{run.pk}"] if run.status == RunStatus.RUNNING else [],
+    }[step]
     while True:
         run.refresh_from_db()
         units = pending(kind, run) if run.status in lifecycle.ACTIVE else []
@@ -190,8 +194,8 @@ def _in_pool(kind: lifecycle.RunKind, run: RunBase, step: str) -> None:
 def execute_run(kind: lifecycle.RunKind, run: RunBase) -> RunBase:
     """Execute every unit of ``run`` left undone, on every core; return it refreshed.
 
-    The units of ``lifecycle.execute_inline``, the same rows: per-video units and folds by
-    the pool (:func:`pool_possible`), else here one after the other; the final step here.
+    The units of ``lifecycle.execute_inline``, the same rows: per-video units, folds and the
+    final step by the pool (:func:`pool_possible`), else here one after the other.
     This process first becomes the run's owner (``lifecycle.take``); a run another live
     process owns is left to it (returned as it is).
 
@@ -208,10 +212,9 @@ def execute_run(kind: lifecycle.RunKind, run: RunBase) -> RunBase:
     _in_pool(kind, run, "video")
     if kind.fold_model is not None:
         _in_pool(kind, run, "fold")
+    if kind.has_final_step:  # in a worker too: its models are loaded there already
+        _in_pool(kind, run, "final")
     run.refresh_from_db()
-    if kind.has_final_step and run.status == RunStatus.RUNNING:
-        lifecycle.run_final_step(kind, run.pk, owner=f"inline-{run.pk}")
-        run.refresh_from_db()
     return run
 
 

@@ -47,12 +47,15 @@ def init_worker(snapshot: dict, threads: int) -> None:
     worker_ready.send(sender=None)
 
 
-def unit(kind, step: str, run_id: int, key: int) -> None:
+def unit(kind, step: str, run_id: int, key) -> None:
     """One unit of run ``run_id``: ``lifecycle.process_video`` (``step="video"``, ``key`` the
-    masked video id) or ``lifecycle.process_fold`` (``"fold"``, ``key`` the fold number)."""
+    masked video id), ``lifecycle.process_fold`` (``"fold"``, ``key`` the fold number) or
+    ``lifecycle.run_final_step`` (``"final"``, ``key`` the step's owner)."""
     from . import lifecycle
 
     if step == "video":
         lifecycle.process_video(kind, run_id, key)
-    else:
+    elif step == "fold":
         lifecycle.process_fold(kind, run_id, key)
+    else:
+        lifecycle.run_final_step(kind, run_id, key)
