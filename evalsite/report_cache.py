@@ -69,7 +69,7 @@ DEPENDENCIES: tuple[tuple[str, str, str], ...] = (
     ("automated.AttackFold", "run__submission__campaign", "count"),
     ("trials.Rater", "campaign", "rows"),
     # The human report computes the flags as of now from the stored ones (which kinds a
-    # rater already has) and the sessions' browsers and addresses (trials.integrity).
+    # rater already has: ROW_COLUMNS) and the sessions' browsers and addresses (trials.integrity).
     ("trials.RaterFlag", "rater__campaign", "rows"),
     ("trials.RatingSession", "campaign", "count"),
     ("trials.Item", "campaign", "count"),
@@ -81,6 +81,11 @@ DEPENDENCIES: tuple[tuple[str, str, str], ...] = (
 )
 
 logger = logging.getLogger(__name__)
+
+#: "rows" tables of which only some columns matter to reports: a flag's reason names the
+#: figures of the latest test (rewritten when the organizer page stores the flags), but the
+#: reports read only which kinds of flag a rater has.
+ROW_COLUMNS: dict[str, tuple[str, ...]] = {"trials.RaterFlag": ("rater_id", "kind")}
 
 _SCOPE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("report_cache_scope", default=None)
 TIMEOUT_S = 24 * 3600
@@ -96,7 +101,7 @@ def _model(label: str):
 def _part(model, lookup: str, mode: str, campaign_pk: int):
     rows = model.objects.filter(**{lookup: campaign_pk})
     if mode in ("rows", "runs"):
-        names = [
+        names = list(ROW_COLUMNS.get(model._meta.label, ())) or [
             f.attname
             for f in model._meta.concrete_fields
             if mode == "rows" or not isinstance(f, models.JSONField)
