@@ -373,38 +373,118 @@ def catch_video_spec(campaign, probe_image_id: int | None = None) -> tuple[int, 
     the medians. :data:`CATCH_FRAMES`, :data:`CATCH_FPS`, :data:`CATCH_FRAME_SIZE` for a
     campaign without probed videos.
     """
+    rows = _catch_format_rows(campaign)
+    if not rows:
+        return CATCH_FRAMES, CATCH_FPS, CATCH_FRAME_SIZE
+    if probe_image_id is None:
+        frames, fps, width, height = (sorted(column)[len(rows) // 2] for column in list(zip(*rows))[1:])
+    else:
+        _, frames, fps, width, height = rows[_catch_draw(probe_image_id, len(rows))]
+    return int(frames), float(fps), (int(width) // 2 * 2, int(height) // 2 * 2)
+
+
+def _catch_format_rows(campaign) -> list:
     from evalsite.models import SourceVideo
 
-    rows = list(
+    return list(
         SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=True, practice=False)
         .exclude(frame_count=None)
         .exclude(fps=None)
         .exclude(width=None)
         .exclude(height=None)
         .order_by("id")
-        .values_list("frame_count", "fps", "width", "height")
+        .values_list("id", "frame_count", "fps", "width", "height")
     )
+
+
+def _catch_draw(probe_image_id: int, n_rows: int) -> int:
+    digest = hashlib.sha256(f"{settings.SECRET_KEY}:catch-format:{probe_image_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % n_rows
+
+
+def catch_background_video(campaign, probe_image_id: int):
+    """The evaluated source video whose format a catch probe takes (:func:`catch_video_spec`):
+    its wall, not its person, is the probe's background (:func:`wall_ground_frames`).
+
+    Returns
+    -------
+    evalsite.models.SourceVideo or None
+        None when the campaign has no probed evaluated video.
+    """
+    from evalsite.models import SourceVideo
+
+    rows = _catch_format_rows(campaign)
     if not rows:
-        return CATCH_FRAMES, CATCH_FPS, CATCH_FRAME_SIZE
-    if probe_image_id is None:
-        frames, fps, width, height = (sorted(column)[len(rows) // 2] for column in zip(*rows))
-    else:
-        digest = hashlib.sha256(f"{settings.SECRET_KEY}:catch-format:{probe_image_id}".encode()).digest()
-        frames, fps, width, height = rows[int.from_bytes(digest[:8], "big") % len(rows)]
-    return int(frames), float(fps), (int(width) // 2 * 2, int(height) // 2 * 2)
+        return None
+    return SourceVideo.objects.get(pk=rows[_catch_draw(probe_image_id, len(rows))][0])
+
+
+#: Share of a clip's width and height, from its top corners, taken as its wall (no person):
+#: a talking-head clip frames the person in the middle, shoulders at the bottom corners.
+WALL_WIDTH_SHARE, WALL_HEIGHT_SHARE = 0.16, 0.5
+
+
+def wall_ground_frames(clip_frames: list[np.ndarray], size: tuple[int, int]) -> list[np.ndarray]:
+    """A real clip's background, without its person, as moving ground for a catch probe.
+
+    From every frame, the two top corners (:data:`WALL_WIDTH_SHARE` of the width,
+    :data:`WALL_HEIGHT_SHARE` of the height: wall, lighting, camera noise and coding
+    texture of real footage) are each tiled in mirrored copies, resized to ``size`` and
+    cross-faded from left to right (the room's light gradient, no seam). A probe
+    on it looks, frame by frame, like footage of that camera, not like a picture on a
+    synthetic ground (issue 19: attention checks indistinguishable by any byte statistic).
+
+    Parameters
+    ----------
+    clip_frames : list of ndarray of shape (height, width, 3), dtype uint8
+        RGB frames of the clip (at least one).
+    size : (int, int)
+        ``(width, height)`` of the ground, pixels.
+
+    Returns
+    -------
+    list of ndarray of shape (size[1], size[0], 3), dtype float32
+        One ground per clip frame.
+
+    Raises
+    ------
+    ValueError
+        If ``clip_frames`` is empty or too small to hold a wall patch.
+    """
+    if not clip_frames:
+        raise ValueError("a wall ground needs at least one clip frame")
+    height, width = clip_frames[0].shape[:2]
+    patch_w, patch_h = int(width * WALL_WIDTH_SHARE), int(height * WALL_HEIGHT_SHARE)
+    if patch_w < 4 or patch_h < 4:
+        raise ValueError(f"a {width}x{height} clip is too small for a wall ground")
+    weight = np.linspace(0.0, 1.0, size[0], dtype=np.float32)[None, :, None]
+    grounds = []
+    for frame in clip_frames:
+        sides = []
+        for patch in (frame[:patch_h, :patch_w], frame[:patch_h, width - patch_w :][:, ::-1]):
+            tile = np.hstack([patch, patch[:, ::-1]])
+            tile = np.vstack([tile, tile[::-1]]).astype(np.float32)
+            sides.append(cv2.resize(tile, size, interpolation=cv2.INTER_LINEAR))
+        grounds.append((1 - weight) * sides[0] + weight * sides[1][:, ::-1])  # the room's light gradient
+    return grounds
 
 
 def catch_video_frames(
-    crop_rgb: np.ndarray, *, n_frames: int, frame_size: tuple[int, int], seed: int
+    crop_rgb: np.ndarray,
+    *,
+    n_frames: int,
+    frame_size: tuple[int, int],
+    seed: int,
+    wall: list[np.ndarray] | None = None,
 ) -> list[np.ndarray]:
-    """Frames of a catch-trial probe: the lineup face, transformed, moving on a textured ground.
+    """Frames of a catch-trial probe: the lineup face, transformed, moving on a real wall.
 
     The probe must be easy for a human (the same photo of the same person) but no
     pixel match of the lineup face: the face is mirrored, relit (a side-light gradient,
     per-channel gains, gamma), softened, slightly warped and stretched, rotated 10-16
     degrees, shown larger than in the lineup and off-centre, drifting and turning over the
-    clip, on a low-saturation textured background (not the lineup's flat grey), with
-    per-frame sensor noise (which also gives the H.264 stream the bitrate of a real clip).
+    clip, on the wall of a real clip of the campaign (``wall``, :func:`wall_ground_frames`;
+    without one, a low-saturation synthetic texture), with per-frame sensor noise.
 
     Parameters
     ----------
@@ -416,6 +496,8 @@ def catch_video_frames(
         ``(width, height)`` in pixels.
     seed : int
         Seeds every random choice (one probe per face crop).
+    wall : list of ndarray, optional
+        RGB frames of a real clip whose wall is the ground (used in turn, cycled).
 
     Returns
     -------
@@ -430,7 +512,9 @@ def catch_video_frames(
     colours = 0.35 * colours + 0.65 * colours.mean(axis=2, keepdims=True)
     ground = cv2.resize(colours, (width + 2 * pad, height + 2 * pad), interpolation=cv2.INTER_CUBIC)
     texture = rng.normal(0, 18, ground.shape[:2]).astype(np.float32)
-    ground = np.clip(ground + cv2.GaussianBlur(texture, (0, 0), 2.5)[..., None], 0, 255)
+    grounds = [np.clip(ground + cv2.GaussianBlur(texture, (0, 0), 2.5)[..., None], 0, 255)]
+    if wall:
+        grounds = wall_ground_frames(wall, (width + 2 * pad, height + 2 * pad))
 
     face = crop_rgb[:, ::-1].astype(np.float32)
     x = np.linspace(-1, 1, size, dtype=np.float32)
@@ -474,10 +558,33 @@ def catch_video_frames(
         shown = cv2.warpPerspective(face, homography, (width, height), flags=cv2.INTER_LINEAR)
         opacity = cv2.warpPerspective(alpha, homography, (width, height), flags=cv2.INTER_LINEAR)[..., None]
         left, top = int(pad * (1 + 0.8 * np.sin(np.pi * t))), int(pad * (1 + 0.5 * np.cos(np.pi * t)))
+        ground = grounds[i % len(grounds)]
         frame = shown * opacity + ground[top : top + height, left : left + width] * (1 - opacity)
         frame += rng.normal(0, noise_sigma, frame.shape)
         frames.append(np.clip(np.round(frame), 0, 255).astype(np.uint8))
     return frames
+
+
+def _wall_frames(campaign, probe_image_id: int, n_frames: int) -> list[np.ndarray] | None:
+    """Up to ``n_frames`` RGB frames of :func:`catch_background_video` (its web copy, else its
+    file); None when there is none or it cannot be read (the synthetic ground then)."""
+    from automated.video import VideoError, iter_frames
+
+    video = catch_background_video(campaign, probe_image_id)
+    field_file = None if video is None else (video.web_file or video.file)
+    if not field_file:
+        return None
+    frames: list[np.ndarray] = []
+    try:
+        with local_path(field_file) as path:
+            for _, frame in iter_frames(path):
+                frames.append(frame)
+                if len(frames) >= n_frames:
+                    break
+    except (FileNotFoundError, VideoError) as error:
+        logger.warning("catch probe: no wall from source video %s (%s)", video.pk, error)
+        return None
+    return frames or None
 
 
 def _tight_oval(size: int, shrink: float) -> np.ndarray:
@@ -537,12 +644,14 @@ def ensure_catch_video(crop: GalleryCrop) -> bool:
     n_frames, fps, frame_size = catch_video_spec(crop.gallery_image.identity.campaign, crop.gallery_image_id)
     digest = hashlib.sha256(f"{settings.SECRET_KEY}:catch-probe:{crop.pk}".encode()).digest()
     seed = int.from_bytes(digest[:8], "big")
+    wall = _wall_frames(crop.gallery_image.identity.campaign, crop.gallery_image_id, n_frames)
 
     def produce(path: Path) -> None:
         raw = path.with_suffix(".avi")
         writer = cv2.VideoWriter(str(raw), cv2.VideoWriter_fourcc(*"MJPG"), fps, frame_size)
+        frames = catch_video_frames(crop_rgb, n_frames=n_frames, frame_size=frame_size, seed=seed, wall=wall)
         try:
-            for frame in catch_video_frames(crop_rgb, n_frames=n_frames, frame_size=frame_size, seed=seed):
+            for frame in frames:
                 writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
         finally:
             writer.release()

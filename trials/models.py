@@ -48,7 +48,7 @@ def crop_upload_to(instance, filename: str) -> str:
 #: stored under another ending (an older style: probe2 had the median format of the
 #: campaign, probe3 the format of an evaluated clip drawn at random) is made again on its
 #: next use.
-CATCH_VIDEO_SUFFIX = ".probe3.mp4"
+CATCH_VIDEO_SUFFIX = ".probe4.mp4"
 
 
 def catch_video_upload_to(instance, filename: str) -> str:

@@ -1,7 +1,7 @@
 """Bytes that carry nothing (issue 19): a bytes-only bot, replayed on a campaign built in
 the test, names no video, no face and no attention check above chance (binomial test,
-p < 0.01); repeated ranges do not pass the byte check; attention checks carry an
-instruction a face-recognition bot cannot follow.
+p < 0.01), also from the real coded size of each frame; repeated ranges do not pass the
+byte check; attention checks carry an instruction a face-recognition bot cannot follow.
 """
 
 import hashlib
@@ -85,11 +85,75 @@ def test_two_clips_of_one_format_get_identical_headers_and_equal_frames(grid_cac
     boxes = [_boxes_of(data) for data in made]
     assert all(len(data) == 600_000 for data in made)
     assert boxes[0][b"moov"] == boxes[1][b"moov"] and len(boxes[0][b"mdat"]) == len(boxes[1][b"mdat"])
-    budget = variants.frame_budget_bytes(360, 288)  # 0.3 bit/pixel: 3,888 + 1,024 slack
-    assert budget == 4912 and len(boxes[0][b"mdat"]) == 8 + 75 * budget
+    budget = variants.frame_budget_bytes(360, 288)  # peak 1.6 x 0.3 bit/pixel: 6,220 + 1,024 slack
+    assert budget == 7244 and len(boxes[0][b"mdat"]) == 8 + 75 * budget
     assert boxes[0][b"mdat"] != boxes[1][b"mdat"] and list(boxes[0]) == [b"ftyp", b"moov", b"mdat", b"free"]
     again = variants.render_mp4_variant(webs[0].read_bytes(), 3, total_size=600_000)
     assert _boxes_of(again)[b"mdat"][8:] != boxes[0][b"mdat"][8:]  # another seed: another payload
+    # No SEI NAL unit (x264's settings message would spell the secret rate zones out), and
+    # the real coded sizes follow the seeded rate factors, not the clip: two copies of one
+    # clip differ frame by frame as much as two clips do.
+    profiles = [_coded_sizes(data) for data in (*made, again)]
+    assert all(len(sizes) == 75 and all(0 < n <= budget - 6 for n in sizes) for sizes in profiles)
+    assert not any(6 in _nal_types(data) for data in (*made, again))
+    same_clip = np.corrcoef(profiles[0][1:], profiles[2][1:])[0, 1]
+    assert abs(same_clip) < 0.5, same_clip  # before: 0.6-0.9 between copies of one clip
+    assert np.std(profiles[0]) / np.mean(profiles[0]) > 0.25  # before: 6 % (content alone)
+
+
+def test_rate_factors_are_seeded_log_normal_and_zoned_for_long_videos():
+    factors = variants.rate_factors(75, 11)
+    assert factors.shape == (75,) and (factors == variants.rate_factors(75, 11)).all()
+    assert not (factors == variants.rate_factors(75, 12)).all()
+    logs = np.log(variants.rate_factors(100_000, 1))
+    # 100,000 frames in at most 2,000 zones: 50 frames a zone, 2,000 draws of N(0, 0.5).
+    assert len(np.unique(logs)) == 2000 and (logs[:50] == logs[0]).all() and logs[50] != logs[0]
+    draws = np.unique(logs)
+    assert abs(draws.mean()) < 0.05 and abs(draws.std() - variants.RATE_LOG_SIGMA) < 0.03
+
+
+def _samples(data: bytes) -> list[bytes]:
+    """The coded samples of a one-track MP4, read from its sample tables (stsz, stco)."""
+
+    def walk(start, end):
+        for kind, offset, header, size in variants.mp4_boxes(data, start, end):
+            if kind in (b"moov", b"trak", b"mdia", b"minf", b"stbl"):
+                yield from walk(offset + header, offset + size)
+            else:
+                yield kind, data[offset + header : offset + size]
+
+    tables = dict(walk(0, len(data)))
+    uniform, count = struct.unpack_from(">II", tables[b"stsz"], 4)
+    sizes = [uniform] * count if uniform else struct.unpack_from(f">{count}I", tables[b"stsz"], 12)
+    (n_chunks,) = struct.unpack_from(">I", tables[b"stco"], 4)
+    assert n_chunks == count  # one sample per chunk
+    offsets = struct.unpack_from(f">{count}I", tables[b"stco"], 8)
+    return [data[offset : offset + size] for offset, size in zip(offsets, sizes)]
+
+
+def _nal_units(sample: bytes):
+    """``(type, bytes with length field)`` of the 4-byte-length NAL units of a sample."""
+    at = 0
+    while at < len(sample):
+        (length,) = struct.unpack_from(">I", sample, at)
+        yield sample[at + 4] & 0x1F, 4 + length
+        at += 4 + length
+
+
+def _coded_sizes(data: bytes) -> list[int]:
+    """What a bot reads without decoding: each frame's bytes but its filler NAL units
+    (type 12), the real coded size of the frame (hostile pass 2, issue 19)."""
+    return [sum(n for kind, n in _nal_units(sample) if kind != 12) for sample in _samples(data)]
+
+
+def _nal_types(data: bytes) -> set[int]:
+    return {kind for sample in _samples(data) for kind, _ in _nal_units(sample)}
+
+
+def _correlation(a, b) -> float:
+    a, b = np.asarray(a, float) - np.mean(a), np.asarray(b, float) - np.mean(b)
+    scale = np.sqrt((a @ a) * (b @ b))
+    return float(a @ b / scale) if scale else 0.0
 
 
 # --- the bytes-only bot on a campaign built here -------------------------------------------------
@@ -151,6 +215,7 @@ def _observe(client, trial, html) -> dict:
         "mdat": len(boxes[b"mdat"]),
         "moov": hashlib.sha256(boxes[b"moov"]).hexdigest(),
         "payload": hashlib.sha256(boxes[b"mdat"]).hexdigest(),
+        "coded": _coded_sizes(body),
         "faces": faces,
     }
 
@@ -177,6 +242,12 @@ def _play(campaign, code) -> list[dict]:
         body = {"choice": CHOICE.findall(html)[0], "response_time_ms": 1500}
         client.post(match.group(1), json.dumps(body), content_type="application/json")
     return seen
+
+
+def _size_stats(row) -> np.ndarray:
+    """First frame's, mean and spread of the coded sizes of a trial's video (bytes)."""
+    sizes = np.asarray(row["coded"], float)
+    return np.array([sizes[0], sizes[1:].mean(), sizes[1:].std()])
 
 
 def _guess(table: dict, key, rng):
@@ -220,7 +291,28 @@ def test_bytes_only_bot_names_no_video_face_or_check_above_chance(bot_campaign):
                 for face in row["faces"]:
                     for key in ("size", "idat", "hash"):
                         table[f"face-{key}"][face[key]][face["identity"]] += 1
+        others = [row for index, rows in enumerate(sessions) if index != held_out for row in rows]
+        # Per-frame coded sizes (hostile pass 2): the other sessions' trial whose profile
+        # correlates best names the video and tells a check; a nearest-centroid rule on
+        # (first frame, mean, spread) of the sizes tells a check too.
+        stats = np.array([_size_stats(row) for row in others])
+        scale = stats.std(axis=0) + 1e-9
+        centroids = {
+            kind: stats[[row["catch"] == kind for row in others]].mean(axis=0) for kind in (False, True)
+        }
         for row in sessions[held_out]:
+            nearest = max(others, key=lambda other: _correlation(row["coded"], other["coded"]))
+            for key, guess, truth in (
+                ("profile", nearest["video"], row["video"]),
+                ("catch-profile", nearest["catch"], row["catch"]),
+                (
+                    "catch-size-stats",
+                    min(centroids, key=lambda k: np.linalg.norm((_size_stats(row) - centroids[k]) / scale)),
+                    row["catch"],
+                ),
+            ):
+                tries[key] += 1
+                hits[key] += guess == truth
             for key in ("total", "content", "mdat", "moov", "payload"):
                 tries[key] += 1
                 hits[key] += _guess(table[key], row[key], rng) == row["video"]
@@ -236,11 +328,12 @@ def test_bytes_only_bot_names_no_video_face_or_check_above_chance(bot_campaign):
     seen = Counter(row["video"] for row in observed)
     video_majority = max(seen.values()) / sum(seen.values())
     chance = {
-        key: max(1 / n_videos, video_majority) for key in ("total", "content", "mdat", "moov", "payload")
+        key: max(1 / n_videos, video_majority)
+        for key in ("total", "content", "mdat", "moov", "payload", "profile")
     }
     chance |= {
         f"catch-{key}": max(share_catch, 1 - share_catch)
-        for key in ("total", "content", "mdat", "moov", "payload")
+        for key in ("total", "content", "mdat", "moov", "payload", "profile", "size-stats")
     }
     # Naming a shown face: chance is guessing the identity shown most often (lineups of the
     # exposure blocks and attention checks do not show every identity equally often).

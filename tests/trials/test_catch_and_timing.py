@@ -185,6 +185,8 @@ def test_catch_probe_not_answered_by_pixel_matching(catch_campaign, tmp_path):
     identities = sorted(crops)
     assert len(identities) == 10
     rng = np.random.default_rng(9)
+    wall = media._wall_frames(catch_campaign, 0, 75)  # served probes stand on a real clip's wall
+    assert wall is not None and len(wall) == 75
     for seed in range(5):
         for target in identities:
             foils = list(rng.choice([i for i in identities if i != target], 4, replace=False))
@@ -192,7 +194,7 @@ def test_catch_probe_not_answered_by_pixel_matching(catch_campaign, tmp_path):
             right = int(rng.integers(0, 5))
             lineup.insert(right, target)
             frames = media.catch_video_frames(
-                crops[target], n_frames=75, frame_size=(360, 288), seed=100 * seed + target
+                crops[target], n_frames=75, frame_size=(360, 288), seed=100 * seed + target, wall=wall
             )
             trials.append(([frames[0], frames[37]], [crops[i] for i in lineup], right))
     n = len(trials)
@@ -298,6 +300,31 @@ def test_reported_watch_time_is_capped_by_server_time_and_passes_no_check(grid_c
     rater = Rater.objects.get(participant_code="liar")
     assert rater.excluded and "needed to have seen it" in rater.flag_reason
     assert trial.response.watch_time_ms < 5_000
+
+
+def test_wall_ground_keeps_the_wall_and_drops_the_person():
+    """A clip frame: wall 60 grey at the top left, 200 at the top right, a "person" (pure
+    red) in the middle and at the bottom corners (shoulders). The ground has no red, starts
+    at the left wall's grey and ends at the right wall's, and follows the clip frame by frame."""
+    frames = []
+    for shift in (0, 10):
+        frame = np.zeros((288, 360, 3), np.uint8)
+        frame[:, :180] = 60 + shift
+        frame[:, 180:] = 200 + shift
+        frame[40:, 70:290] = (255, 0, 0)  # head and body
+        frame[200:] = (255, 0, 0)  # shoulders reach the bottom corners
+        frames.append(frame)
+    grounds = media.wall_ground_frames(frames, (400, 330))
+    assert len(grounds) == 2 and grounds[0].shape == (330, 400, 3) and grounds[0].dtype == np.float32
+    for ground, shift in zip(grounds, (0, 10)):
+        assert np.allclose(ground[..., 0], ground[..., 1]) and np.allclose(ground[..., 1], ground[..., 2])
+        assert ground[:, 0].mean() == pytest.approx(60 + shift, abs=0.5)
+        assert ground[:, -1].mean() == pytest.approx(200 + shift, abs=0.5)
+        assert ground[:, 200].mean() == pytest.approx(130 + shift, abs=1.0)  # cross-faded halfway
+    with pytest.raises(ValueError, match="at least one clip frame"):
+        media.wall_ground_frames([], (400, 330))
+    with pytest.raises(ValueError, match="too small for a wall ground"):
+        media.wall_ground_frames([np.zeros((6, 20, 3), np.uint8)], (40, 30))
 
 
 def test_catch_probe_of_an_older_style_is_made_again(grid_campaign):
