@@ -10,11 +10,17 @@ fixed by format, never by content:
 - **Videos** (:func:`render_mp4_variant`) are decoded and re-encoded per trial: every
   pixel moved by at most one grey level of seeded noise (invisible; every coded byte
   differs), H.264 with one fixed set of encoder settings per frame format (no B-frames,
-  a fixed key-frame interval, no scene-cut key frames, a VBV budget of
-  :data:`BITS_PER_PIXEL` per pixel per frame), then every coded frame is padded to the
-  same size with an H.264 filler-data NAL unit (ITU-T H.264, section 7.3.2.7, type 12:
-  decoders discard it) and the MP4's sample tables are rewritten for one frame per
-  chunk (:func:`uniform_samples`). Header and ``mdat`` sizes then depend on the frame
+  a fixed key-frame interval, no scene-cut key frames, a mean rate of
+  :data:`BITS_PER_PIXEL` per pixel per frame, no SEI message). Each frame's rate is the
+  mean times a secret seeded log-normal factor (:func:`rate_factors`, x264 rate zones,
+  capped at :data:`PEAK_RATE`): the real coded size of a frame, which a bot reads from
+  the bytes by skipping the filler below (hostile pass 2: per-frame size profiles named
+  the video 47/56 times and spotted attention checks 87/90), is then mostly that draw,
+  not the picture. A filler can always be told from coded data (a decoder must find
+  where the data ends), so the payload's own sizes must carry nothing. Then every coded
+  frame is padded to the same size with an H.264 filler-data NAL unit (ITU-T H.264,
+  section 7.3.2.7, type 12: decoders discard it) and the MP4's sample tables are
+  rewritten for one frame per chunk (:func:`uniform_samples`). Header and ``mdat`` sizes then depend on the frame
   size, frame rate and frame count only: two clips of one format and length have
   byte-identical ``moov`` boxes. Last, a trailing ``free`` box (ISO/IEC 14496-12,
   section 8.1.2) pads the file to one size for the whole campaign
