@@ -10,7 +10,7 @@ fixed by format, never by content:
 - **Videos** (:func:`render_mp4_variant`) are decoded and re-encoded per trial: every
   pixel moved by at most one grey level of seeded noise (invisible; every coded byte
   differs), H.264 with one fixed set of encoder settings per frame format (no B-frames,
-  a fixed key-frame interval, no scene-cut key frames, a mean rate of
+  one key frame then periodic intra refresh, no scene-cut key frames, a mean rate of
   :data:`BITS_PER_PIXEL` per pixel per frame, no SEI message). Each frame's rate is the
   mean times a secret seeded log-normal factor (:func:`rate_factors`, x264 rate zones,
   capped at :data:`PEAK_RATE`): the real coded size of a frame, which a bot reads from
@@ -85,7 +85,8 @@ MAX_RATE_ZONES = 2000
 FRAME_SLACK_BYTES = 1024
 #: Smallest H.264 filler NAL unit in an MP4 sample: 4-byte length, header, trailing bits.
 MIN_FILLER_BYTES = 6
-#: Key-frame interval in seconds (fixed, so the sync-sample table depends on length only).
+#: Intra-refresh period in seconds (the first frame is the only key frame, so the
+#: sync-sample table is the same for every video).
 KEYFRAME_INTERVAL_S = 2.0
 #: The campaign-wide video size is rounded up to a multiple of this many bytes.
 SIZE_STEP_BYTES = 64 * 1024
@@ -355,8 +356,11 @@ def draw_instruction(frame: np.ndarray, choice: str, y: int, seed: int) -> np.nd
 
 def _encode(frames: list, fps: float, out: Path, rate_scale: float, factors: np.ndarray) -> None:
     """H.264 of ``frames``: mean rate :data:`BITS_PER_PIXEL` x ``rate_scale``, frame ``i``'s
-    rate times ``factors[i]`` (x264 rate zones), capped at :data:`PEAK_RATE`; no SEI (the
-    encoder's settings message would spell the zones out)."""
+    rate times ``factors[i]`` (x264 rate zones), capped at :data:`PEAK_RATE`; periodic
+    intra refresh instead of key frames after the first (a key frame fills the cap, and
+    what it leaves below it is the picture's: 14/75 copies named by frame 50's size
+    alone, 2/75 with intra refresh); no SEI (the encoder's settings message would spell
+    the zones out)."""
     height, width = frames[0].shape[:2]
     budget_bits = int(BITS_PER_PIXEL * width * height * rate_scale)
     peak_bits = int(PEAK_RATE * budget_bits)
@@ -370,7 +374,7 @@ def _encode(frames: list, fps: float, out: Path, rate_scale: float, factors: np.
         "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p",
         "-bf", "0", "-g", str(keyint), "-keyint_min", str(keyint), "-sc_threshold", "0",
         "-b:v", str(int(budget_bits * fps)), "-maxrate", str(int(peak_bits * fps)), "-bufsize", str(peak_bits),
-        "-x264-params", f"zones={zones}", "-bsf:v", "filter_units=remove_types=6",
+        "-x264-params", f"intra-refresh=1:zones={zones}", "-bsf:v", "filter_units=remove_types=6",
         "-movflags", "+faststart", str(out),
     ]  # fmt: skip
     data = b"".join(np.ascontiguousarray(frame).tobytes() for frame in frames)
