@@ -304,6 +304,10 @@ SETTINGS: tuple[Setting, ...] = (
       "worker): a masked video id whose processing SIGKILLs the worker (`tests/ops/poison.py`)", "Tests"),
     S("DEID_TEST_KILL_LOG", "string", "", "tests only, with `DEID_TEST_KILL_ON_VIDEO`: the file each killed "
       "worker appends its process id to", "Tests"),
+    S("DEID_TEST_KILL_TIMES", "integer", None, "tests only, with `DEID_TEST_KILL_ON_VIDEO`: SIGKILL only "
+      "the first N times the video is processed (`tests/ops/poison.py`)", "Tests", default_doc="every time"),
+    S("DEID_REQUIRE_SERVICES", "boolean", False, "tests only (set by `.ci/run`): a test that finds PostgreSQL "
+      "or Redis missing fails instead of skipping", "Tests"),
     S("DEID_TEST_WORKER_VAR_DIR", "path", None, "tests only (set by tests/settings.py under pytest-xdist): "
       "the worker's own var folder, a marker that child processes keep the folder they were given", "Tests",
       default_doc="unset"),
