@@ -351,7 +351,9 @@ def test_bytes_only_bot_names_no_video_face_or_check_above_chance(bot_campaign):
         tries["largest-png"] += 1
         hits["largest-png"] += str(rng.choice(largest)) == row["trial"].correct_choice
     chance["largest-png"] = 1 / 5
-    assert tries["largest-png"] >= 8  # target-present lineups: about 2 a session
+    # Target-present evaluated lineups: 1-2 a session now that a session shows one lineup
+    # per block of identities (7-10 in 5 sessions seen); every one of them is a tie above.
+    assert tries["largest-png"] >= 3
     report = {key: (hits[key], tries[key], round(chance[key], 3)) for key in tries}
     print("bytes-only bot (hits, tries, chance):", report)
     for key, n in tries.items():
