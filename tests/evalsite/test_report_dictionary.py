@@ -49,6 +49,7 @@ def _rate(campaign, raters: int) -> None:
 @pytest.fixture
 def evaluated(media_root, data_dir, grid_cache, settings):
     settings.TRIALS_PLAUSIBILITY_CHECKS = False  # scripted raters fetch no media and answer at once
+    settings.TRIALS_OUTLIER_ALPHA = 1e-12  # scripted raters: no per-rater outlier flags
     campaign = build_grid_campaign(data_dir, grid_cache, raters_per_video=3)
     open_rating(campaign, prepare_media=False)
     check_stills(campaign)  # what preparing rating media does: the gallery-still caveats
