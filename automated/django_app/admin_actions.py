@@ -66,20 +66,27 @@ def run_attack_suite(modeladmin, request, queryset):
     _start_runs(request, queryset, "attack")
 
 
+def _started(request, queryset, start):
+    """Yield ``(object, start(object, background=True))`` for each selected object, if the
+    user may start automated runs; a failure is a message and the others still start."""
+    if not evaluate_all.may_evaluate(request.user):
+        messages.error(request, "You may not start automated runs (face evaluation and attack).")
+        return
+    for item in queryset:
+        try:
+            outcomes = start(item, background=True)
+        except Exception as error:  # one failed object must not hide the others
+            messages.error(request, f"{item}: {error}")
+            continue
+        yield item, outcomes
+
+
 @admin.action(
     description="Evaluate everything (face with behaviour, then attack) on the selected submissions"
 )
 def evaluate_everything(modeladmin, request, queryset):
     """``evaluate_all.evaluate_everything`` per submission: starts only the parts not running or up to date."""
-    if not evaluate_all.may_evaluate(request.user):
-        messages.error(request, "You may not start automated runs (face evaluation and attack).")
-        return
-    for submission in queryset:
-        try:
-            outcomes = evaluate_all.evaluate_everything(submission, background=True)
-        except Exception as error:  # one failed submission must not hide the others
-            messages.error(request, f"{submission}: {error}")
-            continue
+    for submission, outcomes in _started(request, queryset, evaluate_all.evaluate_everything):
         url = reverse("automated:submission_progress", args=[submission.pk])
         parts = "; ".join(f"{o.kind} {o.state}: {o.detail}" for o in outcomes)
         messages.info(
@@ -100,15 +107,7 @@ def rerun_campaigns(modeladmin, request, queryset):
     Uses each campaign's current settings (``Campaign.evaluation_options``; change them with
     the command or the API); parts already running or up to date start nothing.
     """
-    if not evaluate_all.may_evaluate(request.user):
-        messages.error(request, "You may not start automated runs (face evaluation and attack).")
-        return
-    for campaign in queryset:
-        try:
-            outcomes = rerun.rerun_campaign(campaign, background=True)
-        except Exception as error:  # one failed campaign must not hide the others
-            messages.error(request, f"{campaign}: {error}")
-            continue
+    for campaign, outcomes in _started(request, queryset, rerun.rerun_campaign):
         states = [o.state for _, parts in outcomes for o in parts]
         counts = ", ".join(f"{states.count(s)} {s}" for s in dict.fromkeys(states)) or "no runs"
         messages.info(request, f"{campaign}: {len(outcomes)} submission(s); parts {counts}.")
