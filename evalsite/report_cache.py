@@ -7,6 +7,16 @@ aggregate queries (the rows themselves for the small, editable tables; count, hi
 id and one aggregate per column for the large ones), so a result written, a run that
 moves on, a file replaced, a role changed, a row edited in place or a rater excluded
 changes it.
+
+Pending and running ("active") runs are left out of the fingerprint, and so are the rows
+their results so far add: the reports read completed runs only, so a run that is queued
+or moves on video by video does not recompute every report of the campaign (the team's
+submission page took 7.7-15 s on the demo's first request while any run was under way).
+What reads an active run's state (a section's "running: 2/3 videos", a part's progress
+line) says so with :func:`reads_progress`; :func:`cached` then keys that value by the
+state of the active runs it read as well (:func:`progress_fingerprint`: of one submission's
+runs, or of the campaign's), and so is every cached value computed from it. Another
+submission's run moving on changes neither key.
 :func:`cached` keys a value by the campaign, a name and the fingerprint, in Django's
 default cache (``CACHES``, ``DEID_REPORT_CACHE_URL``: a folder under ``DEID_VAR_DIR`` by
 default, Redis for several machines), shared by every process: an unchanged campaign's
@@ -39,19 +49,23 @@ from pathlib import Path
 from django.apps import apps
 from django.conf import settings
 from django.core.cache import cache
-from django.db import models
+from django.db import connections, models, router
+from django.db.models import Value
 from django.db.models.functions import Length
 
-#: (model label, lookup from the model to the campaign, "rows" | "count").
+#: (model label, lookup from the model to the campaign, "rows" | "runs" | "count").
 #: "rows": every column of every row (small tables an organizer edits: identities, videos,
 #: labels, teams, raters, flags); "runs": every column but the JSON ones (written with the
-#: status); "count": row count, highest id and one aggregate per column (large tables, rows
+#: status) of the runs that are not active (:data:`ACTIVE_STATUSES`; a run model has
+#: ``status`` and ``submission``); "count": row count, highest id and one aggregate per column (large tables, rows
 #: added by runs and raters): the latest date-time, the count of true booleans, the sum of
 #: numbers and foreign-key ids, the summed length of text (:func:`_column_aggregate`), so
 #: an in-place edit of a row (an item's target count, a superseded item, a re-measured face
 #: quality, a still check) changes it too. Not covered: a JSON column edited in place, or
 #: edits that leave every sum equal (a text changed to another of the same length); no code
 #: edits those rows so (run results and responses are only added; admin shows them read-only).
+#: A "count" table whose ``run`` points to a "runs" table counts the rows of runs that are
+#: not active only (an active run's rows so far are :func:`progress_fingerprint`'s).
 DEPENDENCIES: tuple[tuple[str, str, str], ...] = (
     ("evalsite.Campaign", "pk", "rows"),
     ("evalsite.Identity", "campaign", "rows"),
@@ -87,7 +101,16 @@ logger = logging.getLogger(__name__)
 #: reports read only which kinds of flag a rater has.
 ROW_COLUMNS: dict[str, tuple[str, ...]] = {"trials.RaterFlag": ("rater_id", "kind")}
 
+#: Statuses of a run that is queued or under way: left out of :func:`fingerprint`, covered by
+#: :func:`progress_fingerprint` for what reads them (:func:`reads_progress`).
+ACTIVE_STATUSES = ("pending", "running")
+#: :func:`reads_progress` of every submission of the campaign.
+EVERY_SUBMISSION = "*"
+
 _SCOPE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("report_cache_scope", default=None)
+#: What the :func:`cached` computation under way read of active runs (submission ids or
+#: :data:`EVERY_SUBMISSION`); None outside a computation.
+_READS: contextvars.ContextVar[set | None] = contextvars.ContextVar("report_cache_reads", default=None)
 TIMEOUT_S = 24 * 3600
 
 
@@ -98,21 +121,68 @@ def _model(label: str):
         return None
 
 
-def _part(model, lookup: str, mode: str, campaign_pk: int):
-    rows = model.objects.filter(**{lookup: campaign_pk})
+def _run_models() -> set:
+    """The models of the "runs" tables of :data:`DEPENDENCIES` (the installed ones)."""
+    return {m for label, _, mode in DEPENDENCIES if mode == "runs" and (m := _model(label)) is not None}
+
+
+def _run_field(model, run_models: set) -> str | None:
+    """The name of ``model``'s foreign key to a run table, if it has one (a run's result rows)."""
+    for field in model._meta.concrete_fields:
+        if isinstance(field, models.ForeignKey) and field.related_model in run_models:
+            return field.name
+    return None
+
+
+#: Stands for the campaign's id in the compiled queries of :func:`_part_query`.
+_CAMPAIGN_PARAM = -7_351_928_413
+
+
+def _part(model, lookup: str, mode: str, campaign_pk: int, run_models: set = frozenset()):
+    """The rows ("rows", "runs") or the aggregates ("count") :data:`DEPENDENCIES` names for one
+    table, as the database returns them (raw values: only compared, never shown)."""
+    alias = router.db_for_read(model)
+    sql, params, names = _part_query(
+        model, lookup, mode, _run_field(model, run_models), alias, connections[alias].vendor
+    )
+    params = [campaign_pk if p == _CAMPAIGN_PARAM else p for p in params]
+    with connections[alias].cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    if mode in ("rows", "runs"):
+        return [tuple(row) for row in rows]
+    return sorted((name, _stable(value)) for name, value in zip(names, rows[0] if rows else ()))
+
+
+@functools.cache
+def _part_query(model, lookup: str, mode: str, run_field: str | None, alias: str, vendor: str) -> tuple:
+    """(SQL, parameters, column names) of :func:`_part`'s query on database ``alias``
+    (of ``vendor``), compiled by the ORM once per process (the campaign's id is
+    :data:`_CAMPAIGN_PARAM` among the parameters): compiling some 20 querysets on each
+    request cost more than running them."""
+    rows = model.objects.using(alias).filter(**{lookup: _CAMPAIGN_PARAM}).order_by()
+    if mode == "runs":
+        rows = rows.exclude(status__in=ACTIVE_STATUSES)
+    elif mode == "count" and run_field is not None:
+        rows = rows.exclude(**{f"{run_field}__status__in": ACTIVE_STATUSES})
     if mode in ("rows", "runs"):
         names = list(ROW_COLUMNS.get(model._meta.label, ())) or [
             f.attname
             for f in model._meta.concrete_fields
             if mode == "rows" or not isinstance(f, models.JSONField)
         ]
-        return list(rows.order_by("pk").values_list(*names))
-    aggregates = {"n": models.Count("pk"), "top": models.Max("pk")}
-    for field in model._meta.concrete_fields:
-        aggregate = _column_aggregate(field)
-        if aggregate is not None:
-            aggregates[field.attname] = aggregate
-    return sorted((name, _stable(value)) for name, value in rows.aggregate(**aggregates).items())
+        query = rows.order_by("pk").values_list(*names)
+    else:
+        aggregates = {"n": models.Count("pk"), "top": models.Max("pk")}
+        for field in model._meta.concrete_fields:
+            aggregate = _column_aggregate(field)
+            if aggregate is not None:
+                aggregates[f"agg_{field.attname}"] = aggregate
+        # Grouped by a constant: no GROUP BY, one row of aggregates (what .aggregate() runs).
+        query = rows.annotate(_all=Value(1)).values("_all").annotate(**aggregates).values_list(*aggregates)
+        names = [name.removeprefix("agg_") for name in aggregates]
+    sql, params = query.query.get_compiler(using=alias).as_sql()
+    return sql, tuple(params), tuple(names)
 
 
 def _column_aggregate(field):
@@ -166,7 +236,8 @@ def _report_settings() -> list:
 def fingerprint(campaign) -> str:
     """Digest (hex) of every row the campaign's reports are computed from (:data:`DEPENDENCIES`),
     of the code that computes them and of the settings that change them (a new deployment
-    or a changed setting never reads what was computed before it).
+    or a changed setting never reads what was computed before it). Active runs and their
+    rows are left out (:func:`progress_fingerprint`).
 
     About 20 queries; within a :func:`scope` read once per campaign.
     """
@@ -176,13 +247,101 @@ def fingerprint(campaign) -> str:
         return memo[pk]
     digest = hashlib.sha256(_code_digest().encode())
     digest.update(repr(_report_settings()).encode())
+    run_models = _run_models()
     for label, lookup, mode in DEPENDENCIES:
         model = _model(label)
         if model is not None:
-            digest.update(repr((label, lookup, _part(model, lookup, mode, pk))).encode())
+            digest.update(repr((label, lookup, _part(model, lookup, mode, pk, run_models))).encode())
     value = digest.hexdigest()
     if memo is not None:
         memo[pk] = value
+    return value
+
+
+def reads_progress(campaign, submission=None) -> None:
+    """Say that the :func:`cached` computation under way reads the state of active runs
+    (pending or running: status, progress counters, their result rows so far) of
+    ``submission`` (an object or id; None: of every submission of ``campaign``).
+
+    Call it before reading them: it reads their :func:`progress_fingerprint` then (once per
+    :func:`scope`). The value is cached under that digest too, and so is every cached value
+    computed from it (the reads carry up through nested :func:`cached` calls, also when the
+    inner value comes from the cache). Outside a computation it does nothing.
+    """
+    reads = _READS.get()
+    if reads is not None:
+        read = EVERY_SUBMISSION if submission is None else getattr(submission, "pk", submission)
+        _progress_of(getattr(campaign, "pk", campaign), read)
+        reads.add(read)
+
+
+def progress_fingerprint(campaign, reads) -> str:
+    """Digest (hex) of the active runs of the submissions in ``reads`` (ids, or
+    :data:`EVERY_SUBMISSION` for all of the campaign's): every column of each run row, and
+    the count and highest id of each result table's rows of those runs.
+
+    The campaign's active runs are read once per :func:`scope` (:func:`_active_runs`).
+    """
+    pk = getattr(campaign, "pk", campaign)
+    if EVERY_SUBMISSION in reads:
+        return _progress_of(pk, EVERY_SUBMISSION)
+    parts = [(read, _progress_of(pk, read)) for read in sorted(reads)]
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+def _progress_of(campaign_pk: int, read) -> str:
+    """:func:`progress_fingerprint` of one submission (id) or of :data:`EVERY_SUBMISSION`."""
+    runs, results = _active_runs(campaign_pk)
+    digest = hashlib.sha256(repr(read).encode())
+    for label, rows in runs.items():
+        counts = results.get(label, {})
+        mine = [
+            (row[2], [(name, found.get(row[0])) for name, found in counts.items()])
+            for row in rows
+            if read == EVERY_SUBMISSION or row[1] == read
+        ]
+        digest.update(repr((label, mine)).encode())  # another submission's runs: no part of it
+    return digest.hexdigest()
+
+
+def _active_runs(campaign_pk: int) -> tuple[dict, dict]:
+    """The campaign's active runs, ``{run label: [(id, submission id, every column), ...]}``,
+    and their result rows, ``{run label: {result label: {run id: (count, highest id)}}}``.
+
+    One query per run table, plus one per result table when a run is active; read once
+    per :func:`scope`.
+    """
+    memo = _SCOPE.get()
+    memo_key = ("active runs", campaign_pk)
+    if memo is not None and memo_key in memo:
+        return memo[memo_key]
+    run_models = _run_models()
+    runs, results = {}, {}
+    for label, lookup, mode in DEPENDENCIES:
+        model = _model(label)
+        if model is None or mode != "runs":
+            continue
+        found = model.objects.filter(**{lookup: campaign_pk}, status__in=ACTIVE_STATUSES).order_by("pk")
+        names = [f.attname for f in model._meta.concrete_fields]
+        runs[label] = [(row[0], row[1], row[2:]) for row in found.values_list("pk", "submission_id", *names)]
+        ids = [row[0] for row in runs[label]]
+        for result_label, _, result_mode in DEPENDENCIES:
+            result_model = _model(result_label)
+            if result_model is None or result_mode != "count" or not ids:
+                continue
+            run = _run_field(result_model, run_models)
+            if run is None or result_model._meta.get_field(run).related_model is not model:
+                continue
+            counts = (
+                result_model.objects.filter(**{f"{run}__in": ids})
+                .values_list(run)
+                .annotate(n=models.Count("pk"), top=models.Max("pk"))
+                .order_by()
+            )
+            results.setdefault(label, {})[result_label] = {row[0]: row[1:] for row in counts}
+    value = (runs, results)
+    if memo is not None:
+        memo[memo_key] = value
     return value
 
 
@@ -206,6 +365,11 @@ def cached(campaign, key: tuple, compute: Callable):
     ``key`` is a tuple of plain values (names, ids, flags) that tells apart what
     ``compute`` returns for one campaign. Outside a scope ``compute()`` runs every time.
     The value is stored pickled: the caller gets its own copy.
+
+    A value whose computation read active runs (:func:`reads_progress`) is stored under the
+    :func:`progress_fingerprint` of those runs too: the entry under the fingerprint names
+    what was read, the value sits under both digests. A re-computation with the same
+    rows and the same state of the runs it read would read and return the same.
     """
     if _SCOPE.get() is None:
         return compute()
@@ -214,10 +378,33 @@ def cached(campaign, key: tuple, compute: Callable):
     cache_key = f"deid-report:{pk}:{name}:{fingerprint(campaign)}"
     stored = cache.get(cache_key)
     if stored is not None:
-        return pickle.loads(stored)
-    value = compute()
-    cache.set(cache_key, pickle.dumps(value), TIMEOUT_S)
+        reads, value = pickle.loads(stored)
+        if not reads:
+            return value
+        progress = cache.get(f"{cache_key}:{progress_fingerprint(campaign, reads)}")
+        if progress is not None:
+            _carry(reads)
+            return pickle.loads(progress)
+    token = _READS.set(set())
+    try:
+        value = compute()
+        reads = frozenset(_READS.get())
+    finally:
+        _READS.reset(token)
+    if reads:
+        cache.set(cache_key, pickle.dumps((reads, None)), TIMEOUT_S)
+        cache.set(f"{cache_key}:{progress_fingerprint(campaign, reads)}", pickle.dumps(value), TIMEOUT_S)
+        _carry(reads)
+    else:
+        cache.set(cache_key, pickle.dumps((reads, value)), TIMEOUT_S)
     return value
+
+
+def _carry(reads) -> None:
+    """What a nested value read of active runs counts as read by the computation around it."""
+    outer = _READS.get()
+    if outer is not None:
+        outer.update(reads)
 
 
 class ReportCacheMiddleware:

@@ -50,7 +50,7 @@ from automated.serialize import jsonable
 
 from . import dictionary, spreadsheet
 from .dictionary import Column
-from .report_cache import cached
+from .report_cache import cached, reads_progress
 from .models import MaskedVideo
 from .staleness import RUN_SECTIONS, stale_results, stale_videos
 
@@ -525,6 +525,7 @@ def section_status(submission, name: str) -> dict:
         model = apps.get_model(label, model_name)
     except LookupError:
         return {"status": "not available", "run_id": None}
+    reads_progress(submission.campaign_id, submission)  # a pending or running run's counters
     run = model.objects.filter(submission=submission).order_by("-created_at", "-pk").first()
     if run is None or run.status == "completed":
         return {"status": "not run", "run_id": None}

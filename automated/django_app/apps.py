@@ -39,3 +39,11 @@ class AutomatedConfig(AppConfig):
             "automated",
             plugins.SubmissionPanel(lines=evaluate_all.part_states, may_start=evaluate_all.may_evaluate),
         )
+        # The organizer page's run states and the frontier figures, computed into the report
+        # cache when a campaign's runs finish (evalsite.report_cache.warm).
+        from evalsite.report_cache import register_warmer
+
+        from .frontier_view import warm_frontiers
+
+        register_warmer(evaluate_all.warm_part_states)
+        register_warmer(warm_frontiers)

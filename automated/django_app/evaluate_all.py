@@ -40,7 +40,7 @@ from kombu.exceptions import OperationalError as BrokerError
 
 from . import dispatch, lifecycle
 from .run_models import RunBase
-from evalsite.report_cache import cached
+from evalsite.report_cache import cached, reads_progress
 
 logger = logging.getLogger(__name__)
 
@@ -344,6 +344,13 @@ def part_states(submission: Submission) -> list[dict]:
     return cached(submission.campaign_id, ("part_states", submission.pk), lambda: _part_states(submission))
 
 
+def warm_part_states(campaign) -> None:
+    """:func:`part_states` of every submission of ``campaign`` (the organizer page's lines),
+    computed into the cache (``evalsite.report_cache.warm``)."""
+    for submission in campaign.submissions.select_related("team", "campaign").order_by("pk"):
+        part_states(submission)
+
+
 def _part_states(submission: Submission) -> list[dict]:
     """Each part's newest run as one line for the organizer page, e.g. ``"face run 7: running: 2/3 videos"``.
 
@@ -355,6 +362,7 @@ def _part_states(submission: Submission) -> list[dict]:
         A part never run is ``not_run_text``: ``"<kind>: waiting: <reason>"`` when it
         cannot start yet, else ``"<kind>: not run"``.
     """
+    reads_progress(submission.campaign_id, submission)  # the newest run may be pending or running
     states = []
     for kind in PARTS:
         model = dispatch.RUN_KINDS[kind].kind.model

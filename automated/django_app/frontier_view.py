@@ -115,7 +115,7 @@ def campaign_frontier(request, campaign_id: int, fmt: str):
     campaign = get_object_or_404(scope(Campaign.objects.all(), request.user), pk=campaign_id)
     if not campaign.submissions.exists():
         raise Http404("the campaign has no submissions yet")
-    return _figure_response(campaign, None, f"Privacy-utility frontier: {campaign.name}", fmt)
+    return _figure_response(campaign, None, _campaign_title(campaign), fmt)
 
 
 @team_login_required
@@ -126,8 +126,37 @@ def team_submission_frontier(request, pk: int, fmt: str):
     submission = get_object_or_404(own_submissions(request.user).select_related("campaign"), pk=pk)
     if not team_sees_results(submission):  # a blind phase: not even the figure
         raise Http404("results not released")
-    title = f"Privacy-utility frontier: {submission.name} and the baselines"
-    return _figure_response(submission.campaign, submission, title, fmt)
+    return _figure_response(submission.campaign, submission, _team_title(submission), fmt)
+
+
+def _campaign_title(campaign: Campaign) -> str:
+    return f"Privacy-utility frontier: {campaign.name}"
+
+
+def _team_title(submission) -> str:
+    return f"Privacy-utility frontier: {submission.name} and the baselines"
+
+
+def frontier_images(campaign: Campaign, own, title: str) -> dict[str, bytes]:
+    """``{"png", "svg"}`` of the frontier of ``campaign`` (with ``own``: it and the baselines),
+    cached by the campaign's inputs inside a request (``evalsite.report_cache``): drawn
+    once for both formats."""
+    return cached(
+        campaign,
+        ("frontier", getattr(own, "pk", None), title),
+        lambda: frontier_figure(frontier_points(campaign, own=own), title=title),
+    )
+
+
+def warm_frontiers(campaign: Campaign) -> None:
+    """The campaign's frontier figure and each team submission's (it and the baselines),
+    computed into the cache (``evalsite.report_cache.warm``)."""
+    if not campaign.submissions.exists():
+        return
+    frontier_images(campaign, None, _campaign_title(campaign))
+    for submission in campaign.submissions.filter(baseline_method="").select_related("campaign"):
+        if team_sees_results(submission):
+            frontier_images(campaign, submission, _team_title(submission))
 
 
 def write_frontier_files(campaign: Campaign, folder) -> list[Path]:
@@ -150,10 +179,7 @@ def write_frontier_files(campaign: Campaign, folder) -> list[Path]:
 
 def _figure_response(campaign: Campaign, own, title: str, fmt: str) -> HttpResponse:
     """The frontier of ``campaign`` (with ``own``: it and the baselines), cached by the campaign's inputs."""
-    key = ("frontier", getattr(own, "pk", None), title, fmt)
-    image = cached(
-        campaign, key, lambda: frontier_figure(frontier_points(campaign, own=own), title=title)[fmt]
-    )
+    image = frontier_images(campaign, own, title)[fmt]
     response = HttpResponse(image, content_type=CONTENT_TYPES[fmt])
     response["Cache-Control"] = "private, no-store"
     if fmt == "svg":  # opened directly, an SVG is a document: no scripts, no same-origin access

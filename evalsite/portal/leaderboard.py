@@ -558,6 +558,7 @@ def leaderboard_frame(
     anonymise_teams: bool = False,
     viewer_team=None,
     scores: CampaignScores | None = None,
+    submissions=None,
 ) -> pd.DataFrame:
     """The campaign leaderboard: one row per submission, baselines last as reference rows.
 
@@ -572,6 +573,10 @@ def leaderboard_frame(
         The team(s) looking (their rows keep their names and have ``own_team`` True).
     scores : CampaignScores, optional
         :func:`campaign_scores` if already gathered (the page reuses it for comparisons).
+    submissions : QuerySet of Submission, optional
+        Instead of ``scores``: the rows (as for :func:`campaign_scores`), whose scores are
+        gathered only when the frame is not in the cache (the same entry as with
+        ``scores=campaign_scores(campaign, submissions)``).
 
     Returns
     -------
@@ -586,13 +591,24 @@ def leaderboard_frame(
         whose responses count), ``declared_attack`` (the declared recognizer x attacker, ""
         before one) and ``reidentification_pairs`` (pairs the worst case is the maximum of). Rows: teams' submissions by team and name, then baselines.
     """
-    key = ("leaderboard_frame", anonymise_teams, _viewer_key(viewer_team), _scores_key(scores))
+    if scores is None and submissions is not None:
+        ordered = _ordered_submissions(campaign, submissions)
+        rows = tuple(s.pk for s in ordered)
+
+        def gathered():
+            return campaign_scores(campaign, submissions)
+
+    else:
+        rows = _scores_key(scores)
+
+        def gathered():
+            return scores or campaign_scores(campaign)
+
+    key = ("leaderboard_frame", anonymise_teams, _viewer_key(viewer_team), rows)
     return cached(
         campaign,
         key,
-        lambda: _leaderboard_frame(
-            scores or campaign_scores(campaign), anonymise_teams=anonymise_teams, viewer_team=viewer_team
-        ),
+        lambda: _leaderboard_frame(gathered(), anonymise_teams=anonymise_teams, viewer_team=viewer_team),
     )
 
 
@@ -725,6 +741,27 @@ def per_video_frame(scores: CampaignScores, submission) -> pd.DataFrame:
             columns[key] = frame[label]
     table = pd.DataFrame(columns).reindex(columns=[k for k in HEADLINE_KEYS if k in columns])
     return table.dropna(how="all").dropna(axis=1, how="all").sort_index()
+
+
+def video_bars_png(campaign, submission) -> bytes:
+    """:func:`per_video_bars_png` of ``submission`` among every submission of ``campaign`` (the
+    organizer's leaderboard), ``b""`` without per-video values; cached by the campaign's
+    inputs inside a request (``evalsite.report_cache``)."""
+
+    def draw() -> bytes:
+        table = per_video_frame(campaign_scores(campaign), submission)
+        if table.empty:
+            return b""
+        return per_video_bars_png(table, title=f"{submission.team.name}: {submission.name}, per video")
+
+    return cached(campaign, ("video_bars.png", submission.pk), draw)
+
+
+def warm_video_bars(campaign) -> None:
+    """Every submission's per-video bars (the leaderboard's figures), computed into the cache
+    (``evalsite.report_cache.warm``)."""
+    for submission in campaign.submissions.select_related("team").order_by("pk"):
+        video_bars_png(campaign, submission)
 
 
 def per_video_bars_png(table: pd.DataFrame, *, title: str) -> bytes:

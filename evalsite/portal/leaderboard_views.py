@@ -34,7 +34,6 @@ from rest_framework.views import APIView
 from evalsite import phases
 from evalsite.models import Campaign, Submission
 from evalsite.renderers import REPORT_RENDERERS, wants_csv
-from evalsite.report_cache import cached
 from evalsite.scoping import scope
 
 from . import leaderboard, package, report_page
@@ -154,15 +153,7 @@ def video_bars(request, campaign_id: int, submission_id: int):
     campaign = _campaign(request, campaign_id)
     submission = get_object_or_404(campaign.submissions.select_related("team"), pk=submission_id)
 
-    def draw():
-        table = leaderboard.per_video_frame(leaderboard.campaign_scores(campaign), submission)
-        if table.empty:
-            return b""
-        return leaderboard.per_video_bars_png(
-            table, title=f"{submission.team.name}: {submission.name}, per video"
-        )
-
-    png = cached(campaign, ("video_bars.png", submission.pk), draw)
+    png = leaderboard.video_bars_png(campaign, submission)
     if not png:
         raise Http404("this submission has no per-video figures yet")
     response = HttpResponse(png, content_type="image/png")

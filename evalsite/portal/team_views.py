@@ -37,6 +37,7 @@ from django.urls import reverse_lazy
 from evalsite import dictionary, phases, reports, services, spreadsheet
 from evalsite.forms import SubmissionZipForm
 from evalsite.models import LeaderboardVisibility, MaskedVideo, Submission
+from evalsite.report_cache import cached
 from evalsite.team_accounts import (
     leaderboard_campaigns,
     own_submissions,
@@ -142,24 +143,14 @@ def submission_page(request, pk: int):
             != LeaderboardVisibility.HIDDEN,
         }
         return render(request, "team/submission.html", context)
-    report = dictionary.rounded(reports.per_video_report(submission, team=True))
     # The submission's own leaderboard row (its headline figures with intervals); the other
     # rows are dropped, and anonymised, before anything is rendered.
-    frame = leaderboard.leaderboard_frame(
-        submission.campaign,
-        anonymise_teams=True,
-        viewer_team=submission.team,
-        scores=leaderboard.campaign_scores(
-            submission.campaign,
-            phases.leaderboard_submissions(submission.campaign, viewer_teams=[submission.team]),
-        ),
-    )
+    frame = team_leaderboard_frame(submission)
     own_rows = frame[(frame["submission_id"] == submission.pk).fillna(False)].reset_index(drop=True)
     summary = reports.summary_row(submission, team=True)
     context = {
         **_submission_facts(submission),
-        "report_columns": _headers(report.columns, "video"),
-        "report_rows": [[format_cell(v) for v in row] for row in report.itertuples(index=False)],
+        **report_table(submission),
         "summary": [
             (header, format_cell(summary[header["name"]])) for header in _headers(summary, "summary")
         ],
@@ -169,6 +160,42 @@ def submission_page(request, pk: int):
         "leaderboard_published": submission.campaign.leaderboard_visibility != LeaderboardVisibility.HIDDEN,
     }
     return render(request, "team/submission.html", context)
+
+
+def team_leaderboard_frame(submission: Submission):
+    """The leaderboard as the submission's team sees it on the submission page (anonymised,
+    the rows its phases show it); cached, so its scores are gathered only on a miss."""
+    campaign = submission.campaign
+    return leaderboard.leaderboard_frame(
+        campaign,
+        anonymise_teams=True,
+        viewer_team=submission.team,
+        submissions=phases.leaderboard_submissions(campaign, viewer_teams=[submission.team]),
+    )
+
+
+def report_table(submission: Submission) -> dict:
+    """``report_columns`` and ``report_rows`` (formatted cells) of the team's per-video report,
+    cached by the campaign's inputs inside a request (``evalsite.report_cache``: rounding and
+    formatting some 3,000 cells cost more than reading the report)."""
+
+    def compute() -> dict:
+        report = dictionary.rounded(reports.per_video_report(submission, team=True))
+        return {
+            "report_columns": _headers(report.columns, "video"),
+            "report_rows": [[format_cell(v) for v in row] for row in report.itertuples(index=False)],
+        }
+
+    return cached(submission.campaign_id, ("team_report_table", submission.pk), compute)
+
+
+def warm_team_pages(campaign) -> None:
+    """What a team's submission page reads, computed into the cache for every team
+    submission of ``campaign`` (``evalsite.report_cache.warm``)."""
+    for submission in campaign.submissions.filter(baseline_method="").select_related("team", "campaign"):
+        if phases.team_sees_results(submission):
+            team_leaderboard_frame(submission)
+            report_table(submission)
 
 
 @team_login_required

@@ -209,6 +209,16 @@ def privacy_success(submission, samples=None) -> dict[str, dict]:
 
 
 def privacy_fairness_section(submission, samples=None) -> dict:
+    """:func:`_privacy_fairness_section`, cached by the campaign's inputs inside a request
+    (``evalsite.report_cache``; the fairness page computed it on every request, 1-3 s)."""
+    return cached(
+        submission.campaign_id,
+        ("privacy_fairness", submission.pk),
+        lambda: _privacy_fairness_section(submission, samples),
+    )
+
+
+def _privacy_fairness_section(submission, samples=None) -> dict:
     """Privacy fairness of ``submission`` across the campaign's demographic attributes.
 
     For each measure of :func:`privacy_success`, ``fairness.privacy.privacy_fairness_by_attribute``

@@ -12,7 +12,8 @@ team's points) and the team figure URL.
 
 from django import template
 
-from ..behaviour_report import behaviour_summary, leakage_summary
+from evalsite import reports
+
 from ..frontier_view import frontier_points, frontier_submissions
 
 register = template.Library()
@@ -39,8 +40,9 @@ def _context(campaign, submission, *, own) -> dict:
     points = frontier_points(campaign, own=own)  # the same order
     rows = []
     for item, point in zip(submissions, points):
-        behaviour = behaviour_summary(item) or {}
-        leakage = leakage_summary(item) or {}
+        # The summary sections (behaviour_summary, leakage_summary), read from the report cache.
+        behaviour = reports.summary_section("behaviour", item) or {}
+        leakage = reports.summary_section("attribute_leakage", item) or {}
         rows.append(
             {
                 "label": point.label,
