@@ -19,7 +19,8 @@ the shared folder or Redis does not; ``evalsite.report_cache``). ``queries`` is 
 count of the warm request. With ``--warm`` the campaign's reports are first computed into
 the cache as the task queued when its last run finishes does (``report_cache.warm``; its
 time is printed). The team submission page is measured again while a face run is under
-way (``... (run active)``).
+way (``... (run active)``). The report cache's fingerprint of the campaign (read once per
+request) is timed on its own too (median of 9 reads, printed with its query count).
 """
 
 from __future__ import annotations
@@ -348,6 +349,23 @@ def measure(built: dict, repeat: int = 3) -> list[dict]:
     return rows
 
 
+def _time_fingerprint(campaign) -> None:
+    """Print the median time of 9 reads of the campaign's report-cache fingerprint and its queries."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from evalsite import report_cache
+
+    report_cache.fingerprint(campaign)  # the code digest: once per process
+    times = []
+    for _ in range(9):
+        with CaptureQueriesContext(connection) as queries:
+            started = time.perf_counter()
+            report_cache.fingerprint(campaign)
+            times.append(time.perf_counter() - started)
+    print(f"report-cache fingerprint: {statistics.median(times) * 1000:.0f} ms ({len(queries)} queries)")
+
+
 def run(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(prog="python -m benchmarks pages")
     parser.add_argument("--raters", type=int, default=10, help="raters answering every trial (default 10)")
@@ -378,6 +396,7 @@ def run(argv: list[str] | None = None) -> list[dict]:
             from django.core.cache import cache
 
             cache.clear()  # nothing of an earlier run (test databases reuse ids)
+            _time_fingerprint(built["campaign"])
             if args.warm:
                 from evalsite import report_cache
 
