@@ -457,15 +457,20 @@ def wall_ground_frames(clip_frames: list[np.ndarray], size: tuple[int, int]) -> 
     patch_w, patch_h = int(width * WALL_WIDTH_SHARE), int(height * WALL_HEIGHT_SHARE)
     if patch_w < 4 or patch_h < 4:
         raise ValueError(f"a {width}x{height} clip is too small for a wall ground")
-    weight = np.linspace(0.0, 1.0, size[0], dtype=np.float32)[None, :, None]
+    # The room's light gradient: the left wall's weight falls from 1 to 0 across the ground.
+    far_weight = np.ascontiguousarray(
+        np.broadcast_to(np.linspace(0.0, 1.0, size[0], dtype=np.float32), size[::-1])
+    )
+    near_weight = 1 - far_weight
     grounds = []
     for frame in clip_frames:
         sides = []
         for patch in (frame[:patch_h, :patch_w], frame[:patch_h, width - patch_w :][:, ::-1]):
             tile = np.hstack([patch, patch[:, ::-1]])
-            tile = np.vstack([tile, tile[::-1]]).astype(np.float32)
-            sides.append(cv2.resize(tile, size, interpolation=cv2.INTER_LINEAR))
-        grounds.append((1 - weight) * sides[0] + weight * sides[1][:, ::-1])  # the room's light gradient
+            tile = np.vstack([tile, tile[::-1]])
+            sides.append(cv2.resize(tile, size, interpolation=cv2.INTER_LINEAR).astype(np.float32))
+        far = np.ascontiguousarray(sides[1][:, ::-1])
+        grounds.append(cv2.blendLinear(sides[0], far, near_weight, far_weight))
     return grounds
 
 
@@ -476,6 +481,7 @@ def catch_video_frames(
     frame_size: tuple[int, int],
     seed: int,
     wall: list[np.ndarray] | None = None,
+    indices=None,
 ) -> list[np.ndarray]:
     """Frames of a catch-trial probe: the lineup face, transformed, moving on a real wall.
 
@@ -498,11 +504,14 @@ def catch_video_frames(
         Seeds every random choice (one probe per face crop).
     wall : list of ndarray, optional
         RGB frames of a real clip whose wall is the ground (used in turn, cycled).
+    indices : iterable of int, optional
+        Make only these frames (each equal to that frame of the whole probe: every frame's
+        noise has its own seed); default all ``n_frames``.
 
     Returns
     -------
     list of ndarray of shape (height, width, 3), dtype uint8
-        ``n_frames`` RGB frames.
+        ``n_frames`` RGB frames (or one per index).
     """
     rng = np.random.default_rng(seed)
     width, height = frame_size
@@ -512,9 +521,13 @@ def catch_video_frames(
     colours = 0.35 * colours + 0.65 * colours.mean(axis=2, keepdims=True)
     ground = cv2.resize(colours, (width + 2 * pad, height + 2 * pad), interpolation=cv2.INTER_CUBIC)
     texture = rng.normal(0, 18, ground.shape[:2]).astype(np.float32)
-    grounds = [np.clip(ground + cv2.GaussianBlur(texture, (0, 0), 2.5)[..., None], 0, 255)]
+    indices = list(range(n_frames) if indices is None else indices)
     if wall:
-        grounds = wall_ground_frames(wall, (width + 2 * pad, height + 2 * pad))
+        grounds = wall_ground_frames(
+            [wall[i % len(wall)] for i in indices], (width + 2 * pad, height + 2 * pad)
+        )
+    else:
+        grounds = [np.clip(ground + cv2.GaussianBlur(texture, (0, 0), 2.5)[..., None], 0, 255)] * len(indices)
 
     face = crop_rgb[:, ::-1].astype(np.float32)
     x = np.linspace(-1, 1, size, dtype=np.float32)
@@ -543,10 +556,10 @@ def catch_video_frames(
     angle0 = rng.choice([-1, 1]) * rng.uniform(16, 24)
     centre0 = np.array((width * (0.5 + rng.uniform(-0.18, 0.18)), height * (0.5 + rng.uniform(-0.08, 0.08))))
     phase = rng.uniform(0, 2 * np.pi, 3)
-    noise_sigma = rng.uniform(1.6, 3.0)
+    noise_sigma = np.float32(rng.uniform(1.6, 3.0))
     yaw0 = rng.choice([-1, 1]) * rng.uniform(0.18, 0.26)
     frames = []
-    for i in range(n_frames):
+    for i, ground in zip(indices, grounds, strict=True):
         t = i / max(n_frames - 1, 1)
         angle = angle0 + 4 * np.sin(2 * np.pi * t + phase[0])
         scale = scale0 * (1 + 0.06 * np.sin(np.pi * t + phase[1]))
@@ -556,12 +569,14 @@ def catch_video_frames(
         )
         homography = _probe_homography(size, angle, scale, aspect, yaw0 + 0.05 * np.sin(np.pi * t), centre)
         shown = cv2.warpPerspective(face, homography, (width, height), flags=cv2.INTER_LINEAR)
-        opacity = cv2.warpPerspective(alpha, homography, (width, height), flags=cv2.INTER_LINEAR)[..., None]
+        opacity = cv2.warpPerspective(alpha, homography, (width, height), flags=cv2.INTER_LINEAR)
         left, top = int(pad * (1 + 0.8 * np.sin(np.pi * t))), int(pad * (1 + 0.5 * np.cos(np.pi * t)))
-        ground = grounds[i % len(grounds)]
-        frame = shown * opacity + ground[top : top + height, left : left + width] * (1 - opacity)
-        frame += rng.normal(0, noise_sigma, frame.shape)
-        frames.append(np.clip(np.round(frame), 0, 255).astype(np.uint8))
+        window = np.ascontiguousarray(ground[top : top + height, left : left + width])
+        frame = cv2.blendLinear(shown, window, opacity, 1 - opacity)
+        noise = np.random.default_rng([seed, i]).standard_normal(frame.shape, dtype=np.float32)
+        noise *= noise_sigma
+        # Sensor noise; OpenCV rounds and saturates to 0-255 on the way to uint8.
+        frames.append(cv2.add(frame, noise, dtype=cv2.CV_8U))
     return frames
 
 

@@ -194,9 +194,14 @@ def test_catch_probe_not_answered_by_pixel_matching(catch_campaign, tmp_path):
             right = int(rng.integers(0, 5))
             lineup.insert(right, target)
             frames = media.catch_video_frames(
-                crops[target], n_frames=75, frame_size=(360, 288), seed=100 * seed + target, wall=wall
+                crops[target],
+                n_frames=75,
+                frame_size=(360, 288),
+                seed=100 * seed + target,
+                wall=wall,
+                indices=(0, 37),
             )
-            trials.append(([frames[0], frames[37]], [crops[i] for i in lineup], right))
+            trials.append((frames, [crops[i] for i in lineup], right))
     n = len(trials)
     hits = {}
     for frames, lineup, right in trials:
@@ -300,6 +305,23 @@ def test_reported_watch_time_is_capped_by_server_time_and_passes_no_check(grid_c
     rater = Rater.objects.get(participant_code="liar")
     assert rater.excluded and "needed to have seen it" in rater.flag_reason
     assert trial.response.watch_time_ms < 5_000
+
+
+def test_probe_frames_made_alone_equal_those_of_the_whole_probe():
+    """``indices`` makes only some frames of a probe (the matcher test above needs 2 of 75),
+    each equal to that frame of the whole probe, on a wall and on the synthetic ground."""
+    rng = np.random.default_rng(3)
+    crop = rng.integers(0, 256, (96, 96, 3), dtype=np.uint8)
+    wall = [np.full((120, 160, 3), 40 + 10 * k, np.uint8) for k in range(5)]
+    for ground in (wall, None):
+        whole = media.catch_video_frames(crop, n_frames=12, frame_size=(160, 120), seed=11, wall=ground)
+        some = media.catch_video_frames(
+            crop, n_frames=12, frame_size=(160, 120), seed=11, wall=ground, indices=[9, 0, 6]
+        )
+        assert len(whole) == 12 and len(some) == 3
+        for index, frame in zip([9, 0, 6], some):
+            np.testing.assert_array_equal(frame, whole[index])
+        assert not np.array_equal(whole[0], whole[6])  # frames differ (motion, noise)
 
 
 def test_wall_ground_keeps_the_wall_and_drops_the_person():
