@@ -49,6 +49,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import re
 import struct
 import subprocess
 import tempfile
@@ -444,6 +445,89 @@ def render_mp4_variant(source: bytes, seed: int, *, total_size: int = 0, instruc
     if total_size and len(data) > total_size:
         logger.warning("video variant of %d bytes exceeds the campaign size %d", len(data), total_size)
     return pad_mp4(data, total_size)
+
+
+_SLICE_QP_DELTA = re.compile(r"\bslice_qp_delta\s+\S+\s+=\s+(-?\d+)")
+_PIC_INIT_QP = re.compile(r"\bpic_init_qp_minus26\s+\S+\s+=\s+(-?\d+)")
+
+
+def parse_slice_qps(trace: str) -> np.ndarray:
+    """Each slice's QP from the text of ffmpeg's ``trace_headers`` bitstream filter.
+
+    A slice's QP is ``26 + pic_init_qp_minus26`` (of the picture parameter set in force,
+    ITU-T H.264 section 7.4.2.2) ``+ slice_qp_delta`` (its slice header, section 7.4.3).
+    What a bot reads without decoding a pixel (hostile pass 3, issue 19).
+
+    Raises
+    ------
+    ValueError
+        If a slice comes before any picture parameter set.
+    """
+    qps, init = [], None
+    for line in trace.splitlines():
+        if (found := _PIC_INIT_QP.search(line)) is not None:
+            init = 26 + int(found.group(1))
+        elif (found := _SLICE_QP_DELTA.search(line)) is not None:
+            if init is None:
+                raise ValueError("a slice header before any picture parameter set")
+            qps.append(init + int(found.group(1)))
+    return np.array(qps, float)
+
+
+def slice_qps(data: bytes) -> np.ndarray:
+    """Each slice's QP of an H.264 MP4 (a served variant: its padding is dropped first), read
+    from the headers by ffmpeg's ``trace_headers`` filter (:func:`parse_slice_qps`).
+
+    Raises
+    ------
+    automated.video.VideoError
+        If ffmpeg cannot read it.
+    """
+    with tempfile.TemporaryDirectory(prefix="deid-qp-") as folder:
+        path = Path(folder) / "video.mp4"
+        path.write_bytes(data[: content_length(data)] if data[4:8] == b"ftyp" else data)
+        command = [
+            ffmpeg_executable(), "-hide_banner", "-nostdin", "-i", str(path),
+            "-map", "0:v:0", "-c", "copy", "-bsf:v", "filter_units=remove_types=12,trace_headers",
+            "-f", "null", "-",
+        ]  # fmt: skip
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, timeout=transcode_timeout_s())
+        except subprocess.TimeoutExpired:
+            raise VideoError("reading a video's slice headers took too long") from None
+    if result.returncode != 0:
+        raise VideoError(f"cannot read a video's slice headers: {result.stderr[-500:]}")
+    return parse_slice_qps(result.stderr)
+
+
+def complexity(data: bytes) -> float:
+    """Mean coded complexity of a served variant's frames after the first:
+    ``log(slice bytes) + (QP - 26) ln 2 / 6`` (a frame's bits times its quantiser step,
+    which doubles every 6 QP: the rate factor divided out; hostile pass 3)."""
+    qps = slice_qps(data)
+    sizes = np.array(slice_bytes(data), float)
+    if len(sizes) != len(qps) or len(qps) < 2:
+        raise ValueError(f"{len(qps)} slices for {len(sizes)} frames")
+    return float(np.mean(np.log(sizes[1:]) + (qps[1:] - 26) * np.log(2) / 6))
+
+
+def slice_bytes(data: bytes) -> list[int]:
+    """Each frame's coded slice bytes (NAL units of types 1 and 5, length fields included)
+    of a one-track MP4 with 4-byte NAL lengths, read from its sample tables."""
+    top = _tree(data[: content_length(data)], 0, content_length(data))
+    moov = next(node for node in top if node[0] == b"moov")
+    (stbl_node,) = _find(moov[1], b"stbl")
+    offsets, sizes = _sample_offsets(stbl_node[1])
+    out = []
+    for offset, size in zip(offsets, sizes):
+        total, at = 0, offset
+        while at < offset + size:
+            (length,) = struct.unpack_from(">I", data, at)
+            if data[at + 4] & 0x1F in (1, 5):
+                total += 4 + length
+            at += 4 + length
+        out.append(total)
+    return out
 
 
 def pad_mp4(data: bytes, total_size: int) -> bytes:

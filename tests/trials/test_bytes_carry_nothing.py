@@ -8,6 +8,7 @@ import hashlib
 import json
 import random
 import struct
+import subprocess
 import zlib
 from collections import Counter, defaultdict
 
@@ -359,6 +360,37 @@ def test_bytes_only_bot_names_no_video_face_or_check_above_chance(bot_campaign):
     for key, n in tries.items():
         p = binomtest(hits[key], n, chance[key], alternative="greater").pvalue
         assert p >= 0.01, (key, hits[key], n, chance[key], p)
+
+
+def test_slice_qp_reader_reads_the_quantiser_x264_was_told(tmp_path):
+    """Constant-QP x264 (no I/P offset): every slice header says QP 20 (and 31), through the
+    MP4 padding and filler units of a served copy; the trace parser on a hand-made trace."""
+    trace = (
+        "[trace_headers] 54 pic_init_qp_minus26 1 = 0\n"
+        "[trace_headers] 90 slice_qp_delta 00111 = -3\n"
+        "[trace_headers] 54 pic_init_qp_minus26 0001101 = -6\n"
+        "[trace_headers] 90 slice_qp_delta 011 = 1\n"
+    )
+    assert list(variants.parse_slice_qps(trace)) == [23, 21]
+    with pytest.raises(ValueError, match="before any picture parameter set"):
+        variants.parse_slice_qps("[trace_headers] 90 slice_qp_delta 011 = 1\n")
+    rng = np.random.default_rng(0)
+    frames = [rng.integers(0, 256, (64, 96, 3), dtype=np.uint8) for _ in range(8)]
+    for qp in (20, 31):
+        out = tmp_path / f"qp{qp}.mp4"
+        command = [
+            variants.ffmpeg_executable(), "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24",
+            "-s", "96x64", "-r", "25", "-i", "-", "-c:v", "libx264", "-pix_fmt", "yuv420p",
+            "-x264-params", f"qp={qp}:ipratio=1:pbratio=1", str(out),
+        ]  # fmt: skip
+        subprocess.run(command, input=b"".join(f.tobytes() for f in frames), check=True)
+        padded = variants.pad_mp4(variants.uniform_samples(out.read_bytes(), 40_000), 400_000)
+        assert list(variants.slice_qps(padded)) == [qp] * 8
+        assert list(variants.slice_qps(out.read_bytes())) == [qp] * 8
+        sizes = variants.slice_bytes(padded)
+        assert len(sizes) == 8 and sizes == variants.slice_bytes(out.read_bytes())
+        expected = np.mean(np.log(sizes[1:])) + (qp - 26) * np.log(2) / 6
+        assert variants.complexity(padded) == pytest.approx(expected)
 
 
 def test_repeated_ranges_do_not_pass_the_byte_check(grid_campaign, settings):
