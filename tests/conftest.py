@@ -160,6 +160,52 @@ def _baseline_masking_memo(tmp_path_factory):
     _MASKING_MEMO["folder"] = None
 
 
+_PROBE_MEMO: dict = {"frames": {}, "real": None}
+#: Probes kept per worker: one GRID campaign's 10 identities and a few more (23 MB each).
+PROBE_MEMO_SIZE = 12
+
+
+def memoised_catch_video_frames(crop_rgb, **options):
+    """``trials.media.catch_video_frames``, each probe made once per worker (its frames copied).
+
+    A probe is a function of its arguments alone (seeded); a GRID campaign built the same way in
+    test after test gets the same crops, walls and seeds (primary keys repeat after each test's
+    rollback), so its 10 probes (about 1 CPU s each) are made once. Probes themselves are tested
+    in tests/trials/test_catch_and_timing.py.
+    """
+    import hashlib
+
+    import numpy as np
+
+    digest = hashlib.sha256(np.ascontiguousarray(crop_rgb).data)
+    for name, value in sorted(options.items()):
+        digest.update(name.encode())
+        arrays = value if isinstance(value, list) and value and isinstance(value[0], np.ndarray) else None
+        if arrays is None:
+            digest.update(repr(value if not isinstance(value, range) else list(value)).encode())
+        for array in arrays or []:
+            digest.update(np.ascontiguousarray(array).data)
+    key = digest.hexdigest()
+    memo = _PROBE_MEMO["frames"]
+    if key not in memo:
+        memo[key] = _PROBE_MEMO["real"](crop_rgb, **options)
+        while len(memo) > PROBE_MEMO_SIZE:
+            memo.pop(next(iter(memo)))
+    return [frame.copy() for frame in memo[key]]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _catch_probe_memo():
+    """Install :func:`memoised_catch_video_frames` for the session (this worker's process only)."""
+    from trials import media
+
+    _PROBE_MEMO["real"] = media.catch_video_frames
+    media.catch_video_frames = memoised_catch_video_frames
+    yield
+    media.catch_video_frames = _PROBE_MEMO["real"]
+    _PROBE_MEMO["frames"].clear()
+
+
 @pytest.fixture
 def media_root(tmp_path, settings):
     """A private MEDIA_ROOT per test so uploaded files never collide."""
