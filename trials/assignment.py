@@ -260,8 +260,8 @@ def join(
         Keyed hash of the joining network address (:func:`trials.integrity.address_hash`);
         empty: not counted.
     network_hash : str
-        Keyed hash of the joining IPv6 address's /48 (:func:`trials.integrity.network_hash`);
-        empty (IPv4): not counted.
+        Keyed hash of the joining address's IPv6 /48 or IPv4 /24
+        (:func:`trials.integrity.network_hash`); empty: not counted.
     platform_params : mapping, optional
         Crowd-platform parameters of the join link, recorded on the rater's first join.
 
@@ -306,11 +306,12 @@ def join(
             integrity.check_join_caps(
                 campaign, browser_hash=browser_hash, address=address_hash, network=network_hash
             )
+            seed = random.SystemRandom().getrandbits(48)
             session = RatingSession.objects.create(
                 rater=rater,
                 campaign=campaign,
-                seed=random.SystemRandom().getrandbits(48),
-                plan=_plan_for(campaign),
+                seed=seed,
+                plan=layout(campaign, seed)[0],
                 browser_key_hash=browser_hash,
                 address_hash=address_hash,
                 network_hash=network_hash,
@@ -339,13 +340,39 @@ def evaluated_trials_per_session(campaign: Campaign) -> int:
     return max(0, min(trials_per_session(), n_people))
 
 
-def _plan_for(campaign: Campaign) -> list[str]:
-    return design.session_plan(
+def block_counts(campaign: Campaign) -> tuple[int, int]:
+    """``(lineup blocks, evaluated people in no block)`` of ``campaign`` (:func:`identity_plans`)."""
+    plans, videos = identity_plans(campaign)
+    blocks = {plan.block for plan in plans.values() if plan.block}
+    in_blocks = {identity for block in blocks for identity in block}
+    people = set(
+        SourceVideo.objects.filter(campaign=campaign, attacker_train=False, in_evaluated_subset=True)
+        .exclude(practice=True)
+        .values_list("identity_id", flat=True)
+    )
+    return len(blocks), len(people - in_blocks)
+
+
+def layout(campaign: Campaign, seed: int) -> tuple[list[str], list[int]]:
+    """The plan of a session with ``seed`` and the positions of its evaluated identity
+    trials (:func:`trials.design.session_layout`); the same for the same seed and campaign."""
+    n_blocks, n_free = block_counts(campaign)
+    return design.session_layout(
         n_practice=practice_trials(),
         n_evaluated=evaluated_trials_per_session(campaign),
         attention_check_rate=campaign.attention_check_rate,
-        rng=random.Random(),
+        n_blocks=n_blocks,
+        n_free=n_free,
+        rng=random.Random(f"layout-{seed}"),
     )
+
+
+def identity_positions(session: RatingSession) -> list[int] | None:
+    """Positions of ``session``'s evaluated identity trials (:func:`layout`), or None for a
+    session whose stored plan is not its layout's (made before layouts, or the campaign's
+    people changed since): its item positions take any task, as before."""
+    plan, positions = layout(session.campaign, session.seed)
+    return positions if plan == list(session.plan) else None
 
 
 # --- the current trial -----------------------------------------------------------------
@@ -453,22 +480,42 @@ def _new_trial(session: RatingSession, now) -> Trial | None:
     rng = random.Random(session.seed * 1009 + session.position)
     kind = session.plan[session.position]
     seen = _seen_videos(session)
-    if kind == design.ITEM:
-        # An excluded (flagged) rater goes on exactly like any other, so a bot cannot tell
-        # it was caught; its trials and answers count toward no item (Item.with_counts).
-        return _item_trial(session, seen, rng, now)
     if kind == design.PRACTICE:
         n_before = sum(1 for k in session.plan[: session.position] if k == design.PRACTICE)
         return _practice_trial(session, seen, rng, n_before)
-    return _catch_trial(session, rng)
+    # An excluded (flagged) rater goes on exactly like any other, so a bot cannot tell
+    # it was caught; its trials and answers count toward no item (Item.with_counts).
+    slots = identity_positions(session)
+    if slots is None:  # a session from before layouts: as it was planned
+        if kind == design.ITEM:
+            return _item_trial(session, seen, rng, now)
+        return _check_trial(session, seen, rng, now)
+    # Identity-task trials (checks and evaluated ones) only at the layout's slots, each
+    # from a block nobody of which the session has shown, the same rule for both kinds
+    # (trials.design.session_layout): neither the position nor the blocks' history tells
+    # a check from an evaluated trial.
+    if kind == design.CATCH:
+        return _check_trial(session, seen, rng, now)
+    if session.position in slots:
+        trial = _item_trial(session, seen, rng, now, identity=True)
+        if trial is not None:
+            return trial
+    ahead = [
+        p
+        for p in range(session.position + 1, len(session.plan))
+        if p in slots or session.plan[p] == design.CATCH
+    ]
+    avoid = _fresh_block_videos(session) if ahead else []
+    return _item_trial(session, seen, rng, now, identity=False, avoid=avoid)
 
 
 def _seen_videos(session) -> set[int]:
     """Every source video of every person the session has shown a video of (released
-    trials included: the rater saw them). Rotation is per person, not per video: two
+    trials included: the rater saw them), or whose face an attention check's video showed.
+    Rotation is per person, not per video: two
     videos of one person (same clothes, same room), or a clear and a masked one, in one
     session would let the rater carry the answer from one to the other."""
-    shown = session.trials.exclude(source_video=None).values_list("source_video__identity_id", flat=True)
+    shown = _shown_people(session)
     return set(
         SourceVideo.objects.filter(campaign=session.campaign, identity_id__in=shown).values_list(
             "id", flat=True
@@ -498,28 +545,69 @@ def spent_block_videos(session) -> list[int]:
     return [pk for pk, identity in videos if identity in blocks and identity not in fresh]
 
 
-def check_blocks(session) -> dict[tuple, int]:
-    """The lineup blocks an attention check of ``session`` may draw from, with weights.
-
-    ``{block: number of evaluated identity videos of its members}`` over the blocks of
-    :func:`identity_plans`; only those the session has shown nobody of in a video
-    (:func:`trials.design.fresh_blocks`, as for its evaluated identity trials) while there
-    are any, so a check's lineup never shows a person seen before in the session unless an
-    evaluated one could not avoid it either. Empty when the campaign has no block.
-    """
-    plans, _ = identity_plans(session.campaign)
+def _block_weights(campaign) -> dict[tuple, int]:
+    """``{block: number of evaluated identity videos of its members}`` (:func:`identity_plans`)."""
+    plans, _ = identity_plans(campaign)
     weights: dict[tuple, int] = {}
     for plan in plans.values():
         if plan.block:
             weights[plan.block] = weights.get(plan.block, 0) + plan.kept
+    return weights
+
+
+def check_blocks(session, *, seen=None, now=None) -> dict[tuple, int]:
+    """The lineup blocks an attention check of ``session`` may draw from, with weights.
+
+    ``{block: number of evaluated identity videos of its members}`` over the blocks from
+    which the session could get an evaluated identity trial right now: blocks it has
+    shown nobody of (:func:`trials.design.fresh_blocks`; a check's own face counts as
+    shown, so a check spends its block as an evaluated trial does) holding an identity
+    item with room that the session has not seen. Empty when there is none: then the
+    session gets no check there (before, a check fell back to a spent block, and "an
+    identity trial after one of its block" spotted every check, hostile pass 3: 159/159).
+    """
+    weights = _block_weights(session.campaign)
+    if not weights:
+        return {}
     shown = _shown_people(session)
     fresh = {block: w for block, w in weights.items() if shown.isdisjoint(block)}
-    return fresh or weights
+    if not fresh:
+        return {}
+    seen = _seen_videos(session) if seen is None else seen
+    open_targets = set(
+        _candidates(session, seen, now, identity=True).values_list("source_video__identity_id", flat=True)
+    )
+    if not open_targets and settings.TRIALS_OVERASSIGN:  # as _item_trial would over-assign
+        open_targets = set(
+            _candidates(session, seen, now, identity=True, over=True).values_list(
+                "source_video__identity_id", flat=True
+            )
+        )
+    return {block: w for block, w in fresh.items() if open_targets & set(block)}
+
+
+def _fresh_block_videos(session) -> list[int]:
+    """Evaluated videos of the people of blocks ``session`` has shown nobody of: trials of
+    them would spend a block an identity slot ahead still needs."""
+    shown = _shown_people(session)
+    members = {i for block in _block_weights(session.campaign) if shown.isdisjoint(block) for i in block}
+    return list(
+        SourceVideo.objects.filter(campaign=session.campaign, identity_id__in=members).values_list(
+            "pk", flat=True
+        )
+    )
 
 
 def _shown_people(session) -> set[int]:
-    """Identities the session has shown in a video (any task, practice or released trials)."""
-    return set(session.trials.exclude(source_video=None).values_list("source_video__identity_id", flat=True))
+    """Identities the session has shown in a video (any task, practice or released
+    trials), and those whose face an attention check's video showed."""
+    return set(
+        session.trials.exclude(source_video=None).values_list("source_video__identity_id", flat=True)
+    ) | set(
+        session.trials.filter(kind=TrialKind.CATCH)
+        .exclude(target_identity=None)
+        .values_list("target_identity_id", flat=True)
+    )
 
 
 #: Candidate items read per pick, and rounds of (read candidates, try them) per pick.
@@ -531,7 +619,27 @@ class _NoRoom(Exception):
     """The item locked for a pick was full: roll its savepoint back (releasing the lock)."""
 
 
-def _item_trial(session, seen, rng, now) -> Trial | None:
+def _candidates(session, seen, now, *, identity: bool | None = None, over: bool = False, spent=None):
+    """Items ``session`` may get now, unlocked: with room (``over``: missing responses),
+    of people it has not seen; identity items only from blocks it has shown nobody of.
+    ``identity``: True for identity items only, False for the other tasks', None for any."""
+    if over:
+        rows = Item.objects.missing_responses(session.campaign, now=now).exclude(
+            source_video_id__in=list(seen)
+        )
+    else:
+        rows = Item.objects.least_completed_first(session.campaign, exclude_video_ids=seen, now=now)
+    if identity is not False:
+        spent = spent_block_videos(session) if spent is None else spent
+        rows = rows.exclude(task=Task.IDENTITY, source_video_id__in=spent)
+    if identity is True:
+        rows = rows.filter(task=Task.IDENTITY)
+    elif identity is False:
+        rows = rows.exclude(task=Task.IDENTITY)
+    return rows
+
+
+def _item_trial(session, seen, rng, now, *, identity: bool | None = None, avoid=()) -> Trial | None:
     """Claim the least-completed item with room that this rater has not seen, or None.
 
     Candidates are read without locks, fewest completed responses first (random among
@@ -543,25 +651,35 @@ def _item_trial(session, seen, rng, now) -> Trial | None:
     answers fill it, a later one gets :class:`TrialExpired`), so unanswered claims never
     turn raters away while responses are missing. Before claiming, the browser's and the
     address's older open claims beyond their limit are released (:func:`_release_hoarded`).
+
+    ``identity`` (True, False, None) restricts the task (:func:`_candidates`); items of
+    the videos in ``avoid`` are taken only when no other item is left.
     """
     _release_hoarded(session, now)
-    spent = spent_block_videos(session)
+    spent = spent_block_videos(session) if identity is not False else []
+    avoid = list(avoid)
     for _ in range(PICK_ROUNDS):
         over = False
-        rows = list(
-            Item.objects.least_completed_first(session.campaign, exclude_video_ids=seen, now=now)
-            .exclude(task=Task.IDENTITY, source_video_id__in=spent)
-            .values_list("id", "n_completed")[:PICK_CANDIDATES]
-        )
+        rows = []
+        for skip in [avoid, []] if avoid else [[]]:
+            rows = list(
+                _candidates(session, seen, now, identity=identity, spent=spent)
+                .exclude(source_video_id__in=skip)
+                .values_list("id", "n_completed")[:PICK_CANDIDATES]
+            )
+            if rows:
+                break
         if not rows and settings.TRIALS_OVERASSIGN:
             over = True
-            rows = list(
-                Item.objects.missing_responses(session.campaign, now=now)
-                .exclude(source_video_id__in=list(seen))
-                .exclude(task=Task.IDENTITY, source_video_id__in=spent)
-                .order_by("n_live", "n_completed", "id")
-                .values_list("id", "n_live")[:PICK_CANDIDATES]
-            )
+            for skip in [avoid, []] if avoid else [[]]:
+                rows = list(
+                    _candidates(session, seen, now, identity=identity, over=True, spent=spent)
+                    .exclude(source_video_id__in=skip)
+                    .order_by("n_live", "n_completed", "id")
+                    .values_list("id", "n_live")[:PICK_CANDIDATES]
+                )
+                if rows:
+                    break
         if not rows:
             return None
         order = sorted(rows, key=lambda row: (row[1], rng.random()))
@@ -735,7 +853,17 @@ def _balanced_lineup(session, target: int, rng) -> tuple[list, bool]:
     )
 
 
-def _catch_trial(session, rng, *, kind=TrialKind.CATCH) -> Trial:
+def _check_trial(session, seen, rng, now) -> Trial | None:
+    """An attention check at this position, or None (the position is skipped) when the
+    session could get no evaluated identity trial here either: no block it has shown
+    nobody of holds an identity item for it (:func:`check_blocks`)."""
+    blocks = check_blocks(session, seen=seen, now=now)
+    if not blocks:
+        return None
+    return _catch_trial(session, rng, blocks=blocks)
+
+
+def _catch_trial(session, rng, *, kind=TrialKind.CATCH, blocks=None) -> Trial:
     """An attention check: an identity trial whose video shows a lineup face
     (:func:`probe_image_of`) and, for a stretch starting at a random moment, an
     instruction naming another answer (:func:`trials.variants.instructed_choice`).
@@ -750,9 +878,11 @@ def _catch_trial(session, rng, *, kind=TrialKind.CATCH) -> Trial:
     the session has shown nobody of when there are any, so its make-up never tells a
     check from an evaluated trial. A campaign without blocks (no group large enough for
     evaluated identity trials) falls back to a matched lineup from every identity.
+    ``blocks`` (:func:`check_blocks`) defaults to every block (practice still-probes,
+    which come before any evaluated person is shown).
     """
     campaign = session.campaign
-    blocks = check_blocks(session)
+    blocks = _block_weights(campaign) if blocks is None else blocks
     if blocks:
         lineup, target = design.check_lineup(blocks, n_foils=campaign.foils_per_trial, rng=rng)
     else:

@@ -378,6 +378,74 @@ def session_plan(
     return [PRACTICE] * n_practice + body
 
 
+def session_layout(
+    *,
+    n_practice: int,
+    n_evaluated: int,
+    attention_check_rate: float,
+    n_blocks: int,
+    n_free: int,
+    rng: random.Random,
+) -> tuple[list[str], list[int]]:
+    """A session's plan (as :func:`session_plan`) and the positions of its evaluated
+    identity trials, placed so that nothing about a position tells a check from one.
+
+    An attention check is an identity trial and, like an evaluated one, takes a lineup
+    block the session has shown nobody of (:func:`fresh_blocks`), which it spends
+    (hostile pass 3: checks drawn from spent blocks were spotted 159/159 as "the second
+    identity trial", since an evaluated one never comes from a spent block and always
+    came first). So the catch positions and the identity positions are drawn together:
+    ``k = n_catch + n_identity`` slots, a uniform random ``k``-subset of the first
+    ``prefix`` study positions, of which a uniform random ``n_catch`` are the checks.
+    Whatever the positions and the history of a session, an identity-task slot is a
+    check with probability ``n_catch / k`` (exchangeable labels). A slot is served only
+    while a fresh block with an identity item is left (the caller decides, the same rule
+    for both kinds), so at most ``n_blocks`` slots are served, and a check that finds no
+    block is left out (no check: the realised check rate is lower, see
+    :func:`expected_checks`).
+
+    ``n_identity = max(n_blocks - n_catch, 1)`` (none without blocks): all planned checks
+    fit when the campaign has more blocks than checks, else a session holds one evaluated
+    identity slot beside its checks. ``prefix = min(study length, n_free + k)``, where
+    ``n_free`` is the number of evaluated people in no block: trials before a slot must
+    show nobody of a fresh block (else the block is spent), and the people in no block
+    can fill at most ``n_free`` of them.
+
+    Returns
+    -------
+    plan : list of str
+        ``"practice"``, ``"item"`` or ``"catch"`` per position.
+    identity_positions : list of int
+        Positions (in ``plan``) of the ``"item"`` trials that are identity slots.
+    """
+    if n_practice < 0 or n_evaluated < 0 or n_blocks < 0 or n_free < 0:
+        raise ValueError(
+            f"counts must be >= 0, got {n_practice} practice, {n_evaluated} evaluated, "
+            f"{n_blocks} blocks, {n_free} free"
+        )
+    if not 0.0 <= attention_check_rate <= 1.0:
+        raise ValueError(f"attention_check_rate must be in [0, 1], got {attention_check_rate}")
+    n_catch = round(n_evaluated * attention_check_rate)
+    length = n_evaluated + n_catch
+    n_identity = min(n_evaluated, max(n_blocks - n_catch, 1)) if n_blocks else 0
+    k = n_catch + n_identity
+    prefix = min(length, n_free + k)
+    slots = rng.sample(range(prefix), k)
+    catches = set(rng.sample(slots, n_catch))
+    body = [CATCH if i in catches else ITEM for i in range(length)]
+    identity = sorted(n_practice + i for i in slots if i not in catches)
+    return [PRACTICE] * n_practice + body, identity
+
+
+def expected_checks(n_catch: int, n_identity: int, n_blocks: int) -> float:
+    """Checks a session is expected to hold under :func:`session_layout`: of its
+    ``n_catch + n_identity`` slots at most ``n_blocks`` are served, each a check with
+    probability ``n_catch / (n_catch + n_identity)`` (every slot finding a block; fewer
+    when items fill up or trials before a slot spend its block)."""
+    k = n_catch + n_identity
+    return min(k, n_blocks) * n_catch / k if k else 0.0
+
+
 # --- balanced exposure: lineups that give nothing to a strategist ---------------------
 #
 # A rater who cannot recognise anyone still sees which faces are shown together, how

@@ -20,7 +20,10 @@ What a Sybil ring is up against:
   (a /56 or /48 delegated prefix), so IPv6 addresses are also counted per /48: at most
   ``TRIALS_MAX_SESSIONS_PER_NETWORK`` codes (default 4 times the address cap) join from
   one /48, and codes sharing a /48 are flagged (hostile pass 2: 8 codes from 8 /64s of
-  one /56 all joined unflagged).
+  one /56 all joined unflagged). The same cap counts an IPv4 /24 (hostile pass 3: 20
+  codes from 20 addresses of one /24 joined unflagged); sharing a /24 flags nobody (a
+  campus or carrier pool), but the codes of one /24 or /48 are tested together
+  (:func:`network_tests`).
 - **Crowd platform.** A join link carrying a platform ID (``PROLIFIC_PID``, ``workerId``,
   ``participantId``, names in any case) joins with one participant code only; the ID is
   compared after NFKC, trimming and case folding, and a link repeating a parameter with
@@ -106,24 +109,6 @@ def _parse_address(raw: str) -> str:
         return UNPARSABLE_ADDRESS
 
 
-def network_of(address: str, *, ipv6_prefix: int = 64) -> str:
-    """What counts as one network address: an IPv4 address, or an IPv6 address's /64.
-
-    ``"2001:db8::1"`` and ``"2001:db8::2"`` -> ``"2001:db8::/64"``; an IPv4-mapped IPv6
-    address counts as its IPv4 address. ``ipv6_prefix`` (0-128) gives another prefix
-    length for IPv6, e.g. 48: ``"2001:db8:0:ff::1"`` -> ``"2001:db8::/48"``.
-    """
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return address
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.IPv6Network((ip, ipv6_prefix), strict=False))
-    return str(ip)
-
-
 def _keyed_hash(campaign_pk: int, network: str) -> str:
     key = (settings.TRIALS_ADDRESS_HASH_KEY or settings.SECRET_KEY).encode()
     return hmac.new(key, f"{campaign_pk}|{network}".encode(), hashlib.sha256).hexdigest()
@@ -144,22 +129,61 @@ def address_hash(campaign_pk: int, address: str) -> str:
 #: /48 to /56, so one household or site holds up to 65,536 /64s).
 WIDE_IPV6_PREFIX = 48
 
+#: The IPv4 prefix counted by ``TRIALS_MAX_SESSIONS_PER_NETWORK`` and the pooled network
+#: test: one machine with a /24 of addresses (a server with extra IPs, a proxy pool) joined
+#: 20 codes unflagged when IPv4 counted only per address (hostile pass 3).
+WIDE_IPV4_PREFIX = 24
+
+#: :func:`network_hash` of an IPv4 /24 starts with this (a /48's is 64 hex digits), so
+#: that the shared-/48 flag leaves IPv4 networks out (:func:`is_ipv6_network`).
+IPV4_NETWORK_MARK = "v4"
+
+
+def network_of(address: str, *, ipv6_prefix: int = 64, ipv4_prefix: int = 32) -> str:
+    """What counts as one network address: an IPv4 address, or an IPv6 address's /64.
+
+    ``"2001:db8::1"`` and ``"2001:db8::2"`` -> ``"2001:db8::/64"``; an IPv4-mapped IPv6
+    address counts as its IPv4 address. ``ipv6_prefix`` (0-128) gives another prefix
+    length for IPv6, e.g. 48: ``"2001:db8:0:ff::1"`` -> ``"2001:db8::/48"``; ``ipv4_prefix``
+    (0-32) one for IPv4, e.g. 24: ``"203.0.113.7"`` -> ``"203.0.113.0/24"``.
+    """
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is None:
+            return str(ipaddress.IPv6Network((ip, ipv6_prefix), strict=False))
+        ip = ip.ipv4_mapped
+    if ipv4_prefix == 32:
+        return str(ip)
+    return str(ipaddress.IPv4Network((ip, ipv4_prefix), strict=False))
+
 
 def network_hash(campaign_pk: int, address: str) -> str:
-    """Keyed hash (as :func:`address_hash`) of the /48 of an IPv6 ``address`` (what
-    ``RatingSession.network_hash`` stores); ``""`` for IPv4 (IPv4-mapped included), an
-    unparsable entry or no address, which the /48 cap does not count.
+    """Keyed hash (as :func:`address_hash`) of the network an ``address`` belongs to (what
+    ``RatingSession.network_hash`` stores): the /48 of an IPv6 address (64 hex digits), the
+    /24 of an IPv4 one (IPv4-mapped included; :data:`IPV4_NETWORK_MARK` and 62 hex
+    digits); ``""`` for an unparsable entry or no address.
 
-    ``network_hash(1, "2001:db8:0:1::1") == network_hash(1, "2001:db8:0:ff::9")`` (one /48),
-    unlike their :func:`address_hash` (two /64s).
+    ``network_hash(1, "2001:db8:0:1::1") == network_hash(1, "2001:db8:0:ff::9")`` (one /48)
+    and ``network_hash(1, "203.0.113.7") == network_hash(1, "203.0.113.200")`` (one /24),
+    unlike their :func:`address_hash`.
     """
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
         return ""
-    if not isinstance(ip, ipaddress.IPv6Address) or ip.ipv4_mapped is not None:
-        return ""
-    return _keyed_hash(campaign_pk, network_of(address, ipv6_prefix=WIDE_IPV6_PREFIX))
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is None:
+        return _keyed_hash(campaign_pk, network_of(address, ipv6_prefix=WIDE_IPV6_PREFIX))
+    network = network_of(address, ipv4_prefix=WIDE_IPV4_PREFIX)
+    return IPV4_NETWORK_MARK + _keyed_hash(campaign_pk, network)[: 64 - len(IPV4_NETWORK_MARK)]
+
+
+def is_ipv6_network(network: str) -> bool:
+    """Whether a :func:`network_hash` is an IPv6 /48's (shared ones are flagged at the join;
+    an IPv4 /24 is only tested by answers, :func:`network_tests`)."""
+    return bool(network) and not network.startswith(IPV4_NETWORK_MARK)
 
 
 # --- caps at join --------------------------------------------------------------------
@@ -186,14 +210,14 @@ def check_join_caps(campaign, *, browser_hash: str, address: str, network: str =
     address : str
         :func:`address_hash` of the joining address (``""``: none, not counted).
     network : str
-        :func:`network_hash` of the joining address (``""``: IPv4 or none, not counted).
+        :func:`network_hash` of the joining address (``""``: none, not counted).
 
     Raises
     ------
     JoinRefused
         When ``TRIALS_MAX_SESSIONS_PER_BROWSER`` sessions of the campaign already came
         from this browser, ``TRIALS_MAX_SESSIONS_PER_ADDRESS`` from this address, or
-        ``TRIALS_MAX_SESSIONS_PER_NETWORK`` from this IPv6 /48 (a cap of 0 is no cap).
+        ``TRIALS_MAX_SESSIONS_PER_NETWORK`` from this IPv6 /48 or IPv4 /24 (a cap of 0 is no cap).
     """
     sessions = RatingSession.objects.filter(campaign=campaign)
     browser_cap = settings.TRIALS_MAX_SESSIONS_PER_BROWSER
@@ -257,7 +281,7 @@ def flag_shared(session: RatingSession) -> None:
     """
     for field, kind, what, cap in _shared_checks():
         value = getattr(session, field)
-        if not value or not cap:
+        if not value or not cap or (field == "network_hash" and not is_ipv6_network(value)):
             continue
         raters = RatingSession.objects.filter(campaign_id=session.campaign_id, **{field: value}).values_list(
             "rater_id", flat=True
@@ -463,6 +487,150 @@ def accuracy_tests(campaign, *, suspects: set[int] | None = None) -> list[RaterT
     )
 
 
+@dataclass(frozen=True)
+class ClusterTest:
+    """The pooled accuracy of the codes that joined from one network against the crowd's."""
+
+    network: str  # the network_hash
+    raters: tuple[int, ...]
+    n_trials: int
+    n_correct: int
+    expected: float
+    p_value: float
+    p_adjusted: float  # Holm over the clusters tested
+
+    @property
+    def reason(self) -> str:
+        kind = "IPv6 /48" if is_ipv6_network(self.network) else "IPv4 /24"
+        return (
+            f"one of {len(self.raters)} codes from one {kind} network (raters "
+            f"{', '.join(str(r) for r in self.raters)}) whose pooled masked identity accuracy "
+            f"{self.n_correct}/{self.n_trials} is far from the {self.expected:.1f} expected from the "
+            f"raters outside the network on the same items (exact test p = {self.p_value:.2g}, "
+            f"Holm-adjusted {self.p_adjusted:.2g})"
+        )
+
+
+def cluster_tests(rows, clusters, *, baseline_raters=None, min_trials: int = 5) -> list[ClusterTest]:
+    """The per-rater test of :func:`rater_tests`, pooled over clusters of raters (pure).
+
+    For each cluster (raters that joined from one network), every trial of a member on
+    item i is compared with the accuracy on i of the baseline raters *outside the cluster*
+    (Laplace-smoothed, ``(c + 1) / (n + 2)``: a ring's own answers never make its
+    baseline), and the cluster's number right with the Poisson-binomial distribution
+    (:func:`poisson_binomial_pvalue`, two-sided); p-values are Holm-adjusted over the
+    clusters with at least ``min_trials`` comparable trials. K codes that each answer one
+    masked identity trial right where the crowd gets 25 % are, pooled, as unlikely as one
+    rater answering K such trials right.
+
+    Parameters
+    ----------
+    rows : iterable of (rater_id, item_id, correct)
+    clusters : mapping of network key -> iterable of rater ids (clusters of 2 or more)
+    baseline_raters : set of int, optional
+        Raters whose answers make the crowd's accuracy (default: every rater in ``rows``).
+    min_trials : int
+
+    Returns
+    -------
+    list of ClusterTest, by network key.
+    """
+    rows = [(int(r), int(i), bool(c)) for r, i, c in rows]
+    baseline = {r for r, _, _ in rows} if baseline_raters is None else set(baseline_raters)
+    clusters = {
+        key: tuple(sorted(set(members))) for key, members in clusters.items() if len(set(members)) > 1
+    }
+    totals: dict[int, list[int]] = {}
+    for rater, item, correct in rows:
+        if rater in baseline:
+            total = totals.setdefault(item, [0, 0])
+            total[0] += correct
+            total[1] += 1
+    pooled: dict[str, list[tuple[float, bool]]] = {}
+    for key, members in sorted(clusters.items()):
+        inside: dict[int, list[int]] = {}
+        for rater, item, correct in rows:
+            if rater in members and rater in baseline:
+                total = inside.setdefault(item, [0, 0])
+                total[0] += correct
+                total[1] += 1
+        trials = []
+        for rater, item, correct in rows:
+            if rater in members:
+                c, n = totals.get(item, (0, 0))
+                c_in, n_in = inside.get(item, (0, 0))
+                c, n = c - c_in, n - n_in
+                if n > 0:
+                    trials.append(((c + 1) / (n + 2), correct))
+        if len(trials) >= min_trials:
+            pooled[key] = trials
+    tested = sorted(pooled)
+    pvalues = [
+        poisson_binomial_pvalue([p for p, _ in pooled[k]], sum(c for _, c in pooled[k])) for k in tested
+    ]
+    adjusted = holm(pvalues) if tested else []
+    return [
+        ClusterTest(
+            network=key,
+            raters=clusters[key],
+            n_trials=len(pooled[key]),
+            n_correct=sum(c for _, c in pooled[key]),
+            expected=float(sum(p for p, _ in pooled[key])),
+            p_value=pv,
+            p_adjusted=float(adj),
+        )
+        for key, pv, adj in zip(tested, pvalues, adjusted)
+    ]
+
+
+def network_tests(campaign, *, suspects: set[int] | None = None) -> list[ClusterTest]:
+    """:func:`cluster_tests` of the campaign's masked identity trials, the codes grouped by
+    the network they joined from (``RatingSession.network_hash``: an IPv4 /24 or an IPv6
+    /48; hostile pass 3: a ring of 10 codes on one /24, each answering its masked identity
+    trial right, was neither capped nor flagged and moved the report's masked identity
+    accuracy from 0.095 to 0.208).
+
+    Masked identity trials are the carry-over's target (clear -> masked by picture) and
+    where a ring moves the headline; the crowd's accuracy comes from raters not in
+    ``suspects`` (as :func:`accuracy_tests`) outside the cluster. Runs whatever the caps
+    (a lab that turned them off is still tested).
+    """
+    answers = Response.objects.filter(
+        trial__session__campaign=campaign,
+        trial__kind=TrialKind.ITEM,
+        trial__task="identity",
+        trial__item__masked_video__isnull=False,
+        trial__item__superseded_at__isnull=True,
+    ).values_list("trial__session__rater_id", "trial__item_id", "correct")
+    clusters: dict[str, list[int]] = {}
+    for rater, network in (
+        RatingSession.objects.filter(campaign=campaign)
+        .exclude(network_hash="")
+        .values_list("rater_id", "network_hash")
+    ):
+        clusters.setdefault(network, []).append(rater)
+    clusters = {key: members for key, members in clusters.items() if len(members) > 1}
+    if not clusters:
+        return []
+    raters = Rater.objects.filter(campaign=campaign)
+    if suspects is None:
+        suspects = set(
+            raters.filter(
+                Q(flagged=True) | Q(excluded=True) | Q(flags__kind__in=list(SHARED_KINDS))
+            ).values_list("pk", flat=True)
+        )
+    everyone = set(raters.values_list("pk", flat=True))
+    return cluster_tests(
+        list(answers), clusters, baseline_raters=everyone - suspects, min_trials=NETWORK_MIN_TRIALS
+    )
+
+
+#: Masked identity trials a network's codes need between them to be tested (as the per-rater
+#: test's 5: against a crowd at 25 %, 5 right of 5 is p = 0.002 two-sided, 4 of 4 only 0.008
+#: before the Holm correction).
+NETWORK_MIN_TRIALS = 5
+
+
 @dataclass
 class FlagState:
     """A campaign's flags: per rater ``flagged``, ``excluded`` and ``flag_reason``
@@ -504,7 +672,9 @@ def current_flags(campaign) -> FlagState:
     browser, an address or an IPv6 /48 (as :func:`flag_shared`), then the per-rater
     accuracy test (:func:`accuracy_tests`, its crowd without the raters flagged so far:
     outliers flagged, the accuracy flag of raters no longer outlying removed, their
-    exclusion kept: the organizer decides). A new flag excludes; a flag already stored
+    exclusion kept: the organizer decides), and the same test pooled over the codes of
+    one IPv4 /24 or IPv6 /48 (:func:`network_tests`: every code of an outlying network
+    gets the accuracy flag, with the network's figures as its reason). A new flag excludes; a flag already stored
     does not exclude again (the organizer may have included the rater). Plausibility flags
     stand as judged at answer time (they depend on what had been fetched by then).
 
@@ -542,18 +712,24 @@ def current_flags(campaign) -> FlagState:
     for position, (field, kind, what, cap) in enumerate(_shared_checks(), start=1):
         groups: dict[str, list[int]] = {}
         for row in sessions:
-            if row[position] and cap:
+            if row[position] and cap and (field != "network_hash" or is_ipv6_network(row[position])):
                 groups.setdefault(row[position], []).append(row[0])
         for members in groups.values():
             for rater, reason in _shared_reasons(members, what).items():
                 flag(rater, kind, reason)
     suspects = {pk for pk, (f, e, _) in raters.items() if f or e} | {r for r, k in flags if k in SHARED_KINDS}
     alpha = settings.TRIALS_OUTLIER_ALPHA
-    outliers = {t.rater_id: t for t in accuracy_tests(campaign, suspects=suspects) if t.p_adjusted < alpha}
+    outliers = {
+        t.rater_id: t.reason for t in accuracy_tests(campaign, suspects=suspects) if t.p_adjusted < alpha
+    }
+    for test in network_tests(campaign, suspects=suspects):
+        if test.p_adjusted < alpha:
+            for rater in test.raters:
+                outliers[rater] = "; ".join(filter(None, (outliers.get(rater), test.reason)))
     for key in [key for key in flags if key[1] == FlagKind.ACCURACY_OUTLIER and key[0] not in outliers]:
         del flags[key]
-    for rater, test in outliers.items():
-        flag(rater, FlagKind.ACCURACY_OUTLIER, test.reason)
+    for rater, reason in outliers.items():
+        flag(rater, FlagKind.ACCURACY_OUTLIER, reason)
     return FlagState({pk: tuple(row) for pk, row in raters.items()}, flags)
 
 

@@ -9,6 +9,8 @@ from evalsite.reports import per_video_report, submission_summary
 from trials import assignment
 from trials.models import Item, RatingSession, Rater, Response, SessionState, TrialKind
 
+from .sessions import with_check_first
+
 
 @pytest.fixture(autouse=True)
 def no_plausibility_checks(settings):
@@ -32,7 +34,10 @@ def answer(trial, choice=None, now=None):
 
 
 def skip_to_kind(session, kind, now=None):
-    """Answer trials until the current one is of ``kind``."""
+    """Answer trials until the current one is of ``kind`` (for an attention check, in a
+    session laid out to serve one: :func:`tests.trials.sessions.with_check_first`)."""
+    if kind == TrialKind.CATCH and not session.trials.exclude(kind=TrialKind.PRACTICE).exists():
+        session = with_check_first(session)
     while True:
         trial = assignment.current_trial(session, now=now)
         if trial is None or trial.kind == kind:

@@ -16,11 +16,12 @@ from scipy.stats import binom
 from trials import media, plausibility
 from trials.human_report import responses_frame
 from evalsite.models import GalleryImage
-from trials.models import Item, Rater, Trial
+from trials.models import Item, Rater, RatingSession, Trial
 from trials.services import open_rating
 from tests.crowd.simulation import build_grid_campaign
 from trials.variants import mp4_boxes
 
+from .sessions import with_check_first
 from .test_cheating import _fetch, _play_session, _start
 
 CONTAINERS = {b"moov", b"trak", b"mdia", b"minf", b"stbl"}
@@ -81,10 +82,26 @@ def _served_videos(campaign, codes):
             yield trial, video, files
 
 
+def _sessions_with_a_check(campaign, codes):
+    """(trial, video bytes) of sessions laid out to serve their check (one lineup block on
+    GRID: a session serves its check or its evaluated identity trial, whichever slot comes
+    first, trials.design.session_layout), up to two trials after it."""
+    for code in codes:
+        client = _start(campaign, code)
+        with_check_first(RatingSession.objects.get(rater__participant_code=code))
+        after = None
+        for trial, files in _play_session(client):
+            yield trial, files.pop(f"/m/{trial.media_token}")
+            after = 0 if trial.kind == "catch" else (None if after is None else after + 1)
+            if after == 2:
+                break
+
+
 def test_catch_trials_not_spotted_by_file_size_or_mp4_header(catch_campaign):
     sizes, headers = {"catch": [], "other": []}, {"catch": set(), "other": set()}
     mdats = {"catch": [], "other": []}
-    for trial, video, _ in _served_videos(catch_campaign, [f"size-{i}" for i in range(6)]):
+    Item.objects.update(target_count=30)
+    for trial, video in _sessions_with_a_check(catch_campaign, [f"size-{i}" for i in range(18)]):
         group = "catch" if trial.kind == "catch" else "other"
         sizes[group].append(len(video))
         header = mp4_header(video)

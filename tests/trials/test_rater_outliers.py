@@ -28,7 +28,8 @@ def _play(campaign, code, seed, answer) -> list[tuple]:
     """Answer a whole session with ``answer(trial, rng) -> bool`` (right or not); returns
     (item id or None, kind, task, condition) of its answered trials."""
     session = assignment.join(campaign, participant_code=code)
-    RatingSession.objects.filter(pk=session.pk).update(state=SessionState.RUNNING, seed=seed)
+    plan, _ = assignment.layout(campaign, seed)
+    RatingSession.objects.filter(pk=session.pk).update(state=SessionState.RUNNING, seed=seed, plan=plan)
     session.refresh_from_db()
     rng = random.Random(seed)
     while (trial := assignment.current_trial(session)) is not None:

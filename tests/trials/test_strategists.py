@@ -202,13 +202,18 @@ from trials import assignment  # noqa: E402
 from evalsite.reports import per_video_report  # noqa: E402
 from trials.models import Item, Rater, RatingSession, SessionState, Trial  # noqa: E402
 
+from .sessions import with_check_first  # noqa: E402
 
-def _run_session(campaign, code, *, flag_after=None):
+
+def _run_session(campaign, code, *, flag_after=None, check_first=False):
     """Answer a whole session (first choice each time); flag and exclude the rater after
-    ``flag_after`` evaluated answers. Returns its trials in order."""
+    ``flag_after`` evaluated answers. Returns its trials in order. ``check_first``: laid
+    out to serve its attention check (:func:`tests.trials.sessions.with_check_first`)."""
     session = assignment.join(campaign, participant_code=code)
     RatingSession.objects.filter(pk=session.pk).update(state=SessionState.RUNNING)
     session.refresh_from_db()
+    if check_first:
+        session = with_check_first(session)
     answered = 0
     while (trial := assignment.current_trial(session)) is not None:
         assignment.record_response(
@@ -277,11 +282,14 @@ def test_served_lineups_are_the_block_minus_one(grid_campaign, settings):
 
 def test_a_flagged_rater_gets_the_same_session_as_anyone(grid_campaign, settings):
     settings.TRIALS_PLAUSIBILITY_CHECKS = False
-    honest, honest_session = _run_session(grid_campaign, "honest")
-    flagged, flagged_session = _run_session(grid_campaign, "caught", flag_after=1)
+    honest, honest_session = _run_session(grid_campaign, "honest", check_first=True)
+    flagged, flagged_session = _run_session(grid_campaign, "caught", flag_after=1, check_first=True)
     assert Rater.objects.get(participant_code="caught").excluded
-    # Same count and mix of trials (the plan's), every evaluated position served.
-    assert len(flagged) == len(flagged_session.plan) == len(honest) == len(honest_session.plan)
+    # Same count and mix of trials, the same layout. GRID has 10 people and a check's face
+    # counts as shown (a check spends its block as an evaluated identity trial does), so
+    # the plan's last position finds nobody left: 9 evaluated trials and the check.
+    assert len(flagged_session.plan) == len(honest_session.plan)
+    assert len(flagged) == len(honest) == len(honest_session.plan) - 1
     assert Counter(t.kind for t in flagged) == Counter(t.kind for t in honest)
     assert all(t.source_video_id for t in flagged if t.kind == "item")
     # None of the flagged rater's answers count toward any item.

@@ -303,7 +303,7 @@ def test_codes_from_many_64s_of_one_56_are_capped_and_flagged_per_48(
     assert len(wide) == 64 and set(RatingSession.objects.values_list("network_hash", flat=True)) == {wide}
 
 
-def test_ipv4_and_separate_48s_are_not_counted_together(grid_campaign, settings):
+def test_an_ipv4_24_is_capped_like_a_48_and_separate_48s_are_not_counted_together(grid_campaign, settings):
     settings.TRIALS_MAX_SESSIONS_PER_ADDRESS = 3
     settings.TRIALS_MAX_SESSIONS_PER_NETWORK = 4
     addresses = [f"198.51.100.{i + 1}" for i in range(8)] + [f"2001:db8:{i:x}::1" for i in range(8)]
@@ -312,14 +312,17 @@ def test_ipv4_and_separate_48s_are_not_counted_together(grid_campaign, settings)
         _join(grid_campaign, code, Client(), REMOTE_ADDR=address).status_code
         for code, address in zip(codes, addresses, strict=True)
     ]
-    assert statuses == [302] * 16  # 8 IPv4 addresses of one /24, 8 /48s: nobody capped
-    assert not RaterFlag.objects.exists()
+    # 8 IPv4 addresses of one /24: 4 join (the network cap counts a /24 as a /48; before,
+    # all 8 joined: hostile pass 3, 20/20 from one /24); 8 /48s: nobody capped.
+    assert statuses == [302] * 4 + [403] * 4 + [302] * 8
+    assert not RaterFlag.objects.exists()  # sharing a /24 alone flags nobody (a campus NAT pool)
     assert not Rater.objects.filter(excluded=True).exists()
     hashes = list(RatingSession.objects.order_by("pk").values_list("network_hash", flat=True))
-    assert hashes[:8] == [""] * 8 and len(set(hashes[8:])) == 8  # IPv4 has no /48
+    assert len(set(hashes[:4])) == 1 and hashes[0].startswith(integrity.IPV4_NETWORK_MARK)
+    assert len(set(hashes[4:])) == 8
 
 
-def test_network_hash_counts_an_ipv6_48_and_leaves_ipv4_out(settings):
+def test_network_hash_counts_an_ipv6_48_and_an_ipv4_24(settings):
     settings.TRIALS_ADDRESS_HASH_KEY = "k1"
     one = integrity.network_hash(1, "2001:db8:0:1::1")
     assert one == integrity.network_hash(1, "2001:db8:0:ffff::9") == integrity.network_hash(1, "2001:db8::")
@@ -327,5 +330,8 @@ def test_network_hash_counts_an_ipv6_48_and_leaves_ipv4_out(settings):
         2, "2001:db8::1"
     )
     assert integrity.network_of("2001:db8:0:ff::1", ipv6_prefix=48) == "2001:db8::/48"
-    for address in ("192.0.2.5", "::ffff:192.0.2.5", "", integrity.UNPARSABLE_ADDRESS):
+    for address in ("", integrity.UNPARSABLE_ADDRESS):
         assert integrity.network_hash(1, address) == ""
+    # IPv4 counts by its /24 (hostile pass 3), marked so that sharing it flags nobody.
+    v4 = integrity.network_hash(1, "192.0.2.5")
+    assert v4 == integrity.network_hash(1, "::ffff:192.0.2.77") and not integrity.is_ipv6_network(v4)

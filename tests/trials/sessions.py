@@ -1,0 +1,24 @@
+"""Helpers for tests that need a session with an attention check.
+
+An attention check takes a lineup block the session has shown nobody of, like an
+evaluated identity trial, and a session's slots for both are drawn together
+(:func:`trials.design.session_layout`): on the GRID test campaign (one block) a session
+gets either its check or its evaluated identity trial, whichever slot comes first.
+"""
+
+from trials import assignment, design
+from trials.models import RatingSession
+
+
+def with_check_first(session: RatingSession) -> RatingSession:
+    """Give a new ``session`` (no study trial made yet) the first seed (1, 2, ...) whose
+    layout puts an attention check before its first evaluated identity slot, so the check
+    is served; deterministic."""
+    for seed in range(1, 1000):
+        plan, identity = assignment.layout(session.campaign, seed)
+        catches = [i for i, kind in enumerate(plan) if kind == design.CATCH]
+        if catches and (not identity or catches[0] < identity[0]):
+            RatingSession.objects.filter(pk=session.pk).update(seed=seed, plan=plan)
+            session.refresh_from_db()
+            return session
+    raise AssertionError("no layout with a check first")
