@@ -511,11 +511,12 @@ def _new_trial(session: RatingSession, now) -> Trial | None:
 
 def _seen_videos(session) -> set[int]:
     """Every source video of every person the session has shown a video of (released
-    trials included: the rater saw them), or whose face an attention check's video showed.
-    Rotation is per person, not per video: two
+    trials included: the rater saw them). Rotation is per person, not per video: two
     videos of one person (same clothes, same room), or a clear and a masked one, in one
-    session would let the rater carry the answer from one to the other."""
-    shown = _shown_people(session)
+    session would let the rater carry the answer from one to the other. (A check's face,
+    a still, spends its block (:func:`_shown_people`) but does not hold back that
+    person's videos: the session keeps its number of evaluated trials.)"""
+    shown = session.trials.exclude(source_video=None).values_list("source_video__identity_id", flat=True)
     return set(
         SourceVideo.objects.filter(campaign=session.campaign, identity_id__in=shown).values_list(
             "id", flat=True
@@ -561,7 +562,7 @@ def check_blocks(session, *, seen=None, now=None) -> dict[tuple, int]:
     ``{block: number of evaluated identity videos of its members}`` over the blocks from
     which the session could get an evaluated identity trial right now: blocks it has
     shown nobody of (:func:`trials.design.fresh_blocks`; a check's own face counts as
-    shown, so a check spends its block as an evaluated trial does) holding an identity
+    shown there, so a check spends its block as an evaluated trial does) holding an identity
     item with room that the session has not seen. Empty when there is none: then the
     session gets no check there (before, a check fell back to a spent block, and "an
     identity trial after one of its block" spotted every check, hostile pass 3: 159/159).

@@ -97,6 +97,8 @@ from trials import assignment  # noqa: E402
 from trials.human_report import responses_frame  # noqa: E402
 from trials.models import Item, Rater, RatingSession, SessionState, Trial, TrialFace  # noqa: E402
 
+from .sessions import with_check_first  # noqa: E402
+
 RESPOND = re.compile(r'"respond_url": "(/t/[^"]+/respond/)"')
 CHOICE = re.compile(r'data-choice="([^"]+)"')
 MEDIA = re.compile(r'src="(/m/[^"]+)"')
@@ -227,7 +229,11 @@ def test_catch_probe_matched_by_bytes_finds_no_face(grid_campaign, settings):
     settings.TRIALS_MIN_WATCH_PERCENT = 0
     checked = 0
     for code in ("c1", "c2", "c3"):
-        for trial, files in _play_session(_start(grid_campaign, code)):
+        client = _start(grid_campaign, code)
+        with_check_first(
+            RatingSession.objects.get(rater__participant_code=code)
+        )  # one block: see sessions.py
+        for trial, files in _play_session(client):
             if trial.kind != "catch":
                 continue
             probe = files[f"/m/{trial.media_token}"]

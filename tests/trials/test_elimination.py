@@ -97,6 +97,7 @@ def test_striking_off_people_seen_earlier_in_the_session_gives_nothing(strategis
 def test_the_same_strategist_gains_when_a_session_gets_a_block_again(strategist_campaign, monkeypatch):
     """The design before: lineups of one block several times a session (the test can fail)."""
     monkeypatch.setattr(assignment, "spent_block_videos", lambda session: [])
+    monkeypatch.setattr(assignment, "identity_positions", lambda session: None)  # identity trials anywhere
     rng = random.Random(11)
     rows = [row for i in range(8) for row in _play(strategist_campaign, f"old-striker-{i}", rng)]
     struck = [row for row in rows if row["struck"]]

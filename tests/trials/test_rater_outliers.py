@@ -82,7 +82,10 @@ def test_a_perfect_bot_is_flagged_against_random_raters_and_the_limit_against_a_
 
     tests = {t.rater_id: t for t in integrity.accuracy_tests(grid_campaign)}
     assert set(tests) == set(sessions)  # every rater is tested (none was before: < 5 masked trials)
-    assert all(t.n_trials >= 10 for t in tests.values())
+    # A session has 10 evaluated trials and, when its check took GRID's one lineup block
+    # before its identity trial did, a check (trials.design.session_layout); an identity
+    # item no other rater answered has no baseline: 9 or more tested trials each.
+    assert all(t.n_trials >= 9 for t in tests.values())
     integrity.refresh_flags(grid_campaign)
     flagged = set(RaterFlag.objects.filter(kind=FlagKind.ACCURACY_OUTLIER).values_list("rater_id", flat=True))
     honest_flagged = len(flagged - bots)

@@ -9,6 +9,8 @@ from django.test import Client
 
 from trials.models import Rater, RatingSession, Response, SessionState, Trial
 
+from .sessions import with_check_first
+
 RESPOND = re.compile(r'"respond_url": "(/t/[^"]+/respond/)"')
 CHOICE = re.compile(r'data-choice="([^"]+)"')
 MEDIA = re.compile(r'src="(/m/[^"]+)"')
@@ -62,6 +64,9 @@ def test_consent_is_required_before_trials(grid_campaign):
 def test_rater_goes_from_practice_to_completion_code(grid_campaign):
     client = Client()
     start_session(client, grid_campaign)
+    # Laid out to serve its check (GRID's one lineup block goes to the check or to the
+    # evaluated identity trial, whichever slot comes first: tests/trials/sessions.py).
+    with_check_first(RatingSession.objects.get())
     kinds = []
     for _ in range(40):
         html = client.get("/session/").content.decode()
