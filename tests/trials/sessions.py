@@ -22,3 +22,19 @@ def with_check_first(session: RatingSession) -> RatingSession:
             session.refresh_from_db()
             return session
     raise AssertionError("no layout with a check first")
+
+
+def sessions_shaped_as_before(monkeypatch) -> None:
+    """Sessions laid out as before hostile pass 3: identity items at any item position (the
+    evaluated one first), checks from a fresh block or else any block, so a GRID session
+    at check rate 0.5 serves about 5 checks. Only for tests of what the served bytes carry,
+    which need many checks and do not depend on where checks stand
+    (``tests/trials/test_check_placement.py`` tests that)."""
+
+    def check_blocks(session, **_):
+        weights = assignment._block_weights(session.campaign)
+        shown = assignment._shown_people(session)
+        return {b: w for b, w in weights.items() if shown.isdisjoint(b)} or weights
+
+    monkeypatch.setattr(assignment, "identity_positions", lambda session: None)
+    monkeypatch.setattr(assignment, "check_blocks", check_blocks)

@@ -23,6 +23,7 @@ from trials.models import Rater, Trial
 from trials.services import open_rating
 from tests.crowd.simulation import build_grid_campaign
 
+from .sessions import sessions_shaped_as_before
 from .test_cheating import CHOICE, MEDIA, RESPOND, _start
 
 # --- hand-computed units ---------------------------------------------------------------------
@@ -161,8 +162,11 @@ def _correlation(a, b) -> float:
 
 
 @pytest.fixture
-def bot_campaign(db, media_root, data_dir, grid_cache, settings):
-    """The GRID campaign with attention checks at half the rate of evaluated trials."""
+def bot_campaign(db, media_root, data_dir, grid_cache, settings, monkeypatch):
+    """The GRID campaign with attention checks at half the rate of evaluated trials, in
+    sessions shaped as before hostile pass 3 (about 5 checks a session: these tests read
+    bytes, not places; :func:`tests.trials.sessions.sessions_shaped_as_before`)."""
+    sessions_shaped_as_before(monkeypatch)
     settings.TRIALS_MIN_VIEW_MS = 0
     settings.TRIALS_MIN_WATCH_PERCENT = 0
     settings.TRIALS_PLAUSIBILITY_CHECKS = False  # the bot's answers are not the point here
