@@ -289,7 +289,10 @@ def test_excluded_raters_never_fill_targets(grid_campaign, settings):
     exactly its target of usable responses."""
     settings.TRIALS_PLAUSIBILITY_CHECKS = False  # assignment driven directly, no media
     rng = random.Random(4)
-    for i in range(60):
+    # Up to 200 raters: a GRID session gets its evaluated identity trial in about half the
+    # sessions (its one lineup block goes to the check otherwise), so the identity items
+    # need more raters than before (60 were enough).
+    for i in range(200):
         session = assignment.join(grid_campaign, participant_code=f"sim-{i}")
         RatingSession.objects.filter(pk=session.pk).update(state=SessionState.RUNNING)
         session.refresh_from_db()
