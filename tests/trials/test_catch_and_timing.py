@@ -16,12 +16,12 @@ from scipy.stats import binom
 from trials import media, plausibility
 from trials.human_report import responses_frame
 from evalsite.models import GalleryImage
-from trials.models import Item, Rater, RatingSession, Trial
+from trials.models import Item, Rater, Trial
 from trials.services import open_rating
 from tests.crowd.simulation import build_grid_campaign
 from trials.variants import mp4_boxes
 
-from .sessions import with_check_first
+from .sessions import sessions_shaped_as_before
 from .test_cheating import _fetch, _play_session, _start
 
 CONTAINERS = {b"moov", b"trak", b"mdia", b"minf", b"stbl"}
@@ -62,9 +62,12 @@ def auc(positives, negatives) -> float:
 
 
 @pytest.fixture
-def catch_campaign(db, media_root, data_dir, grid_cache, settings):
+def catch_campaign(db, media_root, data_dir, grid_cache, settings, monkeypatch):
     """The GRID campaign with half as many attention checks as evaluated trials (4 a session;
-    raters_per_video=6 leaves room for the 6 sessions of the size test)."""
+    raters_per_video=6 leaves room for the 6 sessions of the size test), in sessions shaped
+    as before hostile pass 3 (about 4 checks a session: these tests read bytes and pixels,
+    not places; :func:`tests.trials.sessions.sessions_shaped_as_before`)."""
+    sessions_shaped_as_before(monkeypatch)
     settings.TRIALS_MIN_VIEW_MS = 0  # these raters answer at once; timing has its own tests
     settings.TRIALS_MIN_WATCH_PERCENT = 0
     campaign = build_grid_campaign(
@@ -82,26 +85,10 @@ def _served_videos(campaign, codes):
             yield trial, video, files
 
 
-def _sessions_with_a_check(campaign, codes):
-    """(trial, video bytes) of sessions laid out to serve their check (one lineup block on
-    GRID: a session serves its check or its evaluated identity trial, whichever slot comes
-    first, trials.design.session_layout), up to two trials after it."""
-    for code in codes:
-        client = _start(campaign, code)
-        with_check_first(RatingSession.objects.get(rater__participant_code=code))
-        after = None
-        for trial, files in _play_session(client):
-            yield trial, files.pop(f"/m/{trial.media_token}")
-            after = 0 if trial.kind == "catch" else (None if after is None else after + 1)
-            if after == 2:
-                break
-
-
 def test_catch_trials_not_spotted_by_file_size_or_mp4_header(catch_campaign):
     sizes, headers = {"catch": [], "other": []}, {"catch": set(), "other": set()}
     mdats = {"catch": [], "other": []}
-    Item.objects.update(target_count=30)
-    for trial, video in _sessions_with_a_check(catch_campaign, [f"size-{i}" for i in range(18)]):
+    for trial, video, _ in _served_videos(catch_campaign, [f"size-{i}" for i in range(6)]):
         group = "catch" if trial.kind == "catch" else "other"
         sizes[group].append(len(video))
         header = mp4_header(video)
