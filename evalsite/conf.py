@@ -238,9 +238,10 @@ SETTINGS: tuple[Setting, ...] = (
       "counted (no cap, no flag; a lab behind one address)",
       "Human evaluation (trials)", "TRIALS_MAX_SESSIONS_PER_ADDRESS", minimum=0),
     S("TRIALS_MAX_SESSIONS_PER_NETWORK", "integer", lambda get: 4 * get("TRIALS_MAX_SESSIONS_PER_ADDRESS"),
-      "participant codes that may join one campaign from one IPv6 /48 network (a home or site gets a /48 "
-      "or /56 of many /64s, each of which counts as one address); codes sharing a /48 are flagged and "
-      "excluded; IPv4 addresses are not counted here; `0`: no cap, no flag",
+      "participant codes that may join one campaign from one network: an IPv6 /48 (a home or site gets "
+      "a /48 or /56 of many /64s, each of which counts as one address) or an IPv4 /24; codes sharing a "
+      "/48 are flagged and excluded, codes sharing a /24 only capped (a campus or carrier pool) and "
+      "tested pooled for implausible accuracy (trials.integrity.network_tests); `0`: no cap, no flag",
       "Human evaluation (trials)", "TRIALS_MAX_SESSIONS_PER_NETWORK", minimum=0,
       default_doc="4 x `TRIALS_MAX_SESSIONS_PER_ADDRESS` (12)"),
     S("TRIALS_MAX_OPEN_CLAIMS_PER_BROWSER", "integer", 1, "unanswered evaluated trials held at once by one "
