@@ -295,6 +295,7 @@ def test_reported_watch_time_is_capped_by_server_time_and_passes_no_check(grid_c
     )
     trial.refresh_from_db()
     assert trial.watch_time_ms == 0
+    fetched_at = time.monotonic()
     for url in MEDIA.findall(html):
         _fetch(client, url)
     time.sleep(0.2)
@@ -308,7 +309,9 @@ def test_reported_watch_time_is_capped_by_server_time_and_passes_no_check(grid_c
     assert reply.status_code == 200
     rater = Rater.objects.get(participant_code="liar")
     assert rater.excluded and "needed to have seen it" in rater.flag_reason
-    assert trial.response.watch_time_ms < 5_000
+    # The stored watch time is the server's, not the claimed minute: at most the time since
+    # the fetch began (a busy machine makes that several seconds).
+    assert trial.response.watch_time_ms <= (time.monotonic() - fetched_at) * 1000 < 60_000
 
 
 def test_probe_frames_made_alone_equal_those_of_the_whole_probe():
