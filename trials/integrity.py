@@ -474,16 +474,9 @@ def accuracy_tests(campaign, *, suspects: set[int] | None = None) -> list[RaterT
     )
     checks = answers.filter(trial__kind=TrialKind.CATCH).values_list("trial__session__rater_id", "correct")
     rows = [*items, *((rater, CHECKS_ITEM, correct) for rater, correct in checks)]
-    raters = Rater.objects.filter(campaign=campaign)
-    if suspects is None:
-        suspects = set(
-            raters.filter(
-                Q(flagged=True) | Q(excluded=True) | Q(flags__kind__in=list(SHARED_KINDS))
-            ).values_list("pk", flat=True)
-        )
-    everyone = set(raters.values_list("pk", flat=True))
+    baseline = _baseline_raters(campaign, suspects)
     return rater_tests(
-        rows, baseline_raters=everyone - suspects, what="accuracy on evaluated trials and attention checks"
+        rows, baseline_raters=baseline, what="accuracy on evaluated trials and attention checks"
     )
 
 
@@ -583,6 +576,19 @@ def cluster_tests(rows, clusters, *, baseline_raters=None, min_trials: int = 5) 
     ]
 
 
+def _baseline_raters(campaign, suspects: set[int] | None) -> set[int]:
+    """Ids of the campaign's raters the crowd's baseline is taken from: all but ``suspects``
+    (default: raters already flagged or excluded, or sharing a browser, address or network)."""
+    raters = Rater.objects.filter(campaign=campaign)
+    if suspects is None:
+        suspects = set(
+            raters.filter(
+                Q(flagged=True) | Q(excluded=True) | Q(flags__kind__in=list(SHARED_KINDS))
+            ).values_list("pk", flat=True)
+        )
+    return set(raters.values_list("pk", flat=True)) - suspects
+
+
 def network_tests(campaign, *, suspects: set[int] | None = None) -> list[ClusterTest]:
     """:func:`cluster_tests` of the campaign's masked identity trials, the codes grouped by
     the network they joined from (``RatingSession.network_hash``: an IPv4 /24 or an IPv6
@@ -612,17 +618,8 @@ def network_tests(campaign, *, suspects: set[int] | None = None) -> list[Cluster
     clusters = {key: members for key, members in clusters.items() if len(members) > 1}
     if not clusters:
         return []
-    raters = Rater.objects.filter(campaign=campaign)
-    if suspects is None:
-        suspects = set(
-            raters.filter(
-                Q(flagged=True) | Q(excluded=True) | Q(flags__kind__in=list(SHARED_KINDS))
-            ).values_list("pk", flat=True)
-        )
-    everyone = set(raters.values_list("pk", flat=True))
-    return cluster_tests(
-        list(answers), clusters, baseline_raters=everyone - suspects, min_trials=NETWORK_MIN_TRIALS
-    )
+    baseline = _baseline_raters(campaign, suspects)
+    return cluster_tests(list(answers), clusters, baseline_raters=baseline, min_trials=NETWORK_MIN_TRIALS)
 
 
 #: Masked identity trials a network's codes need between them to be tested (as the per-rater
