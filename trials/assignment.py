@@ -494,19 +494,55 @@ def _new_trial(session: RatingSession, now) -> Trial | None:
     # from a block nobody of which the session has shown, the same rule for both kinds
     # (trials.design.session_layout): neither the position nor the blocks' history tells
     # a check from an evaluated trial.
-    if kind == design.CATCH:
-        return _check_trial(session, seen, rng, now)
-    if session.position in slots:
-        trial = _item_trial(session, seen, rng, now, identity=True)
+    checks = {p for p, k in enumerate(session.plan) if k == design.CATCH}
+    pending = _pending_slots(session, sorted(set(slots) | checks))
+    position = session.position
+    if pending and pending[0] == position:
+        if kind == design.CATCH:
+            trial = _check_trial(session, seen, rng, now)
+        else:
+            trial = _item_trial(session, seen, rng, now, identity=True)
         if trial is not None:
             return trial
-    ahead = [
-        p
-        for p in range(session.position + 1, len(session.plan))
-        if p in slots or session.plan[p] == design.CATCH
-    ]
-    avoid = _fresh_block_videos(session) if ahead else []
-    return _item_trial(session, seen, rng, now, identity=False, avoid=avoid)
+        pending = pending[1:]  # no block for it: an ordinary trial here, as for either kind
+    if not pending:
+        return _item_trial(session, seen, rng, now, identity=False)
+    # A slot is ahead: keep its block fresh. When only people of fresh blocks are left
+    # (the people in no block and the other tasks' items are full), the next slot comes
+    # here instead, whichever kind it is; it is not served again at its own position.
+    avoid = _fresh_block_videos(session)
+    trial = _item_trial(session, seen, rng, now, identity=False, avoid=avoid, fallback=False)
+    if trial is None:
+        if pending[0] in checks:
+            trial = _check_trial(session, seen, rng, now)
+        else:
+            trial = _item_trial(session, seen, rng, now, identity=True)
+    if trial is None:
+        trial = _item_trial(session, seen, rng, now, identity=False)
+    return trial
+
+
+def _pending_slots(session, slots: list[int]) -> list[int]:
+    """The identity-task slots of ``session`` (sorted positions: evaluated identity slots
+    and checks) at or after its position that are still to be served. A slot is used up
+    early by an identity-task trial placed at an earlier position that is no slot
+    (:func:`_new_trial` moves the next slot forward when nothing else may come there):
+    each such trial uses the first slot after it not used up before."""
+    slot_set = set(slots)
+    moved = sorted(
+        set(
+            session.trials.filter(position__lt=session.position, task=Task.IDENTITY)
+            .exclude(kind=TrialKind.PRACTICE)
+            .values_list("position", flat=True)
+        )
+        - slot_set
+    )
+    used: set[int] = set()
+    for q in moved:
+        nxt = next((s for s in slots if s > q and s not in used), None)
+        if nxt is not None:
+            used.add(nxt)
+    return [s for s in slots if s >= session.position and s not in used]
 
 
 def _seen_videos(session) -> set[int]:
@@ -640,7 +676,9 @@ def _candidates(session, seen, now, *, identity: bool | None = None, over: bool 
     return rows
 
 
-def _item_trial(session, seen, rng, now, *, identity: bool | None = None, avoid=()) -> Trial | None:
+def _item_trial(
+    session, seen, rng, now, *, identity: bool | None = None, avoid=(), fallback: bool = True
+) -> Trial | None:
     """Claim the least-completed item with room that this rater has not seen, or None.
 
     Candidates are read without locks, fewest completed responses first (random among
@@ -654,15 +692,17 @@ def _item_trial(session, seen, rng, now, *, identity: bool | None = None, avoid=
     address's older open claims beyond their limit are released (:func:`_release_hoarded`).
 
     ``identity`` (True, False, None) restricts the task (:func:`_candidates`); items of
-    the videos in ``avoid`` are taken only when no other item is left.
+    the videos in ``avoid`` are taken only when no other item is left (never with
+    ``fallback=False``).
     """
     _release_hoarded(session, now)
     spent = spent_block_videos(session) if identity is not False else []
     avoid = list(avoid)
+    skips = ([avoid, []] if fallback else [avoid]) if avoid else [[]]
     for _ in range(PICK_ROUNDS):
         over = False
         rows = []
-        for skip in [avoid, []] if avoid else [[]]:
+        for skip in skips:
             rows = list(
                 _candidates(session, seen, now, identity=identity, spent=spent)
                 .exclude(source_video_id__in=skip)
@@ -672,7 +712,7 @@ def _item_trial(session, seen, rng, now, *, identity: bool | None = None, avoid=
                 break
         if not rows and settings.TRIALS_OVERASSIGN:
             over = True
-            for skip in [avoid, []] if avoid else [[]]:
+            for skip in skips:
                 rows = list(
                     _candidates(session, seen, now, identity=identity, over=True, spent=spent)
                     .exclude(source_video_id__in=skip)
@@ -855,7 +895,8 @@ def _balanced_lineup(session, target: int, rng) -> tuple[list, bool]:
 
 
 def _check_trial(session, seen, rng, now) -> Trial | None:
-    """An attention check at this position, or None (the position is skipped) when the
+    """An attention check at this position, or None (an ordinary trial comes there, as at
+    an evaluated identity slot that finds no block) when the
     session could get no evaluated identity trial here either: no block it has shown
     nobody of holds an identity item for it (:func:`check_blocks`)."""
     blocks = check_blocks(session, seen=seen, now=now)

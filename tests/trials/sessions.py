@@ -14,14 +14,24 @@ def with_check_first(session: RatingSession) -> RatingSession:
     """Give a new ``session`` (no study trial made yet) the first seed (1, 2, ...) whose
     layout puts an attention check before its first evaluated identity slot, so the check
     is served; deterministic."""
+    return _with_first_slot(session, check=True)
+
+
+def with_identity_first(session: RatingSession) -> RatingSession:
+    """As :func:`with_check_first`, with the evaluated identity slot first (it is served)."""
+    return _with_first_slot(session, check=False)
+
+
+def _with_first_slot(session: RatingSession, *, check: bool) -> RatingSession:
     for seed in range(1, 1000):
         plan, identity = assignment.layout(session.campaign, seed)
         catches = [i for i, kind in enumerate(plan) if kind == design.CATCH]
-        if catches and (not identity or catches[0] < identity[0]):
+        first = min(catches + identity, default=None)
+        if first is not None and (first in catches) == check:
             RatingSession.objects.filter(pk=session.pk).update(seed=seed, plan=plan)
             session.refresh_from_db()
             return session
-    raise AssertionError("no layout with a check first")
+    raise AssertionError(f"no layout with {'a check' if check else 'an identity slot'} first")
 
 
 def sessions_shaped_as_before(monkeypatch) -> None:

@@ -36,8 +36,10 @@ def test_declining_consent_shows_a_clear_page_and_records_only_the_decline(grid_
 def test_join_link_closes_with_a_clear_page_when_every_item_is_full(grid_campaign, settings):
     settings.TRIALS_PLAUSIBILITY_CHECKS = False
     returning = assignment.join(grid_campaign, participant_code="p-early")
-    # Fill every item: each of 32 items gets its 3 usable responses.
-    for i in range(60):
+    # Fill every item: each of 32 items gets its 3 usable responses. GRID has one lineup
+    # block, which a session spends on its check or its evaluated identity trial
+    # (trials.design.session_layout): about half the sessions serve no identity item.
+    for i in range(150):
         session = assignment.join(grid_campaign, participant_code=f"filler-{i}")
         RatingSession.objects.filter(pk=session.pk).update(state=SessionState.RUNNING)
         session.refresh_from_db()

@@ -40,6 +40,10 @@ def test_concurrent_raters_fill_every_item_exactly_with_nothing_lost(tmp_path, g
             str(grid_cache),
             "--media-pages",
             "1",
+            # GRID's one lineup block serves a session's check or its identity trial
+            # (trials.design.session_layout): identity items need about twice the sessions.
+            "--waves",
+            "12",
         ],
         capture_output=True,
         text=True,

@@ -202,18 +202,21 @@ from trials import assignment  # noqa: E402
 from evalsite.reports import per_video_report  # noqa: E402
 from trials.models import Item, Rater, RatingSession, SessionState, Trial  # noqa: E402
 
-from .sessions import with_check_first  # noqa: E402
+from .sessions import with_check_first, with_identity_first  # noqa: E402
 
 
-def _run_session(campaign, code, *, flag_after=None, check_first=False):
+def _run_session(campaign, code, *, flag_after=None, check_first=False, identity_first=False):
     """Answer a whole session (first choice each time); flag and exclude the rater after
     ``flag_after`` evaluated answers. Returns its trials in order. ``check_first``: laid
-    out to serve its attention check (:func:`tests.trials.sessions.with_check_first`)."""
+    out to serve its attention check (:func:`tests.trials.sessions.with_check_first`);
+    ``identity_first``: its evaluated identity trial (``with_identity_first``)."""
     session = assignment.join(campaign, participant_code=code)
     RatingSession.objects.filter(pk=session.pk).update(state=SessionState.RUNNING)
     session.refresh_from_db()
     if check_first:
         session = with_check_first(session)
+    if identity_first:
+        session = with_identity_first(session)
     answered = 0
     while (trial := assignment.current_trial(session)) is not None:
         assignment.record_response(
@@ -267,8 +270,8 @@ def test_served_lineups_are_the_block_minus_one(grid_campaign, settings):
     men = {p.block for p in plans.values() if p.block}
     assert len(men) == 1 and len(next(iter(men))) == 6  # one block: the 6 men
     served = 0
-    for i in range(6):
-        trials, _ = _run_session(grid_campaign, f"block-{i}")
+    for i in range(6):  # laid out to serve the identity slot (one block: a check first takes it)
+        trials, _ = _run_session(grid_campaign, f"block-{i}", identity_first=True)
         for trial in trials:
             if trial.kind != "item" or trial.task != "identity":
                 continue
@@ -277,7 +280,7 @@ def test_served_lineups_are_the_block_minus_one(grid_campaign, settings):
             assert len(faces) == 5 and faces < block
             assert trial.target_present == (trial.target_identity_id in faces)
             served += 1
-    assert served > 0
+    assert served == 6  # one per session: its one block
 
 
 def test_a_flagged_rater_gets_the_same_session_as_anyone(grid_campaign, settings):
