@@ -177,6 +177,11 @@ SETTINGS: tuple[Setting, ...] = (
     S("DEID_WEB_WORKERS", "integer", _cores_workers, "gunicorn worker processes", "Web server (gunicorn)",
       minimum=1, default_doc="2 x cores + 1, at most 8 (`make demo`: 2)"),
     S("DEID_WEB_THREADS", "integer", 4, "threads per gunicorn worker", "Web server (gunicorn)", minimum=1),
+    S("DEID_WEB_CONNECTIONS", "integer", 32, "connections one gunicorn worker holds at once, idle keep-alive "
+      "ones included: a worker at its limit leaves new connections to the others, so a crowd of raters is "
+      "spread over the processes and the cores (gunicorn's own default, 1000, let one of 4 workers take "
+      "nearly all of 100 raters: 7 CPU minutes against 17 s for each of the others)", "Web server (gunicorn)",
+      minimum=2),
     S("DEID_REPORT_CACHE_URL", "string", "", "where computed reports, summaries and plots are kept "
       "(`evalsite/report_cache.py`), shared by every process that reads them: `redis://host:6379/1` when "
       "web servers or workers run on several machines (a Redis database of its own, not the broker's: "

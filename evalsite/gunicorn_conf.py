@@ -2,8 +2,8 @@
 
 Used by the Procfile (``make serve``) and ``make demo``. Threads (``gthread``) let a
 worker keep serving while others wait on the database or stream a video; the numbers come
-from the environment, ``DEID_WEB_BIND``, ``DEID_WEB_WORKERS``, ``DEID_WEB_THREADS`` and
-``DEID_WEB_TIMEOUT`` (declared with their defaults in evalsite/conf.py; the docs'
+from the environment, ``DEID_WEB_BIND``, ``DEID_WEB_WORKERS``, ``DEID_WEB_THREADS``,
+``DEID_WEB_CONNECTIONS`` and ``DEID_WEB_TIMEOUT`` (declared with their defaults in evalsite/conf.py; the docs'
 configuration page lists them).
 """
 
@@ -12,6 +12,8 @@ from evalsite.conf import value
 bind = value("DEID_WEB_BIND")
 workers = value("DEID_WEB_WORKERS")
 threads = value("DEID_WEB_THREADS")
+# Above its threads (else no keep-alive connection is kept); see DEID_WEB_CONNECTIONS.
+worker_connections = max(value("DEID_WEB_CONNECTIONS"), threads + 1)
 worker_class = "gthread"
 timeout = value("DEID_WEB_TIMEOUT")
 graceful_timeout = 30

@@ -206,6 +206,63 @@ def _catch_probe_memo():
     _PROBE_MEMO["frames"].clear()
 
 
+#: Modules that call ``automated.video.transcode_for_web`` by a name of their own.
+TRANSCODING_MODULES = ("automated.video", "evalsite.storage", "trials.media", "trials.practice")
+_TRANSCODE_MEMO: dict = {"folder": None, "real": None, "done": set()}
+
+
+def memoised_transcode_for_web(input_path, output_path, *, timeout_s=None):
+    """``automated.video.transcode_for_web``, each input file's bytes transcoded once per worker.
+
+    Test after test uploads the same GRID clips and masks them the same way, and opening
+    rating encodes the same attention-check probes (memoised frames, so equal bytes): each
+    a browser copy of one to two seconds. ffmpeg's output is a function of its input bytes
+    and the fixed command, so a later call copies the first call's file. Nothing is kept
+    of a call that raised; a call with a time limit below the default (a test of the
+    timeout) and a replaced ffmpeg (a test of its failure) always run the real thing. The
+    transcoding itself is tested in tests/test_video.py against its own files.
+    """
+    import hashlib
+    import shutil
+
+    from automated import video
+
+    folder = _TRANSCODE_MEMO["folder"]
+    real = _TRANSCODE_MEMO["real"]
+    if folder is None or video.transcode_timeout_s(timeout_s) < video.DEFAULT_TRANSCODE_TIMEOUT_S:
+        return real(input_path, output_path, timeout_s=timeout_s)
+    digest = hashlib.sha256(Path(input_path).read_bytes())
+    digest.update(video.ffmpeg_executable().encode())
+    key = digest.hexdigest()
+    output_path = Path(output_path)
+    if key in _TRANSCODE_MEMO["done"]:
+        output_path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(folder / key, output_path)
+        return output_path
+    result = real(input_path, output_path, timeout_s=timeout_s)
+    shutil.copyfile(output_path, folder / key)
+    _TRANSCODE_MEMO["done"].add(key)
+    return result
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _transcode_memo(tmp_path_factory):
+    """Install :func:`memoised_transcode_for_web` in every module that calls it (this worker's
+    process only; servers and commands a test starts transcode for real)."""
+    import importlib
+
+    from automated import video
+
+    _TRANSCODE_MEMO.update(folder=tmp_path_factory.mktemp("transcode-memo"), real=video.transcode_for_web)
+    modules = [importlib.import_module(name) for name in TRANSCODING_MODULES]
+    for module in modules:
+        module.transcode_for_web = memoised_transcode_for_web
+    yield
+    for module in modules:
+        module.transcode_for_web = _TRANSCODE_MEMO["real"]
+    _TRANSCODE_MEMO.update(folder=None, done=set())
+
+
 @pytest.fixture
 def media_root(tmp_path, settings):
     """A private MEDIA_ROOT per test so uploaded files never collide."""

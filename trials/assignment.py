@@ -353,6 +353,18 @@ def block_counts(campaign: Campaign) -> tuple[int, int]:
     return len(blocks), len(people - in_blocks)
 
 
+def block_share(campaign: Campaign) -> float:
+    """Evaluated identity trials one session of ``campaign`` is expected to give one lineup
+    block (:func:`trials.design.evaluated_share_of_a_block`; 1.0 without blocks)."""
+    n_blocks, _ = block_counts(campaign)
+    if not n_blocks:
+        return 1.0
+    n_catch, n_identity = design.slot_counts(
+        evaluated_trials_per_session(campaign), campaign.attention_check_rate, n_blocks
+    )
+    return design.evaluated_share_of_a_block(n_catch, n_identity, n_blocks) or 1.0
+
+
 def layout(campaign: Campaign, seed: int) -> tuple[list[str], list[int]]:
     """The plan of a session with ``seed`` and the positions of its evaluated identity
     trials (:func:`trials.design.session_layout`); the same for the same seed and campaign."""

@@ -425,9 +425,8 @@ def session_layout(
         )
     if not 0.0 <= attention_check_rate <= 1.0:
         raise ValueError(f"attention_check_rate must be in [0, 1], got {attention_check_rate}")
-    n_catch = round(n_evaluated * attention_check_rate)
+    n_catch, n_identity = slot_counts(n_evaluated, attention_check_rate, n_blocks)
     length = n_evaluated + n_catch
-    n_identity = min(n_evaluated, max(n_blocks - n_catch, 1)) if n_blocks else 0
     k = n_catch + n_identity
     prefix = min(length, n_free + k)
     slots = rng.sample(range(prefix), k)
@@ -435,6 +434,26 @@ def session_layout(
     body = [CATCH if i in catches else ITEM for i in range(length)]
     identity = sorted(n_practice + i for i in slots if i not in catches)
     return [PRACTICE] * n_practice + body, identity
+
+
+def slot_counts(n_evaluated: int, attention_check_rate: float, n_blocks: int) -> tuple[int, int]:
+    """``(n_catch, n_identity)`` of a session under :func:`session_layout`: its attention
+    checks, ``round(n_evaluated * attention_check_rate)``, and its evaluated identity slots,
+    ``min(n_evaluated, max(n_blocks - n_catch, 1))`` (none without blocks)."""
+    n_catch = round(n_evaluated * attention_check_rate)
+    return n_catch, (min(n_evaluated, max(n_blocks - n_catch, 1)) if n_blocks else 0)
+
+
+def evaluated_share_of_a_block(n_catch: int, n_identity: int, n_blocks: int) -> float:
+    """Expected evaluated identity trials one session gives one lineup block under
+    :func:`session_layout`: of its ``k = n_catch + n_identity`` slots at most ``n_blocks``
+    are served, each evaluated with probability ``n_identity / k``, spread over the blocks,
+    so ``min(k, n_blocks) * n_identity / k / n_blocks`` (1 without checks; 1/2 with one
+    block, one check and one identity slot). 0 without blocks or identity slots."""
+    k = n_catch + n_identity
+    if not (k and n_blocks and n_identity):
+        return 0.0
+    return min(k, n_blocks) * n_identity / k / n_blocks
 
 
 def expected_checks(n_catch: int, n_identity: int, n_blocks: int) -> float:

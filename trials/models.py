@@ -207,12 +207,13 @@ class RatingSession(models.Model):
         "site's secret and the campaign; the address itself is never stored (trials.integrity).",
     )
     network_hash = models.CharField(
-        "IPv6 /48 network (keyed hash)",
+        "network (keyed hash)",
         max_length=64,
         blank=True,
         db_index=True,
-        help_text="HMAC-SHA-256 of the /48 of the IPv6 address that joined, keyed like the address; "
-        "empty for IPv4 (trials.integrity).",
+        help_text="HMAC-SHA-256 of the network of the address that joined, keyed like the address: "
+        "the /48 of an IPv6 address, the /24 of an IPv4 one (marked 'v4'); empty without an "
+        "address (trials.integrity.network_hash).",
     )
     started_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)

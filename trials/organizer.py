@@ -26,7 +26,7 @@ from evalsite.models import Campaign
 from evalsite.scoping import scope
 
 from . import crowd, integrity, progress
-from .assignment import evaluated_trials_per_session, identity_plans
+from .assignment import block_share, evaluated_trials_per_session, identity_plans
 from .checks import campaign_warnings
 from .models import Item, Rater, SessionState
 from .services import CannotOpenRating, close_rating, open_rating, set_submission_rated, submissions_in_rating
@@ -107,7 +107,10 @@ def campaign_progress(request, pk: int):
         # open_rating makes the items: none at all means rating was never opened
         "never_opened": not items,
         "estimate": progress.raters_needed(
-            evaluated, evaluated_trials_per_session(campaign), _video_blocks(campaign)
+            evaluated,
+            evaluated_trials_per_session(campaign),
+            _video_blocks(campaign),
+            block_share(campaign),
         ),
         "may_evaluate": plugins.may_start(request.user),
     }

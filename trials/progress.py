@@ -107,12 +107,15 @@ class RatersEstimate:
         different raters are needed however long sessions are.
     by_block : int
         The largest number of identity responses still needed on the items of one lineup
-        block: a session gets at most one identity trial per block
-        (:func:`trials.assignment.spent_block_videos`).
+        block, divided by the evaluated identity trials a session is expected to give a
+        block (``block_share``): a session gets at most one identity trial per block
+        (:func:`trials.assignment.spent_block_videos`), and its attention checks take
+        blocks too (:func:`trials.design.evaluated_share_of_a_block`).
     raters : int
-        ``max(by_sessions, by_video, by_block)``: at least this many more raters must finish a
-        session, assuming none is excluded and raters already in a session finish it
-        (their open claims are counted as coming). None when sessions give no trial.
+        ``max(by_sessions, by_video, by_block)``: this many more raters must finish a
+        session (``by_block`` in expectation, the others at least), assuming none is
+        excluded and raters already in a session finish it (their open claims are counted
+        as coming). None when sessions give no trial.
     """
 
     still_needed: int
@@ -123,7 +126,7 @@ class RatersEstimate:
     by_block: int = 0
 
 
-def raters_needed(items, per_session: int, blocks=None) -> RatersEstimate:
+def raters_needed(items, per_session: int, blocks=None, block_share: float = 1.0) -> RatersEstimate:
     """Estimate the raters still needed to reach every evaluated item's target (``RatersEstimate``).
 
     Parameters
@@ -134,6 +137,9 @@ def raters_needed(items, per_session: int, blocks=None) -> RatersEstimate:
         Evaluated trials per session (>= 0).
     blocks : mapping of source-video id -> hashable, optional
         The lineup block of each evaluated video with identity items (``by_block``).
+    block_share : float, default 1
+        Evaluated identity trials a session is expected to give one block, in (0, 1]
+        (:func:`trials.design.evaluated_share_of_a_block`; ``by_block``).
 
     Examples
     --------
@@ -152,7 +158,8 @@ def raters_needed(items, per_session: int, blocks=None) -> RatersEstimate:
         if getattr(item, "task", None) == "identity" and item.source_video_id in blocks:
             per_block[blocks[item.source_video_id]] += need
     by_video = max(per_video.values(), default=0)
-    by_block = max(per_block.values(), default=0)
+    need = max(per_block.values(), default=0)
+    by_block = math.ceil(need / block_share) if need and block_share > 0 else need
     if per_session <= 0:
         return RatersEstimate(still, per_session, None, by_video, None if still else 0, by_block)
     by_sessions = math.ceil(still / per_session)

@@ -37,6 +37,7 @@ import os
 import random
 import re
 import threading
+import sys
 import time
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
@@ -659,6 +660,12 @@ def run_until_full(
     )
     for wave in range(waves):
         counts = check_counts(campaign)
+        print(  # progress on stderr (a test that times out shows it)
+            f"after {len(logs)} raters, {time.perf_counter() - started:.0f} s: "
+            f"{counts['items_at_target']}/{counts['items']} items at target",
+            file=sys.stderr,
+            flush=True,
+        )
         if counts["items_at_target"] == counts["items"]:
             break
         time.sleep(claim_timeout_s + 0.5)

@@ -14,7 +14,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from trials import assignment, progress
+from trials import assignment, design, progress
 from trials.models import Rater, RatingSession, SessionState
 
 
@@ -45,6 +45,23 @@ def test_raters_needed_is_bounded_by_sessions_and_by_the_busiest_video():
     # Many videos, long sessions: the session bound rules. 30 videos x 1 item x 10 needed.
     many = [_item(v) for v in range(30)]
     assert progress.raters_needed(many, per_session=8).raters == math.ceil(300 / 8) == 38
+
+
+def test_a_block_shared_with_attention_checks_needs_sessions_in_proportion():
+    # design.evaluated_share_of_a_block: min(k, blocks) * n_identity / k / blocks, k = slots.
+    share = design.evaluated_share_of_a_block
+    assert share(0, 3, 3) == 1.0  # no checks: every block serves an evaluated trial
+    assert share(1, 1, 1) == 0.5  # GRID: one block, the check or the identity slot first
+    assert share(2, 8, 10) == 0.8  # 10 slots, 10 blocks: 8 of them evaluated
+    assert share(3, 1, 2) == 0.25  # 4 slots, 2 served, each evaluated with p 1/4
+    assert share(1, 0, 0) == 0.0
+    assert design.slot_counts(10, 0.1, 1) == (1, 1) and design.slot_counts(20, 0.1, 10) == (2, 8)
+    # Six identity videos of one block, 3 responses each: 18 needed, 36 sessions at 1/2.
+    items = [SimpleNamespace(**vars(_item(v, target=3)), task="identity") for v in range(6)]
+    blocks = {v: ("men",) for v in range(6)}
+    assert progress.raters_needed(items, per_session=10, blocks=blocks).by_block == 18
+    estimate = progress.raters_needed(items, per_session=10, blocks=blocks, block_share=0.5)
+    assert (estimate.by_sessions, estimate.by_video, estimate.by_block, estimate.raters) == (2, 3, 36, 36)
 
 
 def test_open_claims_count_as_coming_and_reached_targets_need_nobody():
@@ -113,10 +130,13 @@ def test_campaign_page_rolls_up_progress_above_the_collapsed_item_table(grid_cam
     assert _rollup_rows(page) == [("0", "48", "0"), ("0", "48", "0")]  # clear, blurred
     # 96 responses / 10 per session = 10; each man's clip needs 4 items x 3 = 12 different
     # raters (the 4 women's clips get no identity items: trials.design.exposure_plan); the
-    # 6 men are one lineup block, of which a session gets one identity trial: 12 x 3 = 36.
-    assert "About <strong>36 more raters</strong> needed" in page
+    # 6 men are one lineup block, of which a session gets one identity trial, 12 x 3 = 36
+    # responses, but only when its slot comes before its one attention check (rate 0.1 of
+    # 10 trials), which else takes the block: 1/2 per session, 36 / 0.5 = 72 sessions.
+    assert assignment.block_share(grid_campaign) == 0.5
+    assert "About <strong>72 more raters</strong> needed" in page
     assert "96 responses not yet taken on, 10 evaluated trials per session" in page
-    assert "one lineup block\n  still needs 36 identity responses" in page
+    assert "one lineup block\n  needs about 72 sessions for its identity responses" in page
     # Order: roll-up, raters, then the per-item table folded away.
     assert page.index('id="rollup"') < page.index('id="raters"') < page.index('<details id="items-details">')
     assert page.index('<details id="items-details">') < page.index('<table id="items">')
@@ -135,7 +155,7 @@ def test_campaign_page_rolls_up_progress_above_the_collapsed_item_table(grid_cam
     n_identity = session.trials.filter(task="identity").count()
     assert n_identity <= 1
     assert "94 responses not yet taken on" in page
-    assert f"About <strong>{36 - n_identity} more raters</strong>" in page
+    assert f"About <strong>{72 - 2 * n_identity} more raters</strong>" in page
     assert Rater.objects.filter(pk=session.rater_id).update(excluded=True) == 1
     page = client.get(f"/organizer/{grid_campaign.pk}/").content.decode()
     assert _rollup_rows(page) == [("0", "48", "0"), ("0", "48", "0")]
