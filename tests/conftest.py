@@ -160,7 +160,34 @@ def _baseline_masking_memo(tmp_path_factory):
     _MASKING_MEMO["folder"] = None
 
 
-_PROBE_MEMO: dict = {"frames": {}, "real": None}
+def _arguments_digest(first, options: dict) -> str:
+    """SHA-256 of an array argument and keyword arguments: arrays and lists of arrays by
+    their bytes (and shape and type), everything else by ``repr``."""
+    import hashlib
+
+    import numpy as np
+
+    digest = hashlib.sha256()
+
+    def add_array(array):
+        array = np.ascontiguousarray(array)
+        digest.update(repr((array.shape, array.dtype.str)).encode())
+        digest.update(array.data)
+
+    add_array(first)
+    for name, value in sorted(options.items()):
+        digest.update(name.encode())
+        if isinstance(value, np.ndarray):
+            add_array(value)
+        elif isinstance(value, list) and value and isinstance(value[0], np.ndarray):
+            for array in value:
+                add_array(array)
+        else:
+            digest.update(repr(value if not isinstance(value, range) else list(value)).encode())
+    return digest.hexdigest()
+
+
+_PROBE_MEMO: dict = {"frames": {}, "real": None, "tracks": {}, "real_track": None}
 #: Probes kept per worker: one GRID campaign's 10 identities and a few more (23 MB each).
 PROBE_MEMO_SIZE = 12
 
@@ -173,19 +200,7 @@ def memoised_catch_video_frames(crop_rgb, **options):
     rollback), so its 10 probes (about 1 CPU s each) are made once. Probes themselves are tested
     in tests/trials/test_catch_and_timing.py.
     """
-    import hashlib
-
-    import numpy as np
-
-    digest = hashlib.sha256(np.ascontiguousarray(crop_rgb).data)
-    for name, value in sorted(options.items()):
-        digest.update(name.encode())
-        arrays = value if isinstance(value, list) and value and isinstance(value[0], np.ndarray) else None
-        if arrays is None:
-            digest.update(repr(value if not isinstance(value, range) else list(value)).encode())
-        for array in arrays or []:
-            digest.update(np.ascontiguousarray(array).data)
-    key = digest.hexdigest()
+    key = _arguments_digest(crop_rgb, options)
     memo = _PROBE_MEMO["frames"]
     if key not in memo:
         memo[key] = _PROBE_MEMO["real"](crop_rgb, **options)
@@ -194,16 +209,36 @@ def memoised_catch_video_frames(crop_rgb, **options):
     return [frame.copy() for frame in memo[key]]
 
 
+def memoised_clip_eye_track(frames):
+    """``trials.media.clip_eye_track``, each clip's track found once per worker (a copy
+    returned): a GRID campaign's probes stand on the same clips test after test, and the
+    detector takes about 0.3 CPU s a clip. The track itself is tested in
+    tests/trials/test_catch_and_timing.py."""
+    import numpy as np
+
+    key = _arguments_digest(np.zeros(0), {"frames": list(frames)})
+    memo = _PROBE_MEMO["tracks"]
+    if key not in memo:
+        memo[key] = _PROBE_MEMO["real_track"](frames)
+    track = memo[key]
+    return None if track is None else track.copy()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _catch_probe_memo():
-    """Install :func:`memoised_catch_video_frames` for the session (this worker's process only)."""
+    """Install :func:`memoised_catch_video_frames` and :func:`memoised_clip_eye_track` for the
+    session (this worker's process only)."""
     from trials import media
 
     _PROBE_MEMO["real"] = media.catch_video_frames
+    _PROBE_MEMO["real_track"] = media.clip_eye_track
     media.catch_video_frames = memoised_catch_video_frames
+    media.clip_eye_track = memoised_clip_eye_track
     yield
     media.catch_video_frames = _PROBE_MEMO["real"]
+    media.clip_eye_track = _PROBE_MEMO["real_track"]
     _PROBE_MEMO["frames"].clear()
+    _PROBE_MEMO["tracks"].clear()
 
 
 #: Modules that call ``automated.video.transcode_for_web`` by a name of their own.

@@ -404,7 +404,9 @@ def _catch_draw(probe_image_id: int, n_rows: int) -> int:
 
 def catch_background_video(campaign, probe_image_id: int):
     """The evaluated source video whose format a catch probe takes (:func:`catch_video_spec`):
-    its wall, not its person, is the probe's background (:func:`wall_ground_frames`).
+    the probe is that clip's footage with the lineup face pasted over its face
+    (:func:`catch_video_frames` with :func:`clip_eye_track`), or, when no face is tracked
+    in it, a composite on its wall (:func:`wall_ground_frames`).
 
     Returns
     -------
@@ -481,9 +483,18 @@ def catch_video_frames(
     frame_size: tuple[int, int],
     seed: int,
     wall: list[np.ndarray] | None = None,
+    eyes: np.ndarray | None = None,
     indices=None,
 ) -> list[np.ndarray]:
-    """Frames of a catch-trial probe: the lineup face, transformed, moving on a real wall.
+    """Frames of a catch-trial probe: the lineup face, transformed, on real footage.
+
+    With ``eyes`` (the eye track of ``wall``, :func:`clip_eye_track`), the probe is the
+    real clip itself with the lineup face pasted over the clip's face, following it frame
+    by frame (:func:`_footage_frames`): motion, texture, noise and lighting are the
+    footage's, so a reader of the served bytes (slice QP, slice sizes, coded complexity)
+    finds a real clip's statistics (issue 19, hostile pass 3: on the composite below,
+    mean slice QP 13.1-15.0 against the clips' 16.1-19.4 told every check, 360/360).
+    Without ``eyes`` (no face found in the clip, or no clip), the older composite below.
 
     The probe must be easy for a human (the same photo of the same person) but no
     pixel match of the lineup face: the face is mirrored, relit (a side-light gradient,
@@ -504,6 +515,9 @@ def catch_video_frames(
         Seeds every random choice (one probe per face crop).
     wall : list of ndarray, optional
         RGB frames of a real clip whose wall is the ground (used in turn, cycled).
+    eyes : ndarray of shape (len(wall), 2, 2), optional
+        Eye centres of the clip's face in every ``wall`` frame (:func:`clip_eye_track`):
+        the probe is then the footage with the face pasted on.
     indices : iterable of int, optional
         Make only these frames (each equal to that frame of the whole probe: every frame's
         noise has its own seed); default all ``n_frames``.
@@ -522,7 +536,9 @@ def catch_video_frames(
     ground = cv2.resize(colours, (width + 2 * pad, height + 2 * pad), interpolation=cv2.INTER_CUBIC)
     texture = rng.normal(0, 18, ground.shape[:2]).astype(np.float32)
     indices = list(range(n_frames) if indices is None else indices)
-    if wall:
+    if wall and eyes is not None:
+        grounds = []  # the footage itself is the ground (:func:`_footage_frames`)
+    elif wall:
         grounds = wall_ground_frames(
             [wall[i % len(wall)] for i in indices], (width + 2 * pad, height + 2 * pad)
         )
@@ -548,6 +564,8 @@ def catch_video_frames(
     face = cv2.remap(
         face, grid[0] + shift[0], grid[1] + shift[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
     )
+    if wall and eyes is not None:
+        return _footage_frames(face, wall, eyes, rng, frame_size=frame_size, seed=seed, indices=indices)
     # A slightly tighter oval than the lineup's: its rim (hairline, ears) is no silhouette cue.
     alpha = _tight_oval(size, 0.9)
 
@@ -578,6 +596,130 @@ def catch_video_frames(
         # Sensor noise; OpenCV rounds and saturates to 0-255 on the way to uint8.
         frames.append(cv2.add(frame, noise, dtype=cv2.CV_8U))
     return frames
+
+
+#: Pasted face: its size over the clip face's (eye distance), a seeded draw in this range
+#: (a little larger covers the clip's own brows, cheeks and chin).
+FOOTAGE_FACE_GROW = (1.04, 1.14)
+#: Share of the colour difference between the clip's face and the pasted one made up, per
+#: frame (the pasted face follows the footage's light without losing its own complexion).
+FOOTAGE_COLOUR_MATCH = 0.6
+#: Standard deviation (grey levels) of the sensor noise added to footage probes, a seeded
+#: draw in this range: the footage brings its own noise; this only keeps the still face
+#: from being the one noiseless region of the frame.
+FOOTAGE_NOISE_SIGMA = (0.8, 1.4)
+
+
+def _footage_frames(face, wall, eyes, rng, *, frame_size, seed, indices) -> list[np.ndarray]:
+    """A probe made of real footage (issue 19, hostile pass 3): clip frame ``i`` with
+    ``face`` (float32 RGB square, eyes at :data:`trials.face_norm.EYE_TARGETS`) pasted over
+    the clip's face, mapped by the similarity that takes its eyes onto ``eyes[i]`` (scaled
+    up by a seeded :data:`FOOTAGE_FACE_GROW`), soft-edged, shifted towards the colour of
+    the clip's face (:data:`FOOTAGE_COLOUR_MATCH`), per-frame seeded noise. The footage is
+    mirrored for half of the seeds. Frame ``i`` depends on ``i`` and the seed only."""
+    width, height = frame_size
+    size = face.shape[0]
+    alpha = cv2.GaussianBlur(_tight_oval(size, 0.88), (0, 0), 0.02 * size)
+    inside = alpha > 0.5
+    face_mean = face[inside].mean(axis=0)
+    targets = np.asarray(face_norm.EYE_TARGETS, np.float64) * size
+    grow = rng.uniform(*FOOTAGE_FACE_GROW)
+    mirror = bool(rng.integers(2))
+    noise_sigma = np.float32(rng.uniform(*FOOTAGE_NOISE_SIGMA))
+    frames = []
+    for i in indices:
+        clip = wall[i % len(wall)]
+        eye_pair = np.asarray(eyes[i % len(eyes)], np.float64).copy()
+        clip_h, clip_w = clip.shape[:2]
+        if (clip_w, clip_h) != (width, height):
+            clip = cv2.resize(clip, (width, height), interpolation=cv2.INTER_AREA)
+            eye_pair *= (width / clip_w, height / clip_h)
+        if mirror:
+            clip = clip[:, ::-1]
+            eye_pair[:, 0] = width - 1 - eye_pair[:, 0]
+            eye_pair = eye_pair[::-1]
+        matrix = _eye_similarity(targets, eye_pair, grow)
+        shown = cv2.warpAffine(face, matrix, (width, height), flags=cv2.INTER_LINEAR)
+        opacity = cv2.warpAffine(alpha, matrix, (width, height), flags=cv2.INTER_LINEAR)
+        ground = np.ascontiguousarray(clip, dtype=np.float32)
+        # The clip's face: a box below and between its eyes (cheeks, nose, mouth).
+        spread = float(np.hypot(*(eye_pair[1] - eye_pair[0])))
+        centre = eye_pair.mean(axis=0)
+        x0, x1 = int(max(centre[0] - 0.8 * spread, 0)), int(min(centre[0] + 0.8 * spread, width))
+        y0, y1 = int(max(centre[1] - 0.2 * spread, 0)), int(min(centre[1] + 1.2 * spread, height))
+        if x1 > x0 and y1 > y0:
+            shift = FOOTAGE_COLOUR_MATCH * (ground[y0:y1, x0:x1].reshape(-1, 3).mean(axis=0) - face_mean)
+            shown = shown + shift.astype(np.float32)
+        frame = cv2.blendLinear(shown, ground, opacity, 1 - opacity)
+        noise = np.random.default_rng([seed, i]).standard_normal(frame.shape, dtype=np.float32)
+        noise *= noise_sigma
+        frames.append(cv2.add(frame, noise, dtype=cv2.CV_8U))
+    return frames
+
+
+def _eye_similarity(targets: np.ndarray, eyes: np.ndarray, grow: float) -> np.ndarray:
+    """2x3 similarity taking the two ``targets`` points onto ``eyes``, then scaled by ``grow``
+    about the eyes' midpoint."""
+    source = complex(*(targets[1] - targets[0]))
+    dest = complex(*(eyes[1] - eyes[0]))
+    factor = dest / source * grow
+    middle_s, middle_d = targets.mean(axis=0), eyes.mean(axis=0)
+    linear = np.array([[factor.real, -factor.imag], [factor.imag, factor.real]])
+    offset = middle_d - linear @ middle_s
+    return np.hstack([linear, offset[:, None]]).astype(np.float64)
+
+
+#: Frames of a clip whose eyes are interpolated when the detector misses them; a clip with
+#: fewer frames found than this share has no eye track (the composite probe then).
+EYE_TRACK_MIN_FOUND = 0.5
+
+
+def clip_eye_track(frames: list[np.ndarray]) -> np.ndarray | None:
+    """The eye centres of the largest face in every frame of a clip, for a footage probe.
+
+    MediaPipe BlazeFace keypoints (:class:`automated.detection.MediaPipeFaceDetector`, about
+    3 ms a 360x288 frame), viewer's-left eye first; frames without a face get the
+    neighbouring frames' eyes linearly interpolated; then a 3-frame moving average (the
+    keypoints jitter by a pixel or so, the head does not).
+
+    Parameters
+    ----------
+    frames : list of ndarray of shape (height, width, 3), dtype uint8, RGB
+
+    Returns
+    -------
+    ndarray of shape (len(frames), 2, 2), float32, or None
+        ``[[x, y] of the viewer's-left eye, [x, y] of the other]`` per frame, pixels; None
+        when a face is found in fewer than :data:`EYE_TRACK_MIN_FOUND` of the frames.
+    """
+    from automated.detection import MediaPipeFaceDetector
+
+    if not frames:
+        return None
+    track = np.full((len(frames), 4), np.nan)
+    with MediaPipeFaceDetector() as detector:
+        for index, frame in enumerate(frames):
+            boxes = detector.detect(np.ascontiguousarray(frame)).boxes_xyxy
+            if len(boxes):
+                largest = int(np.argmax((boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])))
+                pair = detector.last_keypoints_xy[largest, :2].astype(np.float64)
+                track[index] = pair[np.argsort(pair[:, 0])].ravel()
+    found = ~np.isnan(track[:, 0])
+    if found.sum() < max(1, EYE_TRACK_MIN_FOUND * len(frames)):
+        return None
+    steps = np.arange(len(frames))
+    for column in range(4):
+        track[:, column] = np.interp(steps, steps[found], track[found, column])
+    padded = np.vstack([track[:1], track, track[-1:]])
+    smooth = (padded[:-2] + padded[1:-1] + padded[2:]) / 3
+    return smooth.reshape(-1, 2, 2).astype(np.float32)
+
+
+def _probe_footage(campaign, probe_image_id: int, n_frames: int):
+    """``(frames, eyes)`` of the clip a catch probe is made of (:func:`_wall_frames`,
+    :func:`clip_eye_track`); ``eyes`` None when no face is tracked, frames None when no clip."""
+    wall = _wall_frames(campaign, probe_image_id, n_frames)
+    return wall, (clip_eye_track(wall) if wall else None)
 
 
 def _wall_frames(campaign, probe_image_id: int, n_frames: int) -> list[np.ndarray] | None:
@@ -640,7 +782,9 @@ def ensure_catch_video(crop: GalleryCrop) -> bool:
     Safe to run twice at once (compare-and-set like :func:`ensure_web_file`). A probe of
     an older style (its name does not end in ``CATCH_VIDEO_SUFFIX``, e.g. the zoomed crop on
     grey) is replaced and its file deleted. Frames, frame rate and size are the campaign's
-    (:func:`catch_video_spec`); the frames are :func:`catch_video_frames`.
+    (:func:`catch_video_spec`); the frames are :func:`catch_video_frames` on the footage of
+    :func:`catch_background_video` and its eye track (:func:`clip_eye_track`, about 0.3 CPU
+    s a 3 s clip).
 
     Returns
     -------
@@ -659,12 +803,14 @@ def ensure_catch_video(crop: GalleryCrop) -> bool:
     n_frames, fps, frame_size = catch_video_spec(crop.gallery_image.identity.campaign, crop.gallery_image_id)
     digest = hashlib.sha256(f"{settings.SECRET_KEY}:catch-probe:{crop.pk}".encode()).digest()
     seed = int.from_bytes(digest[:8], "big")
-    wall = _wall_frames(crop.gallery_image.identity.campaign, crop.gallery_image_id, n_frames)
+    wall, eyes = _probe_footage(crop.gallery_image.identity.campaign, crop.gallery_image_id, n_frames)
 
     def produce(path: Path) -> None:
         raw = path.with_suffix(".avi")
         writer = cv2.VideoWriter(str(raw), cv2.VideoWriter_fourcc(*"MJPG"), fps, frame_size)
-        frames = catch_video_frames(crop_rgb, n_frames=n_frames, frame_size=frame_size, seed=seed, wall=wall)
+        frames = catch_video_frames(
+            crop_rgb, n_frames=n_frames, frame_size=frame_size, seed=seed, wall=wall, eyes=eyes
+        )
         try:
             for frame in frames:
                 writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))

@@ -1,7 +1,8 @@
 """Bytes that carry nothing (issue 19): a bytes-only bot, replayed on a campaign built in
 the test, names no video, no face and no attention check above chance (binomial test,
-p < 0.01), also from the real coded size of each frame; repeated ranges do not pass the
-byte check; attention checks carry an instruction a face-recognition bot cannot follow.
+p < 0.01), also from the real coded size of each frame and, for checks, from slice QPs,
+slice sizes and coded complexity (hostile pass 3); repeated ranges do not pass the byte
+check; attention checks carry an instruction a face-recognition bot cannot follow.
 """
 
 import hashlib
@@ -15,7 +16,7 @@ from collections import Counter, defaultdict
 import cv2
 import numpy as np
 import pytest
-from scipy.stats import binomtest
+from scipy.stats import binom, binomtest
 
 from automated.video import iter_frames
 from trials import variants
@@ -221,6 +222,7 @@ def _observe(client, trial, html) -> dict:
         "moov": hashlib.sha256(boxes[b"moov"]).hexdigest(),
         "payload": hashlib.sha256(boxes[b"mdat"]).hexdigest(),
         "coded": _coded_sizes(body),
+        "slice_features": _slice_features(body),
         "faces": faces,
     }
 
@@ -247,6 +249,87 @@ def _play(campaign, code) -> list[dict]:
         body = {"choice": CHOICE.findall(html)[0], "response_time_ms": 1500}
         client.post(match.group(1), json.dumps(body), content_type="application/json")
     return seen
+
+
+#: What a bot reads from the slice headers and slice sizes of a served video (hostile pass 3).
+SLICE_FEATURES = (
+    "mean slice QP",
+    "first-frame QP",
+    "sd slice QP",
+    "mean log slice bytes",
+    "first-frame log slice bytes",
+    "complexity",
+    "sd complexity",
+)
+
+
+def _slice_features(body: bytes) -> np.ndarray:
+    """:data:`SLICE_FEATURES` of a served video: QP of every slice (its header), coded slice
+    bytes, and coded complexity ``log bytes + (QP - 26) ln 2 / 6`` (:func:`variants.complexity`
+    over the frames after the first)."""
+    qps = variants.slice_qps(body)
+    sizes = np.log(np.asarray(variants.slice_bytes(body), float))
+    assert len(qps) == len(sizes) == 75
+    per_frame = sizes[1:] + (qps[1:] - 26) * np.log(2) / 6
+    return np.array(
+        [qps[1:].mean(), qps[0], qps[1:].std(), sizes[1:].mean(), sizes[0], per_frame.mean(), per_frame.std()]
+    )
+
+
+def _best_threshold(values, labels) -> tuple[float, int]:
+    """``(cut, direction)`` of the one cut on ``values`` that tells ``labels`` best (a value
+    ``v`` is called True when ``direction * (v - cut) >= 0``); ties: the lowest cut, up first."""
+    best = (-1.0, 0.0, 1)
+    for cut in np.unique(values):
+        for direction in (1, -1):
+            accuracy = float(np.mean((direction * (values - cut) >= 0) == labels))
+            if accuracy > best[0]:
+                best = (accuracy, float(cut), direction)
+    return best[1], best[2]
+
+
+def _cross_validated_hits(features, labels, folds) -> dict[str, int]:
+    """Trials told right by classifiers trained on one fold and scored on the other, summed
+    over both ways round: the best threshold on each feature column (named by
+    :data:`SLICE_FEATURES`), and a logistic regression on all of them (standardised)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    features, labels = np.asarray(features, float), np.asarray(labels, bool)
+    hits = {}
+    for train, test in (folds, folds[::-1]):
+        for column, name in enumerate(SLICE_FEATURES[: features.shape[1]]):
+            cut, direction = _best_threshold(features[train, column], labels[train])
+            said = direction * (features[test, column] - cut) >= 0
+            hits[name] = hits.get(name, 0) + int((said == labels[test]).sum())
+        model = make_pipeline(StandardScaler(), LogisticRegression())
+        model.fit(features[train], labels[train])
+        said = model.predict(features[test])
+        hits["logistic, all"] = hits.get("logistic, all", 0) + int((said == labels[test]).sum())
+    return hits
+
+
+def test_cross_validated_classifiers_on_hand_made_features():
+    """Feature 0 tells checks (True) below 15.5 from the others but for one odd row; feature
+    1 is the same in every row. Folds: even rows, odd rows.
+
+    Feature 0, trained on the even rows (13.5 T, 17.0 F, 16.5 F, 14.5 T): "v <= 14.5" tells
+    all 4 (cut 14.5, direction -1); on the odd rows (14.0 T, 18.5 F, 19.0 F, 17.5 F) it is
+    right 4 times. Trained on the odd rows: "v <= 14.0" (4 of 4); on the even rows it calls
+    14.5 False: right 3 times. 7 of 8. Feature 1: no cut beats calling everything True
+    (cut 7, up, found first): right on 1 odd row and 2 even rows, 3 of 8.
+    """
+    labels = np.array([True, True, False, False, False, False, True, False])
+    first = np.array([13.5, 14.0, 17.0, 18.5, 16.5, 19.0, 14.5, 17.5])
+    features = np.stack([first, np.full(8, 7.0)], axis=1)  # named as SLICE_FEATURES' first two
+    folds = (np.arange(8) % 2 == 0, np.arange(8) % 2 == 1)
+    assert _best_threshold(first[folds[0]], labels[folds[0]]) == (14.5, -1)
+    assert _best_threshold(first[folds[1]], labels[folds[1]]) == (14.0, -1)
+    assert _best_threshold(features[folds[0], 1], labels[folds[0]]) == (7.0, 1)
+    hits = _cross_validated_hits(features, labels, folds)
+    assert hits["mean slice QP"] == 7 and hits["first-frame QP"] == 3
+    assert 6 <= hits["logistic, all"] <= 8  # a separable feature: at most the 14.5 row wrong
 
 
 def _size_stats(row) -> np.ndarray:
@@ -364,6 +447,50 @@ def test_bytes_only_bot_names_no_video_face_or_check_above_chance(bot_campaign):
     for key, n in tries.items():
         p = binomtest(hits[key], n, chance[key], alternative="greater").pvalue
         assert p >= 0.01, (key, hits[key], n, chance[key], p)
+    _assert_slice_headers_tell_no_check(sessions)
+
+
+def _assert_slice_headers_tell_no_check(sessions) -> None:
+    """5. Slice headers and slice sizes (issue 19, hostile pass 3): served attention checks and
+    served evaluated videos (clear and masked; practice trials left out: they come first).
+
+    Before (checks a still face composited on a wall): mean slice QP 13.1-15.0 against the
+    clips' 16.1-19.4 and first-frame QP about 20 against 21-28 told every check (360/360).
+    Replayed here with those probes (25 checks, 50 evaluated, base rate 50/75, 99 % bound
+    59): mean QP 74/75, complexity 73/75, first-frame QP 61/75, logistic 75/75. Now (a real
+    clip with the lineup face pasted on, ``trials.media._footage_frames``): classifiers
+    learnt on the even sessions and scored on the odd ones and back
+    (:func:`_cross_validated_hits`) are right no more often than the base rate allows: a
+    one-sided binomial p >= 0.01 against always answering the more common kind (measured:
+    mean QP 46/75, first-frame QP 43/75, complexity 47/75, logistic 53/75).
+    """
+    rows = [
+        (row["catch"], row["slice_features"], index)
+        for index, played in enumerate(sessions)
+        for row in played
+        if row["trial"].kind in ("item", "catch")
+    ]
+    labels = np.array([catch for catch, _, _ in rows])
+    features = np.array([values for _, values, _ in rows])
+    in_even = np.array([index % 2 == 0 for _, _, index in rows])
+    assert labels.sum() >= 10 and (~labels).sum() >= 30, (labels.sum(), len(labels))
+    for column, name in enumerate(SLICE_FEATURES):
+        checks, others = features[labels, column], features[~labels, column]
+        print(
+            f"{name}: checks {checks.min():.2f}-{np.median(checks):.2f}-{checks.max():.2f} (n={len(checks)}), "
+            f"evaluated {others.min():.2f}-{np.median(others):.2f}-{others.max():.2f} (n={len(others)})"
+        )
+    n = len(rows)
+    chance = max(labels.mean(), 1 - labels.mean())
+    bound = int(binom.ppf(0.99, n, chance))
+    hits = _cross_validated_hits(features, labels, (in_even, ~in_even))
+    print(f"checks told by slice headers (hits of {n}, base rate {chance:.3f}, 99 % bound {bound}):", hits)
+    for column in (0, 1, 5):  # mean QP, first-frame QP, complexity: the ranges overlap now
+        checks, others = features[labels, column], features[~labels, column]
+        assert checks.min() < others.max() and others.min() < checks.max(), SLICE_FEATURES[column]
+    for name, count in hits.items():
+        p = binomtest(count, n, chance, alternative="greater").pvalue
+        assert p >= 0.01, (name, count, n, chance, p)
 
 
 def test_slice_qp_reader_reads_the_quantiser_x264_was_told(tmp_path):

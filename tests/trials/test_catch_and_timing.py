@@ -189,8 +189,9 @@ def test_catch_probe_not_answered_by_pixel_matching(catch_campaign, tmp_path):
     identities = sorted(crops)
     assert len(identities) == 10
     rng = np.random.default_rng(9)
-    wall = media._wall_frames(catch_campaign, 0, 75)  # served probes stand on a real clip's wall
-    assert wall is not None and len(wall) == 75
+    # Served probes are a real clip with the face pasted on (its eyes tracked).
+    wall, eyes = media._probe_footage(catch_campaign, 0, 75)
+    assert wall is not None and len(wall) == 75 and eyes.shape == (75, 2, 2)
     for seed in range(5):
         for target in identities:
             foils = list(rng.choice([i for i in identities if i != target], 4, replace=False))
@@ -203,6 +204,7 @@ def test_catch_probe_not_answered_by_pixel_matching(catch_campaign, tmp_path):
                 frame_size=(360, 288),
                 seed=100 * seed + target,
                 wall=wall,
+                eyes=eyes,
                 indices=(0, 37),
             )
             trials.append((frames, [crops[i] for i in lineup], right))
@@ -316,19 +318,85 @@ def test_reported_watch_time_is_capped_by_server_time_and_passes_no_check(grid_c
 
 def test_probe_frames_made_alone_equal_those_of_the_whole_probe():
     """``indices`` makes only some frames of a probe (the matcher test above needs 2 of 75),
-    each equal to that frame of the whole probe, on a wall and on the synthetic ground."""
+    each equal to that frame of the whole probe: on footage (a clip and its eye track), on a
+    wall and on the synthetic ground."""
     rng = np.random.default_rng(3)
     crop = rng.integers(0, 256, (96, 96, 3), dtype=np.uint8)
     wall = [np.full((120, 160, 3), 40 + 10 * k, np.uint8) for k in range(5)]
-    for ground in (wall, None):
-        whole = media.catch_video_frames(crop, n_frames=12, frame_size=(160, 120), seed=11, wall=ground)
+    eyes = np.array([[[60 + k, 50], [90 + k, 52]] for k in range(5)], np.float32)
+    for ground, track in ((wall, eyes), (wall, None), (None, None)):
+        whole = media.catch_video_frames(
+            crop, n_frames=12, frame_size=(160, 120), seed=11, wall=ground, eyes=track
+        )
         some = media.catch_video_frames(
-            crop, n_frames=12, frame_size=(160, 120), seed=11, wall=ground, indices=[9, 0, 6]
+            crop, n_frames=12, frame_size=(160, 120), seed=11, wall=ground, eyes=track, indices=[9, 0, 6]
         )
         assert len(whole) == 12 and len(some) == 3
         for index, frame in zip([9, 0, 6], some):
             np.testing.assert_array_equal(frame, whole[index])
         assert not np.array_equal(whole[0], whole[6])  # frames differ (motion, noise)
+
+
+def test_eye_similarity_takes_the_crop_eyes_onto_the_clip_eyes():
+    """A 160 px crop has its eyes at (52, 64) and (108, 64) (``face_norm.EYE_TARGETS``).
+    Onto clip eyes (100, 50), (128, 50): scale 28 / 56 = 0.5, grown 1.2 = 0.6, no turn; the
+    crop's eye midpoint (80, 64) goes to (114, 50), so the offset is (114 - 48, 50 - 38.4).
+    Onto (100, 50), (100, 106): a quarter turn at scale 1, (52, 64) -> (100, 50)."""
+    targets = np.array([[52.0, 64.0], [108.0, 64.0]])
+    matrix = media._eye_similarity(targets, np.array([[100.0, 50.0], [128.0, 50.0]]), 1.2)
+    np.testing.assert_allclose(matrix, [[0.6, 0, 66.0], [0, 0.6, 11.6]], atol=1e-9)
+    matrix = media._eye_similarity(targets, np.array([[100.0, 50.0], [100.0, 106.0]]), 1.0)
+    np.testing.assert_allclose(matrix, [[0, -1, 164.0], [1, 0, -2.0]], atol=1e-9)
+    np.testing.assert_allclose(matrix @ [52, 64, 1], [100, 50], atol=1e-9)
+    np.testing.assert_allclose(matrix @ [108, 64, 1], [100, 106], atol=1e-9)
+
+
+def test_footage_probe_is_the_clip_with_the_lineup_face_on_its_face(grid_cache):
+    """Issue 19, hostile pass 3: a probe is a real GRID clip (bbaf2n, a man) with another
+    person's lineup face (lbax4n's still) pasted on, following the clip's face frame by frame.
+
+    The eye track finds both eyes in all 75 frames, 50-52 px apart (measured 49.7-52.4),
+    and the head moves (12.7 px and 18.7 px of summed eye-midpoint travel). In the probe
+    (seed 0 mirrors the footage, seed 1 does not) the top 60 rows are the clip's within
+    the added noise (mean difference 0.6-0.8 grey levels measured), the face between the
+    eyes and the mouth is another (26-41 levels), and a face detector finds the pasted
+    face's eyes within 2-3.5 px of the clip's in the first, middle and last frames.
+    """
+    from automated.detection import MediaPipeFaceDetector
+    from automated.video import iter_frames
+
+    clip = [frame for _, frame in iter_frames(grid_cache / "bbaf2n_web.mp4")]
+    still = cv2.cvtColor(cv2.imread(str(grid_cache / "lbax4n_still.png")), cv2.COLOR_BGR2RGB)
+    crop = media.normalised_face(still, size_px=160)
+    eyes = media.clip_eye_track(clip)
+    assert eyes.shape == (75, 2, 2) and eyes.dtype == np.float32
+    spread = np.hypot(*(eyes[:, 1] - eyes[:, 0]).T)
+    assert 45 < spread.min() and spread.max() < 57, (spread.min(), spread.max())
+    travel = np.abs(np.diff(eyes.mean(axis=1), axis=0)).sum(axis=0)
+    assert (travel > 8).all(), travel  # the head moves: the probe's motion is the clip's
+    assert media.clip_eye_track([np.full((288, 360, 3), 128, np.uint8)] * 3) is None  # no face
+    for seed, mirrored in ((0, True), (1, False)):
+        probe = media.catch_video_frames(
+            crop, n_frames=75, frame_size=(360, 288), seed=seed, wall=clip, eyes=eyes
+        )
+        reference = [frame[:, ::-1] if mirrored else frame for frame in clip]
+        track = eyes.copy()
+        if mirrored:
+            track[..., 0] = 359 - track[..., 0]
+            track = track[:, ::-1]
+        top = np.mean([np.abs(p[:60].astype(float) - r[:60]).mean() for p, r in zip(probe, reference)])
+        assert top < 1.5, (seed, top)
+        (left, y), (right, _) = track[37].astype(int)
+        face = np.abs(
+            probe[37][y - 10 : y + 60, left:right].astype(float) - reference[37][y - 10 : y + 60, left:right]
+        )
+        assert face.mean() > 15, (seed, face.mean())
+        with MediaPipeFaceDetector() as detector:
+            for index in (0, 37, 74):
+                assert len(detector.detect(probe[index])) == 1
+                found = detector.last_keypoints_xy[0, :2]
+                error = np.abs(found[np.argsort(found[:, 0])] - track[index]).max()
+                assert error < 5, (seed, index, error)
 
 
 def test_wall_ground_keeps_the_wall_and_drops_the_person():
