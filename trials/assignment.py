@@ -540,18 +540,21 @@ def _pending_slots(session, slots: list[int]) -> list[int]:
     early by an identity-task trial placed at an earlier position that is no slot
     (:func:`_new_trial` moves the next slot forward when nothing else may come there):
     each such trial uses the first slot after it not used up before."""
-    slot_set = set(slots)
-    moved = sorted(
+    served = sorted(
         set(
             session.trials.filter(position__lt=session.position, task=Task.IDENTITY)
             .exclude(kind=TrialKind.PRACTICE)
             .values_list("position", flat=True)
         )
-        - slot_set
     )
     used: set[int] = set()
-    for q in moved:
-        nxt = next((s for s in slots if s > q and s not in used), None)
+    for q in served:
+        # Its own slot when q is a slot not used up before; else (q is no slot, or the
+        # slot at q was used up by a trial pulled forward, so the trial at q is itself
+        # one pulled forward) the first slot after it not used up before. (Skipping slot
+        # positions here served the slot after a used one twice: pulled to the used
+        # slot's position, and again at its own.)
+        nxt = next((s for s in slots if s >= q and s not in used), None)
         if nxt is not None:
             used.add(nxt)
     return [s for s in slots if s >= session.position and s not in used]
@@ -559,12 +562,17 @@ def _pending_slots(session, slots: list[int]) -> list[int]:
 
 def _seen_videos(session) -> set[int]:
     """Every source video of every person the session has shown a video of (released
-    trials included: the rater saw them). Rotation is per person, not per video: two
-    videos of one person (same clothes, same room), or a clear and a masked one, in one
-    session would let the rater carry the answer from one to the other. (A check's face,
-    a still, spends its block (:func:`_shown_people`) but does not hold back that
-    person's videos: the session keeps its number of evaluated trials.)"""
-    shown = session.trials.exclude(source_video=None).values_list("source_video__identity_id", flat=True)
+    trials included: the rater saw them), or whose face an attention check showed
+    (:func:`_shown_people`). Rotation is per person, not per video: two videos of one
+    person (same clothes, same room), or a clear and a masked one, in one session would
+    let the rater carry the answer from one to the other.
+
+    A check's face holds back its person like an evaluated identity trial's target: else
+    a check left one more person for the rest of the session, and a session that runs out
+    of people (GRID: 10 people, 11 positions) was one trial longer with its check than
+    with its evaluated identity trial (30/30 sessions told apart by length), and only
+    after a check did its face come back in a later video (review of 05213db)."""
+    shown = _shown_people(session)
     return set(
         SourceVideo.objects.filter(campaign=session.campaign, identity_id__in=shown).values_list(
             "id", flat=True

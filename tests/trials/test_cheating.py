@@ -257,7 +257,10 @@ def test_timing_bot_is_flagged_excluded_and_not_counted(grid_campaign):
     )
     # Once excluded, the bot's session goes on like any other (it cannot tell it was
     # caught: issue 19), and nothing it answered counts.
-    assert [t.kind for t in trials].count("item") == 10  # as for the honest rater below
+    # As for the honest rater below: 10 study trials, one per person (a check holds back
+    # its face's person as an evaluated identity trial its target).
+    kinds = [t.kind for t in trials]
+    assert kinds.count("item") + kinds.count("catch") == 10 and kinds.count("catch") <= 1
     assert responses_frame(grid_campaign.submissions.get()).empty
     counts = Item.objects.filter(campaign=grid_campaign).with_counts()
     assert sum(i.n_completed for i in counts) == 0
@@ -277,7 +280,10 @@ def test_rater_who_looks_is_not_flagged(grid_campaign, settings):
     trials = [trial for trial, _ in _play_session(_start(grid_campaign, "honest"), wait_s=0.08)]
     rater = Rater.objects.get(participant_code="honest")
     assert not rater.flagged and not rater.excluded and rater.flag_reason == ""
-    assert sum(t.kind == "item" for t in trials) == 10  # one per person: practice shows none
+    # One per person (practice shows none; a check's face holds back its person): 10 study
+    # trials, whether the session served its check or its evaluated identity trial.
+    assert sum(t.kind in ("item", "catch") for t in trials) == 10
+    assert sum(t.kind == "catch" for t in trials) <= 1
     trial = Trial.objects.filter(session__rater=rater, kind="item").first()
     assert trial.media_fetched_at and trial.video_bytes_served >= trial.video_size > 0
     assert trial.response.server_time_ms >= 60

@@ -19,7 +19,7 @@ from collections import Counter
 from scipy.stats import binomtest, chi2_contingency
 
 from trials import assignment, design
-from trials.models import Item, RatingSession, SessionState, TrialKind
+from trials.models import Item, RatingSession, SessionState, Trial, TrialKind
 
 from .test_sybil_ring import HONEST
 
@@ -101,6 +101,8 @@ def test_no_positional_rule_spots_checks(grid_campaign, settings):
     rng = random.Random(19)
     rows = []  # (session, index in study, kind, features)
     checks_per_session = []
+    lengths = Counter()  # (study trials, served a check) per session
+    came_back = Counter()  # (is check, its person shown in a later video of the session)
     lazy_passed = 0
     rules = {
         "not the first identity trial of its session": lambda f: f["n_identity_before"] > 0,
@@ -116,7 +118,11 @@ def test_no_positional_rule_spots_checks(grid_campaign, settings):
         shown = set()  # identities shown in a video (or a check's face) so far
         n_identity = 0
         n_checks = 0
+        identity_task_person = None  # (is check, the person its video or face showed)
+        later_videos = set()  # people shown in a video after the identity-task trial
         while (trial := assignment.current_trial(session)) is not None:
+            if identity_task_person and trial.source_video_id:
+                later_videos.add(trial.source_video.identity_id)
             choices = assignment.valid_choices(trial)
             condition = "masked" if trial.item_id and trial.item.masked_video_id else "clear"
             if trial.kind != TrialKind.PRACTICE and trial.task == "identity":
@@ -130,6 +136,8 @@ def test_no_positional_rule_spots_checks(grid_campaign, settings):
                 }
                 is_check = trial.kind == TrialKind.CATCH
                 rows.append((i, features["index"], is_check, features))
+                person = trial.target_identity_id if is_check else trial.source_video.identity_id
+                identity_task_person = (is_check, person)
                 n_identity += 1
                 n_checks += is_check
                 lazy = rules["not the first identity trial of its session"](features)
@@ -149,6 +157,9 @@ def test_no_positional_rule_spots_checks(grid_campaign, settings):
                 shown.add(trial.target_identity_id)
             assignment.record_response(trial, {"choice": choice, "response_time_ms": 3000})
         checks_per_session.append(n_checks)
+        lengths[session.trials.exclude(kind=TrialKind.PRACTICE).count(), n_checks] += 1
+        if identity_task_person:
+            came_back[identity_task_person[0], identity_task_person[1] in later_videos] += 1
 
     n = len(rows)
     n_checks = sum(is_check for _, _, is_check, _ in rows)
@@ -195,3 +206,68 @@ def test_no_positional_rule_spots_checks(grid_campaign, settings):
     )
     assert n == N_SESSIONS and set(checks_per_session) <= {0, 1}
     assert p_rate > 0.01
+    # The session's length and the people it shows: a check holds back its face's person
+    # as an evaluated trial holds back its target. GRID has 10 people for 11 study
+    # positions, so every session shows 10 study trials, with its check (1 + 9 videos) or
+    # its evaluated identity trial (10 videos); before (review of 05213db) check sessions
+    # showed 11 and evaluated ones 10 (30/30 told apart), and a check's face came back in
+    # a later action video (14/14 checks, 0/16 evaluated trials).
+    print(
+        f"(study trials, checks) per session: {sorted(lengths.items())}; (check, person back): {sorted(came_back.items())}"
+    )
+    assert {length for length, _ in lengths} == {10}
+    assert {checks for _, checks in lengths} == {0, 1}
+    assert not any(back for _, back in came_back)
+
+
+def test_pulled_forward_slots_tell_nothing(grid_campaign, settings):
+    """The items of the 4 people in no block (the women) are full: every study position
+    before the session's first identity-task slot would have to show a man and spend the
+    block, so the first slot, check or evaluated, is pulled forward to the first study
+    position (trials.assignment._new_trial) and not served again at its own. 30 sessions
+    with pinned seeds: each serves one identity-task trial, at study index 0; the share of
+    checks there is the layout's 1/2 within binomial bounds, and the sessions' lengths do
+    not depend on it: 6 study trials each (the identity-task trial, then the action items
+    of the 5 men it did not hold back)."""
+    settings.TRIALS_PLAUSIBILITY_CHECKS = False
+    Item.objects.update(target_count=400)
+    plans, _ = assignment.identity_plans(grid_campaign)
+    in_block = {identity for plan in plans.values() if plan.block for identity in plan.block}
+    assert len(in_block) == 6
+    Item.objects.exclude(source_video__identity_id__in=in_block).update(target_count=0)
+    rng = random.Random(5)
+    served = []  # (study index, is check, study trials of its session)
+    for i in range(30):
+        session = _pinned(grid_campaign, f"pull-{i}", 2000 + i)
+        n_practice = session.plan.count(design.PRACTICE)
+        identity_task = []
+        while (trial := assignment.current_trial(session)) is not None:
+            if trial.kind != TrialKind.PRACTICE and trial.task == "identity":
+                identity_task.append((trial.position - n_practice, trial.kind == TrialKind.CATCH))
+            assignment.record_response(
+                trial, {"choice": rng.choice(assignment.valid_choices(trial)), "response_time_ms": 3000}
+            )
+        assert len(identity_task) == 1
+        served.append((*identity_task[0], session.trials.exclude(kind=TrialKind.PRACTICE).count()))
+    n_checks = sum(is_check for _, is_check, _ in served)
+    print(f"pulled forward: {n_checks}/{len(served)} checks; {Counter(served)}")
+    assert {index for index, _, _ in served} == {0}
+    assert {length for _, _, length in served} == {6}
+    assert binomtest(n_checks, len(served), 0.5).pvalue > 0.01
+
+
+def test_a_slot_pulled_to_a_used_slot_is_not_served_again(grid_campaign):
+    """``_pending_slots`` by hand: slots 3, 5, 7. An identity-task trial at position 2 (no
+    slot) used slot 3; the one at position 3 (a used slot) was then pulled forward too and
+    used slot 5: at position 4 only slot 7 is pending (before: 5 and 7, so slot 5 came
+    twice). A trial served at its own slot uses that slot only."""
+    session = _pinned(grid_campaign, "pending", 7)
+    for position, kind in ((2, TrialKind.CATCH), (3, TrialKind.ITEM)):
+        Trial.objects.create(
+            session=session, position=position, kind=kind, task="identity", correct_choice="1"
+        )
+    session.position = 4
+    assert assignment._pending_slots(session, [3, 5, 7]) == [7]
+    assert assignment._pending_slots(session, [2, 3, 5, 7]) == [5, 7]  # both at own slots
+    # Slots 1, 5, 7: the trial at 2 (no slot) used 5, the one at 3 (no slot) used 7.
+    assert assignment._pending_slots(session, [1, 5, 7]) == []

@@ -288,10 +288,11 @@ def test_a_flagged_rater_gets_the_same_session_as_anyone(grid_campaign, settings
     honest, honest_session = _run_session(grid_campaign, "honest", check_first=True)
     flagged, flagged_session = _run_session(grid_campaign, "caught", flag_after=1, check_first=True)
     assert Rater.objects.get(participant_code="caught").excluded
-    # Same count and mix of trials (the plan's; both laid out to serve their check, as
-    # GRID's one lineup block serves a check or an evaluated identity trial), every
-    # evaluated position served.
-    assert len(flagged) == len(flagged_session.plan) == len(honest) == len(honest_session.plan)
+    # Same count and mix of trials (both laid out to serve their check, as GRID's one
+    # lineup block serves a check or an evaluated identity trial): the plan's but one
+    # position, as in every GRID session (10 people for 11 study positions; the check
+    # holds back its face's person as an evaluated identity trial holds back its target).
+    assert len(flagged) == len(flagged_session.plan) - 1 == len(honest) == len(honest_session.plan) - 1
     assert Counter(t.kind for t in flagged) == Counter(t.kind for t in honest)
     assert all(t.source_video_id for t in flagged if t.kind == "item")
     # None of the flagged rater's answers count toward any item.

@@ -85,14 +85,16 @@ def test_rater_goes_from_practice_to_completion_code(grid_campaign):
     assert session.state == SessionState.COMPLETE
     assert session.completion_code in html
     assert kinds[:2] == ["practice", "practice"]
-    # One trial per source video: 10 videos, none spent on practice.
-    assert kinds.count("item") == 10 and kinds.count("catch") == round(10 * 0.1)
+    # One trial per person, none spent on practice: 10 people, of whom the check's face
+    # holds back one (as an evaluated identity trial's target would), so 9 videos and the
+    # check: 10 study trials, as many as a session serving its evaluated identity trial.
+    assert kinds.count("item") == 9 and kinds.count("catch") == round(10 * 0.1)
     seen = list(
         session.trials.filter(kind__in=["item", "practice"])
         .exclude(source_video=None)  # practice here: a face and an instruction, no video
         .values_list("source_video_id", flat=True)
     )
-    assert len(seen) == 10
+    assert len(seen) == 9
     assert len(seen) == len(set(seen)), "a source video was shown twice in one session"
 
 
