@@ -358,7 +358,7 @@ def test_footage_probe_is_the_clip_with_the_lineup_face_on_its_face(grid_cache):
     The eye track finds both eyes in all 75 frames, 50-52 px apart (measured 49.7-52.4),
     and the head moves (12.7 px and 18.7 px of summed eye-midpoint travel). In the probe
     (seed 0 mirrors the footage, seed 1 does not) the top 60 rows are the clip's within
-    the added noise (mean difference 0.6-0.8 grey levels measured), the face between the
+    the added noise (sigma 2.0-2.6: mean difference 1.5-1.7 grey levels measured), the face between the
     eyes and the mouth is another (26-41 levels), and a face detector finds the pasted
     face's eyes within 2-3.5 px of the clip's in the first, middle and last frames.
     """
@@ -385,7 +385,7 @@ def test_footage_probe_is_the_clip_with_the_lineup_face_on_its_face(grid_cache):
             track[..., 0] = 359 - track[..., 0]
             track = track[:, ::-1]
         top = np.mean([np.abs(p[:60].astype(float) - r[:60]).mean() for p, r in zip(probe, reference)])
-        assert top < 1.5, (seed, top)
+        assert top < 2.5, (seed, top)
         (left, y), (right, _) = track[37].astype(int)
         face = np.abs(
             probe[37][y - 10 : y + 60, left:right].astype(float) - reference[37][y - 10 : y + 60, left:right]
