@@ -930,10 +930,12 @@ def _catch_trial(session, rng, *, kind=TrialKind.CATCH, blocks=None) -> Trial:
     (:func:`probe_image_of`) and, for a stretch starting at a random moment, an
     instruction naming another answer (:func:`trials.variants.instructed_choice`).
 
-    The probe (:func:`trials.media.catch_video_frames`) shows that face turned, relit and
-    moving; a rater who reads the instruction passes, a face-recognition bot (or a rater
-    answering by the face without watching) picks the face and fails. No source video
-    is spent on it; its bytes are made like every other trial's (:mod:`trials.variants`).
+    The probe (:func:`trials.media.catch_video_frames`) is real clip footage with that
+    face pasted over the clip's face, following it (mirrored, relit, warped); a rater who
+    reads the instruction passes, a face-recognition bot (or a rater answering by the face
+    without watching) picks the face and fails. Its face's person is not shown again in
+    the session (:func:`_seen_videos`); its bytes are made like every other trial's
+    (:mod:`trials.variants`).
 
     Its lineup is made like an evaluated one (:func:`check_blocks`,
     :func:`trials.design.check_lineup`): a lineup block minus one member, from the blocks

@@ -412,7 +412,10 @@ def media(request, token: str):
     except FileNotFoundError:
         return not_prepared_response()
     content = variants.content_length(data)
-    trials.filter(media_fetched_at=None).update(media_fetched_at=now)
+    # Stamped once the copy is ready to send, not when the request came: a rater can start
+    # watching only then, and a slow first copy (a check's probe made now, a busy server)
+    # must not count as watching time toward TRIALS_MIN_WATCH_PERCENT (trials.plausibility).
+    trials.filter(media_fetched_at=None).update(media_fetched_at=timezone.now())
     trials.update(video_size=content)
 
     def on_sent(start: int, n: int) -> None:

@@ -11,9 +11,10 @@ import time
 import cv2
 import numpy as np
 import pytest
+from django.utils import timezone
 from scipy.stats import binom
 
-from trials import media, plausibility
+from trials import media, plausibility, variants
 from trials.human_report import responses_frame
 from evalsite.models import GalleryImage
 from trials.models import Item, Rater, Trial
@@ -253,6 +254,27 @@ def test_bot_waiting_a_fixed_second_on_3s_clips_is_flagged_and_not_counted(grid_
     # Its answers count toward no item's target, and the report has none of them.
     assert all(i.n_completed == 0 for i in Item.objects.filter(campaign=grid_campaign).with_counts())
     assert responses_frame(grid_campaign.submissions.get()).empty
+
+
+def test_watching_time_starts_when_the_copy_is_ready_not_when_it_was_requested(
+    grid_campaign, settings, monkeypatch
+):
+    """A first copy made slowly (a check's probe, a busy server) is no watching time: the
+    video's first request is stamped once its copy is ready to send."""
+    settings.TRIALS_PLAUSIBILITY_CHECKS = False
+    real = variants.stored_variant
+
+    def slow_variant(*args, **kwargs):
+        time.sleep(1.5)  # the copy takes 1.5 s to make
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(variants, "stored_variant", slow_variant)
+    client = _start(grid_campaign, "slow-copy")
+    trial, _ = next(_play_session(client, fetch=False))  # its page is served, not answered
+    requested = timezone.now()
+    assert _fetch(client, f"/m/{trial.media_token}")[4:8] == b"ftyp"
+    trial.refresh_from_db()
+    assert (trial.media_fetched_at - requested).total_seconds() >= 1.5
 
 
 def test_rater_answering_after_the_clip_is_not_flagged(grid_campaign, settings):
