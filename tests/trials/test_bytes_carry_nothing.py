@@ -1,7 +1,7 @@
 """Bytes that carry nothing (issue 19): a bytes-only bot, replayed on a campaign built in
-the test, names no video, no face and no attention check above chance (binomial test,
-p < 0.01), also from the real coded size of each frame and, for checks, from slice QPs,
-slice sizes and coded complexity (hostile pass 3); repeated ranges do not pass the byte
+the test, names no video, no face and no attention check above chance (binomial tests, Holm at
+0.01 over each family of attacks), also from the real coded size of each frame and, for
+checks, from slice QPs, slice sizes and coded complexity (hostile pass 3); repeated ranges do not pass the byte
 check; attention checks carry an instruction a face-recognition bot cannot follow.
 """
 
@@ -310,6 +310,18 @@ def _cross_validated_hits(features, labels, folds) -> dict[str, int]:
     return hits
 
 
+def test_holm_over_a_family_of_attacks():
+    # 74 of 75 against a base rate of 2/3 (the old probes' mean QP): p = 2e-12, caught.
+    with pytest.raises(AssertionError):
+        _assert_none_above_chance({"mean QP": (74, 75, 2 / 3), "other": (50, 75, 2 / 3)}, what="t")
+    # 59 of 75: p = 0.016 alone passes 0.01; 60 of 75 (p = 0.0080) fails alone but not as
+    # the smallest of 8 (Holm's first step: 0.01 / 8 = 0.00125).
+    _assert_none_above_chance({"complexity": (59, 75, 2 / 3)}, what="t")
+    with pytest.raises(AssertionError):
+        _assert_none_above_chance({"complexity": (60, 75, 2 / 3)}, what="t")
+    _assert_none_above_chance({f"f{i}": (60 if i == 0 else 50, 75, 2 / 3) for i in range(8)}, what="t")
+
+
 def test_cross_validated_classifiers_on_hand_made_features():
     """Feature 0 tells checks (True) below 15.5 from the others but for one odd row; feature
     1 is the same in every row. Folds: even rows, odd rows.
@@ -444,10 +456,23 @@ def test_bytes_only_bot_names_no_video_face_or_check_above_chance(bot_campaign):
     assert tries["largest-png"] >= 3
     report = {key: (hits[key], tries[key], round(chance[key], 3)) for key in tries}
     print("bytes-only bot (hits, tries, chance):", report)
-    for key, n in tries.items():
-        p = binomtest(hits[key], n, chance[key], alternative="greater").pvalue
-        assert p >= 0.01, (key, hits[key], n, chance[key], p)
+    _assert_none_above_chance(
+        {key: (hits[key], n, chance[key]) for key, n in tries.items()}, what="bytes-only bot"
+    )
     _assert_slice_headers_tell_no_check(sessions)
+
+
+def _assert_none_above_chance(results: dict, *, what: str, alpha: float = 0.01) -> None:
+    """No attack of a family beats its chance rate: one-sided binomial tests, Holm's step-down
+    at family-wise ``alpha`` (no rejection exactly when the smallest p >= alpha / m). Each
+    test at ``alpha`` alone failed the run by chance alone about once in 100 / m runs.
+    ``results``: ``{attack: (hits, tries, chance rate)}``."""
+    pvalues = {
+        key: binomtest(hits, n, rate, alternative="greater").pvalue
+        for key, (hits, n, rate) in results.items()
+    }
+    key = min(pvalues, key=pvalues.get)
+    assert pvalues[key] >= alpha / len(pvalues), (what, key, results[key], pvalues[key], len(pvalues))
 
 
 def _assert_slice_headers_tell_no_check(sessions) -> None:
@@ -460,8 +485,9 @@ def _assert_slice_headers_tell_no_check(sessions) -> None:
     59): mean QP 74/75, complexity 73/75, first-frame QP 61/75, logistic 75/75. Now (a real
     clip with the lineup face pasted on, ``trials.media._footage_frames``): classifiers
     learnt on the even sessions and scored on the odd ones and back
-    (:func:`_cross_validated_hits`) are right no more often than the base rate allows: a
-    one-sided binomial p >= 0.01 against always answering the more common kind (four
+    (:func:`_cross_validated_hits`) are right no more often than the base rate allows:
+    one-sided binomial tests against always answering the more common kind, Holm at 0.01
+    over the classifiers (:func:`_assert_none_above_chance`; four
     replays: mean QP 43-55/75, first-frame QP 43-48/75, complexity 46-59/75, logistic
     48-54/75; 59/75 is p = 0.016: checks are still coded a little finer, see
     docs/human/threat-model.md).
@@ -490,9 +516,9 @@ def _assert_slice_headers_tell_no_check(sessions) -> None:
     for column in (0, 1, 5):  # mean QP, first-frame QP, complexity: the ranges overlap now
         checks, others = features[labels, column], features[~labels, column]
         assert checks.min() < others.max() and others.min() < checks.max(), SLICE_FEATURES[column]
-    for name, count in hits.items():
-        p = binomtest(count, n, chance, alternative="greater").pvalue
-        assert p >= 0.01, (name, count, n, chance, p)
+    _assert_none_above_chance(
+        {name: (count, n, chance) for name, count in hits.items()}, what="slice-header classifiers"
+    )
 
 
 def test_slice_qp_reader_reads_the_quantiser_x264_was_told(tmp_path):
