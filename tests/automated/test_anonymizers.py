@@ -21,7 +21,7 @@ from automated.anonymizers import (
     keystream_permutation,
     pixelate_face,
 )
-from automated.video import VideoInfo, VideoWriter, iter_frames
+from automated.video import VideoError, VideoInfo, VideoWriter, iter_frames
 
 from .face_fixtures import probe_path
 
@@ -191,6 +191,10 @@ def test_identity_baseline_is_lossless_and_keeps_count_size_and_fps(data_dir, tm
         source_info.resolution_wh,
         source_info.fps,
     )
+    # The info is the frames written (the output is not decoded to count them): the file
+    # decodes to exactly those.
+    written = VideoInfo.from_video_path(info.path)
+    assert (written.frame_count, written.resolution_wh, written.fps) == (75, (360, 288), 25.0)
     for (_, clear), (_, masked) in zip(
         iter_frames(source, stride=15), iter_frames(info.path, stride=15), strict=True
     ):
@@ -219,6 +223,17 @@ def test_face_region_method_on_a_video_without_a_face_raises(tmp_path):
     with pytest.raises(NoFaceInVideoError, match="blank.mkv: no face detected in any frame"):
         anonymize_video(blank, tmp_path / "out.mkv", "blur_face")
     assert anonymize_video(blank, tmp_path / "out.mkv", "blur_frame").frame_count == 3
+    assert VideoInfo.from_video_path(tmp_path / "out.mkv").frame_count == 3
+
+
+def test_a_source_that_is_no_video_is_a_video_error_and_leaves_no_output(tmp_path):
+    with pytest.raises(VideoError, match="missing.mpg"):
+        anonymize_video(tmp_path / "missing.mpg", tmp_path / "out.mkv", "identity")
+    junk = tmp_path / "junk.mp4"
+    junk.write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(200))
+    with pytest.raises(VideoError, match="junk.mp4"):
+        anonymize_video(junk, tmp_path / "out.mkv", "blur_frame")
+    assert not (tmp_path / "out.mkv").exists()
 
 
 @pytest.mark.parametrize(
