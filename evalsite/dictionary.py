@@ -88,13 +88,60 @@ ACRONYMS = {
 }
 
 
+#: The platform's code that entries cite as a source, in words (the longest matching module
+#: prefix wins): a reader of a report or a download gets what was computed, not where.
+CODE_WORDS = {
+    "automated": "the platform's automated evaluation",
+    "automated.attack": "the platform's re-identification attacks",
+    "automated.attack.declared": "the platform's declared attacker",
+    "automated.attack.linkability": "the platform's linkability measure",
+    "automated.behaviour": "the platform's behaviour measures",
+    "automated.detection": "the platform's face detector",
+    "automated.face_eval": "the platform's face evaluation",
+    "automated.privacy_utility": "the platform's privacy-utility score",
+    "automated.recognition": "the platform's face recognizers",
+    "automated.temporal": "the platform's measures across frames and recordings",
+    "automated.temporal.linking_attack": "the platform's linking attack across recordings",
+    "evalsite": "the platform's reports",
+    "evalsite.staleness": "the platform's check for out-of-date results",
+    "evalsite.video_formats": "the platform's check of video formats",
+    "fairness": "the platform's fairness measures",
+    "trials": "the platform's human trials",
+    "trials.design": "the platform's lineup design",
+    "trials.integrity": "the platform's rater checks",
+    "trials.scoring": "the platform's scoring of the human trials",
+    "trials.services": "the platform's bookkeeping of the human trials",
+}
+# A file (``trials/scoring.py``) or a dotted path (``automated.attack.crossvideo``, one dot at
+# least; ``fairness.`` two, as ``fairness.privacy`` also names a summary entry), with the
+# function named after it (``, summary_scores``) or the protocol it states.
+_CODE = re.compile(
+    r"\b(?P<path>(?:automated|evalsite|fairness|trials)(?:/\w+)+\.py|(?:automated|evalsite|trials)(?:\.\w+)+"
+    r"|fairness(?:\.\w+){2,})(?:, (?:[a-z]+(?:_[a-z]+)+|module protocol)\b)?"
+)
+# Issue numbers of the project's tracker: nothing a reader can look up.
+_ISSUE = re.compile(r"\s*\(issue \d+\)|\bissue \d+[;:] |;? ?\bissue \d+\b")
+
+
+def _code_words(match: re.Match) -> str:
+    parts = match.group("path").removesuffix(".py").replace("/", ".").split(".")
+    for stop in range(len(parts), 0, -1):
+        if ".".join(parts[:stop]) in CODE_WORDS:
+            return CODE_WORDS[".".join(parts[:stop])]
+    return "the platform's code"
+
+
 def plain_words(text: str) -> str:
-    """``text`` with every ``seeds/NNN_...txt`` reference replaced by the paper's title.
+    """``text`` in a reader's words: paper titles for ``seeds/NNN_...txt``, what the code computes
+    for module and file paths (:data:`CODE_WORDS`), no tracker issue numbers.
 
     >>> plain_words("seeds/004 (PrivHAR-Bench) composite score")
     '“PrivHAR-Bench: A Graduated Privacy Benchmark Dataset for Video-Based Action Recognition” composite score'
+    >>> plain_words("trials/scoring.py, summary_scores; automated.attack.crossvideo (issue 22)")
+    "the platform's scoring of the human trials; the platform's re-identification attacks"
     """
-    return _SEED.sub(lambda m: SEED_TITLES.get(m.group(1), "one of the source papers"), text or "")
+    text = _SEED.sub(lambda m: SEED_TITLES.get(m.group(1), "one of the source papers"), text or "")
+    return _ISSUE.sub("", _CODE.sub(_code_words, text))
 
 
 def acronyms_in(text: str) -> list[dict]:
@@ -315,17 +362,26 @@ def is_organizers_only(name: str, level: str = "summary") -> bool:
 FIELDS = ["level", "section", "name"] + [f.name for f in fields(Column)]
 
 
+#: The fields holding prose, published in plain words (:func:`plain_words`): paper titles, not
+#: ``seeds/`` file names; what the code computes, not its module paths (issue 21).
+WORDS_FIELDS = ("meaning", "unit", "range", "ideal", "model", "threshold", "distance", "source")
+
+
+def _record(entry: Entry) -> dict:
+    record = {"level": entry.level, "section": entry.section, "name": entry.name, **asdict(entry.column)}
+    return record | {name: plain_words(record[name]) for name in WORDS_FIELDS}
+
+
 def as_frame() -> pd.DataFrame:
-    """The dictionary as a table: one row per entry, columns :data:`FIELDS`."""
-    rows = [{"level": e.level, "section": e.section, "name": e.name, **asdict(e.column)} for e in entries()]
-    frame = pd.DataFrame(rows, columns=FIELDS)
+    """The dictionary as a table: one row per entry, columns :data:`FIELDS`, prose in plain words."""
+    frame = pd.DataFrame([_record(e) for e in entries()], columns=FIELDS)
     frame["precision"] = frame["precision"].astype("Int64")
     return frame
 
 
 def as_records() -> list[dict]:
-    """The dictionary as JSON-ready records (``precision`` None where not a float)."""
-    return [{"level": e.level, "section": e.section, "name": e.name, **asdict(e.column)} for e in entries()]
+    """The dictionary as JSON-ready records (``precision`` None where not a float), prose in plain words."""
+    return [_record(e) for e in entries()]
 
 
 def as_csv() -> str:

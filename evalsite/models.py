@@ -323,7 +323,8 @@ class SourceVideo(VideoMetadataMixin):
     in_evaluated_subset = models.BooleanField(
         "in evaluated subset",
         default=True,
-        help_text="Videos rated by humans; the same subset for every team (seeds/002, 4.2).",
+        help_text="Videos rated by humans; the same subset for every team (MediaEval 2021 task overview, "
+        "section 4.2).",
     )
     practice = models.BooleanField(
         "practice material",

@@ -153,7 +153,7 @@ def london_privacy_fairness(
                 {
                     "material": "Face Research Lab London Set (CC BY 4.0), 102 identities, 2 photos each",
                     "attacker": "pretrained dlib embedder, nearest clear photo of the other expression",
-                    "source": "fairness/privacy.py (ISO/IEC 19795-10 differential performance of the attacker)",
+                    "source": "ISO/IEC 19795-10 differential performance, here of the attacker",
                     "methods": reports,
                 }
             ),

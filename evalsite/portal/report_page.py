@@ -4,7 +4,8 @@ One page for organizers (``/organizer/report/<submission>/``) and one for the te
 members (``/team/submission/<pk>/report/``): the submission summary grouped by section
 and the per-video table, every entry with its meaning, unit, range, ideal value and
 source from ``evalsite.dictionary``. Sources name papers by title, not by the file names
-of ``seeds/`` (:func:`plain_words`); acronyms on the page are spelled out once
+of ``seeds/``, and the platform's code by what it computes, not by module path
+(:func:`plain_words`); acronyms on the page are spelled out once
 (:data:`ACRONYMS`). The team's page is built from the team's view of the report
 (``team=True``: no identity code, no video role, no organizer-only caveat).
 """

@@ -93,7 +93,8 @@ def _headers(names, level: str) -> list[dict]:
     headers = []
     for name in names:
         column = dictionary.find(str(name), level)
-        title = "" if column is None else column.meaning + (f" ({column.unit})" if column.unit else "")
+        meaning = "" if column is None else dictionary.plain_words(column.meaning)
+        title = meaning + (f" ({column.unit})" if column is not None and column.unit else "")
         headers.append({"name": name, "title": title})
     return headers
 

@@ -141,10 +141,12 @@ def _quality_fairness(campaign) -> dict:
     }
 
 
+# Shown on the fairness page and in the data dictionary: readers' words (the computation is
+# fairness/privacy.py's; seeds/003 becomes its title by plain_words).
 PRIVACY_SOURCE = (
-    "fairness/privacy.py: ISO/IEC 19795-10 differential performance, here of the attacker; group means "
-    "with bootstrap intervals over identities, spread with a permutation p-value, SQFR measures of "
-    "seeds/003 on privacy = 1 - success (issue 22)"
+    "ISO/IEC 19795-10 differential performance, here of the attacker; group means with bootstrap "
+    "intervals over identities, spread with a permutation p-value, SQFR measures of seeds/003 on "
+    "privacy = 1 - success"
 )
 
 
