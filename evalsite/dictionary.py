@@ -69,6 +69,26 @@ SEED_TITLES = {
 _SEED = re.compile(r"(?:\.\./shared/)?seeds/(\d{3})(?:_[0-9a-f]+)?(?:\.txt)?(?:\s*\([^)]*\))?")
 
 
+#: Re-identification (chance-normalised) from here on shows as 1.00 at two decimals.
+BASELINE_CEILING = 0.995
+
+#: Why a baseline's re-identification reads 1.00, in short: where baselines' figures sit side by
+#: side (the leaderboards, the attack run page). The report page gives the long form with the
+#: run's pair (``evalsite.portal.report_page.baseline_note``).
+BASELINE_NOTE = (
+    "Why baselines read 1.00: a baseline is a fixed, published masking applied the same way to every "
+    "video, so an attacker who trains on masked videos of the same people (the parrot attacker of "
+    f"{SEED_TITLES['000']}, section 4.2.2) learns what it leaves (head shape, hair, clothes, background) "
+    "and names the person in every tested frame. This is the expected worst case for a reference masking, "
+    "not a fault of the evaluation; a team's masking aims below it."
+)
+
+
+def baseline_at_ceiling(submission, value) -> bool:
+    """True when ``submission`` is a baseline and its re-identification ``value`` reads 1.00 (:data:`BASELINE_NOTE`)."""
+    return bool(submission.baseline_method) and value is not None and value >= BASELINE_CEILING
+
+
 #: Acronyms the report's words use, spelled out (seeds/003 for the fairness measures).
 ACRONYMS = {
     "SQFR": "Sample Quality Fairness Rate: 1 minus the Gini coefficient of the groups' scores (1 = all groups alike)",

@@ -10,7 +10,8 @@ within-video scene-memorisation table, which is never the worst case. Above the 
 case, the declared attacker (the headline, ``attack_privacy``); beside verification the
 linkability with its intervals, per demographic group, and a plot of the mated /
 non-mated score densities with D<->(s); then identity over time (per masked video
-consistency and flicker, the linking attacker).
+consistency and flicker, the linking attacker). A baseline whose worst case reads 1.00 gets
+the note why (``evalsite.dictionary.BASELINE_NOTE``).
 
 Staff only, and only runs of campaigns the user organizes (``evalsite.scoping``): another
 campaign's organizer gets 404, as for every organizer page.
@@ -24,6 +25,7 @@ from django.shortcuts import get_object_or_404, render
 
 from automated.attack.linkability import plot_linkability, result_from_record
 from automated.attack.verification import plot_verification
+from evalsite.dictionary import BASELINE_NOTE, baseline_at_ceiling
 from evalsite.scoping import scope
 
 from .attack_models import AttackRun
@@ -51,6 +53,12 @@ def attack_run_report(request, run_id: int):
             "has_plot": bool(run.verification),
             "format_confounded": ", ".join(confounded),
             "format_confounded_one": len(confounded) == 1,
+            # A baseline's pairs all near 1.00 side by side: say why (issue 21).
+            "baseline_note": (
+                BASELINE_NOTE
+                if baseline_at_ceiling(run.submission, summary.get("worst_case_chance_normalised"))
+                else ""
+            ),
             "temporal_videos": [
                 {"video": name, **values}
                 for name, values in sorted(

@@ -824,14 +824,20 @@ CELL_NOTES = {
 }
 
 
+#: The re-identification figures a baseline reads 1.00 on (``dictionary.BASELINE_NOTE`` says why).
+REIDENTIFICATION_KEYS = ("declared_reidentification", "reidentification")
+
+
 def table_context(frame: pd.DataFrame) -> dict:
-    """``{"columns", "rows"}`` for ``templates/evalsite/_leaderboard_table.html``.
+    """``{"columns", "rows", "baseline_note"}`` for ``templates/evalsite/_leaderboard_table.html``.
 
     ``columns``: one dict per headline (``key``, ``label``, ``unit``, ``better``,
     ``description``). ``rows``: one dict per row of ``frame`` (:func:`leaderboard_frame`)
     with ``team``, ``method``, ``submission_id`` (None when anonymised), ``reference``,
     ``own_team``, ``protocol`` and ``cells``: per headline ``value``, ``ci_low``,
-    ``ci_high`` (float or None) and ``n`` (int).
+    ``ci_high`` (float or None), ``n`` (int) and ``at_ceiling`` (a baseline's
+    re-identification reading 1.00). ``baseline_note``: ``dictionary.BASELINE_NOTE`` when
+    a cell is at the ceiling, else "" (issue 21: 1.00 side by side, with no word why).
     """
     columns = [
         {
@@ -853,6 +859,9 @@ def table_context(frame: pd.DataFrame) -> dict:
                 "ci_high": _number(record[f"{h.key}_ci_high"]),
                 "n": int(record[f"{h.key}_n"]),
                 "note": CELL_NOTES[h.key](record) if h.key in CELL_NOTES else "",
+                "at_ceiling": bool(record["reference"])
+                and h.key in REIDENTIFICATION_KEYS
+                and (_number(record[h.key]) or 0.0) >= dictionary.BASELINE_CEILING,
             }
             for h in HEADLINES
         ]
@@ -870,7 +879,8 @@ def table_context(frame: pd.DataFrame) -> dict:
                 "cells": cells,
             }
         )
-    return {"columns": columns, "rows": rows}
+    at_ceiling = any(cell["at_ceiling"] for row in rows for cell in row["cells"])
+    return {"columns": columns, "rows": rows, "baseline_note": dictionary.BASELINE_NOTE if at_ceiling else ""}
 
 
 #: Decimals of the figures in CSV downloads (JSON keeps full precision): a bootstrap

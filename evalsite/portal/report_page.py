@@ -65,7 +65,7 @@ def baseline_note(submission, summary: dict) -> str:
     """Why a baseline's worst-case re-identification reads 1.00 (``""`` when it does not)."""
     attack = summary.get("attack") or {}
     value = attack.get("worst_case_chance_normalised")
-    if not submission.baseline_method or value is None or value < 0.995:
+    if not dictionary.baseline_at_ceiling(submission, value):
         return ""
     pair = f"{attack.get('worst_case_recognizer', '')} x {attack.get('worst_case_attacker', '')}".strip(" x")
     return (

@@ -17,6 +17,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import escape
 from scipy import stats
 
 from automated.django_app.attack_models import AttackResult, AttackRun, AttackVideoResult
@@ -326,6 +327,40 @@ def test_organizer_page_shows_table_comparisons_frontier_and_bars(board):
     assert "Paired comparisons: Face detection failure" in chosen and "Team Aurora: method-a better" in chosen
     assert reverse("leaderboard:video_bars", args=[campaign.pk, submissions["B"].pk]) in chosen
     assert client.get(reverse("leaderboard:page", args=[campaign.pk]), {"compare": "psnr"}).status_code == 400
+
+
+def test_a_baseline_at_one_says_why_wherever_the_figures_sit_side_by_side(board):
+    """Issue 21: every baseline's re-identification reads 1.00; the organizer's and the team's
+    leaderboards and the baseline's attack run page say why, beside the figures; a team's
+    submission (0.20) gets no such note."""
+    from evalsite.dictionary import BASELINE_NOTE
+    from evalsite.models import Campaign, LeaderboardVisibility
+
+    campaign, organizer, submissions = board
+    Campaign.objects.filter(pk=campaign.pk).update(leaderboard_visibility=LeaderboardVisibility.NAMED)
+    member = User.objects.create_user("lb-aurora", password="pw-lb-aurora")
+    submissions["A"].team.members.add(member)
+    note = '<p class="baseline-note" id="baseline-note">' + escape(BASELINE_NOTE) + "</p>"
+    pages = {
+        "organizer": _client(organizer).get(reverse("leaderboard:page", args=[campaign.pk])),
+        "team": _client(member).get(reverse("team:leaderboard", args=[campaign.pk])),
+    }
+    for name, response in pages.items():
+        html = response.content.decode()
+        assert response.status_code == 200 and html.count(note) == 1, name
+        # The baseline's row links its 1.00 to the note; the teams' rows do not.
+        table = html.split('id="leaderboard-table"', 1)[1].split("</table>", 1)[0]
+        body = table.split("<tr")[2:]  # the heading's row first
+        rows = {row.split('<span class="team">', 1)[1].split("<", 1)[0]: row for row in body}
+        assert '<a href="#baseline-note">why 1.00?</a>' in rows["Baselines"], name
+        assert "why 1.00?" not in rows["Team Aurora"] + rows["Team Borealis"], name
+    assert "parrot attacker" in BASELINE_NOTE and "A False Sense of Privacy" in BASELINE_NOTE
+    runs = {key: AttackRun.objects.get(submission=s) for key, s in submissions.items()}
+    attack_page = _client(organizer).get(reverse("automated:attack_run_report", args=[runs["blur_face"].pk]))
+    assert attack_page.status_code == 200
+    assert f'<p id="baseline-note">{escape(BASELINE_NOTE)}</p>' in attack_page.content.decode()
+    team_run = _client(organizer).get(reverse("automated:attack_run_report", args=[runs["A"].pk]))
+    assert team_run.status_code == 200 and "baseline-note" not in team_run.content.decode()
 
 
 def test_csv_download_and_bars_png(board):
