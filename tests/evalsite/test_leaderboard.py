@@ -363,6 +363,21 @@ def test_a_baseline_at_one_says_why_wherever_the_figures_sit_side_by_side(board)
     assert team_run.status_code == 200 and "baseline-note" not in team_run.content.decode()
 
 
+def test_the_default_per_video_figure_is_of_a_submission_with_figures(board):
+    """Issue 21: the first submission listed (teams by name) has nothing evaluated yet; its
+    per-video figure would be a broken image, so the page shows the first one with figures."""
+    campaign, organizer, submissions = board
+    empty = create_submission(campaign, "Team Aardvark", "method-empty")  # sorts first, no run
+    assert leaderboard.campaign_scores(campaign).submissions[0] == empty
+    html = _client(organizer).get(reverse("leaderboard:page", args=[campaign.pk])).content.decode()
+    assert "Per video: Team Aurora: method-a" in html
+    assert reverse("leaderboard:video_bars", args=[campaign.pk, submissions["A"].pk]) in html
+    assert reverse("leaderboard:video_bars", args=[campaign.pk, empty.pk]) not in html
+    # Chosen by hand it is still offered (the organizer asked for it).
+    chosen = _client(organizer).get(reverse("leaderboard:page", args=[campaign.pk]), {"submission": empty.pk})
+    assert "Per video: Team Aardvark: method-empty" in chosen.content.decode()
+
+
 def test_csv_download_and_bars_png(board):
     campaign, organizer, submissions = board
     client = _client(organizer)

@@ -24,6 +24,10 @@ def test_submission_page_shows_measures_and_plots(organizer_client, submission, 
     assert "1 - test_reid_rate" in html and "Mean-GC-SQFR" in html and "0.667" in html
     assert "score=1%20-%20test_reid_rate&amp;attribute=gender" in html
     assert "ID01" not in html  # group labels only
+    # The measures' names spelled out once (issue 21: acronyms without words).
+    assert html.count("<summary>What the measures' names mean</summary>") == 1
+    meaning = "SQFR from the Gini coefficient of the groups&#x27; mean scores"
+    assert f"<dt>Mean-GC-SQFR</dt><dd>{meaning}</dd>" in html
 
 
 def test_submission_plot_is_a_png(organizer_client, submission, test_score):
@@ -39,6 +43,8 @@ def test_quality_page_without_scores(organizer_client, campaign, test_score):
     response = organizer_client.get(reverse("fairness:quality", args=[campaign.pk]))
     assert response.status_code == 200
     assert "No score of this kind is available yet" in response.content.decode()
+    assert "<summary>What the measures' names mean</summary>" in response.content.decode()
+    assert "<dt>CSQFR</dt>" in response.content.decode()
 
 
 @pytest.mark.parametrize("name", ["index", "submission", "quality"])
