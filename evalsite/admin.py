@@ -559,6 +559,8 @@ class SubmissionAdmin(CampaignScopedAdmin):
                 reverse("admin:evalsite_submission_upload", args=[submission.pk]),
                 "Upload zip of masked videos",
             ),
+            # The HTML report (the portal's page, each figure with its meaning) beside the downloads.
+            (reverse("leaderboard:report", args=[submission.pk]), "Report page"),
             (reverse("admin:evalsite_submission_report", args=[submission.pk, "csv"]), "Report CSV"),
             (reverse("admin:evalsite_submission_report", args=[submission.pk, "json"]), "Report JSON"),
         ]

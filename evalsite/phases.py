@@ -28,6 +28,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
 
+from .booleans import parse_boolean
 from .models import Phase, ResultVisibility, Submission, SubmissionUpload, Team, UploadStatus
 
 #: ``%PDF-``: the first bytes of every PDF file (ISO 32000-1, section 7.5.2).
@@ -105,14 +106,17 @@ def leaderboard_submissions(
 
 def runs_from_query(campaign, params, *, viewer_teams=None) -> QuerySet[Submission]:
     """:func:`leaderboard_submissions` narrowed by a request's ``?phase=<name or id>`` and
-    ``?primary=1`` (primary runs only; yes/true/1).
+    ``?primary=1`` (primary runs only; read by :func:`evalsite.booleans.parse_boolean`).
 
     Raises
     ------
+    NotABoolean
+        (a ``ValueError``) If ``primary`` is given but is no yes/no word: ``?primary=maybe``
+        must not quietly show every run (issue 21).
     ValueError
         If ``phase`` names no phase of the campaign (naming the campaign's phases).
     """
-    primary = str(params.get("primary", "")).strip().lower() in ("1", "true", "yes", "on")
+    primary = "primary" in params and parse_boolean(params["primary"], "primary")
     runs = leaderboard_submissions(campaign, viewer_teams=viewer_teams, primary_only=primary)
     wanted = str(params.get("phase", "")).strip()
     if wanted:

@@ -32,6 +32,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evalsite import phases
+from evalsite.booleans import NotABoolean
 from evalsite.models import Campaign, Submission
 from evalsite.renderers import REPORT_RENDERERS, wants_csv
 from evalsite.scoping import scope
@@ -44,8 +45,16 @@ def _campaign(request, campaign_id: int) -> Campaign:
 
 
 def _scores(campaign: Campaign, params) -> leaderboard.CampaignScores:
-    """Scores of the runs chosen by ``?phase=`` and ``?primary=1`` (ValueError for an unknown phase)."""
+    """Scores of the runs chosen by ``?phase=`` and ``?primary=1`` (ValueError for an unknown
+    phase or a ``primary`` that is no yes/no word: ``NotABoolean``)."""
     return leaderboard.campaign_scores(campaign, phases.runs_from_query(campaign, params))
+
+
+def _query_refused(error: ValueError) -> Response:
+    """The API's 400 for a refused ``?primary=`` or ``?phase=``, under the parameter's name."""
+    if isinstance(error, NotABoolean):
+        return Response({error.field: [{"message": str(error), "code": "invalid"}]}, status=400)
+    return Response({"phase": [{"message": str(error), "code": "unknown_phase"}]}, status=400)
 
 
 def _bad_request(error: ValueError) -> HttpResponse:
@@ -182,7 +191,7 @@ class LeaderboardAPIView(APIView):
         try:
             scores = _scores(campaign, request.query_params)
         except ValueError as error:
-            return Response({"phase": [{"message": str(error), "code": "unknown_phase"}]}, status=400)
+            return _query_refused(error)
         frame = leaderboard.leaderboard_frame(campaign, scores=scores)
         if wants_csv(request):
             return Response(leaderboard.as_csv(frame))
@@ -208,7 +217,7 @@ class ComparisonsAPIView(APIView):
         try:
             scores = _scores(campaign, request.query_params)
         except ValueError as error:
-            return Response({"phase": [{"message": str(error), "code": "unknown_phase"}]}, status=400)
+            return _query_refused(error)
         try:
             figure = _figure(request.query_params.get("figure"), scores)
         except ValueError as error:

@@ -35,6 +35,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse_lazy
 
 from evalsite import dictionary, phases, reports, services, spreadsheet
+from evalsite.booleans import NotABoolean
 from evalsite.forms import SubmissionZipForm
 from evalsite.models import LeaderboardVisibility, MaskedVideo, Submission
 from evalsite.report_cache import cached
@@ -270,13 +271,16 @@ def upload_report(request, pk: int, fmt: str):
 
 
 def _published_leaderboard(request, pk: int):
-    """(campaign, viewer team, anonymised?, scores) of a leaderboard the user may see, else 404."""
+    """(campaign, viewer team, anonymised?, scores) of a leaderboard the user may see, else 404
+    (``NotABoolean`` for a ``?primary=`` that is no yes/no word)."""
     campaign = get_object_or_404(leaderboard_campaigns(request.user), pk=pk)
     viewer_team = list(own_teams(request.user).filter(campaign=campaign).order_by("name"))  # all are own
     anonymise = campaign.leaderboard_visibility == LeaderboardVisibility.ANONYMISED
     # Only runs whose results the user may see (phases: released, public or their own; ?phase=, ?primary=1).
     try:
         runs = phases.runs_from_query(campaign, request.GET, viewer_teams=viewer_team)
+    except NotABoolean:
+        raise  # ?primary= that is no yes/no word: the caller's 400 names it
     except ValueError as error:
         raise Http404(str(error)) from None
     return campaign, viewer_team, anonymise, leaderboard.campaign_scores(campaign, runs)
@@ -286,7 +290,10 @@ def _published_leaderboard(request, pk: int):
 def leaderboard_page(request, pk: int):
     """A campaign's leaderboard as published to its teams, with the paired comparisons of one
     figure (404 while hidden; other teams anonymised if the organizer chose so)."""
-    campaign, viewer_team, anonymise, scores = _published_leaderboard(request, pk)
+    try:
+        campaign, viewer_team, anonymise, scores = _published_leaderboard(request, pk)
+    except NotABoolean as error:
+        return HttpResponse(str(error), status=400, content_type="text/plain; charset=utf-8")
     # Default figure as on the organizer's page: human masking success once rated, else re-identification.
     rated = scores.human_bootstrap("human_masking_success") is not None
     figure = request.GET.get("compare") or ("human_masking_success" if rated else "reidentification")
@@ -313,7 +320,10 @@ def leaderboard_page(request, pk: int):
 @team_login_required
 def leaderboard_csv(request, pk: int):
     """The published leaderboard as a CSV download (named or anonymised as on the page)."""
-    campaign, viewer_team, anonymise, scores = _published_leaderboard(request, pk)
+    try:
+        campaign, viewer_team, anonymise, scores = _published_leaderboard(request, pk)
+    except NotABoolean as error:
+        return HttpResponse(str(error), status=400, content_type="text/plain; charset=utf-8")
     frame = leaderboard.leaderboard_frame(
         campaign, anonymise_teams=anonymise, viewer_team=viewer_team, scores=scores
     )

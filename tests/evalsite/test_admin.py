@@ -188,3 +188,24 @@ def test_the_organizer_picker_offers_staff_users_only(admin_client_, campaign):
     assert staff.username in choices
     assert member.username not in choices
     assert all(u.is_staff for u in response.context["adminform"].form.fields["organizers"].queryset)
+
+
+def test_the_html_report_is_linked_beside_the_csv_and_json_downloads(client, submission):
+    """Issue 21: organizers had the CSV and JSON only; the admin's submission tools and the
+    organizer campaign page link the HTML report (each figure with its meaning) beside them."""
+    client.force_login(_organizer("report-organizer", submission.campaign))
+    page = reverse("leaderboard:report", args=[submission.pk])
+    tools = client.get(reverse("admin:evalsite_submission_change", args=[submission.pk])).content.decode()
+    assert (
+        f'<a href="{page}">Report page</a> | '
+        f'<a href="{reverse("admin:evalsite_submission_report", args=[submission.pk, "csv"])}">Report CSV</a> | '
+        f'<a href="{reverse("admin:evalsite_submission_report", args=[submission.pk, "json"])}">Report JSON</a>'
+    ) in tools
+    campaign_page = client.get(reverse("trials:organizer_campaign", args=[submission.campaign.pk]))
+    html = campaign_page.content.decode()
+    api = reverse("submission-report", args=[submission.pk])
+    assert f'<a href="{page}">report</a>' in html
+    assert f'<a href="{api}?format=csv">CSV</a>' in html and f'<a href="{api}?format=json">JSON</a>' in html
+    report = client.get(page)
+    assert report.status_code == 200 and "method-1" in report.content.decode()
+    assert client.get(f"{api}?format=json").json()["summary"]["method"] == "method-1"

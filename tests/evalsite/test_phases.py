@@ -298,6 +298,38 @@ def test_exactly_one_primary_run_per_team_and_phase_and_a_primary_only_leaderboa
     )
 
 
+def test_primary_is_read_strictly_and_an_unknown_word_is_refused_naming_it(life_cycle):
+    """Issue 21: ``?primary=`` went through a loose reading (anything but 1/true/yes/on was
+    "every run"), so a typo showed every run without a word; now every leaderboard channel
+    reads it with evalsite.booleans.parse_boolean and answers 400 naming the field."""
+    campaign, test = life_cycle["campaign"], life_cycle["test"]
+    phases.set_primary(phases.create_run(test, life_cycle["owl-test"].team, "owl-test-2"))
+    organizer, alice = _team(life_cycle["organizer"]), _team(life_cycle["alice"])
+    api = APIClient()
+    api.force_authenticate(life_cycle["organizer"])
+    url = reverse("leaderboard:csv", args=[campaign.pk])
+    methods = lambda params: sorted(  # noqa: E731
+        r["method"] for r in csv.DictReader(io.StringIO(organizer.get(url, params).content.decode()))
+    )
+    assert methods({"primary": " On ", "phase": "test"}) == ["bee-test", "owl-test-2"]
+    assert methods({"primary": "no", "phase": "test"}) == ["bee-test", "owl-test", "owl-test-2"]
+    assert methods({"primary": "0"}) == methods({}) == ["bee-test", "owl-dev", "owl-test", "owl-test-2"]
+    for word in ("maybe", "n", "2", ""):
+        for client, page in [
+            (organizer, reverse("leaderboard:page", args=[campaign.pk])),
+            (organizer, url),
+            (alice, reverse("team:leaderboard", args=[campaign.pk])),
+            (alice, reverse("team:leaderboard_csv", args=[campaign.pk])),
+        ]:
+            response = client.get(page, {"primary": word})
+            assert response.status_code == 400, (page, word)
+            assert f"primary: {word!r} is not a yes/no value" in response.content.decode(), (page, word)
+        for name in ("campaign-leaderboard", "campaign-leaderboard-comparisons"):
+            refused = api.get(reverse(name, args=[campaign.pk]), {"primary": word})
+            assert refused.status_code == 400, (name, word)
+            assert refused.json()["primary"][0]["code"] == "invalid", (name, word)
+
+
 def test_a_system_description_pdf_is_type_checked_and_size_limited(life_cycle, settings):
     test, bee = life_cycle["test"], life_cycle["bee-test"].team
     with pytest.raises(
