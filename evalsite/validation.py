@@ -133,12 +133,25 @@ STORED_NOTHING = ("empty_zip", "nothing_accepted")
 
 
 class MaskedVideoError(ValueError):
-    """A masked video fails a check; ``code`` is one of ``CODES``."""
+    """A masked video fails a check; ``code`` is one of ``CODES``.
 
-    def __init__(self, code: str, message: str):
+    ``problems`` lists every ``(code, message)`` found at once (:func:`compare_with_source`
+    checks frames, size and duration together); ``code`` is the first one's.
+    """
+
+    def __init__(self, code: str, message: str, problems: list[tuple[str, str]] | None = None):
         assert code in CODES, code
         self.code = code
+        self.problems = problems or [(code, message)]
         super().__init__(message)
+
+    @classmethod
+    def all_of(cls, problems: list[tuple[str, str]], shown: str) -> MaskedVideoError:
+        """One error naming every problem: the first message whole, the others after it
+        without the repeated ``"<shown>: "``."""
+        code, first = problems[0]
+        rest = [message.removeprefix(f"{shown}: ") for _, message in problems[1:]]
+        return cls(code, "; ".join([first, *rest]), problems)
 
 
 class UploadError(ValueError):
@@ -264,8 +277,8 @@ def check_masked_video(
     ------
     MaskedVideoError
         With code ``unreadable_container``, ``no_decodable_frames``, ``truncated``,
-        ``probe_timeout``, ``frame_count_mismatch``, ``size_mismatch`` or
-        ``duration_mismatch``.
+        ``probe_timeout``, or ``frame_count_mismatch``, ``size_mismatch`` and / or
+        ``duration_mismatch`` (every one found, :func:`compare_with_source`).
     """
     path = Path(path)
     shown = display_name or path.name
@@ -315,34 +328,48 @@ def compare_with_source(
 ) -> None:
     """Check a masked video's probed properties against its source video's.
 
-    Also used to re-check stored masked videos when their clear video is replaced.
+    Every mismatch is found before raising, so a team fixes them in one round (issue 21: a
+    resized, cut clip showed its size only after the frame count was fixed). A duration
+    that the missing or extra frames explain at the source's frame rate is no second
+    problem. Also used to re-check stored masked videos when their clear video is replaced.
 
     Raises
     ------
     MaskedVideoError
-        ``frame_count_mismatch``, ``size_mismatch`` or ``duration_mismatch``, naming
-        ``shown`` and both values.
+        ``frame_count_mismatch``, ``size_mismatch`` and / or ``duration_mismatch`` (in that
+        order; ``code`` the first, ``problems`` all), naming ``shown`` and both values.
     """
-    if abs(frame_count - source.frame_count) > FRAME_COUNT_TOLERANCE:
-        raise MaskedVideoError(
-            "frame_count_mismatch",
-            f"{shown}: {frame_count} frames, but source video '{source.name}' has "
-            f"{source.frame_count}; masked videos must keep every frame",
+    problems = []
+    frames_differ = abs(frame_count - source.frame_count) > FRAME_COUNT_TOLERANCE
+    if frames_differ:
+        problems.append(
+            (
+                "frame_count_mismatch",
+                f"{shown}: {frame_count} frames, but source video '{source.name}' has "
+                f"{source.frame_count}; masked videos must keep every frame",
+            )
         )
     if tuple(resolution_wh) != tuple(source.resolution_wh):
-        raise MaskedVideoError(
-            "size_mismatch",
-            f"{shown}: {resolution_wh[0]}x{resolution_wh[1]} pixels, but source video "
-            f"'{source.name}' is {source.resolution_wh[0]}x{source.resolution_wh[1]}",
+        problems.append(
+            (
+                "size_mismatch",
+                f"{shown}: {resolution_wh[0]}x{resolution_wh[1]} pixels, but source video "
+                f"'{source.name}' is {source.resolution_wh[0]}x{source.resolution_wh[1]}",
+            )
         )
     tolerance_s = 1.0 / source.fps
-    if abs(duration_s - source.duration_s) > tolerance_s:
-        raise MaskedVideoError(
-            "duration_mismatch",
-            f"{shown}: {duration_s:.3f} s at {fps:.3f} fps, but source video "
-            f"'{source.name}' lasts {source.duration_s:.3f} s at {source.fps:.3f} fps "
-            f"(tolerance {tolerance_s:.3f} s)",
+    rate_differs = abs(duration_s - frame_count / source.fps) > tolerance_s
+    if abs(duration_s - source.duration_s) > tolerance_s and (rate_differs or not frames_differ):
+        problems.append(
+            (
+                "duration_mismatch",
+                f"{shown}: {duration_s:.3f} s at {fps:.3f} fps, but source video "
+                f"'{source.name}' lasts {source.duration_s:.3f} s at {source.fps:.3f} fps "
+                f"(tolerance {tolerance_s:.3f} s)",
+            )
         )
+    if problems:
+        raise MaskedVideoError.all_of(problems, shown)
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 import re
 
+import numpy as np
 import pytest
 
 from evalsite import validation
@@ -40,6 +41,41 @@ def test_each_bad_file_gets_its_specific_code_and_message(masked_files, variant,
     with pytest.raises(MaskedVideoError, match=re.escape(fragment)) as caught:
         check_masked_video(masked_files[variant], BBAF2N)
     assert caught.value.code == code
+
+
+def test_every_mismatch_of_a_file_is_reported_at_once(data_dir, masked_files, tmp_path, submission):
+    """Issue 21: a clip cut short, resized and re-timed was refused for its frame count only;
+    its size and duration showed one retry at a time. Now all three, in one message."""
+    from automated.video import VideoWriter, iter_frames
+
+    frames = [f[::2, ::2] for _, f in iter_frames(data_dir / "videos/grid_talking_heads/bbaf2n.mpg")][:50]
+    path = tmp_path / "bbaf2n.mp4"
+    with VideoWriter(path, 20.0, (180, 144)) as writer:
+        for frame in frames:
+            writer.write(np.ascontiguousarray(frame))
+    with pytest.raises(MaskedVideoError) as caught:
+        check_masked_video(path, BBAF2N)
+    assert caught.value.code == "frame_count_mismatch"
+    assert [code for code, _ in caught.value.problems] == [
+        "frame_count_mismatch",
+        "size_mismatch",
+        "duration_mismatch",
+    ]
+    assert str(caught.value) == (
+        "bbaf2n.mp4: 50 frames, but source video 'bbaf2n' has 75; masked videos must keep every frame; "
+        "180x144 pixels, but source video 'bbaf2n' is 360x288; "
+        "2.500 s at 20.000 fps, but source video 'bbaf2n' lasts 3.000 s at 25.000 fps (tolerance 0.040 s)"
+    )
+    # The upload's row: the first code, every message.
+    archive = make_zip(tmp_path / "m.zip", {"bbaf2n.mp4": path})
+    row = ingest_submission_zip(submission, archive, web_copies=False).files[0]
+    assert (row.status, row.code, row.message) == ("rejected", "frame_count_mismatch", str(caught.value))
+    # Frames cut at the source's rate: the shorter duration follows from them, no second problem.
+    with pytest.raises(MaskedVideoError) as short:
+        check_masked_video(masked_files["short"], BBAF2N)
+    assert [code for code, _ in short.value.problems] == ["frame_count_mismatch"] and "lasts" not in str(
+        short.value
+    )
 
 
 def test_ffmpeg_errors_are_explained_in_words_and_no_raw_line_reaches_stderr(masked_files, tmp_path, capfd):
