@@ -31,7 +31,7 @@ from django.utils.text import slugify
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from evalsite import phases
+from evalsite import dictionary, phases
 from evalsite.booleans import NotABoolean
 from evalsite.models import Campaign, Submission
 from evalsite.renderers import REPORT_RENDERERS, wants_csv
@@ -195,8 +195,14 @@ class LeaderboardAPIView(APIView):
         frame = leaderboard.leaderboard_frame(campaign, scores=scores)
         if wants_csv(request):
             return Response(leaderboard.as_csv(frame))
-        columns = [
-            {"key": h.key, "label": h.label, "unit": h.unit, "better": h.better, "description": h.description}
+        columns = [  # descriptions in readers' words, as on the page (paper titles, not seeds/ files)
+            {
+                "key": h.key,
+                "label": h.label,
+                "unit": h.unit,
+                "better": h.better,
+                "description": dictionary.plain_words(h.description),
+            }
             for h in leaderboard.HEADLINES
         ]
         return Response({"campaign": campaign.pk, "columns": columns, "rows": _records(frame)})

@@ -44,6 +44,7 @@ def pages(campaign, settings):
         "dictionary csv": (staff, "/api/dictionary/?format=csv"),
         "dictionary json": (staff, "/api/dictionary/?format=json"),
         "organizer leaderboard": (staff, reverse("leaderboard:page", args=[campaign.pk])),
+        "leaderboard api": (staff, reverse("campaign-leaderboard", args=[campaign.pk])),
         "team leaderboard": (team, reverse("team:leaderboard", args=[campaign.pk])),
         "team report page": (team, reverse("team:submission_report_page", args=[submissions["A"].pk])),
         "team submission page": (team, reverse("team:submission", args=[submissions["A"].pk])),
