@@ -14,27 +14,27 @@ from django.conf import settings
 #: a ``slow`` or ``browser`` mark or in tests/ops (real models, Chromium, servers), then the
 #: rest, so no long file is left to run alone at the end while the other worker idles. The
 #: numbers are a schedule, not a test.
-SLOWEST_FILES = {  # CI run of ac42e6b (2 workers, 2 December 2026), seconds; the HTTP test since 1c20582
+SLOWEST_FILES = {  # full run of fd7f14a (2 workers, 3 December 2026), seconds
     "test_finetune.py": 535,
-    "test_rater_simulation_http.py": 450,
-    "test_celery_runs.py": 363,
-    "test_catch_and_timing.py": 268,
-    "test_commands.py": 235,
-    "test_bytes_carry_nothing.py": 199,
-    "test_report_dictionary.py": 139,
-    "test_one_screen.py": 139,
-    "test_cheating.py": 134,
-    "test_face_services.py": 134,
-    "test_run_start.py": 129,
-    "test_embedded_pool.py": 124,
-    "test_simulation.py": 114,
-    "test_page_queries.py": 107,
-    "test_team_isolation.py": 105,
-    "test_attack_service.py": 101,
-    "test_behaviour_runs.py": 93,
-    "test_evaluate_all.py": 86,
-    "test_sybil_ring.py": 84,
-    "test_embedded_restart.py": 77,
+    "test_rater_simulation_http.py": 402,
+    "test_celery_runs.py": 317,
+    "test_embedded_pool.py": 212,
+    "test_page_queries.py": 152,
+    "test_catch_and_timing.py": 148,
+    "test_bytes_carry_nothing.py": 137,
+    "test_run_start.py": 131,
+    "test_commands.py": 129,
+    "test_cheating.py": 122,
+    "test_one_screen.py": 111,
+    "test_face_services.py": 108,
+    "test_sybil_ring.py": 106,
+    "test_report_dictionary.py": 99,
+    "test_simulation.py": 96,
+    "test_attack_service.py": 96,
+    "test_behaviour_runs.py": 96,
+    "test_evaluate_all.py": 92,
+    "test_check_placement.py": 89,
+    "test_orl.py": 68,
 }
 SLOW_MARKS = ("slow", "browser")
 
