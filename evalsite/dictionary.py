@@ -116,6 +116,7 @@ CODE_WORDS = {
     "automated.attack.declared": "the platform's declared attacker",
     "automated.attack.linkability": "the platform's linkability measure",
     "automated.behaviour": "the platform's behaviour measures",
+    "automated.behaviour.leakage": "the platform's attribute-inference attack",
     "automated.detection": "the platform's face detector",
     "automated.face_eval": "the platform's face evaluation",
     "automated.privacy_utility": "the platform's privacy-utility score",

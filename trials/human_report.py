@@ -590,13 +590,13 @@ def _summary_entries() -> dict[str, Column]:
             "trials/scoring.py, chance_corrected",
         )
     entries["with_flagged"] = Column(
-        "every figure of this section (the keys of trials.scoring.summary_scores) recomputed with every "
+        "every figure of this section recomputed with every "
         "rater's responses counted, excluded raters' too, plus n_raters_left_out (0)",
         "object",
         source="trials/scoring.py, summary_scores",
     )
     entries["without_flagged"] = Column(
-        "every figure of this section (the keys of trials.scoring.summary_scores) recomputed without any "
+        "every figure of this section recomputed without any "
         "flagged rater (trials.integrity.flagged_rater_ids: attention or plausibility checks, shared "
         "browser or address, outlying accuracy), plus n_raters_left_out",
         "object",

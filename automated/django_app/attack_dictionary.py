@@ -173,7 +173,7 @@ SUMMARY = {
         "tested recording); its highest accuracy, pair and table (or ``skipped``: why the split could not "
         "be made, e.g. clips too short for the gap); shown apart, never the worst case",
         "object",
-        source="automated.attack.suite (within_video=True)",
+        source="automated.attack.suite, each attacker trained and tested on frames of the same videos",
     ),
     "declared_attacker": Column(
         "the campaign's declared (headline) attacker knowledge: parrot = trained on masked data "

@@ -124,3 +124,25 @@ def test_command_output_shows_numbers_at_the_dictionarys_precision():
         dictionary.shown("not.documented", [1 / 3, None, {"a": 2 / 3}], "summary")
         == "[0.3333, -, {a: 0.6667}]"
     )
+
+
+def test_published_sources_name_what_was_computed_in_words():
+    """The real registry as published: no code argument (``within_video=True``) survives, the
+    attribute-leakage entries cite the attribute-inference attack (they fell back to the
+    behaviour measures' words), and the human section's with/without-flagged entries say what
+    they hold without the scoring function's name."""
+    import re
+
+    records = {(r["level"], r["name"]): r for r in dictionary.as_records()}
+    for record in records.values():
+        for field in ("meaning", "source"):
+            assert not re.search(r"\b\w+=(True|False)\b", record[field] or ""), record
+    leakage = [r for r in records.values() if "(attribute inference)" in (r["source"] or "")]
+    assert len(leakage) == 17  # the per-video gender accuracies and the attribute_leakage section
+    assert all(r["source"].startswith("the platform's attribute-inference attack") for r in leakage)
+    flagged = [
+        r for (level, name), r in records.items() if name in ("human.with_flagged", "human.without_flagged")
+    ]
+    assert len(flagged) == 2 and all(
+        r["meaning"].startswith("every figure of this section recomputed") for r in flagged
+    )
