@@ -16,6 +16,7 @@ import re
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from datetime import timedelta
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
@@ -77,6 +78,39 @@ def to_item_slot(session):
         answer(assignment.current_trial(session))
 
 
+def _dry_pick(session) -> int:
+    """The item ``session``'s next pick claims, rolled back (nothing stored)."""
+    with transaction.atomic():
+        point = transaction.savepoint()
+        item = assignment.current_trial(session).item_id
+        transaction.savepoint_rollback(point)
+    session.refresh_from_db()
+    return item
+
+
+@contextmanager
+def _holding(item_ids):
+    """Another connection holds the locks of ``item_ids`` (as other raters' transactions do)."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold_locks():
+        with transaction.atomic():
+            for pk in item_ids:
+                assignment._lock_item(pk)
+            held.set()
+            release.wait(30)
+        connection.close()
+
+    holder = threading.Thread(target=hold_locks)
+    holder.start()
+    held.wait(30)
+    try:
+        yield
+    finally:
+        release.set()
+        holder.join()
+
+
 def main(campaign_id: int) -> dict:
     campaign = Campaign.objects.get(pk=campaign_id)
     report = {}
@@ -101,36 +135,27 @@ def main(campaign_id: int) -> dict:
     report["heartbeat_renewed"] = renewed
 
     # A pick while another connection holds every candidate item but one: skipped, no wait.
+    # The one left free is an item this session's slot can take (its layout, the people it
+    # holds back), and not the pick's first choice: the pick must skip that one's lock.
     other = running_session(campaign, "probe-2")
     to_item_slot(other)
     seen = set(other.trials.exclude(source_video=None).values_list("source_video_id", flat=True))
     candidates = list(
         Item.objects.least_completed_first(campaign, exclude_video_ids=seen).values_list("id", flat=True)
     )
-    free = candidates[min(5, len(candidates) - 1)]  # among the first candidates a pick reads
-    held, release = threading.Event(), threading.Event()
-
-    def hold_locks():
-        with transaction.atomic():
-            for pk in candidates:  # as other raters' transactions hold them
-                if pk != free:
-                    assignment._lock_item(pk)
-            held.set()
-            release.wait(30)
-        connection.close()
-
-    holder = threading.Thread(target=hold_locks)
-    holder.start()
-    held.wait(30)
-    started = time.perf_counter()
-    picked = assignment.current_trial(other)
+    first = _dry_pick(other)
+    with _holding([first]):
+        free = _dry_pick(other)
+    with _holding([pk for pk in candidates if pk != free]):
+        started = time.perf_counter()
+        picked = assignment.current_trial(other)
+        seconds = time.perf_counter() - started
     report["pick_while_locked"] = {
         "candidates": len(candidates),
+        "first_choice_skipped": free != first and first in candidates,
         "picked_free_item": picked.item_id == free,
-        "seconds": time.perf_counter() - started,
+        "seconds": seconds,
     }
-    release.set()
-    holder.join()
     return report
 
 
