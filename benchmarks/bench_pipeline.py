@@ -52,6 +52,7 @@ import cProfile
 import io
 import json
 import os
+import secrets
 import pstats
 import resource
 import shutil
@@ -454,6 +455,7 @@ def child(argv: list[str]) -> None:
 def run(argv: list[str] | None = None) -> list[dict]:
     """Run :func:`child` in a fresh process with a fresh var folder; return its rows."""
     argv = list(argv or [])
+    os.environ.setdefault("DEID_SECRET_KEY", secrets.token_urlsafe(50))  # a throw-away var folder only
     import django
 
     django.setup()

@@ -44,10 +44,28 @@ def blur_face(frame_rgb: np.ndarray, region_xyxy, *, sigma_px: float = BLUR_SIGM
         From ``face_region``.
     sigma_px : float, default=15
     """
+    check_frame(frame_rgb)
     out = frame_rgb.copy()
     x1, y1, x2, y2 = region_xyxy
-    out[y1:y2, x1:x2] = blur_frame(frame_rgb, sigma_px=sigma_px)[y1:y2, x1:x2]
+    if x2 <= x1 or y2 <= y1:
+        return out
+    # Only the window the region's pixels read from is blurred: the kernel's radius around
+    # the region, cut at the frame's edges (where the frame's own border rule applies, as
+    # for the whole frame). The region's pixels are those of the whole-frame blur, bit for
+    # bit (OpenCV's 8-bit Gaussian is fixed-point), at about 1/5 of its cost on a GRID face.
+    radius = gaussian_radius_px(sigma_px)
+    height, width = frame_rgb.shape[:2]
+    wx1, wy1 = max(0, x1 - radius), max(0, y1 - radius)
+    wx2, wy2 = min(width, x2 + radius), min(height, y2 + radius)
+    window = blur_frame(np.ascontiguousarray(frame_rgb[wy1:wy2, wx1:wx2]), sigma_px=sigma_px)
+    out[y1:y2, x1:x2] = window[y1 - wy1 : y2 - wy1, x1 - wx1 : x2 - wx1]
     return out
+
+
+def gaussian_radius_px(sigma_px: float) -> int:
+    """Half the width of the kernel ``cv2.GaussianBlur`` builds for an 8-bit image when given
+    ``ksize=(0, 0)``: ``round(sigma * 3 * 2 + 1) | 1`` taps (OpenCV ``createGaussianKernels``)."""
+    return (int(round(sigma_px * 6 + 1)) | 1) // 2
 
 
 def pixelate_face(frame_rgb: np.ndarray, region_xyxy, *, cell_px: int = PIXELATE_CELL_PX) -> np.ndarray:

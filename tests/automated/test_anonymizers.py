@@ -69,6 +69,29 @@ def test_blur_face_changes_only_the_region_and_smooths_it(frame):
     assert out[y1:y2, x1:x2].std() < frame[y1:y2, x1:x2].std() / 4
 
 
+def test_blur_face_equals_the_whole_frame_blur_pasted_into_the_region(data_dir):
+    """Blurring only the kernel's window around the region gives the region the pixels of
+    the whole-frame blur, bit for bit: regions inside the frame, at every edge and corner,
+    1 pixel wide and the whole frame, at the baseline's sigma and two smaller ones."""
+    from automated.anonymizers.filters import gaussian_radius_px
+
+    assert gaussian_radius_px(15.0) == 45  # OpenCV's 91-tap kernel for 8-bit images
+    _, frame = next(iter_frames(data_dir / "videos" / "grid_talking_heads" / "sbwe5n.mpg"))
+    height, width = frame.shape[:2]
+    regions = [(150, 60, 230, 170), (0, 0, 80, 90), (width - 70, height - 60, width, height),
+               (0, 100, width, 140), (200, 0, 201, height), (0, 0, width, height)]  # fmt: skip
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        (x1, x2), (y1, y2) = np.sort(rng.integers(0, width, 2)), np.sort(rng.integers(0, height, 2))
+        regions.append((int(x1), int(y1), int(x2) + 1, int(y2) + 1))
+    for sigma in (15.0, 4.0, 1.5):
+        whole = blur_frame(frame, sigma_px=sigma)
+        for x1, y1, x2, y2 in regions:
+            expected = frame.copy()
+            expected[y1:y2, x1:x2] = whole[y1:y2, x1:x2]
+            np.testing.assert_array_equal(blur_face(frame, (x1, y1, x2, y2), sigma_px=sigma), expected)
+
+
 def test_blur_frame_of_a_flat_frame_is_the_same_flat_frame():
     flat = np.full((40, 50, 3), 77, np.uint8)
     np.testing.assert_array_equal(blur_frame(flat), flat)
