@@ -1,0 +1,70 @@
+"""The demo's baselines two at a time after the first, and its reports warmed once (issue 20).
+
+The baselines themselves run in tests/evalsite/test_commands.py (one baseline, in the
+test's transaction: one lane) and in ``make demo``; here the scheduling alone, with a
+recorded stand-in for the per-baseline work.
+"""
+
+import threading
+import time
+
+import pytest
+
+from evalsite.portal import demo
+
+
+def _recording_work(log: list, delay_s: float = 0.2):
+    """A stand-in for ``demo._baseline``: notes (method, start, end, thread name)."""
+
+    def work(method):
+        start = time.monotonic()
+        time.sleep(delay_s)
+        log.append((method, start, time.monotonic(), threading.current_thread().name))
+        return demo._BaselineOutcome(report_paths=[method])
+
+    return work
+
+
+def test_the_first_baseline_runs_alone_then_two_at_a_time_in_order(monkeypatch):
+    monkeypatch.setattr(demo.embedded, "pool_possible", lambda: True)
+    log: list = []
+    methods = ["identity", "blur_face", "pixelate_face", "eye_mask", "canny"]
+    outcomes = demo._in_lanes(_recording_work(log), methods)
+    assert [o.report_paths for o in outcomes] == [[m] for m in methods]  # in the methods' order
+    spans = {method: (start, end, thread) for method, start, end, thread in log}
+    first_end = spans["identity"][1]
+    assert spans["identity"][2] == threading.current_thread().name  # the first: here, alone
+    assert all(spans[m][0] >= first_end for m in methods[1:])  # the others start after it
+    assert all(spans[m][2].startswith("demo-lane") for m in methods[1:])
+    # two in flight at once: blur_face and pixelate_face overlap, and no three ever do
+    assert spans["pixelate_face"][0] < spans["blur_face"][1]
+    in_flight = [sum(s <= start < e for s, e, _ in spans.values()) for start, _, _ in spans.values()]
+    assert max(in_flight) == demo.DEMO_LANES
+
+
+@pytest.mark.parametrize("why", ["no pool", "two methods"])
+def test_one_at_a_time_here_when_the_pool_cannot_serve_or_one_lane_is_left(monkeypatch, why):
+    monkeypatch.setattr(demo.embedded, "pool_possible", lambda: why != "no pool")
+    log: list = []
+    methods = ["identity", "blur_face", "pixelate_face"] if why == "no pool" else ["identity", "blur_face"]
+    outcomes = demo._in_lanes(_recording_work(log, delay_s=0.05), methods)
+    assert [o.report_paths for o in outcomes] == [[m] for m in methods]
+    assert {thread for *_, thread in log} == {threading.current_thread().name}
+    assert all(log[i][1] >= log[i - 1][2] for i in range(1, len(log)))  # one after the other
+
+
+def test_reports_are_not_warmed_after_each_run_but_once_after_the_baselines(monkeypatch, settings):
+    warmed, shut_down = [], []
+    monkeypatch.setattr(demo.report_cache, "warm", warmed.append)
+    monkeypatch.setattr(demo.embedded, "shutdown_pool", lambda: shut_down.append(settings.DEID_WARM_REPORTS))
+    settings.DEID_WARM_REPORTS = True
+    with demo._reports_warmed_once("the campaign"):
+        assert settings.DEID_WARM_REPORTS is False  # what the pool's workers start with
+        assert warmed == []
+    assert settings.DEID_WARM_REPORTS is True and warmed == ["the campaign"]
+    assert len(shut_down) == 2  # the pool restarted around the loop: its workers take the setting
+
+    settings.DEID_WARM_REPORTS = False  # off in the settings: off during, nothing warmed after
+    with demo._reports_warmed_once("the campaign"):
+        pass
+    assert warmed == ["the campaign"] and settings.DEID_WARM_REPORTS is False
