@@ -96,6 +96,34 @@ def test_dp_samp_rebuilds_the_face_from_few_cluster_coloured_samples(orl):
     assert not np.array_equal(out, face)
 
 
+@pytest.mark.parametrize("n_samples", [1, 2, 3, 40, 400])
+def test_dp_samp_rebuild_is_linear_inside_the_hull_and_the_nearest_sample_outside(n_samples):
+    """The rebuilt region equals interpolating the whole grid both ways (scipy ``griddata``
+    linear, nearest where linear is undefined), for 1 and 2 samples (nearest only), 3 (a
+    thin hull) and many; and a hand case: two samples give the nearest one's colour."""
+    from scipy.interpolate import griddata
+
+    from automated.anonymizers.privacy import _interpolate
+
+    rng = np.random.default_rng(n_samples)
+    shape = (37, 29)
+    points = np.stack([rng.integers(0, shape[0], n_samples), rng.integers(0, shape[1], n_samples)], axis=1)
+    colours = rng.uniform(0, 255, (n_samples, 3))
+    grid = tuple(np.mgrid[0 : shape[0], 0 : shape[1]])
+    expected = griddata(points, colours, grid, method="nearest")
+    if n_samples >= 3:
+        linear = griddata(points, colours, grid, method="linear")
+        assert np.isnan(linear).any() and not np.isnan(linear).all()  # both rules are used
+        expected = np.where(np.isnan(linear), expected, linear)
+    np.testing.assert_array_equal(
+        _interpolate(points, colours, shape), np.clip(np.rint(expected), 0, 255).astype(np.uint8)
+    )
+    two = _interpolate(np.array([[0, 0], [0, 9]]), np.array([[10.0, 20, 30], [200, 100, 0]]), (2, 10))
+    assert (
+        two[:, :5].tolist() == [[[10, 20, 30]] * 5] * 2 and two[:, 5:].tolist() == [[[200, 100, 0]] * 5] * 2
+    )
+
+
 def test_k_rtio_blends_the_face_with_permuted_overlays(orl):
     face = cv2.resize(orl["s4"], (90, 108))  # 5 x 6 blocks of 18 px
     flat = [np.full((50, 60, 3), 200, np.uint8)]
