@@ -32,19 +32,18 @@ install: $(STAMP)
 secret-key: $(STAMP)
 	@$(PY) -m evalsite.secret_key $(VAR_DIR)/secret_key
 
-# Build the demo campaign from ../shared/data (or $$DEID_DATA_DIR), generate the baseline
-# submissions, run the automated evaluation, write the reports to var/reports/, create an
-# organizer login, then serve it on http://$(DEMO_ADDRESS)/ with gunicorn, DEBUG off,
-# static files by WhiteNoise (NO_SERVE=1: stop before serving; DEMO_ARGS="--method
-# identity --method blur_face": a quicker demo with fewer baselines).
+# Build the demo campaign from ../shared/data (or $$DEID_DATA_DIR), serve it on
+# http://$(DEMO_ADDRESS)/ with gunicorn (DEBUG off, static files by WhiteNoise) as soon as it
+# is imported, generate the baseline submissions, run the automated evaluation behind it
+# (the pages fill in), write the reports to var/reports/, print the logins, and keep
+# serving until Ctrl-C. NO_SERVE=1: no server, exit when done; DEMO_ARGS="--method
+# identity --method blur_face": a quicker demo with fewer baselines.
 demo: secret-key
 	DEID_DEBUG=0 $(PY) manage.py migrate --noinput
-	DEID_DEBUG=0 $(PY) manage.py demo --url http://$(DEMO_ADDRESS)/ $(DEMO_ARGS)
-	@if [ -z "$(NO_SERVE)" ]; then \
-	  DEID_DEBUG=0 $(PY) manage.py collectstatic --noinput --verbosity 0 && \
-	  echo "Serving the demo on http://$(DEMO_ADDRESS)/ (Ctrl-C stops it)" && \
-	  DEID_DEBUG=0 DEID_WEB_BIND=$(DEMO_ADDRESS) DEID_WEB_WORKERS=$${DEID_WEB_WORKERS:-2} \
-	    $(VENV)/bin/gunicorn -c python:evalsite.gunicorn_conf evalsite.wsgi:application; \
+	@if [ -n "$(NO_SERVE)" ]; then \
+	  DEID_DEBUG=0 $(PY) manage.py demo --url http://$(DEMO_ADDRESS)/ $(DEMO_ARGS); \
+	else \
+	  DEID_DEBUG=0 DEID_WEB_WORKERS=$${DEID_WEB_WORKERS:-2} $(PY) manage.py demo --serve $(DEMO_ADDRESS) $(DEMO_ARGS); \
 	fi
 
 # Production: migrate, collect static files, then run the Procfile (gunicorn + a Celery

@@ -316,6 +316,7 @@ def run_demo(
     attack: bool = True,
     london: bool = True,
     log: Callable[[str], None] = print,
+    on_ready: Callable[[DemoResult], None] | None = None,
 ) -> DemoResult:
     """Run the whole demo (see the module docstring); return where everything is.
 
@@ -335,6 +336,10 @@ def run_demo(
     london : bool, default=True
         Write the privacy-fairness example on the London face photos for the methods among
         ``demo_london.LONDON_METHODS`` (:func:`demo_london.london_privacy_fairness`).
+    on_ready : callable, optional
+        Called with the (partial) result once the campaign, its phases and the organizer
+        login exist, before the first baseline (``manage.py demo --serve`` starts the web
+        server there, so the site is up while the baselines are evaluated).
 
     Raises
     ------
@@ -364,6 +369,8 @@ def run_demo(
             f"phase {phase.name}: {phase.videos().count()} videos{closes}, results {phase.get_results_visibility_display()}"
         )
     result = DemoResult(campaign, username, password)
+    if on_ready is not None:
+        on_ready(result)
     reports_dir = var_dir / "reports"
     options = dict(stride=stride, detector=detector, attack=attack, reports_dir=reports_dir, log=log)
     with _reports_warmed_once(campaign):

@@ -119,3 +119,60 @@ def test_the_login_lines_name_the_served_address(db, monkeypatch, tmp_path):
     out = io.StringIO()
     call_command("demo", "--url", "https://demo.example.org", stdout=out)  # --url wins, one slash added
     assert "Organizer login: https://demo.example.org/admin/" in out.getvalue()
+
+
+def test_serve_starts_the_site_before_the_baselines_and_serves_it_after(db, monkeypatch, settings, tmp_path):
+    """``make demo`` (``--serve``): gunicorn answers while the baselines would be evaluated
+    (the stand-in for ``run_demo`` fetches a page from inside it), the organizer login is
+    printed before, the site still answers after the demo, and Ctrl-C (here: the wait's
+    stand-in) stops it. The demo's own work is tested in test_commands.py."""
+    import io
+    import socket
+    import urllib.request
+
+    from django.core.management import call_command
+
+    from evalsite.models import Campaign
+    from evalsite.portal import demo_server
+    from evalsite.portal.demo import DemoResult
+    from evalsite.portal.management.commands import demo as command
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/"
+    monkeypatch.setenv("DEID_VAR_DIR", str(tmp_path / "var"))  # the server's own (empty) var folder
+    settings.VAR_DIR = tmp_path / "var"  # where the command puts the server's log
+    monkeypatch.setenv("DEID_SECRET_KEY", "a-test-key-" + "x" * 40)
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    campaign = Campaign.objects.create(name="Served", slug="served")
+    out = io.StringIO()
+    seen = {}
+
+    def status(path):
+        with urllib.request.urlopen(url + path, timeout=30) as response:
+            return response.status
+
+    def demo_behind_the_site(**options):
+        options["on_ready"](DemoResult(campaign, "organizer", "pw-new"))
+        seen["printed before the baselines"] = out.getvalue()
+        seen["during"] = status("admin/login/")
+        return DemoResult(campaign, "organizer", "pw-new", [], tmp_path / "reports" / "summary.csv")
+
+    def interrupted(process):
+        seen["after"] = status("admin/login/")
+        demo_server.stop_site(process)
+        seen["process"] = process
+        return 0
+
+    monkeypatch.setattr(command, "run_demo", demo_behind_the_site)
+    monkeypatch.setattr(demo_server, "serve_until_interrupted", interrupted)
+    call_command("demo", "--serve", f"127.0.0.1:{port}", stdout=out)
+    assert seen["during"] == 200 and seen["after"] == 200
+    before = seen["printed before the baselines"]
+    assert f"Organizer login: {url}admin/  user 'organizer'  password 'pw-new'" in before
+    assert f"Serving the demo on {url}" in before and "Campaign:" not in before
+    assert f"Still serving the demo on {url}" in out.getvalue()
+    assert seen["process"].poll() is not None  # stopped
+    log = (tmp_path / "var" / "demo-server.log").read_text()
+    assert "GET /admin/login/" in log  # gunicorn's access log went to the file, not the terminal
