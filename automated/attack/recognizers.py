@@ -17,7 +17,7 @@ classifier ``fit(X, y) / predict(X)`` over face crops ``X`` of shape (n, H, W, 3
 - **small CNN trained from scratch** (``cnn``): PyTorch on CPU, 32x32 grey input; learns the
   structure of anonymized data (the "retrained" systems of section 5.5).
 - **fine-tuned deep network** (``dlib_finetuned``): dlib's pretrained face ResNet retrained
-  end to end on the attacker's crops (``finetune.py``), the paper's "Retrained ArcFace";
+  (above its first stages) on the attacker's crops (``finetune.py``), the paper's "Retrained ArcFace";
   it identifies with a ridge read-out of its spatial map before the global pooling.
 """
 
@@ -318,7 +318,7 @@ def cnn():
 
 
 def dlib_finetuned():
-    """``finetune.FineTunedFaceResNet`` with its defaults (all layers, seed 0)."""
+    """``finetune.FineTunedFaceResNet`` with its defaults (layers from op 30, 4 epochs, seed 0)."""
     return FineTunedFaceResNet()
 
 
