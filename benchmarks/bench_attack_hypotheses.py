@@ -17,7 +17,7 @@ strongest recognizer of the baseline (its parrot or %-parrot). The last rows say
 hypothesis in how many baselines it holds.
 
 ``DEID_BENCH_HYPOTHESES_RECOGNIZERS`` (default eigenfaces, lbph, cnn, dlib_svm; add
-``dlib_finetuned`` for the Retrained-ArcFace analogue, about 1 min per fit) and
+``dlib_finetuned`` for the Retrained-ArcFace analogue, about 20 CPU s per fit of 280 crops) and
 ``DEID_BENCH_HYPOTHESES_BASELINES`` narrow the run.
 """
 

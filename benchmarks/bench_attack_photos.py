@@ -7,7 +7,7 @@ the other, both directions; chance 1/102). Per baseline of
 ``automated.anonymizers.BASELINE_METHODS``:
 
 - recognizers (default dlib_svm, dlib_knn, lbph, eigenfaces, cnn; ArcFace when its pack
-  is under ``$DEID_MODELS_DIR``; ``dlib_finetuned`` on request: minutes per fit) x the clear
+  is under ``$DEID_MODELS_DIR``; ``dlib_finetuned`` on request: about 20 CPU s per fit of 280 crops) x the clear
   bound, naive and parrot attackers;
 - the declared attacker (``attack.declared``): parrot with the recognizer strongest on a
   seeded 30 % of the identities (development, never tested), reported on the other 70 %

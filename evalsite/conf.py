@@ -295,7 +295,7 @@ SETTINGS: tuple[Setting, ...] = (
     S("DEID_BENCH_ATTACK_BASELINES", "strings", [], "`python -m benchmarks attack_baselines` only: "
       "comma-separated baselines to attack", "Benchmarks", default_doc="every baseline method"),
     S("DEID_BENCH_HYPOTHESES_RECOGNIZERS", "strings", [], "`python -m benchmarks attack_hypotheses` only: "
-      "comma-separated recognizers (add `dlib_finetuned`: about 1 min per fit)", "Benchmarks",
+      "comma-separated recognizers (add `dlib_finetuned`: about 20 CPU s per fit of 280 ORL crops)", "Benchmarks",
       default_doc="eigenfaces, lbph, cnn, dlib_svm"),
     S("DEID_BENCH_HYPOTHESES_BASELINES", "strings", [], "`python -m benchmarks attack_hypotheses` only: "
       "comma-separated baselines", "Benchmarks", default_doc="every baseline but identity"),
