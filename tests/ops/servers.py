@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import signal
 import socket
@@ -218,6 +219,42 @@ def manage(*args: str, env: dict | None = None, timeout: float = 300) -> subproc
     if proc.returncode:
         raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+_COMMANDS = (
+    "import io, json; from django.core.management import call_command; outputs = []\n"
+    "for args in json.loads({commands!r}):\n"
+    "    out = io.StringIO(); call_command(*args, stdout=out); outputs.append(out.getvalue())\n"
+    "print('\\nOUTPUTS', json.dumps(outputs))"
+)
+
+
+def manage_commands(*commands: list[str], env: dict | None = None, timeout: float = 600) -> list[str]:
+    """Run management ``commands`` (each a list of ``manage.py`` arguments) one after the other
+    in a single child process (``call_command``, which parses the arguments as the command
+    line does); return what each wrote to its stdout. Raise on the first failure.
+
+    For set-up steps: every ``manage.py`` process costs about 3 CPU s to start Django
+    before it does anything (measured on the 2-core machine), so three commands in one process
+    save two of those.
+    """
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "manage.py"),
+            "shell",
+            "-c",
+            _COMMANDS.format(commands=json.dumps(commands)),
+        ],
+        cwd=ROOT,
+        env=base_env(**(env or {})),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if proc.returncode:
+        raise RuntimeError(f"manage.py commands {commands} failed:\n{proc.stdout}\n{proc.stderr}")
+    return json.loads(proc.stdout.rsplit("\nOUTPUTS ", 1)[1])
 
 
 class Server:
