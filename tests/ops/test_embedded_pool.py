@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from tests.ops.servers import manage, postgres_database
+from tests.ops.servers import manage, manage_commands, postgres_database
 from tests.ops.test_celery_runs import (
     ATTACK,
     FACE_STRIDE,
@@ -54,10 +54,13 @@ def campaign(tmp_path_factory):
             "OMP_NUM_THREADS": "1",
             "DEID_TORCH_THREADS": "1",
         }
-        manage("import_dataset", str(dataset), "--campaign", "Pool", "--no-web-copies", env=env)
-        out = manage(
-            "make_baseline", "pool", "--method", "block_permute_fixed", "--no-web-copies", env=env
-        ).stdout
+        # One process for both set-up commands (tests/ops/servers.manage_commands); masking
+        # in it, not in a pool (DEID_WORKERS=1, as under `make test`): the pool is tested below.
+        _, out = manage_commands(
+            ["import_dataset", str(dataset), "--campaign", "Pool", "--no-web-copies"],
+            ["make_baseline", "pool", "--method", "block_permute_fixed", "--no-web-copies"],
+            env={**env, "DEID_WORKERS": "1"},
+        )
         yield env, int(re.search(r"submission (\d+) ", out).group(1)), tmp
 
 
@@ -71,31 +74,42 @@ def _shell(env: dict, workers: int, cache: Path, code: str) -> str:
     return out
 
 
+FACE = (
+    "from automated.django_app.services import run_face_evaluation as r; "
+    "from evalsite.models import Submission as S; "
+    "print('FACE', r(S.objects.get(pk={submission}), stride=%s, behaviour=False).pk)" % FACE_STRIDE
+)
+ATTACK_RUN = (
+    "from automated.django_app.attack_service import run_attack as r; "
+    "from evalsite.models import Submission as S; "
+    "print('ATTACK', r(S.objects.get(pk={submission}), attackers=%r, recognizers=%r, stride=%s).pk)"
+    % (
+        ATTACK[ATTACK.index("--attackers") + 1 : ATTACK.index("--recognizers")],
+        ATTACK[ATTACK.index("--recognizers") + 1 : ATTACK.index("--stride")],
+        ATTACK[-1],
+    )
+)
+
+
 def _face_run(env, workers: int, cache: Path, submission: int) -> int:
+    out = _shell(env, workers, cache, FACE.format(submission=submission))
+    return int(re.search(r"FACE (\d+)", out).group(1))
+
+
+def _face_and_attack_runs(env, workers: int, cache: Path, submission: int) -> tuple[int, int]:
+    """The face run, then the attack run, in one process (one pool when ``workers`` > 1).
+
+    One process, not one each: a process and each of its pool's workers start Django,
+    PyTorch and MediaPipe (about 6 CPU s each on the 2-core machine); the pool's workers
+    keep their models for the process's later runs (``embedded``), as a server's do.
+    """
     out = _shell(
         env,
         workers,
         cache,
-        "from automated.django_app.services import run_face_evaluation as r; "
-        "from evalsite.models import Submission as S; "
-        f"print('RUN', r(S.objects.get(pk={submission}), stride={FACE_STRIDE}, behaviour=False).pk)",
+        FACE.format(submission=submission) + "\n" + ATTACK_RUN.format(submission=submission),
     )
-    return int(re.search(r"RUN (\d+)", out).group(1))
-
-
-def _attack_run(env, workers: int, cache: Path, submission: int) -> int:
-    attackers = ATTACK[ATTACK.index("--attackers") + 1 : ATTACK.index("--recognizers")]
-    recognizers = ATTACK[ATTACK.index("--recognizers") + 1 : ATTACK.index("--stride")]
-    out = _shell(
-        env,
-        workers,
-        cache,
-        "from automated.django_app.attack_service import run_attack as r; "
-        "from evalsite.models import Submission as S; "
-        f"print('RUN', r(S.objects.get(pk={submission}), attackers={attackers!r}, "
-        f"recognizers={recognizers!r}, stride={ATTACK[-1]}).pk)",
-    )
-    return int(re.search(r"RUN (\d+)", out).group(1))
+    return int(re.search(r"FACE (\d+)", out).group(1)), int(re.search(r"ATTACK (\d+)", out).group(1))
 
 
 def _fold_rows(url: str, run_id: int) -> list:
@@ -113,22 +127,27 @@ def _fold_rows(url: str, run_id: int) -> list:
 
 
 @pytest.fixture(scope="module")
-def serial_face(campaign):
+def serial(campaign):
+    """(face run id, attack run id) of ``DEID_WORKERS=1``."""
     env, submission, tmp = campaign
-    return _face_run(env, 1, tmp / "cache-serial", submission)
+    return _face_and_attack_runs(env, 1, tmp / "cache-serial", submission)
 
 
-def test_the_pool_stores_the_rows_of_one_process(campaign, serial_face):
+@pytest.fixture(scope="module")
+def serial_face(serial):
+    return serial[0]
+
+
+def test_the_pool_stores_the_rows_of_one_process(campaign, serial):
     env, submission, tmp = campaign
     url = env["DATABASE_URL"]
-    pooled_face = _face_run(env, 2, tmp / "cache-pool", submission)
+    serial_face, serial_attack = serial
+    pooled_face, pooled_attack = _face_and_attack_runs(env, 2, tmp / "cache-pool", submission)
     assert _run(url, "automatedrun", pooled_face) == ("completed", EVALUATED, EVALUATED, "")
     reference = _face_rows(url, serial_face)
     assert len(reference) == EVALUATED
     _assert_same(reference, _face_rows(url, pooled_face))
 
-    serial_attack = _attack_run(env, 1, tmp / "cache-serial", submission)
-    pooled_attack = _attack_run(env, 2, tmp / "cache-pool", submission)
     assert _run(url, "attackrun", pooled_attack) == ("completed", EVALUATED, EVALUATED, "")
     assert _folds(url, pooled_attack) == _folds(url, serial_attack) == (FOLDS, FOLDS, FOLDS)
     results = _attack_rows(url, pooled_attack)
