@@ -34,11 +34,23 @@ import pytest
 from django.conf import settings
 
 from tests.evalsite.conftest import TINY, write_tiny_dataset
-from tests.ops.servers import ROOT, base_env, celery_worker, manage, postgres_database, redis_broker
+from tests.ops.servers import (
+    ROOT,
+    base_env,
+    celery_worker,
+    manage,
+    manage_commands,
+    postgres_database,
+    redis_broker,
+)
 
 FACE_STRIDE = "25"  # 3 tested frames per clip: the undisturbed runs are quick
-# 38 tested frames per clip with dlib's own (slower) embedding: seconds per video, time to kill mid-video.
-KILL_STRIDE, KILL_EMBEDDER = "2", "dlib_resnet_native"
+# 15 tested frames per clip with dlib's own (slower) embedding: seconds per video (about 3.5 CPU s,
+# 0.24 per frame pair, of which 82 % in dlib's compute_face_descriptor), time to kill mid-video
+# (the kill comes 0.5 s into a video), as in tests/ops/test_embedded_restart.py. Stride 2 (38
+# frames, 9 CPU s a video) cost about 40 CPU s more over the doomed worker, the rescuer and the
+# reference, for the same assertions.
+KILL_STRIDE, KILL_EMBEDDER = "5", "dlib_resnet_native"
 ATTACK = ["--attackers", "clear", "naive", "parrot", "--recognizers", "lbph", "eigenfaces", "--stride", "10"]
 # The heavy folds to kill: the small CNN trains for each attacker in every fold.
 KILL_ATTACK = ["--attackers", "clear", "naive", "parrot", "--recognizers", "lbph", "cnn", "--stride", "5"]
@@ -83,20 +95,25 @@ def write_fold_dataset(folder, data_dir):
     return folder
 
 
-def _baselines(env: dict, campaign: str) -> dict:
-    out = manage(
-        "make_baseline",
-        campaign,
-        "--method",
-        "identity",
-        "--method",
-        "block_permute_fixed",
-        "--no-web-copies",
-        env=env,
-    ).stdout
+#: ``make_baseline`` arguments after the campaign: the two baselines of every campaign here.
+BASELINES = ["--method", "identity", "--method", "block_permute_fixed", "--no-web-copies"]
+
+
+def _baseline_ids(out: str) -> dict:
+    """{method: submission id} from ``make_baseline``'s output."""
     ids = {name: int(pk) for pk, name in re.findall(r"submission (\d+) Baselines / (\w+)", out)}
     assert set(ids) == {"identity", "block_permute_fixed"}, out
     return ids
+
+
+def _import_with_baselines(env: dict, dataset, campaign: str, slug: str) -> dict:
+    """``import_dataset`` then ``make_baseline`` (one process: ``manage_commands``); {method: submission id}."""
+    _, out = manage_commands(
+        ["import_dataset", str(dataset), "--campaign", campaign, "--no-web-copies"],
+        ["make_baseline", slug, *BASELINES],
+        env=env,
+    )
+    return _baseline_ids(out)
 
 
 @pytest.fixture(scope="module")
@@ -114,9 +131,13 @@ def deployment(tmp_path_factory):
             "DEID_BROKER_VISIBILITY_TIMEOUT_S": "25",
             "OMP_NUM_THREADS": "1",
             "DEID_TORCH_THREADS": "1",
+            # Commands without a broker (make_baseline, the in-process references) work in
+            # their own process, not in a pool of spawned ones (each would start Django,
+            # PyTorch and MediaPipe again: about 6 CPU s): the rows are the same
+            # (tests/ops/test_embedded_pool.py). What `make test` (pytest -n 2) gives them anyway.
+            "DEID_WORKERS": "1",
         }
-        manage("import_dataset", str(dataset), "--campaign", "Workers", "--no-web-copies", env=env)
-        yield env, _baselines(env, "workers")
+        yield env, _import_with_baselines(env, dataset, "Workers", "workers")
 
 
 @pytest.fixture(scope="module")
@@ -124,14 +145,13 @@ def fold_submissions(deployment, tmp_path_factory):
     """The attack campaign in the same database; {name: submission id} of its two baselines."""
     env, _ = deployment
     dataset = write_fold_dataset(tmp_path_factory.mktemp("fold_runs") / "dataset", settings.DATA_DIR)
-    manage("import_dataset", str(dataset), "--campaign", "Fold workers", "--no-web-copies", env=env)
-    return _baselines(env, "fold-workers")
+    return _import_with_baselines(env, dataset, "Fold workers", "fold-workers")
 
 
 def _in_process(env: dict, code: str) -> str:
     """Run ``code`` in ``manage.py shell`` without a broker (the embedded in-process mode)."""
     local = {k: v for k, v in env.items() if k != "CELERY_BROKER_URL"}
-    return manage("shell", "-c", code, env=local, timeout=600).stdout
+    return manage("shell", "-c", code, env=local, timeout=1200).stdout
 
 
 def _face_rows(url: str, run_id: int) -> dict:
@@ -184,28 +204,37 @@ def _run(url: str, table: str, run_id: int) -> tuple:
     return row
 
 
-def _reference_face_run(env, submission_id: int, stride: str, embedder: str = "dlib_resnet") -> int:
-    out = _in_process(
-        env,
-        "from automated.django_app.services import run_face_evaluation as r; "
-        "from evalsite.models import Submission as S; "
-        f"print('RUN', r(S.objects.get(pk={submission_id}), stride={stride}, embedder={embedder!r}, behaviour=False).pk)",
-    )
-    return int(re.search(r"RUN (\d+)", out).group(1))
+def _reference_runs(env, faces=(), attacks=()) -> tuple[list[int], list[int]]:
+    """The same runs executed in-process (no broker, no worker); (face run ids, attack run ids).
 
-
-def _reference_attack_run(env, submission_id: int, options: list[str]) -> int:
-    attackers = options[options.index("--attackers") + 1 : options.index("--recognizers")]
-    recognizers = options[options.index("--recognizers") + 1 : options.index("--stride")]
-    stride = options[options.index("--stride") + 1]
-    out = _in_process(
-        env,
-        "from automated.django_app.attack_service import run_attack as r; "
-        "from evalsite.models import Submission as S; "
-        f"print('RUN', r(S.objects.get(pk={submission_id}), attackers={attackers!r}, "
-        f"recognizers={recognizers!r}, stride={stride}).pk)",
-    )
-    return int(re.search(r"RUN (\d+)", out).group(1))
+    ``faces``: (submission id, stride, embedder) each; ``attacks``: (submission id, options
+    as for the ``attack`` command) each. All in one ``manage.py shell``, one after the
+    other: every process that evaluates pays about 6 CPU s to start (Django, then PyTorch
+    and MediaPipe on the first unit), and the runs are independent of each other (their
+    rows are the same whichever process computes them: tests/ops/test_embedded_pool.py).
+    """
+    lines = [
+        "from automated.django_app.services import run_face_evaluation as face",
+        "from automated.django_app.attack_service import run_attack as attack",
+        "from evalsite.models import Submission as S",
+    ]
+    for submission_id, stride, embedder in faces:
+        lines.append(
+            f"print('FACE', face(S.objects.get(pk={submission_id}), stride={stride}, "
+            f"embedder={embedder!r}, behaviour=False).pk)"
+        )
+    for submission_id, options in attacks:
+        attackers = options[options.index("--attackers") + 1 : options.index("--recognizers")]
+        recognizers = options[options.index("--recognizers") + 1 : options.index("--stride")]
+        stride = options[options.index("--stride") + 1]
+        lines.append(
+            f"print('ATTACK', attack(S.objects.get(pk={submission_id}), attackers={attackers!r}, "
+            f"recognizers={recognizers!r}, stride={stride}).pk)"
+        )
+    out = _in_process(env, "\n".join(lines))
+    return [int(pk) for pk in re.findall(r"^FACE (\d+)$", out, re.M)], [
+        int(pk) for pk in re.findall(r"^ATTACK (\d+)$", out, re.M)
+    ]
 
 
 def test_a_worker_evaluates_two_submissions_with_face_and_attack_runs(deployment, fold_submissions, tmp_path):
@@ -214,17 +243,29 @@ def test_a_worker_evaluates_two_submissions_with_face_and_attack_runs(deployment
     with redis_broker() as broker:
         env = {**env, "CELERY_BROKER_URL": broker}
         with celery_worker(env, tmp_path, name="solo") as worker:
+            # The four commands (evaluate, then attack, per submission, each waiting for its
+            # run) in one process, one after the other: one Django start-up instead of four
+            # (tests/ops/servers.manage_commands, about 3 CPU s each).
+            outs = manage_commands(
+                *[
+                    command
+                    for name, submission_id in ids.items()
+                    for command in (
+                        ["evaluate", str(submission_id), "--stride", FACE_STRIDE, "--no-behaviour"],
+                        ["attack", str(fold_submissions[name]), *ATTACK],
+                    )
+                ],
+                env=env,
+                timeout=1200,
+            )
             runs = {}
-            for name, submission_id in ids.items():
-                out = manage(
-                    "evaluate", str(submission_id), "--stride", FACE_STRIDE, "--no-behaviour", env=env
-                ).stdout
+            for name, out, attack_out in zip(ids, outs[::2], outs[1::2], strict=True):
                 face = int(
                     re.search(r"^run (\d+) of .*: (pending|running) \(\d/3 videos\)$", out, re.M).group(1)
                 )
                 # The command printed progress while the worker ran it, and the summary.
                 assert "  completed: 3/3 videos" in out and "rank1_rate" in out, out
-                out = manage("attack", str(fold_submissions[name]), *ATTACK, env=env).stdout
+                out = attack_out
                 attack = int(
                     re.search(
                         r"^attack run (\d+) of .*: (pending|running) \(\d/5 videos\)$", out, re.M
@@ -239,7 +280,16 @@ def test_a_worker_evaluates_two_submissions_with_face_and_attack_runs(deployment
     assert len(re.findall(r"automated\.attack_fold\[[-\w]+\] succeeded", log)) == 2 * FOLDS
     assert len(re.findall(r"automated\.attack_suite\[[-\w]+\] succeeded", log)) == 2
 
-    for name, (face, attack) in runs.items():
+    # The references of all four runs in one process (see _reference_runs).
+    names = list(runs)
+    reference_faces, reference_attacks = _reference_runs(
+        env,
+        faces=[(ids[name], FACE_STRIDE, "dlib_resnet") for name in names],
+        attacks=[(fold_submissions[name], ATTACK) for name in names],
+    )
+    assert len(reference_faces) == len(reference_attacks) == len(names)
+    for name, reference_face, reference in zip(names, reference_faces, reference_attacks, strict=True):
+        face, attack = runs[name]
         assert _run(url, "automatedrun", face) == ("completed", 3, 3, "")
         assert _run(url, "attackrun", attack) == ("completed", 5, 5, "")
         assert _folds(url, attack) == (FOLDS, FOLDS, FOLDS)
@@ -255,8 +305,7 @@ def test_a_worker_evaluates_two_submissions_with_face_and_attack_runs(deployment
         scene = _scene_rows(url, attack)
         assert len(scene) == PAIRS and scene.keys() == {key[:3] for key in results}
         # Same values as the same runs executed in-process (no broker, no worker).
-        _assert_same(_face_rows(url, _reference_face_run(env, ids[name], FACE_STRIDE)), scores)
-        reference = _reference_attack_run(env, fold_submissions[name], ATTACK)
+        _assert_same(_face_rows(url, reference_face), scores)
         assert _attack_rows(url, reference) == results and _scene_rows(url, reference) == scene
     # Real values: masked = clear, so every tested frame is recognised (rank 1) and
     # the attacker trained on masked faces does exactly as well as the clear bound, in
@@ -364,8 +413,10 @@ def test_a_worker_killed_mid_run_is_redelivered_and_the_run_completes_once(
     scene = _scene_rows(url, attack)
     assert len(scene) == PAIRS
     # The same values as undisturbed runs.
-    _assert_same(_face_rows(url, _reference_face_run(env, submission_id, KILL_STRIDE, KILL_EMBEDDER)), scores)
-    reference = _reference_attack_run(env, attack_submission, KILL_ATTACK)
+    (reference_face,), (reference,) = _reference_runs(
+        env, faces=[(submission_id, KILL_STRIDE, KILL_EMBEDDER)], attacks=[(attack_submission, KILL_ATTACK)]
+    )
+    _assert_same(_face_rows(url, reference_face), scores)
     assert _attack_rows(url, reference) == results and _scene_rows(url, reference) == scene
 
 
@@ -375,12 +426,15 @@ def test_a_video_that_kills_its_worker_every_time_fails_its_run_after_n_deliveri
     url = env["DATABASE_URL"]
     with redis_broker() as broker:
         env = {**env, "CELERY_BROKER_URL": broker}
-        runs = {}
-        for name in ("block_permute_fixed", "identity"):  # queued in this order, videos in plan order
-            out = manage(
-                "evaluate", str(ids[name]), "--stride", FACE_STRIDE, "--no-behaviour", "--no-wait", env=env
-            ).stdout
-            runs[name] = int(re.search(r"^run (\d+) of ", out, re.M).group(1))
+        names = ("block_permute_fixed", "identity")  # queued in this order, videos in plan order
+        outs = manage_commands(  # both in one process (one Django start-up)
+            *[
+                ["evaluate", str(ids[name]), "--stride", FACE_STRIDE, "--no-behaviour", "--no-wait"]
+                for name in names
+            ],
+            env=env,
+        )
+        runs = {name: int(re.search(r"^run (\d+) of ", out, re.M).group(1)) for name, out in zip(names, outs)}
         poisoned, healthy = runs["block_permute_fixed"], runs["identity"]
         ((planned,),) = _query(
             url, "SELECT planned_videos FROM automated_automatedrun WHERE id = %s", poisoned
