@@ -7,8 +7,10 @@ tiny one plus a second clip of two identities (``write_fold_dataset``: 5 clips, 
 cross-video protocol has 4 leave-one-video-out folds), with the same two baselines.
 Everything is set up and started the way an organizer does it: ``import_dataset``,
 ``make_baseline``, ``evaluate`` / ``attack`` (which queue one task per masked video on
-Redis, then one per fold for the attack, and print progress while a worker runs them).
-Face runs here skip the behaviour metrics (``--no-behaviour``): the face scores are compared.
+Redis, then one per fold for the attack, and print progress while a worker runs them);
+commands that follow one another run in one ``manage.py`` process (``call_command``, the
+same argument parsing: ``tests/ops/servers.manage_commands``), which saves a Django
+start-up (3-4 CPU s) per command. Face runs here skip the behaviour metrics (``--no-behaviour``): the face scores are compared.
 
 - A worker evaluates both submissions (face evaluation and attack suite); the stored rows
   equal those of the same runs executed in-process (no broker).
