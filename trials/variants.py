@@ -355,14 +355,27 @@ def draw_instruction(frame: np.ndarray, choice: str, y: int, seed: int) -> np.nd
     return frame
 
 
-def _encode(frames: list, fps: float, out: Path, rate_scale: float, factors: np.ndarray) -> None:
-    """H.264 of ``frames``: mean rate :data:`BITS_PER_PIXEL` x ``rate_scale``, frame ``i``'s
+def _write_raw(frames: list, path: Path) -> None:
+    """``frames`` (RGB uint8, one size) as raw ``rgb24`` video, frame after frame: what
+    :func:`_encode` feeds ffmpeg (written once, read again by a re-encode at a lower rate)."""
+    with open(path, "wb") as handle:
+        for frame in frames:
+            handle.write(np.ascontiguousarray(frame).data)
+
+
+def _encode(raw: Path, size: tuple[int, int], fps: float, out: Path, rate_scale: float, factors) -> None:
+    """H.264 of the raw frames in ``raw`` (:func:`_write_raw`, ``size`` = (width, height)):
+    mean rate :data:`BITS_PER_PIXEL` x ``rate_scale``, frame ``i``'s
     rate times ``factors[i]`` (x264 rate zones), capped at :data:`PEAK_RATE`; periodic
     intra refresh instead of key frames after the first (a key frame fills the cap, and
     what it leaves below it is the picture's: 14/75 copies named by frame 50's size
     alone, 2/75 with intra refresh); no SEI (the encoder's settings message would spell
-    the zones out)."""
-    height, width = frames[0].shape[:2]
+    the zones out).
+
+    The frames reach ffmpeg's standard input from the file: piped from memory by
+    ``subprocess.run(input=...)`` they went in 4 kB writes, each with a poll (about a third
+    of a CPU second for a 3 s clip, as much as the encoding)."""
+    width, height = size
     budget_bits = int(BITS_PER_PIXEL * width * height * rate_scale)
     peak_bits = int(PEAK_RATE * budget_bits)
     keyint = max(1, int(round(KEYFRAME_INTERVAL_S * fps)))
@@ -378,9 +391,11 @@ def _encode(frames: list, fps: float, out: Path, rate_scale: float, factors: np.
         "-x264-params", f"intra-refresh=1:zones={zones}", "-bsf:v", "filter_units=remove_types=6",
         "-movflags", "+faststart", str(out),
     ]  # fmt: skip
-    data = b"".join(np.ascontiguousarray(frame).tobytes() for frame in frames)
     try:
-        result = subprocess.run(command, input=data, capture_output=True, timeout=transcode_timeout_s())
+        with open(raw, "rb") as frames_in:
+            result = subprocess.run(
+                command, stdin=frames_in, capture_output=True, timeout=transcode_timeout_s()
+            )
     except subprocess.TimeoutExpired:
         raise VideoError("encoding a trial's video took too long") from None
     if result.returncode != 0:
@@ -433,8 +448,10 @@ def render_mp4_variant(source: bytes, seed: int, *, total_size: int = 0, instruc
         height, width = frames[0].shape[:2]
         budget = frame_budget_bytes(width, height)
         factors = rate_factors(len(frames), int(rng.integers(2**63)))
+        raw = Path(folder) / "frames.rgb"
+        _write_raw(frames, raw)
         for rate_scale in (1.0, 0.8, 0.6, 0.4):
-            _encode(frames, fps, out, rate_scale, factors)
+            _encode(raw, (width, height), fps, out, rate_scale, factors)
             try:
                 data = uniform_samples(out.read_bytes(), budget)
                 break
