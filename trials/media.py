@@ -36,7 +36,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.core.files import File
 from django.http import HttpResponse
 
@@ -780,6 +780,12 @@ def _probe_homography(size, angle, scale, aspect, yaw, centre) -> np.ndarray:
     return cv2.getPerspectiveTransform(source, target.astype(np.float32))
 
 
+def _catch_video_current(crop: GalleryCrop) -> bool:
+    """Whether ``crop`` has a catch probe of the current style in storage."""
+    current = crop.catch_video.name.endswith(CATCH_VIDEO_SUFFIX) if crop.catch_video else False
+    return current and crop.catch_video.storage.exists(crop.catch_video.name)
+
+
 def ensure_catch_video(crop: GalleryCrop) -> bool:
     """Make the catch-trial probe video of a face crop once (``crop.catch_video``).
 
@@ -789,6 +795,15 @@ def ensure_catch_video(crop: GalleryCrop) -> bool:
     (:func:`catch_video_spec`); the frames are :func:`catch_video_frames` on the footage of
     :func:`catch_background_video` and its eye track (:func:`clip_eye_track`, about 0.3 CPU
     s a 3 s clip).
+
+    Where the database locks rows (PostgreSQL), concurrent calls for one crop make it once:
+    the first holds the crop's row lock while it makes the probe, the others wait for it and
+    read it. Without media prepared ahead, every rater's first trials can be checks showing
+    one of a few faces (a campaign without practice material practises on still-probe checks,
+    :func:`trials.assignment._practice_trial`), and each of many requests arriving at once
+    made the same probe (1-2 CPU s) only to throw it away. On SQLite (no row locks; a
+    transaction there would hold the database's write lock while encoding) the
+    compare-and-set alone keeps one.
 
     Returns
     -------
@@ -800,9 +815,27 @@ def ensure_catch_video(crop: GalleryCrop) -> bool:
     automated.video.VideoError
         If ffmpeg cannot encode it.
     """
-    current = crop.catch_video.name.endswith(CATCH_VIDEO_SUFFIX) if crop.catch_video else False
-    if current and crop.catch_video.storage.exists(crop.catch_video.name):
+    if _catch_video_current(crop):
         return False
+    if not connection.features.has_select_for_update:
+        return _make_catch_video(crop)
+    with transaction.atomic():
+        name = (
+            GalleryCrop.objects.select_for_update()
+            .filter(pk=crop.pk)
+            .values_list("catch_video", flat=True)
+            .first()
+        )
+        if name is not None:  # as another request may have left it while this one waited
+            crop.catch_video.name = name
+            if _catch_video_current(crop):
+                return False
+        return _make_catch_video(crop)
+
+
+def _make_catch_video(crop: GalleryCrop) -> bool:
+    """Make and store ``crop``'s catch probe (:func:`ensure_catch_video`); True if this call
+    stored it, False if another one's was stored first (this one's file is deleted)."""
     crop_rgb = read_image_rgb(crop.file)
     n_frames, fps, frame_size = catch_video_spec(crop.gallery_image.identity.campaign, crop.gallery_image_id)
     digest = hashlib.sha256(f"{settings.SECRET_KEY}:catch-probe:{crop.pk}".encode()).digest()
