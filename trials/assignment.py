@@ -36,8 +36,10 @@ a resent request store nothing twice.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -122,8 +124,41 @@ def practice_pool(campaign: Campaign) -> tuple[dict[int, dict], list[int]]:
     return (pool, videos) if videos else ({}, [])
 
 
+#: Values read once per new trial (:func:`_new_trial`): ``{(name, pk): value}``, or None
+#: outside one (every call reads the database).
+_MEMO: contextvars.ContextVar[dict | None] = contextvars.ContextVar("trials_assignment_memo", default=None)
+
+
+@contextlib.contextmanager
+def _memo() -> Iterator[None]:
+    """Within it, :func:`identity_plans` and :func:`_shown_people` read the database once per
+    campaign and session (a new trial asked for them up to four times each, ~10 of its ~30
+    queries). Only around steps that create no trial of the session before their last read
+    and do not change the catalogue: :func:`_new_trial`, whose trial is made last."""
+    if _MEMO.get() is not None:
+        yield
+        return
+    token = _MEMO.set({})
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
+def _memoised(name: str, pk: int, compute: Callable):
+    """``compute()``, once per ``(name, pk)`` inside :func:`_memo` (every time outside it)."""
+    memo = _MEMO.get()
+    if memo is None:
+        return compute()
+    if (name, pk) not in memo:
+        memo[name, pk] = compute()
+    return memo[name, pk]
+
+
 def identity_plans(campaign: Campaign) -> tuple[dict[int, design.IdentityPlan], list[tuple[int, int]]]:
     """Lineup blocks of the campaign's evaluated people (:func:`trials.design.exposure_plan`).
+
+    Read once per new trial (:func:`_memo`): callers must not change what it returns.
 
     Returns
     -------
@@ -132,6 +167,10 @@ def identity_plans(campaign: Campaign) -> tuple[dict[int, design.IdentityPlan], 
     videos : list of (source_video_pk, identity_pk)
         Those evaluated videos, by name (a plan keeps the first ``kept`` of its identity's).
     """
+    return _memoised("identity_plans", campaign.pk, lambda: _identity_plans(campaign))
+
+
+def _identity_plans(campaign: Campaign) -> tuple[dict[int, design.IdentityPlan], list[tuple[int, int]]]:
     pool = identity_pool(campaign)
     rows = list(
         SourceVideo.objects.filter(
@@ -489,6 +528,11 @@ def _complete(session: RatingSession, now) -> None:
 
 
 def _new_trial(session: RatingSession, now) -> Trial | None:
+    with _memo():  # the trial is made last: what it reads before holds until then
+        return _new_trial_unmemoised(session, now)
+
+
+def _new_trial_unmemoised(session: RatingSession, now) -> Trial | None:
     rng = random.Random(session.seed * 1009 + session.position)
     kind = session.plan[session.position]
     seen = _seen_videos(session)
@@ -655,9 +699,14 @@ def _fresh_block_videos(session) -> list[int]:
     )
 
 
-def _shown_people(session) -> set[int]:
+def _shown_people(session) -> frozenset[int]:
     """Identities the session has shown in a video (any task, practice or released
-    trials), and those whose face an attention check's video showed."""
+    trials), and those whose face an attention check's video showed (read once per new
+    trial, :func:`_memo`)."""
+    return _memoised("shown_people", session.pk, lambda: frozenset(_read_shown_people(session)))
+
+
+def _read_shown_people(session) -> set[int]:
     return set(
         session.trials.exclude(source_video=None).values_list("source_video__identity_id", flat=True)
     ) | set(

@@ -1,0 +1,140 @@
+"""The per-new-trial memo of trials.assignment (``_memo``): same trials, fewer queries, nothing kept.
+
+A new trial read the campaign's lineup blocks (:func:`trials.assignment.identity_plans`) and
+the people its session has shown (``_shown_people``) up to four times each; inside
+``_new_trial`` they are read once. These tests drive whole GRID sessions with and without
+the memo and compare every trial served.
+"""
+
+import contextlib
+from datetime import timedelta
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from evalsite.models import Identity
+from trials import assignment
+from trials.models import RatingSession, SessionState
+
+from .sessions import with_identity_first
+
+SEEDS = (11, 12, 13, 14, 15, 16)
+
+
+@pytest.fixture(autouse=True)
+def no_plausibility_checks(settings):
+    settings.TRIALS_PLAUSIBILITY_CHECKS = False
+
+
+class _Undo(Exception):
+    """Roll a run back so the next one starts from the same database."""
+
+
+def run_sessions(campaign) -> list[tuple]:
+    """Every trial of sessions with fixed seeds, answered in turn (first choice), as tuples
+    of what decides a trial: position, kind, task, item, video, probe, target, answer, lineup."""
+    served = []
+    now = timezone.now()
+    with contextlib.suppress(_Undo), transaction.atomic():
+        for n, seed in enumerate(SEEDS):
+            session = assignment.join(campaign, participant_code=f"memo{n}")
+            plan = assignment.layout(campaign, seed)[0]
+            RatingSession.objects.filter(pk=session.pk).update(
+                seed=seed, plan=plan, state=SessionState.RUNNING
+            )
+            session.refresh_from_db()
+            while (trial := assignment.current_trial(session, now=now)) is not None:
+                faces = tuple(trial.faces.order_by("position").values_list("gallery_image_id", flat=True))
+                served.append(
+                    (
+                        seed,
+                        trial.position,
+                        trial.kind,
+                        trial.task,
+                        trial.item_id,
+                        trial.source_video_id,
+                        trial.probe_image_id,
+                        trial.target_identity_id,
+                        trial.correct_choice,
+                        faces,
+                    )
+                )
+                answer = {"choice": assignment.valid_choices(trial)[1], "response_time_ms": 1000}
+                assignment.record_response(trial, {**answer, "replays": 0, "watch_time_ms": 3000}, now=now)
+                now += timedelta(seconds=1)
+        raise _Undo
+    return served
+
+
+def test_sessions_get_the_same_trials_with_and_without_the_memo(grid_campaign, monkeypatch):
+    with_memo = run_sessions(grid_campaign)
+    monkeypatch.setattr(assignment, "_memo", contextlib.nullcontext)
+    without = run_sessions(grid_campaign)
+    assert with_memo == without
+    # Whole sessions of the GRID campaign: practice, checks, identity and action trials.
+    assert len(with_memo) > 10 * len(SEEDS)
+    kinds = {(kind, task) for _, _, kind, task, *_ in with_memo}
+    assert {
+        ("practice", "identity"),
+        ("item", "identity"),
+        ("item", "action"),
+        ("catch", "identity"),
+    } <= kinds
+
+
+def new_trial_queries(campaign, code: str, calls: dict) -> int:
+    """Queries of the request that makes a session's first evaluated identity trial (and
+    ``calls`` counted in that request only)."""
+    session = with_identity_first(assignment.join(campaign, participant_code=code))
+    RatingSession.objects.filter(pk=session.pk).update(state=SessionState.RUNNING)
+    while True:
+        calls.update(plans=0, shown=0)
+        with CaptureQueriesContext(connection) as queries:
+            trial = assignment.current_trial(session)
+        if (trial.kind, trial.task) == ("item", "identity"):
+            return len(queries)
+        answer = {"choice": assignment.valid_choices(trial)[1], "response_time_ms": 1000}
+        assignment.record_response(trial, {**answer, "replays": 0, "watch_time_ms": 3000})
+
+
+def test_a_new_trial_reads_blocks_and_shown_people_once(grid_campaign, monkeypatch):
+    calls = {"plans": 0, "shown": 0}
+    plans, shown = assignment._identity_plans, assignment._read_shown_people
+
+    def counted_plans(campaign):
+        calls["plans"] += 1
+        return plans(campaign)
+
+    def counted_shown(session):
+        calls["shown"] += 1
+        return shown(session)
+
+    monkeypatch.setattr(assignment, "_identity_plans", counted_plans)
+    monkeypatch.setattr(assignment, "_read_shown_people", counted_shown)
+    with transaction.atomic():
+        with_memo = new_trial_queries(grid_campaign, "counted", calls)
+        transaction.set_rollback(True)
+    assert calls == {"plans": 1, "shown": 1}
+    monkeypatch.setattr(assignment, "_memo", contextlib.nullcontext)
+    without = new_trial_queries(grid_campaign, "counted", calls)
+    # Without it, the blocks were read 3 times (its slot, the blocks spent, its lineup)
+    # and the shown people twice (the videos seen, the blocks spent).
+    assert calls == {"plans": 3, "shown": 2}
+    assert with_memo == without - 6  # two queries a read
+
+
+def test_nothing_is_kept_outside_a_new_trial(grid_campaign):
+    """Each request reads the catalogue afresh: a changed attribute changes the blocks at once."""
+    plans, _ = assignment.identity_plans(grid_campaign)
+    assert sum(1 for plan in plans.values() if plan.block) == 6  # the six men: one block
+    man = next(pk for pk, plan in plans.items() if plan.block)
+    Identity.objects.filter(pk=man).update(attributes={"gender": "female"})
+    plans, _ = assignment.identity_plans(grid_campaign)
+    assert sum(1 for plan in plans.values() if plan.block) == 0  # five men are too few
+    with assignment._memo():
+        inside = assignment.identity_plans(grid_campaign)
+        Identity.objects.filter(pk=man).update(attributes={"gender": "male"})
+        assert assignment.identity_plans(grid_campaign) is inside  # read once inside
+    assert sum(1 for plan in assignment.identity_plans(grid_campaign)[0].values() if plan.block) == 6
