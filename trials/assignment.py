@@ -131,9 +131,9 @@ _MEMO: contextvars.ContextVar[dict | None] = contextvars.ContextVar("trials_assi
 
 @contextlib.contextmanager
 def _memo() -> Iterator[None]:
-    """Within it, :func:`identity_plans` and :func:`_shown_people` read the database once per
-    campaign and session (a new trial asked for them up to four times each, ~10 of its ~30
-    queries). Only around steps that create no trial of the session before their last read
+    """Within it, :func:`identity_plans` and the session's shown videos and people
+    (:func:`_session_videos`) are read from the database once per campaign and session (a
+    new trial asked for them up to 4 and 3 times, 2 queries each). Only around steps that create no trial of the session before their last read
     and do not change the catalogue: :func:`_new_trial`, whose trial is made last."""
     if _MEMO.get() is not None:
         yield
@@ -621,7 +621,7 @@ def _seen_videos(session) -> set[int]:
         SourceVideo.objects.filter(campaign=session.campaign, identity_id__in=shown).values_list(
             "id", flat=True
         )
-    ) | set(session.trials.exclude(source_video=None).values_list("source_video_id", flat=True))
+    ) | set(_session_videos(session)[0])
 
 
 def spent_block_videos(session) -> list[int]:
@@ -701,19 +701,28 @@ def _fresh_block_videos(session) -> list[int]:
 
 def _shown_people(session) -> frozenset[int]:
     """Identities the session has shown in a video (any task, practice or released
-    trials), and those whose face an attention check's video showed (read once per new
-    trial, :func:`_memo`)."""
-    return _memoised("shown_people", session.pk, lambda: frozenset(_read_shown_people(session)))
+    trials), and those whose face an attention check's video showed."""
+    return _session_videos(session)[1]
 
 
-def _read_shown_people(session) -> set[int]:
-    return set(
-        session.trials.exclude(source_video=None).values_list("source_video__identity_id", flat=True)
-    ) | set(
-        session.trials.filter(kind=TrialKind.CATCH)
-        .exclude(target_identity=None)
-        .values_list("target_identity_id", flat=True)
+def _session_videos(session) -> tuple[frozenset[int], frozenset[int]]:
+    """``(source videos, people)`` the session's trials showed (:func:`_shown_people`), from
+    one query of its trials, read once per new trial (:func:`_memo`)."""
+    return _memoised("session_videos", session.pk, lambda: _read_session_videos(session))
+
+
+def _read_session_videos(session) -> tuple[frozenset[int], frozenset[int]]:
+    videos, people = set(), set()
+    rows = session.trials.values_list(
+        "source_video_id", "source_video__identity_id", "kind", "target_identity_id"
     )
+    for video, person, kind, target in rows:
+        if video is not None:  # a video (its person), any task, practice or released
+            videos.add(video)
+            people.add(person)
+        if kind == TrialKind.CATCH and target is not None:  # the face a check's video showed
+            people.add(target)
+    return frozenset(videos), frozenset(people)
 
 
 #: Candidate items read per pick, and rounds of (read candidates, try them) per pick.

@@ -1,7 +1,7 @@
 """The per-new-trial memo of trials.assignment (``_memo``): same trials, fewer queries, nothing kept.
 
 A new trial read the campaign's lineup blocks (:func:`trials.assignment.identity_plans`) and
-the people its session has shown (``_shown_people``) up to four times each; inside
+the videos and people its session has shown (``_session_videos``) up to 4 and 3 times; inside
 ``_new_trial`` they are read once. These tests drive whole GRID sessions with and without
 the memo and compare every trial served.
 """
@@ -101,7 +101,7 @@ def new_trial_queries(campaign, code: str, calls: dict) -> int:
 
 def test_a_new_trial_reads_blocks_and_shown_people_once(grid_campaign, monkeypatch):
     calls = {"plans": 0, "shown": 0}
-    plans, shown = assignment._identity_plans, assignment._read_shown_people
+    plans, shown = assignment._identity_plans, assignment._read_session_videos
 
     def counted_plans(campaign):
         calls["plans"] += 1
@@ -112,17 +112,18 @@ def test_a_new_trial_reads_blocks_and_shown_people_once(grid_campaign, monkeypat
         return shown(session)
 
     monkeypatch.setattr(assignment, "_identity_plans", counted_plans)
-    monkeypatch.setattr(assignment, "_read_shown_people", counted_shown)
+    monkeypatch.setattr(assignment, "_read_session_videos", counted_shown)
     with transaction.atomic():
         with_memo = new_trial_queries(grid_campaign, "counted", calls)
         transaction.set_rollback(True)
     assert calls == {"plans": 1, "shown": 1}
     monkeypatch.setattr(assignment, "_memo", contextlib.nullcontext)
     without = new_trial_queries(grid_campaign, "counted", calls)
-    # Without it, the blocks were read 3 times (its slot, the blocks spent, its lineup)
-    # and the shown people twice (the videos seen, the blocks spent).
-    assert calls == {"plans": 3, "shown": 2}
-    assert with_memo == without - 6  # two queries a read
+    # Without it, the blocks were read 3 times (its slot, the blocks spent, its lineup,
+    # 2 queries each) and the session's trials 3 times (the videos and the people seen,
+    # the blocks spent; 1 query each).
+    assert calls == {"plans": 3, "shown": 3}
+    assert with_memo == without - 6
 
 
 def test_nothing_is_kept_outside_a_new_trial(grid_campaign):
