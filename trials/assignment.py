@@ -124,17 +124,20 @@ def practice_pool(campaign: Campaign) -> tuple[dict[int, dict], list[int]]:
     return (pool, videos) if videos else ({}, [])
 
 
-#: Values read once per new trial (:func:`_new_trial`): ``{(name, pk): value}``, or None
-#: outside one (every call reads the database).
+#: Values read once per step of :func:`current_trial` (:func:`_memo`): ``{(name, pk):
+#: value}``, or None outside one (every call reads the database).
 _MEMO: contextvars.ContextVar[dict | None] = contextvars.ContextVar("trials_assignment_memo", default=None)
 
 
 @contextlib.contextmanager
 def _memo() -> Iterator[None]:
-    """Within it, :func:`identity_plans` and the session's shown videos and people
-    (:func:`_session_videos`) are read from the database once per campaign and session (a
-    new trial asked for them up to 4 and 3 times, 2 queries each). Only around steps that create no trial of the session before their last read
-    and do not change the catalogue: :func:`_new_trial`, whose trial is made last."""
+    """Within it, :func:`identity_plans`, the session's layout (:func:`identity_positions`)
+    and the videos and people it has shown (:func:`_seen_videos`, :func:`_session_videos`)
+    are read from the database once per campaign and session: a new trial asked for them
+    up to 4, 1 and 3 times (2 queries each), and a step that finds nothing for the session
+    at a position tries the next one, asking again. Only around code that makes no trial
+    of the session, or makes it last, and changes no catalogue row: one
+    :func:`_current_step` (a released claim ends it, and the next step reads afresh)."""
     if _MEMO.get() is not None:
         yield
         return
@@ -158,7 +161,8 @@ def _memoised(name: str, pk: int, compute: Callable):
 def identity_plans(campaign: Campaign) -> tuple[dict[int, design.IdentityPlan], list[tuple[int, int]]]:
     """Lineup blocks of the campaign's evaluated people (:func:`trials.design.exposure_plan`).
 
-    Read once per new trial (:func:`_memo`): callers must not change what it returns.
+    Read once per step of :func:`current_trial` (:func:`_memo`): callers must not change
+    what it returns.
 
     Returns
     -------
@@ -422,7 +426,7 @@ def identity_positions(session: RatingSession) -> list[int] | None:
     """Positions of ``session``'s evaluated identity trials (:func:`layout`), or None for a
     session whose stored plan is not its layout's (made before layouts, or the campaign's
     people changed since): its item positions take any task, as before."""
-    plan, positions = layout(session.campaign, session.seed)
+    plan, positions = _memoised("layout", session.pk, lambda: layout(session.campaign, session.seed))
     return positions if plan == list(session.plan) else None
 
 
@@ -451,6 +455,13 @@ _RELEASED = object()
 
 
 def _current_step(session: RatingSession, now):
+    # A step makes at most one trial of the session, last (it returns then): what it reads
+    # of the session's trials and the catalogue before holds for every position it tries.
+    with _memo():
+        return _current_step_memoised(session, now)
+
+
+def _current_step_memoised(session: RatingSession, now):
     start = session.position
     while session.position < len(session.plan):
         trial = session.trials.active().filter(position=session.position).first()
@@ -528,11 +539,6 @@ def _complete(session: RatingSession, now) -> None:
 
 
 def _new_trial(session: RatingSession, now) -> Trial | None:
-    with _memo():  # the trial is made last: what it reads before holds until then
-        return _new_trial_unmemoised(session, now)
-
-
-def _new_trial_unmemoised(session: RatingSession, now) -> Trial | None:
     rng = random.Random(session.seed * 1009 + session.position)
     kind = session.plan[session.position]
     seen = _seen_videos(session)
@@ -604,7 +610,7 @@ def _pending_slots(session, slots: list[int]) -> list[int]:
     return [s for s in slots if s >= session.position and s not in used]
 
 
-def _seen_videos(session) -> set[int]:
+def _seen_videos(session) -> frozenset[int]:
     """Every source video of every person the session has shown a video of (released
     trials included: the rater saw them), or whose face an attention check showed
     (:func:`_shown_people`). Rotation is per person, not per video: two videos of one
@@ -616,6 +622,10 @@ def _seen_videos(session) -> set[int]:
     of people (GRID: 10 people, 11 positions) was one trial longer with its check than
     with its evaluated identity trial (30/30 sessions told apart by length), and only
     after a check did its face come back in a later video (review of 05213db)."""
+    return _memoised("seen_videos", session.pk, lambda: frozenset(_read_seen_videos(session)))
+
+
+def _read_seen_videos(session) -> set[int]:
     shown = _shown_people(session)
     return set(
         SourceVideo.objects.filter(campaign=session.campaign, identity_id__in=shown).values_list(
@@ -707,7 +717,7 @@ def _shown_people(session) -> frozenset[int]:
 
 def _session_videos(session) -> tuple[frozenset[int], frozenset[int]]:
     """``(source videos, people)`` the session's trials showed (:func:`_shown_people`), from
-    one query of its trials, read once per new trial (:func:`_memo`)."""
+    one query of its trials, read once per step of :func:`current_trial` (:func:`_memo`)."""
     return _memoised("session_videos", session.pk, lambda: _read_session_videos(session))
 
 
