@@ -21,10 +21,7 @@ from trials.models import RatingSession, Response, SessionState, Trial, TrialKin
 from trials.services import open_rating
 from tests.crowd.simulation import build_grid_campaign
 
-# reset_sequences: ids start again in every test, so the campaign's faces, cropped when rating
-# opens, get the same crop ids and each face's catch probe (seeded by its crop's id) is made
-# once per worker (tests/conftest.py's probe memo), not 10 probes (about 7 CPU s) per test.
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, reset_sequences=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",

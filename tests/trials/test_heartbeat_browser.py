@@ -22,10 +22,7 @@ from tests.trials.test_browser import (  # noqa: F401 (fixtures)
 )
 from trials.models import Trial, TrialKind
 
-# reset_sequences: ids start again in every test, so the campaign's faces, cropped when rating
-# opens, get the same crop ids and each face's catch probe (seeded by its crop's id) is made
-# once per worker (tests/conftest.py's probe memo), not 10 probes (about 7 CPU s) per test.
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, reset_sequences=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def _live(trial) -> bool:

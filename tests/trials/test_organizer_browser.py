@@ -26,10 +26,7 @@ from trials.models import RatingSession, SessionState
 from .test_browser import browser, live_campaign, one_request_at_a_time, server  # noqa: F401
 from .test_one_screen import set_viewport
 
-# reset_sequences: ids start again in every test, so the campaign's faces, cropped when rating
-# opens, get the same crop ids and each face's catch probe (seeded by its crop's id) is made
-# once per worker (tests/conftest.py's probe memo), not 10 probes (about 7 CPU s) per test.
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, reset_sequences=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SHOTS = Path("/tmp/shots")
 VIEWPORTS = {"laptop": (1366, 768, False), "phone": (390, 844, True)}
