@@ -195,23 +195,14 @@ PROBE_MEMO_SIZE = 12
 def memoised_catch_video_frames(crop_rgb, **options):
     """``trials.media.catch_video_frames``, each probe made once per worker (its frames copied).
 
-    A probe is a function of its arguments alone (seeded by the secret key and the crop's
-    id); a GRID campaign whose faces are cropped in a fixed order (``faces_cropped`` in
-    tests/trials/campaigns.py) gets the same crops, walls and seeds in test after test
-    (primary keys repeat after each test's rollback), so its 10 probes (about 0.7 CPU s
-    each) are made once. Crops made by the first request of each face get ids in the order
-    faces are served, and a probe then repeats only by chance. Probes themselves are tested
-    in tests/trials/test_catch_and_timing.py. Least recently used probes go first; calls
-    for a few frames (``indices``: the matcher test's 50 probes of its own seeds, each made
-    once) are not kept, so they do not push a campaign's probes out.
+    A probe is a function of its arguments alone (seeded); a GRID campaign built the same way in
+    test after test gets the same crops, walls and seeds (primary keys repeat after each test's
+    rollback), so its 10 probes (about 1 CPU s each) are made once. Probes themselves are tested
+    in tests/trials/test_catch_and_timing.py.
     """
-    if options.get("indices") is not None:  # a few frames of a probe (a test's own seeds): made here
-        return _PROBE_MEMO["real"](crop_rgb, **options)
     key = _arguments_digest(crop_rgb, options)
     memo = _PROBE_MEMO["frames"]
-    if key in memo:
-        memo[key] = memo.pop(key)  # the most recently used is kept longest
-    else:
+    if key not in memo:
         memo[key] = _PROBE_MEMO["real"](crop_rgb, **options)
         while len(memo) > PROBE_MEMO_SIZE:
             memo.pop(next(iter(memo)))
