@@ -240,22 +240,7 @@ def manage_commands(*commands: list[str], env: dict | None = None, timeout: floa
     commands in one process save two of those. The commands' own code is the same; what
     is not run is ``manage.py``'s ``execute_from_command_line`` per command.
     """
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "manage.py"),
-            "shell",
-            "-c",
-            _COMMANDS.format(commands=json.dumps(commands)),
-        ],
-        cwd=ROOT,
-        env=base_env(**(env or {})),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if proc.returncode:
-        raise RuntimeError(f"manage.py commands {commands} failed:\n{proc.stdout}\n{proc.stderr}")
+    proc = manage("shell", "-c", _COMMANDS.format(commands=json.dumps(commands)), env=env, timeout=timeout)
     return json.loads(proc.stdout.rsplit("\nOUTPUTS ", 1)[1])
 
 
