@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import pytest
 from django.contrib.auth.models import User
@@ -219,6 +220,8 @@ def test_the_leaderboard_answers_only_once_published_and_only_to_teams_of_the_ca
     )
     for compare in ("human_masking_success", "ssim", "reidentification"):
         page = alice.get(url, {"compare": compare}).content.decode()
+        # The CSRF token is random letters: it may spell "bee" (CI, 3 Dec), so it is left out.
+        page = re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "", page)
         assert "Bee" not in page and "bee" not in page, compare
         assert "Team Owl" in page and "method-a" in page and "Anonymised team A" in page and ">A1<" in page
     table = list(csv.DictReader(io.StringIO(alice.get(url.rstrip("/") + ".csv").content.decode())))
