@@ -14,27 +14,27 @@ from django.conf import settings
 #: a ``slow`` or ``browser`` mark or in tests/ops (real models, Chromium, servers), then the
 #: rest, so no long file is left to run alone at the end while the other worker idles. The
 #: numbers are a schedule, not a test.
-SLOWEST_FILES = {  # full run of fd7f14a (2 workers, 3 December 2026), seconds
-    "test_finetune.py": 535,
-    "test_rater_simulation_http.py": 402,
-    "test_celery_runs.py": 317,
-    "test_embedded_pool.py": 212,
-    "test_page_queries.py": 152,
-    "test_catch_and_timing.py": 148,
-    "test_bytes_carry_nothing.py": 137,
-    "test_run_start.py": 131,
-    "test_commands.py": 129,
-    "test_cheating.py": 122,
-    "test_one_screen.py": 111,
-    "test_face_services.py": 108,
-    "test_sybil_ring.py": 106,
-    "test_report_dictionary.py": 99,
-    "test_simulation.py": 96,
-    "test_attack_service.py": 96,
-    "test_behaviour_runs.py": 96,
-    "test_evaluate_all.py": 92,
-    "test_check_placement.py": 89,
-    "test_orl.py": 68,
+SLOWEST_FILES = {  # full run of a1e4de0 (2 workers, 3 December 2026), seconds
+    "test_rater_simulation_http.py": 290,
+    "test_celery_runs.py": 207,
+    "test_catch_and_timing.py": 141,
+    "test_bytes_carry_nothing.py": 116,
+    "test_page_queries.py": 106,
+    "test_embedded_pool.py": 99,
+    "test_commands.py": 94,
+    "test_finetune.py": 88,
+    "test_cheating.py": 82,
+    "test_one_screen.py": 81,
+    "test_report_dictionary.py": 72,
+    "test_attack_service.py": 67,
+    "test_simulation.py": 65,
+    "test_behaviour_runs.py": 64,
+    "test_face_services.py": 63,
+    "test_isolation.py": 62,
+    "test_run_start.py": 54,
+    "test_team_isolation.py": 50,
+    "test_orl.py": 44,
+    "test_check_placement.py": 39,
 }
 SLOW_MARKS = ("slow", "browser")
 
