@@ -1,6 +1,7 @@
 """Shared fixtures: the real public data folder, isolated media/var folders, the GRID files."""
 
 import os
+import resource
 from pathlib import Path
 
 import pytest
@@ -61,25 +62,53 @@ def pytest_collection_modifyitems(config, items):
 
 
 _FILE_SECONDS: dict[str, list] = {}
+_CPU_MARK = pytest.StashKey[float]()
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its children reaped so far (servers a fixture
+    started count when it stops them): unlike wall time, not inflated by the other worker."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Each phase's report carries its CPU seconds (``cpu_s``; xdist sends it to the controller)."""
+    outcome = yield
+    started = item.stash.get(_CPU_MARK, None)
+    now = _cpu_seconds()
+    if started is not None:
+        outcome.get_result().user_properties.append(("cpu_s", now - started))
+    item.stash[_CPU_MARK] = now
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    item.stash[_CPU_MARK] = _cpu_seconds()
 
 
 def pytest_runtest_logreport(report):
-    """Add each phase's duration to its file (the controller sees every worker's reports)."""
-    entry = _FILE_SECONDS.setdefault(report.nodeid.split("::")[0], [0.0, 0])
+    """Add each phase's duration and CPU seconds to its file (the controller sees every worker's reports)."""
+    entry = _FILE_SECONDS.setdefault(report.nodeid.split("::")[0], [0.0, 0.0, 0])
     entry[0] += report.duration
-    entry[1] += report.when == "call"
+    entry[1] += dict(report.user_properties).get("cpu_s", 0.0)
+    entry[2] += report.when == "call"
 
 
 def pytest_terminal_summary(terminalreporter):
-    """The 25 test files that took longest (setup + call + teardown, all workers), and the
-    sum: the data ``SLOWEST_FILES`` is kept from."""
+    """The 25 test files that took longest (setup + call + teardown, all workers), with their
+    CPU seconds, and the sums: the data ``SLOWEST_FILES`` is kept from."""
     if not _FILE_SECONDS or os.environ.get("PYTEST_XDIST_WORKER"):
         return
-    total = sum(seconds for seconds, _ in _FILE_SECONDS.values())
-    terminalreporter.write_sep("=", f"slowest 25 files of {len(_FILE_SECONDS)} ({total:.0f} s in all)")
+    total = sum(entry[0] for entry in _FILE_SECONDS.values())
+    cpu = sum(entry[1] for entry in _FILE_SECONDS.values())
+    terminalreporter.write_sep(
+        "=", f"slowest 25 files of {len(_FILE_SECONDS)} ({total:.0f} s in all, {cpu:.0f} CPU s)"
+    )
     ranked = sorted(_FILE_SECONDS.items(), key=lambda kv: -kv[1][0])
-    for path, (seconds, tests) in ranked[:25]:
-        terminalreporter.write_line(f"{seconds:8.1f}s {tests:4d} tests  {path}")
+    for path, (seconds, cpu_seconds, tests) in ranked[:25]:
+        terminalreporter.write_line(f"{seconds:8.1f}s {cpu_seconds:7.1f} CPU s {tests:4d} tests  {path}")
 
 
 @pytest.fixture(scope="session")
