@@ -286,6 +286,35 @@ def _in_lanes(work: Callable[[str], _BaselineOutcome], methods: list[str]) -> li
         return [first, *lanes.map(in_thread, rest)]
 
 
+def _beside_the_baselines(
+    work: Callable[[Callable[[str], None]], list[Path]], log: Callable[[str], None]
+) -> Callable[[], list[Path]]:
+    """Start ``work(log)`` in a thread now; the returned call waits for its files.
+
+    The London example (``demo_london``: about 50 CPU s of masking photos and dlib
+    embeddings in this process, nothing in the pool) ran after the last baseline with the
+    pool idle; beside the baselines it takes the time their lanes leave a core free. Its
+    log lines are held and printed when its files are asked for, where they were printed
+    before. Where the baselines run one at a time in this process (``pool_possible``
+    false), ``work`` runs then, in this thread, as before.
+    """
+    if not embedded.pool_possible():
+        return lambda: work(log)
+    lines: list[str] = []
+    background = ThreadPoolExecutor(1, thread_name_prefix="demo-beside")
+    future = background.submit(work, lines.append)
+    background.shutdown(wait=False)  # the thread ends with ``work``
+
+    def files() -> list[Path]:
+        try:
+            return future.result()
+        finally:
+            for line in lines:
+                log(line)
+
+    return files
+
+
 @contextlib.contextmanager
 def _reports_warmed_once(campaign: Campaign):
     """No report warming after each run while the baselines go (``DEID_WARM_REPORTS``: each
@@ -374,6 +403,14 @@ def run_demo(
         on_ready(result)
     reports_dir = var_dir / "reports"
     options = dict(stride=stride, detector=detector, attack=attack, reports_dir=reports_dir, log=log)
+    london_files = _beside_the_baselines(
+        lambda london_log: london_privacy_fairness(
+            data_dir, reports_dir, methods, cache_dir=Path(settings.CACHE_DIR) / "attack_embeddings", log=london_log
+        )
+        if london
+        else [],
+        log,
+    )
     with _reports_warmed_once(campaign):
         for outcome in _in_lanes(lambda method: _baseline(campaign, method, **options), methods):
             result.report_paths += outcome.report_paths
@@ -382,10 +419,7 @@ def run_demo(
         result.summary_path = write_summary(campaign, reports_dir / "summary.csv")
         result.report_paths += write_frontier_files(campaign, reports_dir)
     dictionary.write(reports_dir / "dictionary.csv")  # what every report column means
-    if london:  # the privacy-fairness example on real demographic groups (photos, apart)
-        result.report_paths += london_privacy_fairness(
-            data_dir, reports_dir, methods, cache_dir=Path(settings.CACHE_DIR) / "attack_embeddings", log=log
-        )
+    result.report_paths += london_files()  # the privacy-fairness example on real demographic groups
     baselines = Team.objects.filter(
         submissions__campaign=campaign, submissions__baseline_method__gt=""
     ).first()

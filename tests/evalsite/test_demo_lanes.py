@@ -68,3 +68,48 @@ def test_reports_are_not_warmed_after_each_run_but_once_after_the_baselines(monk
     with demo._reports_warmed_once("the campaign"):
         pass
     assert warmed == ["the campaign"] and settings.DEID_WARM_REPORTS is False
+
+
+def _london_stand_in(started: threading.Event, release: threading.Event, fail: bool = False):
+    """A stand-in for the London example: logs two lines, waits to be released, returns its files."""
+
+    def work(log):
+        log(f"London line 1 ({threading.current_thread().name})")
+        started.set()
+        assert release.wait(5)
+        log("London line 2")
+        if fail:
+            raise RuntimeError("no photos")
+        return ["london_privacy_fairness.csv", "london_privacy_fairness.json"]
+
+    return work
+
+
+def test_the_london_example_runs_beside_the_baselines_and_logs_where_it_did(monkeypatch):
+    monkeypatch.setattr(demo.embedded, "pool_possible", lambda: True)
+    started, release, printed = threading.Event(), threading.Event(), []
+    files = demo._beside_the_baselines(_london_stand_in(started, release), printed.append)
+    assert started.wait(5)  # it runs while the baselines would: before its files are asked for
+    assert printed == []  # its lines are held, not mixed into the baselines' lines
+    printed.append("baselines done")
+    release.set()
+    assert files() == ["london_privacy_fairness.csv", "london_privacy_fairness.json"]
+    assert printed == ["baselines done", "London line 1 (demo-beside_0)", "London line 2"]
+
+
+def test_the_london_example_runs_in_place_without_a_pool_and_its_error_is_raised(monkeypatch):
+    monkeypatch.setattr(demo.embedded, "pool_possible", lambda: False)
+    started, release, printed = threading.Event(), threading.Event(), []
+    release.set()
+    files = demo._beside_the_baselines(_london_stand_in(started, release), printed.append)
+    assert not started.is_set()  # nothing runs until the files are asked for
+    assert files() == ["london_privacy_fairness.csv", "london_privacy_fairness.json"]
+    here = threading.current_thread().name
+    assert printed == [f"London line 1 ({here})", "London line 2"]
+
+    monkeypatch.setattr(demo.embedded, "pool_possible", lambda: True)
+    printed.clear()
+    files = demo._beside_the_baselines(_london_stand_in(threading.Event(), release, fail=True), printed.append)
+    with pytest.raises(RuntimeError, match="no photos"):
+        files()
+    assert printed[1:] == ["London line 2"]  # the lines before the error are still printed
