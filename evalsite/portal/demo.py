@@ -404,11 +404,17 @@ def run_demo(
     reports_dir = var_dir / "reports"
     options = dict(stride=stride, detector=detector, attack=attack, reports_dir=reports_dir, log=log)
     london_files = _beside_the_baselines(
-        lambda london_log: london_privacy_fairness(
-            data_dir, reports_dir, methods, cache_dir=Path(settings.CACHE_DIR) / "attack_embeddings", log=london_log
-        )
-        if london
-        else [],
+        lambda london_log: (
+            london_privacy_fairness(
+                data_dir,
+                reports_dir,
+                methods,
+                cache_dir=Path(settings.CACHE_DIR) / "attack_embeddings",
+                log=london_log,
+            )
+            if london
+            else []
+        ),
         log,
     )
     with _reports_warmed_once(campaign):

@@ -109,7 +109,9 @@ def test_the_london_example_runs_in_place_without_a_pool_and_its_error_is_raised
 
     monkeypatch.setattr(demo.embedded, "pool_possible", lambda: True)
     printed.clear()
-    files = demo._beside_the_baselines(_london_stand_in(threading.Event(), release, fail=True), printed.append)
+    files = demo._beside_the_baselines(
+        _london_stand_in(threading.Event(), release, fail=True), printed.append
+    )
     with pytest.raises(RuntimeError, match="no photos"):
         files()
     assert printed[1:] == ["London line 2"]  # the lines before the error are still printed
