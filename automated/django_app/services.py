@@ -128,8 +128,19 @@ def create_baseline_submission(
 
 
 def _mask_video(source_path: Path, masked_path: Path, method: str, key: bytes) -> VideoInfo:
-    """``anonymize_video`` with the submission's key (a pool worker's unit)."""
-    return anonymize_video(source_path, masked_path, method, key=key)
+    """``anonymize_video`` with the submission's key (a pool worker's unit).
+
+    The clear video's face track is kept under ``CACHE_DIR/face_tracks`` (content hash +
+    detector settings, ``anonymizers.face_track``), so the campaign's face-region
+    baselines detect each clear frame once; the masked frames are the same.
+    """
+    return anonymize_video(
+        source_path,
+        masked_path,
+        method,
+        key=key,
+        face_track_cache_dir=Path(settings.CACHE_DIR) / "face_tracks",
+    )
 
 
 def _store_masked_video(

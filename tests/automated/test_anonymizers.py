@@ -238,6 +238,59 @@ def test_keyed_block_permutation_scrambles_the_tracked_face_of_a_real_clip(data_
     assert np.abs(masked[y1:y2, x1:x2].astype(int) - clear[y1:y2, x1:x2]).mean() > 20
 
 
+@pytest.mark.slow
+def test_a_cached_face_track_masks_a_real_clip_exactly_as_a_fresh_one(data_dir, tmp_path):
+    """The face-track cache (issue 20): the track, and so the masked frames, are those of
+    a fresh detection bit for bit; a hit runs no detector; a damaged entry is computed again."""
+    source = probe_path(data_dir, "bbaf2n")
+    cache = tmp_path / "tracks"
+    fresh_boxes, fresh_eyes = face_track(source)
+    first = face_track(source, cache_dir=cache)  # computed and stored
+    (entry,) = cache.glob("face_track_*.npz")
+    second = face_track(source, cache_dir=cache, detector=_NoDetector())  # read, detector unused
+    for boxes, eyes in (first, second):
+        assert boxes.dtype == np.float32 and eyes.dtype == np.float32
+        np.testing.assert_array_equal(boxes, fresh_boxes)
+        np.testing.assert_array_equal(eyes, fresh_eyes)
+    assert fresh_boxes.shape == (75, 4) and not np.isnan(fresh_boxes).any()
+    masked = {}
+    for name, cache_dir in (("fresh", None), ("cached", cache)):
+        for method in ("blur_face", "eye_mask"):
+            info = anonymize_video(
+                source,
+                tmp_path / f"{name}_{method}.mkv",
+                method,
+                key=KEY,
+                video_nonce=bytes(8),
+                face_track_cache_dir=cache_dir,
+            )
+            masked[name, method] = np.stack([frame for _, frame in iter_frames(info.path)])
+    for method in ("blur_face", "eye_mask"):
+        assert masked["cached", method].shape == (75, 288, 360, 3)
+        np.testing.assert_array_equal(masked["cached", method], masked["fresh", method])
+    entry.write_bytes(b"not an npz")  # damaged: computed again (with the detector) and rewritten
+    boxes, eyes = face_track(source, cache_dir=cache)
+    np.testing.assert_array_equal(boxes, fresh_boxes)
+    np.testing.assert_array_equal(eyes, fresh_eyes)
+    np.testing.assert_array_equal(face_track(source, cache_dir=cache, detector=_NoDetector())[0], fresh_boxes)
+
+
+class _NoDetector:
+    """A detector that fails if used: a cache hit must not detect. Its key is MediaPipe's default."""
+
+    def cache_key(self) -> str:
+        from automated.detection import MediaPipeFaceDetector
+
+        detector = MediaPipeFaceDetector()
+        try:
+            return detector.cache_key()
+        finally:
+            detector.close()
+
+    def detect(self, frame_rgb, frame_index=0):
+        raise AssertionError("the cached face track was detected again")
+
+
 def test_face_region_method_on_a_video_without_a_face_raises(tmp_path):
     blank = tmp_path / "blank.mkv"
     with VideoWriter(blank, 25.0, (64, 48), codec="ffv1") as writer:
