@@ -23,6 +23,10 @@ classifier ``fit(X, y) / predict(X)`` over face crops ``X`` of shape (n, H, W, 3
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
+
 import cv2
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -75,6 +79,52 @@ def _flatten_pixels(images) -> np.ndarray:
     return to_grey(images).reshape(len(images), -1).astype(np.float64) / 255.0
 
 
+def _crop_key(grey, params) -> bytes:
+    """Memo key of a grey crop's LBP histogram: its shape, bytes and the LBP parameters."""
+    digest = hashlib.blake2b(repr((grey.shape, grey.dtype.str, params)).encode(), digest_size=20)
+    digest.update(np.ascontiguousarray(grey))
+    return digest.digest()
+
+
+class _HistogramMemo:
+    """Least-recently-used LBP histograms by crop key, at most ``max_entries`` (thread-safe).
+
+    A 160 px crop's histogram (8 x 8 cells x 256 bins, float32) is 64 KiB, so the default
+    1024 entries hold about 64 MiB: one demo submission's clear and masked crops (about 720).
+    """
+
+    def __init__(self, max_entries: int = 1024):
+        self.max_entries = max_entries
+        self._rows: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_many(self, keys) -> list:
+        with self._lock:
+            found = []
+            for key in keys:
+                row = self._rows.get(key)
+                if row is not None:
+                    self._rows.move_to_end(key)
+                found.append(row)
+            return found
+
+    def put(self, key, row: np.ndarray) -> None:
+        row.setflags(write=False)  # shared by later calls: never changed in place
+        with self._lock:
+            self._rows[key] = row
+            self._rows.move_to_end(key)
+            while len(self._rows) > self.max_entries:
+                self._rows.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._rows.clear()
+
+
+#: LBP histograms of this process's crops (``LBPHClassifier.lbp_histograms``).
+_HISTOGRAMS = _HistogramMemo()
+
+
 class LBPHClassifier(ClassifierMixin, BaseEstimator):
     """OpenCV Local Binary Pattern Histograms face recognizer (Ahonen et al. 2006).
 
@@ -110,16 +160,31 @@ class LBPHClassifier(ClassifierMixin, BaseEstimator):
     def lbp_histograms(self, X) -> np.ndarray:
         """OpenCV's LBP histograms of crops ``X`` ((n, H, W, 3) or (n, H, W), uint8).
 
+        A crop's histogram depends on that crop alone (OpenCV computes each one apart), so
+        the histograms are memoised per process by the grey crop's bytes and the LBP
+        parameters (:data:`_HISTOGRAMS`, least recently used first out): a campaign's attack
+        computes each crop's once, not once per fold, recognizer fit and test (the naive and
+        parrot attackers test the same masked crops; every fold trains on most of them).
+
         Returns
         -------
         ndarray of float32, shape (n, grid_x * grid_y * 2**neighbors)
         """
-        model = cv2.face.LBPHFaceRecognizer_create(
-            radius=self.radius, neighbors=self.neighbors, grid_x=self.grid_x, grid_y=self.grid_y
-        )
         grey = list(to_grey(X))
-        model.train(grey, np.zeros(len(grey), np.int32))  # train() only computes the histograms
-        return np.concatenate(model.getHistograms()).astype(np.float32, copy=False)
+        params = (self.radius, self.neighbors, self.grid_x, self.grid_y)
+        keys = [_crop_key(image, params) for image in grey]
+        rows = _HISTOGRAMS.get_many(keys)
+        missing = [i for i, row in enumerate(rows) if row is None]
+        if missing or not grey:  # no crop at all: OpenCV's own error, as before the memo
+            model = cv2.face.LBPHFaceRecognizer_create(
+                radius=self.radius, neighbors=self.neighbors, grid_x=self.grid_x, grid_y=self.grid_y
+            )
+            # train() only computes the histograms
+            model.train([grey[i] for i in missing], np.zeros(len(missing), np.int32))
+            for i, histogram in zip(missing, model.getHistograms(), strict=True):
+                rows[i] = np.asarray(histogram, np.float32).reshape(-1)
+                _HISTOGRAMS.put(keys[i], rows[i])
+        return np.stack(rows)
 
     def fit(self, X, y):
         self._encoder = LabelEncoder().fit(y)

@@ -97,3 +97,52 @@ def test_predict_needs_fit():
 
     with pytest.raises(NotFittedError):
         LBPHClassifier().predict(np.zeros((1, 32, 32), np.uint8))
+
+
+def test_memoised_histograms_equal_opencvs_fresh_ones_bit_for_bit(grid_crops):
+    """The per-crop memo (issue 20): histograms read back equal OpenCV's computed afresh, in
+    any batch order and mix of known and new crops, for each LBP setting apart."""
+    from automated.attack import recognizers
+
+    train, train_labels, test, _ = grid_crops
+    crops = np.concatenate([train, test])
+
+    def opencv(images, **params):
+        model = cv2.face.LBPHFaceRecognizer_create(**params)
+        model.train(list(to_grey(images)), np.zeros(len(images), np.int32))
+        return np.concatenate(model.getHistograms())
+
+    recognizers._HISTOGRAMS.clear()
+    expected = opencv(crops)
+    assert expected.dtype == np.float32 and expected.shape == (30, 8 * 8 * 256)
+    first = LBPHClassifier().lbp_histograms(train)  # all new
+    np.testing.assert_array_equal(first, expected[:15])
+    assert len(recognizers._HISTOGRAMS._rows) == len({c.tobytes() for c in to_grey(train)})
+    order = np.random.default_rng(0).permutation(30)
+    mixed = LBPHClassifier().lbp_histograms(crops[order])  # half known (train), half new (test)
+    np.testing.assert_array_equal(mixed, expected[order])
+    np.testing.assert_array_equal(LBPHClassifier().lbp_histograms(crops), expected)  # all known
+    # Another setting never reads these entries.
+    other = LBPHClassifier(radius=2, neighbors=12, grid_x=4, grid_y=4).lbp_histograms(crops)
+    np.testing.assert_array_equal(other, opencv(crops, radius=2, neighbors=12, grid_x=4, grid_y=4))
+    # A fitted classifier predicts as with a cold memo.
+    fitted = LBPHClassifier().fit(train, train_labels)
+    warm = fitted.distances(test)
+    recognizers._HISTOGRAMS.clear()
+    np.testing.assert_array_equal(fitted.distances(test), warm)
+    np.testing.assert_array_equal(
+        LBPHClassifier().fit(train, train_labels).predict(test), fitted.predict(test)
+    )
+
+
+def test_the_histogram_memo_forgets_the_least_recently_used_first():
+    from automated.attack.recognizers import _HistogramMemo
+
+    memo = _HistogramMemo(max_entries=2)
+    rows = [np.full(3, value, np.float32) for value in range(3)]
+    memo.put(b"a", rows[0])
+    memo.put(b"b", rows[1])
+    assert memo.get_many([b"a"])[0] is rows[0]  # a is now the most recent
+    memo.put(b"c", rows[2])  # b goes
+    assert [row is not None for row in memo.get_many([b"a", b"b", b"c"])] == [True, False, True]
+    assert not rows[0].flags.writeable  # shared rows cannot be changed in place
