@@ -9,8 +9,9 @@ its attacker clip, ID03's two and ID02's one, enough for cross-video folds), the
 one submission of a baseline (``--method``, default ``blur_face``) the way a team's
 would go:
 
-- ``mask``: ``anonymize_video`` of every clear video into lossless FFV1 files (a team
-  does this at home; measured because the demo does it);
+- ``mask``: ``anonymize_video`` of every clear video into lossless FFV1 files, the face
+  tracks cached under ``CACHE_DIR/face_tracks`` as the demo does (a team does this at
+  home; measured because the demo does it);
 - ``upload``: those files zipped (stored, no compression) and sent through
   ``evalsite.uploads.receive_upload`` (embedded mode: validated in this process), with
   its parts ``upload: validation`` (``check_masked_video``) and ``upload: browser copy``
@@ -19,7 +20,8 @@ would go:
 - ``attack``: ``run_attack`` with the demo's suite (``portal.demo.DEMO_ATTACK``), with its
   parts ``attack: crops`` (the per-video units), ``attack: folds`` and ``attack: final``;
 - ``--second M`` (default ``pixelate_face``; ``--second none`` skips it): a second
-  submission on the same campaign (mask + upload not shown), ``2nd face_eval`` and
+  submission on the same campaign (upload not shown), ``2nd mask`` (the clear videos'
+  face tracks come from the cache the first masking filled), ``2nd face_eval`` and
   ``2nd attack``: what a later team pays once the campaign's clear side is cached.
 
 Then, in the same process on the same clips, the *floor*: ``decode`` (every frame of
@@ -182,16 +184,19 @@ def _demo_campaign(var_dir: Path, quick: bool):
 
 
 def _mask(campaign, method: str, out_dir: Path) -> list[Path]:
+    """The demo's masking (``services.create_baseline_submission``): face tracks cached."""
     from automated.anonymizers import anonymize_video
+    from django.conf import settings
     from evalsite.storage import local_path
 
     out_dir.mkdir(parents=True, exist_ok=True)
     key = bytes(32)
+    tracks = Path(settings.CACHE_DIR) / "face_tracks"
     paths = []
     for source in campaign.source_videos.order_by("name"):
         out = out_dir / f"{Path(source.name).stem}.mkv"
         with local_path(source.file) as clear_path:
-            anonymize_video(clear_path, out, method, key=key)
+            anonymize_video(clear_path, out, method, key=key, face_track_cache_dir=tracks)
         paths.append(out)
     return paths
 
@@ -240,7 +245,7 @@ def _submission_stages(stages: Stages, prefix: str, campaign, method: str, tmp: 
         attack = run_attack(submission, **DEMO_ATTACK, stride=STRIDE, detector=DETECTOR)
     assert attack.status == "completed", attack.error
     if not detail:
-        for stage in ("mask", "upload", "upload: validation", "upload: browser copy"):
+        for stage in ("upload", "upload: validation", "upload: browser copy"):
             stages.meters.pop(name(stage), None)
     return submission, attack, masked
 
