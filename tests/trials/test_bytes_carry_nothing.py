@@ -646,6 +646,38 @@ def _count_dots(frames: list) -> str:
     return str(len(blobs))
 
 
+def test_the_dots_are_not_where_a_written_answer_would_be():
+    """A text reader matching "Choose face 1" ... "Choose face 5" tells them apart by the
+    digit's columns only; the instruction draws the same pixels there whatever its answer
+    and dot places (the box comes first, :func:`trials.variants.instruction_box`). Before,
+    the box of dots stood there: one dot read "1" and a cross "4" (scratch replay of one
+    test run's probes, 38/39 and 28/39), and the reader hit 0.227 of checks before
+    encoding (chance 0.2)."""
+    height, width, y = 288, 360, 150
+    written = [
+        cv2.cvtColor(
+            _old_instruction(np.full((height, width, 3), 128, np.uint8), variants.instruction_text(c), y),
+            cv2.COLOR_RGB2GRAY,
+        )
+        for c in "12345"
+    ]
+    digit = np.flatnonzero((np.ptp(np.stack(written), axis=0) > 0).any(axis=0))
+    assert len(digit) >= 20 and digit.min() > width // 2, digit  # the digit: the right end
+    drawn = np.stack(
+        [
+            variants.draw_instruction(np.full((height, width, 3), 128, np.uint8), choice, y, seed)
+            for choice in "012345"
+            for seed in range(8)
+        ]
+    )
+    assert (drawn[:, :, digit] == drawn[:1, :, digit]).all()
+    assert np.ptp(drawn, axis=0).any()  # the answers differ: in the box
+    left, top, box, caption_x = variants.instruction_box(width, height, y)
+    assert 0 <= left and left + box < caption_x < digit.min() and 0 <= top and top + box < height
+    changed = np.flatnonzero(np.ptp(drawn, axis=0).any(axis=(0, 2)))
+    assert changed.min() > left and changed.max() < left + box  # only inside the box
+
+
 def _answer_all(campaign, code, answer) -> list:
     """Play a whole session fetching every medium; ``answer(trial, files)`` gives the choice."""
     client = _start(campaign, code)
