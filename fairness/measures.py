@@ -143,7 +143,11 @@ def _gc_sqfr(summarise, scores, groups, nan_policy, undefined, *, cube=False) ->
         return _undefined(problem, undefined)
     if has_nan(per_group):
         return float("nan")
-    sqfr = 1.0 - gini(summarise(per_group), undefined=undefined)
+    return _sqfr(gini(summarise(per_group), undefined=undefined), cube)
+
+
+def _sqfr(gini_value: float, cube: bool) -> float:
+    sqfr = 1.0 - gini_value
     return float(sqfr**3) if cube else float(sqfr)
 
 
@@ -278,6 +282,11 @@ def low_weighted_mean(
         return {label: value for label in per_group}
     if has_nan(per_group):
         return {label: float("nan") for label in per_group}
+    return _lwm_of_checked(per_group)
+
+
+def _lwm_of_checked(per_group: dict) -> dict:
+    """Eq. 5 for groups already split and checked (two or more, none empty, no NaN)."""
     union = np.concatenate(list(per_group.values()))
     low, high = float(union.min()), float(union.max())
     if low == high:
@@ -451,6 +460,11 @@ def mean_discard_gap(
         return _undefined(problem, undefined)
     if has_nan(per_group):
         return float("nan")
+    return _mdg_of_checked(per_group, step, undefined)
+
+
+def _mdg_of_checked(per_group: dict, step: float, undefined: Undefined) -> float:
+    """Eq. 7 for groups already split and checked (two or more, none empty, no NaN)."""
     _, rates = _discard_matrix(per_group, step)
     if rates.shape[1] == 0:
         union = np.concatenate(list(per_group.values()))
@@ -535,6 +549,41 @@ def compute_measure(
     if name == "MDG-SQFR":
         options["step"] = step
     return MEASURES[name](scores, **options)
+
+
+#: The Gini-based measures of :data:`MEASURES`: (group summary, cubed).
+_GC_MEASURES = {
+    "Mean-GC-SQFR": (_means, False),
+    "Median-GC-SQFR": (_medians, False),
+    "Mean-GC-CSQFR": (_means, True),
+    "LWM-GC-SQFR": (lambda per_group: list(_lwm_of_checked(per_group).values()), False),
+    "LWM-GC-CSQFR": (lambda per_group: list(_lwm_of_checked(per_group).values()), True),
+}
+
+
+def measures_of_checked(per_group: dict, names, *, step: float = 1.0, undefined: Undefined = "nan") -> dict:
+    """``{name: compute_measure(name, per_group, step=step, undefined=undefined)}`` for groups
+    that :func:`fairness.groups.split_by_group` already gave and that have no problem: two or
+    more groups, none empty, no NaN (e.g. the stratified resamples of
+    :func:`fairness.stats.bootstrap_cis`, drawn from such groups).
+
+    The same arithmetic as :func:`compute_measure` on the same arrays, hence the same floats,
+    without validating the groups again and with each group summary (means, medians, LWM)
+    and its Gini coefficient computed once for the measures that share it (Mean-GC-SQFR and
+    Mean-GC-CSQFR; LWM-GC-SQFR and LWM-GC-CSQFR).
+    """
+    ginis: dict = {}
+    result = {}
+    for name in names:
+        if name == "MDG-SQFR":
+            result[name] = 1.0 - _mdg_of_checked(per_group, step, undefined)
+            continue
+        summarise, cube = _GC_MEASURES[name]
+        kind = "lwm" if name.startswith("LWM") else summarise
+        if kind not in ginis:
+            ginis[kind] = gini(summarise(per_group), undefined=undefined)
+        result[name] = _sqfr(ginis[kind], cube)
+    return result
 
 
 def all_measures(

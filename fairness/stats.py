@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from fairness.groups import NanPolicy, split_by_group
-from fairness.measures import MEASURES, compute_measure
+from fairness.measures import MEASURES, compute_measure, measures_of_checked
 
 DESCRIBE_COLUMNS = ["n", "mean", "std", "min", "q1", "median", "q3", "max"]
 
@@ -177,11 +177,13 @@ def bootstrap_cis(
     functions = _measure_functions(measures, step)
     estimates = {name: function(per_group, "raise") for name, function in functions.items()}
     draws = {name: np.empty(int(n_resamples)) for name in functions}
+    # The estimates passed, so the groups are two or more, none empty, without NaN; so is
+    # every stratified resample of them, which is measured without checking them again.
     for index, resample in enumerate(
         stratified_resamples(per_group, n_resamples=int(n_resamples), random_state=random_state)
     ):
-        for name, function in functions.items():
-            draws[name][index] = function(resample, "nan")
+        for name, value in measures_of_checked(resample, functions, step=step, undefined="nan").items():
+            draws[name][index] = value
     tail = 50.0 * (1.0 - confidence_level)
     result = {}
     for name, values in draws.items():
