@@ -159,6 +159,20 @@ def _medians(per_group: dict) -> list[float]:
     return [float(np.median(values)) for values in per_group.values()]
 
 
+def _sorted_medians(per_group: dict) -> list[float]:
+    """``_medians`` of groups without NaN, none empty: the middle of the sorted values, or the
+    mean of the two middle ones (``a + b`` halved, what ``numpy.median`` computes), without
+    ``numpy.median``'s general machinery (10 times the time on a group of a few values)."""
+    medians = []
+    for values in per_group.values():
+        ordered = np.sort(values)
+        half = ordered.size // 2
+        medians.append(
+            float(ordered[half]) if ordered.size % 2 else float((ordered[half - 1] + ordered[half]) / 2.0)
+        )
+    return medians
+
+
 _SCORES_DOC = """scores : array-like of shape (n_samples,) or mapping of label -> array-like
         Per-sample scores, higher = better (see :func:`fairness.groups.split_by_group`).
     groups : array-like of shape (n_samples,), optional
@@ -554,7 +568,7 @@ def compute_measure(
 #: The Gini-based measures of :data:`MEASURES`: (group summary, cubed).
 _GC_MEASURES = {
     "Mean-GC-SQFR": (_means, False),
-    "Median-GC-SQFR": (_medians, False),
+    "Median-GC-SQFR": (_sorted_medians, False),
     "Mean-GC-CSQFR": (_means, True),
     "LWM-GC-SQFR": (lambda per_group: list(_lwm_of_checked(per_group).values()), False),
     "LWM-GC-CSQFR": (lambda per_group: list(_lwm_of_checked(per_group).values()), True),
@@ -568,9 +582,9 @@ def measures_of_checked(per_group: dict, names, *, step: float = 1.0, undefined:
     :func:`fairness.stats.bootstrap_cis`, drawn from such groups).
 
     The same arithmetic as :func:`compute_measure` on the same arrays, hence the same floats,
-    without validating the groups again and with each group summary (means, medians, LWM)
-    and its Gini coefficient computed once for the measures that share it (Mean-GC-SQFR and
-    Mean-GC-CSQFR; LWM-GC-SQFR and LWM-GC-CSQFR).
+    without validating the groups again (medians by :func:`_sorted_medians`), and with each
+    group summary (means, LWM) and its Gini coefficient computed once for the measures that
+    share it (Mean-GC-SQFR and Mean-GC-CSQFR; LWM-GC-SQFR and LWM-GC-CSQFR).
     """
     ginis: dict = {}
     result = {}

@@ -20,6 +20,7 @@ from fairness.measures import (
     mean_gc_csqfr,
     mean_gc_sqfr,
     median_gc_sqfr,
+    measures_of_checked,
 )
 
 
@@ -382,3 +383,34 @@ def test_lwm_accumulates_the_weights_of_repeated_scores():
     # Q = {0, 4, 4, 8}: w(0) = 1, w(4) = 0.5 twice -> accumulated 1.0, w(8) = 0
     # a: (0 * 1 + 4 * 1.0) / (1 + 1.0) = 2
     assert low_weighted_mean({"a": [0, 4, 4], "b": [8]})["a"] == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(
+    "kind", ["fractions", "percent points", "integers", "with negatives", "one constant"]
+)
+def test_measures_of_checked_are_the_measures_to_the_last_bit(kind):
+    """The bootstrap's unchecked path (``measures_of_checked``) gives the floats of
+    ``compute_measure`` itself, on groups of odd and even sizes (medians of two middles),
+    ties, negative group summaries (undefined: NaN) and a constant group."""
+    rng = np.random.default_rng(
+        ["fractions", "percent points", "integers", "with negatives", "one constant"].index(kind)
+    )
+    step = 1.0 if kind == "integers" else 0.01
+    names = ["Mean-GC-SQFR", "Median-GC-SQFR", "Mean-GC-CSQFR", "LWM-GC-SQFR", "LWM-GC-CSQFR", "MDG-SQFR"]
+    for _ in range(200):
+        groups = {}
+        for label in "ABCD"[: int(rng.integers(2, 5))]:
+            n = int(rng.integers(1, 10))
+            groups[label] = {
+                "fractions": rng.random(n),
+                "percent points": np.round(rng.random(n), 2),
+                "integers": rng.integers(0, 8, n).astype(float),
+                "with negatives": rng.normal(0.1, 1.0, n),
+                "one constant": np.full(n, 0.5) if label == "A" else rng.random(n),
+            }[kind]
+        fast = measures_of_checked(groups, names, step=step, undefined="nan")
+        measures = all_measures(groups, step=step, undefined="nan")
+        for name in names:
+            slow = measures[name]
+            assert np.array_equal(fast[name], slow, equal_nan=True), (name, groups)
+            assert type(fast[name]) is type(slow) is float
