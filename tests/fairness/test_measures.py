@@ -397,7 +397,7 @@ def test_measures_of_checked_are_the_measures_to_the_last_bit(kind):
     )
     step = 1.0 if kind == "integers" else 0.01
     names = ["Mean-GC-SQFR", "Median-GC-SQFR", "Mean-GC-CSQFR", "LWM-GC-SQFR", "LWM-GC-CSQFR", "MDG-SQFR"]
-    for _ in range(200):
+    for _ in range(40):
         groups = {}
         for label in "ABCD"[: int(rng.integers(2, 5))]:
             n = int(rng.integers(1, 10))
