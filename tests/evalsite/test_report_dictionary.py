@@ -9,7 +9,9 @@ entry (JSON, nested; API) and every campaign-summary-table column (CSV, API) mus
 documented; a new column without an entry fails here, naming it.
 """
 
+import copy
 import csv
+import hashlib
 import io
 import json
 
@@ -19,9 +21,9 @@ from django.test import Client
 
 from automated.django_app.attack_models import AttackRun
 from automated.django_app.attack_service import run_attack
-from automated.django_app.services import run_face_evaluation
+from automated.django_app.services import FaceRunKind, run_face_evaluation
 from evalsite import dictionary, reports
-from evalsite.models import Submission, Team
+from evalsite.models import GalleryImage, Submission, Team
 from trials.human_report import GALLERY_FROM_THIS_CLIP
 from trials import assignment
 from trials.models import RatingSession, SessionState
@@ -46,8 +48,52 @@ def _rate(campaign, raters: int) -> None:
             assignment.record_response(trial, answer)
 
 
+#: ``FaceRunKind.compute_video`` values of this module's runs, by :func:`_face_inputs`.
+_FACE_VALUES: dict[str, dict] = {}
+
+
+def _file_digest(field_file) -> bytes:
+    with field_file.open("rb") as handle:
+        return hashlib.sha256(handle.read()).digest()
+
+
+def _face_inputs(run, masked) -> str:
+    """SHA-256 of everything one video's face evaluation reads: the run's options, the clear
+    and the masked file, the true identity and the campaign's gallery (codes and image bytes)."""
+    digest = hashlib.sha256(json.dumps(run.config, sort_keys=True).encode())
+    digest.update(_file_digest(masked.source_video.file) + _file_digest(masked.file))
+    digest.update(masked.source_video.identity.code.encode())
+    gallery = GalleryImage.objects.filter(
+        identity__campaign=run.submission.campaign, identity__practice=False
+    ).select_related("identity")
+    for image in gallery.order_by("id"):
+        digest.update(image.identity.code.encode() + _file_digest(image.image))
+    return digest.hexdigest()
+
+
 @pytest.fixture
-def evaluated(media_root, data_dir, grid_cache, settings):
+def memoised_face_evaluation(monkeypatch):
+    """Each video's face evaluation computed once in this module (a copy of its values after).
+
+    The three tests build the same campaign (same clips, blur, gallery and stride), and the
+    face evaluation of its 10 videos (detection and a ResNet embedding of every tested
+    frame) was most of each test's set-up. Its values are a function of the inputs in
+    :func:`_face_inputs`; the evaluation itself is tested in
+    tests/automated/django_app/test_face_services.py.
+    """
+    real = FaceRunKind.compute_video
+
+    def compute_video(self, run, masked):
+        key = _face_inputs(run, masked)
+        if key not in _FACE_VALUES:
+            _FACE_VALUES[key] = real(self, run, masked)
+        return copy.deepcopy(_FACE_VALUES[key])
+
+    monkeypatch.setattr(FaceRunKind, "compute_video", compute_video)
+
+
+@pytest.fixture
+def evaluated(media_root, data_dir, grid_cache, settings, memoised_face_evaluation):
     settings.TRIALS_PLAUSIBILITY_CHECKS = False  # scripted raters fetch no media and answer at once
     settings.TRIALS_OUTLIER_ALPHA = 1e-12  # scripted raters: no per-rater outlier flags
     campaign = build_grid_campaign(data_dir, grid_cache, raters_per_video=3)
