@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -238,7 +239,9 @@ def _load_face_track(path: Path) -> tuple[np.ndarray, np.ndarray] | None:
     try:
         with np.load(path) as data:
             boxes_xyxy, eyes_xy = data["boxes_xyxy"], data["eyes_xy"]
-    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as error:
+    # zlib.error: a damaged deflate stream inside the archive (its CRC is checked only
+    # after a whole member is inflated), e.g. a flipped byte of the compressed arrays
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
         logger.warning("face track cache %s unreadable (%s): computed again", path.name, error)
         return None
     if (

@@ -291,6 +291,60 @@ class _NoDetector:
         raise AssertionError("the cached face track was detected again")
 
 
+class _FixedFaceDetector:
+    """One face at a fixed place in every frame (eyes given), counting its calls."""
+
+    def __init__(self):
+        self.calls = 0
+        self.last_keypoints_xy = np.zeros((0, 6, 2), np.float32)
+
+    def cache_key(self) -> str:
+        return "fixed-face-test-detector"
+
+    def detect(self, frame_rgb, frame_index=0):
+        from automated.detection import FaceDetections
+
+        self.calls += 1
+        keypoints = np.array([[20, 20], [40, 20], [30, 30], [30, 40], [15, 25], [45, 25]], np.float32)
+        self.last_keypoints_xy = keypoints[None]
+        box = np.array([[10.0, 8.0, 50.0, 44.0]], np.float32)
+        return FaceDetections(frame_index, box, np.ones(1, np.float32))
+
+
+def test_a_face_track_cache_entry_with_a_damaged_deflate_stream_is_computed_again(tmp_path):
+    """A flipped byte inside an entry's compressed arrays makes zlib fail while inflating
+    (``zlib.error``, before zipfile's CRC check): the track is computed again and the entry
+    rewritten, as for any other unreadable entry, not an error of every later masking."""
+    import zipfile
+
+    clip = tmp_path / "clip.mkv"
+    with VideoWriter(clip, 25.0, (64, 48), codec="ffv1") as writer:
+        for value in (90, 120, 150):
+            writer.write(np.full((48, 64, 3), value, np.uint8))
+    cache, detector = tmp_path / "tracks", _FixedFaceDetector()
+    boxes, eyes = face_track(clip, detector=detector, cache_dir=cache)
+    assert detector.calls == 3 and boxes.tolist() == [[10.0, 8.0, 50.0, 44.0]] * 3
+    (entry,) = cache.glob("face_track_*.npz")
+    raw = bytearray(entry.read_bytes())
+    with zipfile.ZipFile(entry) as archive:
+        member = archive.infolist()[0]
+    assert member.compress_type == zipfile.ZIP_DEFLATED
+    offset = member.header_offset
+    name_length, extra_length = (
+        int.from_bytes(raw[offset + 26 : offset + 28], "little"),
+        int.from_bytes(raw[offset + 28 : offset + 30], "little"),
+    )
+    raw[offset + 30 + name_length + extra_length] = 0xFF  # final block of the reserved type 3
+    entry.write_bytes(bytes(raw))
+    again = face_track(clip, detector=detector, cache_dir=cache)  # not zlib.error
+    assert detector.calls == 6
+    np.testing.assert_array_equal(again[0], boxes)
+    np.testing.assert_array_equal(again[1], eyes)
+    cached = face_track(clip, detector=detector, cache_dir=cache)  # the rewritten entry is read
+    assert detector.calls == 6
+    np.testing.assert_array_equal(cached[0], boxes)
+
+
 def test_face_region_method_on_a_video_without_a_face_raises(tmp_path):
     blank = tmp_path / "blank.mkv"
     with VideoWriter(blank, 25.0, (64, 48), codec="ffv1") as writer:
