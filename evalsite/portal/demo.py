@@ -33,8 +33,9 @@ idempotent, so re-running neither duplicates nor crashes:
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -301,9 +302,21 @@ def _beside_the_baselines(
     if not embedded.pool_possible():
         return lambda: work(log)
     lines: list[str] = []
-    background = ThreadPoolExecutor(1, thread_name_prefix="demo-beside")
-    future = background.submit(work, lines.append)
-    background.shutdown(wait=False)  # the thread ends with ``work``
+    future: Future = Future()
+
+    def run() -> None:
+        future.set_running_or_notify_cancel()
+        try:
+            future.set_result(work(lines.append))
+        except BaseException as error:  # handed to whoever asks for the files
+            future.set_exception(error)
+
+    # A daemon thread: a demo stopped before its files are asked for (Ctrl-C or SIGTERM
+    # during the baselines, a failed summary) exits at once. A ThreadPoolExecutor's
+    # thread is joined when the interpreter exits: the process went on with this work,
+    # whose files nobody would read, for its remaining minute, and a second Ctrl-C left
+    # it running native code while the interpreter shut down.
+    threading.Thread(target=run, name="demo-beside", daemon=True).start()
 
     def files() -> list[Path]:
         try:

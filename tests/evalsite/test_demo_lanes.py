@@ -91,10 +91,12 @@ def test_the_london_example_runs_beside_the_baselines_and_logs_where_it_did(monk
     files = demo._beside_the_baselines(_london_stand_in(started, release), printed.append)
     assert started.wait(5)  # it runs while the baselines would: before its files are asked for
     assert printed == []  # its lines are held, not mixed into the baselines' lines
+    # a daemon: a demo stopped during the baselines does not wait for it at exit
+    assert [thread.daemon for thread in threading.enumerate() if thread.name == "demo-beside"] == [True]
     printed.append("baselines done")
     release.set()
     assert files() == ["london_privacy_fairness.csv", "london_privacy_fairness.json"]
-    assert printed == ["baselines done", "London line 1 (demo-beside_0)", "London line 2"]
+    assert printed == ["baselines done", "London line 1 (demo-beside)", "London line 2"]
 
 
 def test_the_london_example_runs_in_place_without_a_pool_and_its_error_is_raised(monkeypatch):
