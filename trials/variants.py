@@ -27,8 +27,8 @@ fixed by format, never by content:
   (:func:`campaign_video_size`), larger than any of its videos' variants, so the
   Content-Range total is the same number for every trial, evaluated or attention check.
 - **Attention checks** are the same pipeline with an instruction burnt into the frames
-  for a stretch starting at a random moment (:func:`instruction_frames`): the words
-  "Choose face" and a box of 1-5 scattered dots (crossed out: "not present"); the
+  for a stretch starting at a random moment (:func:`instruction_frames`): a box of 1-5
+  scattered dots (crossed out: "not present") and then the words "Choose face"; the
   answer is the instructed position. A text reader (OCR) reads the same two words in
   every check; a person counts the dots.
 - **Faces** (:func:`png_variant`) are re-rendered per trial (a seeded sub-pixel shift,
