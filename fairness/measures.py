@@ -584,7 +584,23 @@ def measures_of_checked(per_group: dict, names, *, step: float = 1.0, undefined:
     The same arithmetic as :func:`compute_measure` on the same arrays, hence the same floats,
     without validating the groups again (medians by :func:`_sorted_medians`), and with each
     group summary (means, LWM) and its Gini coefficient computed once for the measures that
-    share it (Mean-GC-SQFR and Mean-GC-CSQFR; LWM-GC-SQFR and LWM-GC-CSQFR).
+    share it (Mean-GC-SQFR and Mean-GC-CSQFR; LWM-GC-SQFR and LWM-GC-CSQFR). The measures
+    are those of seeds/003, section 3, eq. 1-8 (see the module docstring).
+
+    Parameters
+    ----------
+    per_group : dict of str to ndarray
+        ``{group: 1-D float64 array of quality scores}``, already checked (no validation here:
+        an empty group or a NaN gives a wrong value, not an error).
+    names : iterable of str
+        Keys of :data:`MEASURES`.
+    step, undefined
+        As in :func:`compute_measure`.
+
+    Returns
+    -------
+    dict of str to float
+        ``{name: value in [0, 1]}``, equal to :func:`compute_measure`'s to the last bit.
     """
     ginis: dict = {}
     result = {}
