@@ -10,11 +10,21 @@ from __future__ import annotations
 
 import io
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")  # no display: render to memory only
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend (no display: render to memory only).
+
+    Imported on first use, not with this module: the site imports it at start-up (the
+    fairness pages' URLs) and matplotlib costs about 0.6 CPU s to import, paid by every
+    server, worker and command process that never draws a plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def violin_png(per_group: dict, *, title: str, ylabel: str, dpi: int = 100) -> bytes:
@@ -42,6 +52,7 @@ def violin_png(per_group: dict, *, title: str, ylabel: str, dpi: int = 100) -> b
         raise ValueError("nothing to plot: no group has scores")
     labels = [str(label) for label in per_group]
     arrays = [np.asarray(values, dtype=np.float64) for values in per_group.values()]
+    plt = _pyplot()
     figure, axes = plt.subplots(figsize=(1.6 + 1.3 * len(arrays), 3.6), dpi=dpi)
     try:
         positions = np.arange(1, len(arrays) + 1)
