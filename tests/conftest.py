@@ -339,12 +339,21 @@ def media_root(tmp_path, settings):
 def grid_cache(data_dir) -> Path:
     """Gallery stills, blurred (FFV1) and H.264 copies of the GRID clips, made once.
 
-    Kept in ``settings.CACHE_DIR/trials-tests`` so repeated local runs reuse them (under
-    pytest-xdist each worker has its own ``CACHE_DIR``, see tests/settings.py). Used by the
-    rating tests and passed as ``--cache-dir`` to the simulation the ops tests start.
+    Kept in ``settings.CACHE_DIR/trials-tests`` so repeated local runs reuse them. Under
+    pytest-xdist the workers share one copy beside their own folders (``var/xdist/grid``,
+    see tests/settings.py), made by the first worker that needs it while the others wait on
+    a lock: each worker making its own cost about 28 CPU s (blur, web copies, stills). The
+    files are only read after that (``probes.json`` is replaced whole). Used by the rating
+    tests and passed as ``--cache-dir`` to the simulation the ops tests start.
     """
+    import fcntl
+
     from tests.crowd.simulation import prepare_grid_files
 
-    cache = Path(settings.CACHE_DIR) / "trials-tests"
-    prepare_grid_files(data_dir, cache)
+    worker_var = os.environ.get("DEID_TEST_WORKER_VAR_DIR")
+    cache = Path(worker_var).parent / "grid" if worker_var else Path(settings.CACHE_DIR) / "trials-tests"
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    with open(cache.parent / f".{cache.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes (or the process dies)
+        prepare_grid_files(data_dir, cache)
     return cache

@@ -53,7 +53,7 @@ def postgres_env(tmp_path_factory):
 
 
 def test_every_rater_path_locks_session_then_item_then_trial(postgres_env, grid_cache):
-    cache = grid_cache  # the GRID files tests/trials makes (made once per worker)
+    cache = grid_cache  # the GRID files tests/trials makes (made once per run)
     env = postgres_env
     setup = run(
         ["tests.crowd.simulation", "--setup-only", "--raters-per-video", "10", "--cache-dir", str(cache)],

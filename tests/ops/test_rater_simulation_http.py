@@ -71,7 +71,7 @@ def database_facts(url: str) -> dict:
 
 
 def test_100_raters_over_http_on_gunicorn_and_postgresql(tmp_path, grid_cache):
-    cache = grid_cache  # the GRID files tests/trials makes (made once per worker)
+    cache = grid_cache  # the GRID files tests/trials makes (made once per run)
     with postgres_database() as url:
         env = {
             "DATABASE_URL": url,
