@@ -73,6 +73,18 @@ def native_stderr_silenced() -> Iterator[None]:
             os.close(null)
 
 
+@contextmanager
+def standard_error_kept() -> Iterator[None]:
+    """Hold off :func:`native_stderr_silenced` for the block: descriptor 2 stays the real one.
+
+    For starting child processes: one started while another thread has descriptor 2 on the
+    null device (a MediaPipe graph being built) would keep the null device as its standard
+    error for life, and its errors would be lost (the embedded pool's workers).
+    """
+    with _LOCK:
+        yield
+
+
 class QuietStart:
     """A MediaPipe solution graph made and first run with native start-up lines silenced.
 

@@ -40,6 +40,8 @@ from concurrent.futures.process import BrokenProcessPool
 
 from django.conf import settings
 from django.db import connections
+from automated.native_logs import standard_error_kept
+
 from . import lifecycle, pool_worker
 from .run_models import RunBase, RunStatus
 
@@ -133,7 +135,8 @@ def map_in_pool(function, items: list[tuple]) -> list:
     if len(items) < 2 or not pool_possible():
         return [_outcome(function, item) for item in items]
     executor = _executor()
-    futures = [executor.submit(_outcome, function, item) for item in items]
+    with standard_error_kept():  # submit() starts the workers: with the real stderr
+        futures = [executor.submit(_outcome, function, item) for item in items]
     try:
         return [future.result() for future in futures]
     except BrokenProcessPool:
@@ -171,7 +174,8 @@ def _in_pool(kind: lifecycle.RunKind, run: RunBase, step: str) -> None:
             return
         started = dict(run.deliveries or {})
         executor = _executor()
-        futures = [executor.submit(pool_worker.unit, kind, step, run.pk, key) for key in units]
+        with standard_error_kept():
+            futures = [executor.submit(pool_worker.unit, kind, step, run.pk, key) for key in units]
         try:
             for future in futures:
                 future.result()

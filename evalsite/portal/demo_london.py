@@ -18,10 +18,12 @@ identities. Embeddings are cached on disk (``EMBEDDING_CACHE``), so a re-run is 
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
 from pathlib import Path
 
+from automated.cache_files import atomic_file
 from evalsite.spreadsheet import SafeDictWriter
 
 #: The baselines of the example (one weak, one pixel-level, one keyed): the demo's methods
@@ -82,7 +84,6 @@ def london_privacy_fairness(
     )
     from automated.attack.recognizers import EMBEDDING_CACHE, DlibEmbedding
     from automated.detection import MediaPipeFaceDetector
-    from automated.serialize import jsonable
     from fairness.privacy import privacy_fairness_by_attribute
 
     chosen = [m for m in LONDON_METHODS if m in set(methods)]
@@ -140,24 +141,34 @@ def london_privacy_fairness(
                 f"({spread['high_group']} vs {spread['low_group']}), p = {spread['p_value']:.3f}"
                 f"{' differs' if spread['differs'] else ''}"
             )
+    return write_files(reports_dir, rows, reports)
+
+
+def write_files(reports_dir: Path, rows: list[dict], reports: dict) -> list[Path]:
+    """The example's CSV (one row per method and attribute, :data:`COLUMNS`) and JSON (per
+    method, the groups' figures) in ``reports_dir``; their paths.
+
+    Each file is written whole under a temporary name, then renamed over the old one
+    (``automated.cache_files.atomic_file``): a reader, or a demo stopped mid-write, never
+    sees or leaves half a file.
+    """
+    from automated.serialize import jsonable
+
     reports_dir.mkdir(parents=True, exist_ok=True)
     csv_path = reports_dir / "london_privacy_fairness.csv"
-    with csv_path.open("w", newline="") as handle:
-        writer = SafeDictWriter(handle, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
+    table = io.StringIO(newline="")
+    writer = SafeDictWriter(table, fieldnames=COLUMNS)
+    writer.writeheader()
+    writer.writerows(rows)
+    with atomic_file(csv_path) as handle:
+        handle.write(table.getvalue().encode("utf-8"))
     json_path = reports_dir / "london_privacy_fairness.json"
-    json_path.write_text(
-        json.dumps(
-            jsonable(
-                {
-                    "material": "Face Research Lab London Set (CC BY 4.0), 102 identities, 2 photos each",
-                    "attacker": "pretrained dlib embedder, nearest clear photo of the other expression",
-                    "source": "ISO/IEC 19795-10 differential performance, here of the attacker",
-                    "methods": reports,
-                }
-            ),
-            indent=2,
-        )
-    )
+    document = {
+        "material": "Face Research Lab London Set (CC BY 4.0), 102 identities, 2 photos each",
+        "attacker": "pretrained dlib embedder, nearest clear photo of the other expression",
+        "source": "ISO/IEC 19795-10 differential performance, here of the attacker",
+        "methods": reports,
+    }
+    with atomic_file(json_path) as handle:
+        handle.write(json.dumps(jsonable(document), indent=2).encode("utf-8"))
     return [csv_path, json_path]

@@ -56,3 +56,42 @@ def test_native_start_up_lines_are_silenced_unless_verbose(data_dir):
     assert loud.stderr.count("Feedback manager requires a model with a single signature inference") >= 2
     assert "Created TensorFlow Lite XNNPACK delegate for CPU" in loud.stderr
     assert loud.stderr.endswith("stderr still works\n")
+
+
+def test_a_child_started_under_standard_error_kept_keeps_the_real_stderr(tmp_path):
+    """A thread silencing descriptor 2 (a MediaPipe graph being built) holds off a process
+    start under ``standard_error_kept`` until it is done: the child writes to the real stderr
+    (the embedded pool starts its workers this way)."""
+    import threading
+    import time
+
+    from automated import native_logs
+
+    silenced, release = threading.Event(), threading.Event()
+
+    def build_graph():
+        with native_logs.native_stderr_silenced():
+            silenced.set()
+            release.wait(10)
+
+    log = tmp_path / "stderr.log"
+    saved = os.dup(2)
+    with open(log, "wb") as target:
+        os.dup2(target.fileno(), 2)  # the "real" stderr of this test: a file
+    try:
+        builder = threading.Thread(target=build_graph)
+        builder.start()
+        assert silenced.wait(10)
+        threading.Timer(0.5, release.set).start()
+        started = time.monotonic()
+        with native_logs.standard_error_kept():
+            waited = time.monotonic() - started
+            subprocess.run(
+                [sys.executable, "-c", "import sys; print('child line', file=sys.stderr)"], check=True
+            )
+        builder.join(10)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    assert waited >= 0.4  # it waited for the graph's block to end
+    assert log.read_text() == "child line\n"  # not lost in the null device

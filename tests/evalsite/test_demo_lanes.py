@@ -117,3 +117,29 @@ def test_the_london_example_runs_in_place_without_a_pool_and_its_error_is_raised
     with pytest.raises(RuntimeError, match="no photos"):
         files()
     assert printed[1:] == ["London line 2"]  # the lines before the error are still printed
+
+
+def test_the_london_files_are_written_whole_or_not_at_all(tmp_path):
+    """``demo_london.write_files``: the CSV (a header and a row per method and attribute) and
+    the JSON; a write that fails leaves the files of the last run as they were, and no
+    partial file."""
+    import csv
+    import json
+
+    from evalsite.portal import demo_london
+
+    row = {column: "" for column in demo_london.COLUMNS}
+    row.update(method="blur_face", attribute="gender")
+    reports = {"blur_face": {"gender": {"spread": 0.04}}}
+    csv_path, json_path = demo_london.write_files(tmp_path, [row], reports)
+    with csv_path.open(newline="") as handle:
+        assert list(csv.DictReader(handle)) == [row]
+    assert csv_path.read_bytes().startswith(",".join(demo_london.COLUMNS).encode() + b"\r\n")
+    assert json.loads(json_path.read_text())["methods"] == reports
+    before = {path.name: path.read_bytes() for path in (csv_path, json_path)}
+
+    changed = dict(row, attribute="ethnicity")
+    with pytest.raises(TypeError):  # json cannot write this: the JSON fails mid-write
+        demo_london.write_files(tmp_path, [changed], {"blur_face": object()})
+    assert json_path.read_bytes() == before[json_path.name]  # the last whole file stays
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(before)  # no partial file
