@@ -130,16 +130,37 @@ def _fresh_report_cache():
     yield
 
 
+def _memo_folder(tmp_path_factory, name: str) -> Path:
+    """The folder of a memo of files: under pytest-xdist one for the whole run, shared by the
+    workers (in the run's base temporary folder, the parent of each worker's own), so what
+    one worker made the other copies instead of making it again; else one of this process."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = tmp_path_factory.getbasetemp().parent / name
+        folder.mkdir(exist_ok=True)
+        return folder
+    return tmp_path_factory.mktemp(name)
+
+
+def _keep_in_memo(path, target: Path) -> None:
+    """Copy ``path`` to ``target`` whole (a temporary name, then renamed): the other worker
+    never copies half a file, and two workers keeping the same entry leave one whole copy."""
+    import shutil
+
+    partial = target.with_name(f".{target.name}.{os.getpid()}")
+    shutil.copyfile(path, partial)
+    os.replace(partial, target)
+
+
 #: Baselines whose masked file is a function of the source, the method and the key alone
 #: (no per-video nonce, no noise: ``automated.anonymizers.registry``).
 DETERMINISTIC_BASELINES = {
     "identity", "blur_face", "blur_frame", "pixelate_face", "eye_mask", "block_permute_fixed", "canny",
 }  # fmt: skip
-_MASKING_MEMO: dict = {"folder": None, "results": {}}
+_MASKING_MEMO: dict = {"folder": None}
 
 
 def memoised_mask_video(source_path, masked_path, method: str, key: bytes):
-    """``services._mask_video``, each (source bytes, method, key) masked once per worker.
+    """``services._mask_video``, each (source bytes, method, key) masked once per run (:func:`_memo_folder`).
 
     Tests mask the same GRID clips with the same deterministic baselines and fixed keys
     again and again (``create_baseline_submission`` in a function-scoped fixture); the
@@ -150,6 +171,7 @@ def memoised_mask_video(source_path, masked_path, method: str, key: bytes):
     """
     import dataclasses
     import hashlib
+    import pickle
     import shutil
 
     from automated.django_app import services
@@ -164,12 +186,15 @@ def memoised_mask_video(source_path, masked_path, method: str, key: bytes):
     digest = hashlib.sha256(
         Path(source_path).read_bytes() + b"\0" + method.encode() + b"\0" + key
     ).hexdigest()
-    if digest in _MASKING_MEMO["results"]:
+    kept = folder / f"{digest}.info"  # the VideoInfo, pickled: written after the file
+    if kept.exists():
         shutil.copyfile(folder / digest, masked_path)
-        return dataclasses.replace(_MASKING_MEMO["results"][digest], path=Path(masked_path))
+        return dataclasses.replace(pickle.loads(kept.read_bytes()), path=Path(masked_path))
     info = _REAL["mask"](source_path, masked_path, method, key)
-    shutil.copyfile(masked_path, folder / digest)
-    _MASKING_MEMO["results"][digest] = info
+    _keep_in_memo(masked_path, folder / digest)
+    partial = kept.with_name(f".{kept.name}.{os.getpid()}")
+    partial.write_bytes(pickle.dumps(info))
+    os.replace(partial, kept)
     return info
 
 
@@ -178,11 +203,12 @@ _REAL: dict = {}
 
 @pytest.fixture(scope="session", autouse=True)
 def _baseline_masking_memo(tmp_path_factory):
-    """Install :func:`memoised_mask_video` for the session (this worker's process only)."""
+    """Install :func:`memoised_mask_video` for the session (in this worker's process; the memo's
+    files are the run's)."""
     from automated.django_app import services
 
     _REAL.update(mask=services._mask_video, anonymize=services.anonymize_video)
-    _MASKING_MEMO["folder"] = tmp_path_factory.mktemp("masking-memo")
+    _MASKING_MEMO["folder"] = _memo_folder(tmp_path_factory, "masking-memo")
     services._mask_video = memoised_mask_video
     yield
     services._mask_video = _REAL["mask"]
@@ -272,11 +298,11 @@ def _catch_probe_memo():
 
 #: Modules that call ``automated.video.transcode_for_web`` by a name of their own.
 TRANSCODING_MODULES = ("automated.video", "evalsite.storage", "trials.media", "trials.practice")
-_TRANSCODE_MEMO: dict = {"folder": None, "real": None, "done": set()}
+_TRANSCODE_MEMO: dict = {"folder": None, "real": None}
 
 
 def memoised_transcode_for_web(input_path, output_path, *, timeout_s=None):
-    """``automated.video.transcode_for_web``, each input file's bytes transcoded once per worker.
+    """``automated.video.transcode_for_web``, each input file's bytes transcoded once per run (:func:`_memo_folder`).
 
     Test after test uploads the same GRID clips and masks them the same way, and opening
     rating encodes the same attention-check probes (memoised frames, so equal bytes): each
@@ -299,13 +325,12 @@ def memoised_transcode_for_web(input_path, output_path, *, timeout_s=None):
     digest.update(video.ffmpeg_executable().encode())
     key = digest.hexdigest()
     output_path = Path(output_path)
-    if key in _TRANSCODE_MEMO["done"]:
+    if (folder / key).exists():
         output_path.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(folder / key, output_path)
         return output_path
     result = real(input_path, output_path, timeout_s=timeout_s)
-    shutil.copyfile(output_path, folder / key)
-    _TRANSCODE_MEMO["done"].add(key)
+    _keep_in_memo(output_path, folder / key)
     return result
 
 
@@ -317,14 +342,16 @@ def _transcode_memo(tmp_path_factory):
 
     from automated import video
 
-    _TRANSCODE_MEMO.update(folder=tmp_path_factory.mktemp("transcode-memo"), real=video.transcode_for_web)
+    _TRANSCODE_MEMO.update(
+        folder=_memo_folder(tmp_path_factory, "transcode-memo"), real=video.transcode_for_web
+    )
     modules = [importlib.import_module(name) for name in TRANSCODING_MODULES]
     for module in modules:
         module.transcode_for_web = memoised_transcode_for_web
     yield
     for module in modules:
         module.transcode_for_web = _TRANSCODE_MEMO["real"]
-    _TRANSCODE_MEMO.update(folder=None, done=set())
+    _TRANSCODE_MEMO.update(folder=None)
 
 
 @pytest.fixture
