@@ -20,7 +20,7 @@ import numpy as np
 
 
 @contextlib.contextmanager
-def atomic_file(path):
+def atomic_file(path, *, shared: bool = False):
     """Yield a binary handle whose bytes appear at ``path`` only once it is closed whole.
 
     The folder is created if missing. On an exception the temporary file is removed and
@@ -30,11 +30,17 @@ def atomic_file(path):
     ----------
     path : path-like
         The final file.
+    shared : bool, default=False
+        False: readable by the owner only (``mkstemp``'s 0600: caches hold face crops and
+        embeddings). True: the mode ``open()`` gives (0666 less the process's umask), for
+        reports that sit beside files written the ordinary way.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        if shared:
+            os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as handle:
             yield handle
             handle.flush()
@@ -44,6 +50,18 @@ def atomic_file(path):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(partial)
         raise
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (``os.umask`` sets
+    it while reading: another thread creating a file meanwhile would get the wrong mode)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def save_npz(path, *, compressed: bool = True, **arrays) -> None:

@@ -142,13 +142,14 @@ def _memo_folder(tmp_path_factory, name: str) -> Path:
 
 
 def _keep_in_memo(path, target: Path) -> None:
-    """Copy ``path`` to ``target`` whole (a temporary name, then renamed): the other worker
-    never copies half a file, and two workers keeping the same entry leave one whole copy."""
+    """Copy ``path`` to ``target`` whole (``automated.cache_files.atomic_file``): the other
+    worker never copies half a file, and two writers of the same entry leave one whole copy."""
     import shutil
 
-    partial = target.with_name(f".{target.name}.{os.getpid()}")
-    shutil.copyfile(path, partial)
-    os.replace(partial, target)
+    from automated.cache_files import atomic_file
+
+    with open(path, "rb") as source, atomic_file(target) as handle:
+        shutil.copyfileobj(source, handle)
 
 
 #: Baselines whose masked file is a function of the source, the method and the key alone
@@ -174,6 +175,7 @@ def memoised_mask_video(source_path, masked_path, method: str, key: bytes):
     import pickle
     import shutil
 
+    from automated.cache_files import atomic_file
     from automated.django_app import services
 
     folder = _MASKING_MEMO["folder"]
@@ -192,9 +194,8 @@ def memoised_mask_video(source_path, masked_path, method: str, key: bytes):
         return dataclasses.replace(pickle.loads(kept.read_bytes()), path=Path(masked_path))
     info = _REAL["mask"](source_path, masked_path, method, key)
     _keep_in_memo(masked_path, folder / digest)
-    partial = kept.with_name(f".{kept.name}.{os.getpid()}")
-    partial.write_bytes(pickle.dumps(info))
-    os.replace(partial, kept)
+    with atomic_file(kept) as handle:
+        pickle.dump(info, handle)
     return info
 
 
@@ -369,18 +370,26 @@ def grid_cache(data_dir) -> Path:
     Kept in ``settings.CACHE_DIR/trials-tests`` so repeated local runs reuse them. Under
     pytest-xdist the workers share one copy beside their own folders (``var/xdist/grid``,
     see tests/settings.py), made by the first worker that needs it while the others wait on
-    a lock: each worker making its own cost about 28 CPU s (blur, web copies, stills). The
-    files are only read after that (``probes.json`` is replaced whole). Used by the rating
+    a lock: each worker making its own cost about 28 CPU s (blur, web copies, stills). A
+    ``.complete`` file is written last; a folder without it (a run stopped while making it)
+    is made again from scratch. The files are only read after that (``probes.json`` is
+    replaced whole). Not versioned: after a change to the blur or the web-copy command,
+    ``rm -r var/xdist/grid`` (or ``var``). Used by the rating
     tests and passed as ``--cache-dir`` to the simulation the ops tests start.
     """
     import fcntl
+    import shutil
 
     from tests.crowd.simulation import prepare_grid_files
 
     worker_var = os.environ.get("DEID_TEST_WORKER_VAR_DIR")
     cache = Path(worker_var).parent / "grid" if worker_var else Path(settings.CACHE_DIR) / "trials-tests"
     cache.parent.mkdir(parents=True, exist_ok=True)
+    complete = cache / ".complete"  # written last: a folder without it was cut short (Ctrl-C, a kill)
     with open(cache.parent / f".{cache.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes (or the process dies)
-        prepare_grid_files(data_dir, cache)
+        if not complete.exists():
+            shutil.rmtree(cache, ignore_errors=True)  # a half-written clip would be taken as made
+            prepare_grid_files(data_dir, cache)
+            complete.touch()
     return cache

@@ -306,7 +306,7 @@ def resume_on_first_request(sender=None, **kwargs) -> None:
     if not runs_in_process():
         return
     try:
-        # The URLconf (and the views' imports: matplotlib...) first, here: imported by the
+        # The URLconf (and the views' imports) first, here: imported by the
         # request and the resuming thread at once, a module could be seen half-initialised.
         get_resolver().url_patterns
         resumed = recover(background=True)

@@ -134,8 +134,9 @@ def map_in_pool(function, items: list[tuple]) -> list:
     """
     if len(items) < 2 or not pool_possible():
         return [_outcome(function, item) for item in items]
-    executor = _executor()
-    with standard_error_kept():  # submit() starts the workers: with the real stderr
+    # The pool (its resource tracker) and, in submit(), its workers start with the real stderr.
+    with standard_error_kept():
+        executor = _executor()
         futures = [executor.submit(_outcome, function, item) for item in items]
     try:
         return [future.result() for future in futures]
@@ -173,8 +174,8 @@ def _in_pool(kind: lifecycle.RunKind, run: RunBase, step: str) -> None:
         if not units:
             return
         started = dict(run.deliveries or {})
-        executor = _executor()
         with standard_error_kept():
+            executor = _executor()
             futures = [executor.submit(pool_worker.unit, kind, step, run.pk, key) for key in units]
         try:
             for future in futures:

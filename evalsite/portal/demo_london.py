@@ -148,27 +148,28 @@ def write_files(reports_dir: Path, rows: list[dict], reports: dict) -> list[Path
     """The example's CSV (one row per method and attribute, :data:`COLUMNS`) and JSON (per
     method, the groups' figures) in ``reports_dir``; their paths.
 
-    Each file is written whole under a temporary name, then renamed over the old one
-    (``automated.cache_files.atomic_file``): a reader, or a demo stopped mid-write, never
-    sees or leaves half a file.
+    Both texts are made before either file is touched (a row or figure that cannot be written
+    changes neither), then each file is written whole under a temporary name and renamed
+    over the old one (``automated.cache_files.atomic_file``, with the ordinary file mode of
+    the other reports): a reader, or a demo stopped mid-write, never sees half a file.
     """
     from automated.serialize import jsonable
 
-    reports_dir.mkdir(parents=True, exist_ok=True)
-    csv_path = reports_dir / "london_privacy_fairness.csv"
     table = io.StringIO(newline="")
     writer = SafeDictWriter(table, fieldnames=COLUMNS)
     writer.writeheader()
     writer.writerows(rows)
-    with atomic_file(csv_path) as handle:
-        handle.write(table.getvalue().encode("utf-8"))
-    json_path = reports_dir / "london_privacy_fairness.json"
     document = {
         "material": "Face Research Lab London Set (CC BY 4.0), 102 identities, 2 photos each",
         "attacker": "pretrained dlib embedder, nearest clear photo of the other expression",
         "source": "ISO/IEC 19795-10 differential performance, here of the attacker",
         "methods": reports,
     }
-    with atomic_file(json_path) as handle:
-        handle.write(json.dumps(jsonable(document), indent=2).encode("utf-8"))
-    return [csv_path, json_path]
+    texts = {
+        reports_dir / "london_privacy_fairness.csv": table.getvalue(),
+        reports_dir / "london_privacy_fairness.json": json.dumps(jsonable(document), indent=2),
+    }
+    for path, text in texts.items():
+        with atomic_file(path, shared=True) as handle:
+            handle.write(text.encode("utf-8"))
+    return list(texts)

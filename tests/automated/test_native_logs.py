@@ -58,7 +58,7 @@ def test_native_start_up_lines_are_silenced_unless_verbose(data_dir):
     assert loud.stderr.endswith("stderr still works\n")
 
 
-def test_a_child_started_under_standard_error_kept_keeps_the_real_stderr(tmp_path):
+def test_a_child_started_under_standard_error_kept_keeps_the_real_stderr(tmp_path, monkeypatch):
     """A thread silencing descriptor 2 (a MediaPipe graph being built) holds off a process
     start under ``standard_error_kept`` until it is done: the child writes to the real stderr
     (the embedded pool starts its workers this way)."""
@@ -67,6 +67,7 @@ def test_a_child_started_under_standard_error_kept_keeps_the_real_stderr(tmp_pat
 
     from automated import native_logs
 
+    monkeypatch.delenv("DEID_VERBOSE", raising=False)  # verbose: nothing is silenced, no lock
     silenced, release = threading.Event(), threading.Event()
 
     def build_graph():

@@ -119,12 +119,14 @@ def test_the_london_example_runs_in_place_without_a_pool_and_its_error_is_raised
     assert printed[1:] == ["London line 2"]  # the lines before the error are still printed
 
 
-def test_the_london_files_are_written_whole_or_not_at_all(tmp_path):
+def test_the_london_files_are_written_whole_or_not_at_all(tmp_path, monkeypatch):
     """``demo_london.write_files``: the CSV (a header and a row per method and attribute) and
-    the JSON; a write that fails leaves the files of the last run as they were, and no
-    partial file."""
+    the JSON, with the file mode of a report written the ordinary way. Figures that cannot be
+    written change neither file; a write that fails on the disk leaves that file as it was
+    and no partial file."""
     import csv
     import json
+    import os
 
     from evalsite.portal import demo_london
 
@@ -136,10 +138,26 @@ def test_the_london_files_are_written_whole_or_not_at_all(tmp_path):
         assert list(csv.DictReader(handle)) == [row]
     assert csv_path.read_bytes().startswith(",".join(demo_london.COLUMNS).encode() + b"\r\n")
     assert json.loads(json_path.read_text())["methods"] == reports
-    before = {path.name: path.read_bytes() for path in (csv_path, json_path)}
+    ordinary = tmp_path / "ordinary.csv"
+    ordinary.write_text("x")  # as the per-submission reports are written
+    assert csv_path.stat().st_mode == json_path.stat().st_mode == ordinary.stat().st_mode
+    ordinary.unlink()
+    before = {path: path.read_bytes() for path in (csv_path, json_path)}
 
     changed = dict(row, attribute="ethnicity")
-    with pytest.raises(TypeError):  # json cannot write this: the JSON fails mid-write
+    with pytest.raises(TypeError):  # json cannot write this figure: nothing is written
         demo_london.write_files(tmp_path, [changed], {"blur_face": object()})
-    assert json_path.read_bytes() == before[json_path.name]  # the last whole file stays
-    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(before)  # no partial file
+    assert {path: path.read_bytes() for path in before} == before
+
+    real_replace = os.replace
+
+    def disk_full_for_json(source, target):
+        if str(target).endswith(".json"):
+            raise OSError(28, "No space left on device")
+        return real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", disk_full_for_json)
+    with pytest.raises(OSError, match="No space left"):
+        demo_london.write_files(tmp_path, [changed], {"blur_face": {"ethnicity": {"spread": 0.12}}})
+    assert json_path.read_bytes() == before[json_path]  # the last whole file stays
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(path.name for path in before)
