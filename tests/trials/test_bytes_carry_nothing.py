@@ -104,6 +104,21 @@ def test_two_clips_of_one_format_get_identical_headers_and_equal_frames(grid_cac
     assert np.std(profiles[0]) / np.mean(profiles[0]) > 0.25  # before: 6 % (content alone)
 
 
+def test_unit_noise_is_added_on_every_channel_and_saturates_at_both_ends():
+    frame = np.array([[[0, 1, 254], [255, 128, 0]], [[7, 255, 0], [200, 0, 255]]], np.uint8)
+    noise = np.array([[-1, 1], [0, 1]], np.int16)
+    # By hand: -1 takes 0 to 0 (not 255), +1 takes 255 to 255 (not 0), 0 leaves the pixel.
+    expected = np.array([[[0, 0, 253], [255, 129, 1]], [[7, 255, 0], [201, 1, 255]]], np.uint8)
+    assert (variants._add_unit_noise(frame, noise) == expected).all()
+    # Whole frames: the same bytes as numpy's clip(frame + noise) in int16 (its first form).
+    rng = np.random.default_rng(5)
+    frame = rng.integers(0, 256, size=(288, 360, 3), dtype=np.uint8)
+    frame[:20], frame[20:40] = 0, 255
+    noise = rng.integers(-1, 2, size=(288, 360), dtype=np.int16)
+    reference = np.clip(frame.astype(np.int16) + noise[..., None], 0, 255).astype(np.uint8)
+    assert np.array_equal(variants._add_unit_noise(frame, noise), reference)
+
+
 def test_rate_factors_are_seeded_log_normal_and_zoned_for_long_videos():
     factors = variants.rate_factors(75, 11)
     assert factors.shape == (75,) and (factors == variants.rate_factors(75, 11)).all()
