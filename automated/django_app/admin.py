@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
-from automated.face_eval import METRIC_FIELDS
+from automated.face_fields import METRIC_FIELDS
 from evalsite.scoping import CampaignScopedAdminMixin, ReadOnlyAdminMixin
 from .admin_actions import requeue_runs
 from .attack_models import AttackExtraction, AttackResult, AttackRun

@@ -10,7 +10,7 @@ import math
 from django.db import models
 from evalsite.models import MaskedVideo
 
-from automated.face_eval import METRIC_FIELDS
+from automated.face_fields import METRIC_FIELDS
 
 from .run_models import RunBase
 

@@ -15,7 +15,7 @@ import pandas as pd
 from evalsite import dictionary, reports
 from evalsite.dictionary import Column
 
-from automated.face_eval import DETECTED_IOU, LEAK_SHARE, METRIC_FIELDS
+from automated.face_fields import DETECTED_IOU, LEAK_SHARE, METRIC_FIELDS
 from automated.recognition import EMBEDDERS, MATCH_THRESHOLD, embedder_spec
 from .face_models import AutomatedRun, VideoScore
 from .services import LEGACY_EMBEDDER, run_summary
