@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 
 def student_t_interval(values, confidence: float = 0.95) -> tuple[float, float, float]:
@@ -48,6 +47,8 @@ def student_t_interval(values, confidence: float = 0.95) -> tuple[float, float, 
     mean = float(values.mean())
     if len(values) < 2:
         return mean, math.nan, math.nan
+    from scipy import stats  # imported here: slow to import, and most importers never call this
+
     half = float(
         stats.t.ppf((1 + confidence) / 2, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values))
     )

@@ -34,7 +34,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial.distance import pdist
 
 from .attack.linkability import N_BINS, OMEGA, linkability
 from .attack.verification import equal_error_rate
@@ -279,6 +278,9 @@ def linking_attack(
         person[r] = shown.pop()
     if len(record_ids) < 2:
         raise ValueError("the linking attacker needs samples of at least two recordings")
+    # imported here: slow to import, and most importers never call this
+    from scipy.spatial.distance import pdist
+
     first, second = np.triu_indices(len(values), k=1)  # the order of pdist's condensed output
     across = record_of[first] != record_of[second]
     first, second = first[across], second[across]

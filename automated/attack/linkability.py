@@ -35,7 +35,6 @@ import io
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.integrate import trapezoid
 
 #: The reference's number of density bins and prior ratio (``evaluateUnlinkability.py``).
 N_BINS = 100
@@ -156,6 +155,8 @@ def linkability(
     weighted = omega * ratio
     d_local = np.where(weighted > 1.0, 2.0 * weighted / (1.0 + weighted) - 1.0, 0.0)
     d_local[~seen] = 1.0
+    from scipy.integrate import trapezoid  # imported here: slow to import, and most importers never call this
+
     return LinkabilityResult(
         d_sys=float(trapezoid(d_local * mated_density, centres)),
         bin_centres=centres,

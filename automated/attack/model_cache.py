@@ -33,7 +33,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import sklearn
 
 from ..cache_files import atomic_file, save_npy
 
@@ -49,6 +48,8 @@ def recognizer_settings(estimator) -> str:
     ``repr`` under ``sklearn.config_context(print_changed_only=False)``: a nested pipeline
     lists each step's full parameters.
     """
+    import sklearn  # imported here: slow to import, and most importers never call this
+
     with sklearn.config_context(print_changed_only=False):
         text = repr(estimator)
     return f"{type(estimator).__module__}.{type(estimator).__qualname__}|{text}|sklearn {sklearn.__version__}"

@@ -15,6 +15,7 @@ import math
 import os
 import tempfile
 import threading
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 import cv2
@@ -24,16 +25,19 @@ from evalsite.models import Campaign, GalleryImage, MaskedVideo, Submission, Tea
 from evalsite.storage import local_path, store_video
 
 from automated.anonymizers import BASELINE_METHODS, anonymize_video
-from automated.behaviour import BehaviourExtractor, BehaviourPass
-from automated.behaviour.leakage import attribute_samples
 from automated.detection import detector_key, make_face_detector
-from automated.face_eval import METRIC_FIELDS, VideoEvaluation, embed_gallery_image, evaluate_video, summarize
+from automated.face_fields import METRIC_FIELDS, VideoEvaluation
 from . import embedded, lifecycle
 from .face_models import AutomatedRun, VideoScore
 from automated.dlib_torch import torch_threads
 from automated.recognition import DEFAULT_EMBEDDER, MATCH_THRESHOLD, embedder_spec, make_face_embedder
 from automated.checks import check_stride
 from automated.video import VideoInfo
+
+# The science that runs an evaluation (face_eval, behaviour: OpenCV, scikit-image, scipy, the
+# models) is imported in the functions that call it: Django start-up imports this module.
+if TYPE_CHECKING:
+    from automated.behaviour import BehaviourPass
 
 logger = logging.getLogger(__name__)
 
@@ -181,6 +185,8 @@ def gallery_embeddings(campaign: Campaign, *, embedder=None, detector=None) -> t
         Naming the image and its identity, if an image is unreadable or has no face
         (``automated.face_crop.NoFaceFoundError``).
     """
+    from automated.face_eval import embed_gallery_image
+
     embedder = embedder or make_face_embedder()
     images = (
         # Practice identities (trials' practice people) appear in practice trials only.
@@ -420,6 +426,9 @@ class FaceRunKind(lifecycle.RunKind):
         ValueError
             From the evaluation, prefixed with the source video's name.
         """
+        from automated.behaviour.leakage import attribute_samples
+        from automated.face_eval import evaluate_video
+
         config = run.config
         stride, detector_name = int(config.get("stride", 5)), config.get("detector", "mediapipe")
         embedder = make_face_embedder(config.get("embedder", LEGACY_EMBEDDER))
@@ -488,6 +497,8 @@ def _behaviour_pass(clear_path, stride: int) -> BehaviourPass:
     clear side is cached on disk under ``CACHE_DIR/behaviour`` (content hash + settings)
     for every later video of the same source and every later run.
     """
+    from automated.behaviour import BehaviourExtractor, BehaviourPass
+
     extractors = getattr(_BEHAVIOUR_EXTRACTORS, "pair", None)
     if extractors is None:
         extractors = (BehaviourExtractor(attribute=True), BehaviourExtractor(attribute=True))
@@ -528,6 +539,8 @@ def run_summary(run: AutomatedRun) -> dict:
     material left out (also from an older run that scored it). Non-finite values (undefined metrics, PSNR of videos identical to their source) are
     None, so the summary is valid JSON. A run without scores gives ``n_videos = 0``.
     """
+    from automated.face_eval import summarize
+
     scores = list(run.video_scores.reported())
     summary: dict = {"run_id": run.pk, **run.config}
     if not scores:
