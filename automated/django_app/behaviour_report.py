@@ -23,16 +23,20 @@ pretrained and parrot attackers, leakage above the majority-class rate.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from automated.behaviour.leakage import AttributeVideo, attribute_leakage, gender_index, pretrained_accuracy
-from automated.behaviour.score import automated_pu_score, summarize_behaviour
 from evalsite import reports
 
 from . import behaviour_dictionary
 
 from .face_models import AutomatedRun, VideoScore
+
+# automated.behaviour (its package imports the face evaluation, scikit-image, the models) is
+# imported in the functions that use it: Django start-up imports this module.
+if TYPE_CHECKING:
+    from automated.behaviour.leakage import AttributeVideo
 
 PU_AUTOMATED = "pu_score_automated"
 PU_AUTOMATED_LABEL = "automated: behaviour-preservation score as the utility kept, x (1 - SSIM)"
@@ -60,6 +64,8 @@ GENDER_ATTRIBUTES = ("gender", "gender_unofficial")
 
 def _gender_and_source(score) -> tuple[str | None, str | None]:
     """(gender label, attribute it came from) of the video's person, or (None, None) if unknown."""
+    from automated.behaviour.leakage import gender_index
+
     attributes = score.masked_video.source_video.identity.attributes or {}
     for key in GENDER_ATTRIBUTES:
         try:
@@ -77,6 +83,8 @@ def _known_gender(score):
 
 def _attribute_video(score) -> AttributeVideo | None:
     """The gender attacker's evidence of one scored video; None without samples or a known gender."""
+    from automated.behaviour.leakage import AttributeVideo
+
     gender = _known_gender(score)
     if score.attribute_samples is None or gender is None:
         return None
@@ -90,6 +98,8 @@ def _nan(value) -> float:
 
 def automated_pu(behaviour, ssim) -> float:
     """``score.automated_pu_score`` of stored values (None -> NaN)."""
+    from automated.behaviour.score import automated_pu_score
+
     return automated_pu_score(_nan(behaviour), _nan(ssim))
 
 
@@ -99,6 +109,8 @@ def behaviour_video_columns(submission) -> pd.DataFrame:
     Units as ``automated.behaviour.compare``: angles in degrees, rates, correlations,
     F1 and PCK as fractions, counts of tested frames; empty (NaN) where undefined.
     """
+    from automated.behaviour.leakage import pretrained_accuracy
+
     run = behaviour_run(submission)
     rows = []
     for score in _scores(run) if run is not None else []:
@@ -124,6 +136,8 @@ def behaviour_summary(submission) -> dict | None:
     Adds ``run_id``, the submission-level ``pu_score_automated`` (from the mean
     behaviour score and the mean SSIM over the same videos) and its label.
     """
+    from automated.behaviour.score import summarize_behaviour
+
     run = behaviour_run(submission)
     scores = list(_scores(run)) if run is not None else []
     if not scores:
@@ -146,6 +160,8 @@ def leakage_summary(submission) -> dict | None:
     whose person has no known gender: left out). None when no video has both samples
     and a known gender (e.g. a campaign without a gender attribute).
     """
+    from automated.behaviour.leakage import attribute_leakage
+
     run = behaviour_run(submission)
     scores = list(_scores(run)) if run is not None else []
     videos = [_attribute_video(s) for s in scores]

@@ -17,6 +17,7 @@ campaign's baselines only, never another team's points.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 from django.contrib.admin.views.decorators import staff_member_required
@@ -25,7 +26,6 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404
 
 from automated.attack.suite import ALL
-from automated.behaviour.frontier import FrontierPoint, frontier_figure
 from evalsite.models import Campaign
 from evalsite.report_cache import cached
 from evalsite.scoping import scope
@@ -35,6 +35,11 @@ from evalsite.team_accounts import own_submissions, team_login_required
 from .attack_models import AttackResult
 from .attack_report import strongest_completed_run
 from .behaviour_report import behaviour_summary, leakage_summary
+
+# automated.behaviour (its package imports the face evaluation, scikit-image, the models) is
+# imported in the functions that use it: Django start-up imports this module.
+if TYPE_CHECKING:
+    from automated.behaviour.frontier import FrontierPoint
 
 CONTENT_TYPES = {"png": "image/png", "svg": "image/svg+xml"}
 
@@ -70,6 +75,8 @@ def frontier_points(campaign: Campaign, *, own=None) -> list[FrontierPoint]:
 
 def _frontier_points(campaign: Campaign, *, own=None) -> list[FrontierPoint]:
     """One ``FrontierPoint`` per ``frontier_submissions`` (NaN coordinates where not measured)."""
+    from automated.behaviour.frontier import FrontierPoint
+
     points = []
     for submission in frontier_submissions(campaign, own=own):
         summary = behaviour_summary(submission) or {}
@@ -141,6 +148,8 @@ def frontier_images(campaign: Campaign, own, title: str) -> dict[str, bytes]:
     """``{"png", "svg"}`` of the frontier of ``campaign`` (with ``own``: it and the baselines),
     cached by the campaign's inputs inside a request (``evalsite.report_cache``): drawn
     once for both formats."""
+    from automated.behaviour.frontier import frontier_figure
+
     return cached(
         campaign,
         ("frontier", getattr(own, "pk", None), title),
@@ -164,6 +173,8 @@ def write_frontier_files(campaign: Campaign, folder) -> list[Path]:
 
     Returns the paths written; none when the campaign has no submission.
     """
+    from automated.behaviour.frontier import frontier_figure
+
     points = frontier_points(campaign)
     if not points:
         return []

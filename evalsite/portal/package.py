@@ -38,7 +38,7 @@ from django.utils.text import slugify
 
 from automated.django_app.attack_models import AttackRun
 from automated.django_app.face_models import AutomatedRun
-from automated.django_app.frontier_view import frontier_figure, frontier_points
+from automated.django_app.frontier_view import frontier_points
 from evalsite import dictionary, phases, provenance, reports
 from evalsite.models import Campaign, LeaderboardVisibility, MaskedVideo, Submission, Team
 from evalsite.spreadsheet import SafeDictWriter
@@ -287,6 +287,9 @@ def package_files(campaign: Campaign, *, team: Team | None = None) -> dict[str, 
             files[f"comparisons/{entry.key}.csv"] = leaderboard.as_csv(pairs).encode()
     points = frontier_points(campaign) if team is None else []  # a team's package: the table only
     if points:
+        # imported here: automated.behaviour is slow to import and Django start-up imports this module
+        from automated.behaviour.frontier import frontier_figure
+
         figures = frontier_figure(points, title=f"Privacy-utility frontier: {campaign.name}")
         for fmt, data in figures.items():
             files[f"plots/frontier.{fmt}"] = data if isinstance(data, bytes) else data.encode()
