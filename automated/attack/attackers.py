@@ -15,11 +15,14 @@ each masked test sample with a network trained on the attacker's (masked, clear)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .data import AttackData
 from .protocol import identity_rng, round_half_up
+
+if TYPE_CHECKING:
+    from .data import AttackData  # pandas: not needed to name the attackers
 
 
 @dataclass(frozen=True)

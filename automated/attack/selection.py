@@ -30,7 +30,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-SELECTION_STRATEGIES = ("random", "classification", "metadata", "distinctive", "center")
+from .names import SELECTION_STRATEGIES as SELECTION_STRATEGIES  # its home is names (light)
 
 
 def halving_subset_sizes(n_identities: int, *, minimum: int = 3) -> list[int]:

@@ -19,6 +19,7 @@ import pandas as pd
 from .attackers import DEFAULT_ATTACKERS, Attacker, build_test_set, build_training_set, get_attackers
 from .data import AttackData
 from .model_cache import FittedModelCache
+from .names import ALL
 from .protocol import (
     Split,
     accuracy,
@@ -62,8 +63,6 @@ TABLE_COLUMNS = [
     "fit_s",
     "predict_s",
 ]
-#: The selection label of the full identity set (no selection).
-ALL = "all"
 
 
 def fit_predict(

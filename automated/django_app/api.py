@@ -34,9 +34,7 @@ from django.urls import reverse
 from rest_framework.response import Response
 
 from automated.attack.attackers import ATTACKERS, DEFAULT_ATTACKERS
-from automated.attack.recognizers import FACE_RECOGNIZERS
-from automated.attack.selection import SELECTION_STRATEGIES
-from automated.attack.suite import ALL
+from automated.attack.names import ALL, RECOGNIZER_NAMES, SELECTION_STRATEGIES
 from automated.detection import DETECTOR_NAMES
 from automated.recognition import DEFAULT_EMBEDDER, EMBEDDER_NAMES
 from evalsite.bodies import BooleanField
@@ -82,7 +80,7 @@ class AttackRunOptions(_Options):
         child=serializers.ChoiceField(list(ATTACKERS)), allow_empty=False, default=list(DEFAULT_ATTACKERS)
     )
     recognizers = serializers.ListField(
-        child=serializers.ChoiceField(list(FACE_RECOGNIZERS)),
+        child=serializers.ChoiceField(list(RECOGNIZER_NAMES)),
         allow_empty=False,
         default=list(DEFAULT_RECOGNIZERS),
     )

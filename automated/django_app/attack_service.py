@@ -48,9 +48,7 @@ from automated.attack.crossvideo import (
     video_folds,
 )
 from automated.attack.data import ROLE_ATTACKER_TRAIN, ROLE_EVALUATED
-from automated.attack.faces import face_attack_data_from_videos, video_face_crops
 from automated.attack.model_cache import FittedModelCache
-from automated.attack.recognizers import EMBEDDING_CACHE, FACE_RECOGNIZERS, DlibEmbedding, get_recognizers
 from automated.attack.selection import SELECTION_STRATEGIES
 from automated.attack.suite import ALL, TABLE_COLUMNS, run_attack_suite, worst_case
 from automated.attack.verification import curve_record, verify_folds
@@ -61,6 +59,9 @@ from automated.serialize import jsonable
 from . import attack_privacy, embedded, lifecycle
 from .attack_models import AttackExtraction, AttackFold, AttackResult, AttackRun, AttackVideoResult
 from .services import check_complete
+
+# faces and recognizers (scikit-learn, the embedders) are imported in the functions that run an
+# attack: Django start-up imports this module (dispatch, API).
 
 #: Default recognizers of a campaign run: one of each kind (embedding, classic, CNN).
 DEFAULT_RECOGNIZERS = ("dlib_svm", "dlib_knn", "lbph", "eigenfaces", "cnn")
@@ -109,6 +110,8 @@ def attack_config(
         ``n_folds`` that is not a whole number (``True``, ``2.5``, ``"4"``), ``stride`` < 1,
         ``gap`` < 0 (in frames), ``n_folds`` < 2 or a ``seed`` outside [0, 2**32).
     """
+    from automated.attack.recognizers import FACE_RECOGNIZERS, get_recognizers
+
     for name, value in (("attackers", attackers), ("recognizers", recognizers), ("selection", selection)):
         if isinstance(value, str):
             raise ValueError(f"{name} must be a list of names, got the string {value!r}")
@@ -279,6 +282,8 @@ def _use_embedding_disk_cache() -> None:
 
     Every fold task of every worker then embeds each crop once per campaign, not per task.
     """
+    from automated.attack.recognizers import EMBEDDING_CACHE
+
     if EMBEDDING_CACHE.directory is None:
         directory = Path(settings.CACHE_DIR) / "attack_embeddings"
         directory.mkdir(parents=True, exist_ok=True)
@@ -288,6 +293,8 @@ def _use_embedding_disk_cache() -> None:
 def pretrained_embedders(recognizers) -> list[str]:
     """Embedders of the pretrained recognizers among ``recognizers`` (an embedding first step),
     and always the default one (``recognition.DEFAULT_EMBEDDER``): the verification's systems."""
+    from automated.attack.recognizers import FACE_RECOGNIZERS, DlibEmbedding, get_recognizers
+
     names = [DEFAULT_EMBEDDER]
     for factory in get_recognizers(list(recognizers), FACE_RECOGNIZERS).values():
         steps = getattr(factory(), "steps", None)
@@ -306,6 +313,8 @@ def _planned_masked_videos(run: AttackRun) -> list:
 
 def _attack_data(run: AttackRun, masked_videos):
     """The run's ``AttackData`` from the crop cache (``groups`` = position in ``masked_videos``)."""
+    from automated.attack.faces import face_attack_data_from_videos
+
     config = run.config
     with contextlib.ExitStack() as stack:  # crops come from the cache the video tasks filled
         pairs = [
@@ -364,6 +373,8 @@ class AttackRunKind(lifecycle.RunKind):
 
         Returns the ``AttackExtraction`` field values (crops, wall seconds).
         """
+        from automated.attack.faces import video_face_crops
+
         started = time.perf_counter()
         config = run.config
         with (
@@ -388,6 +399,8 @@ class AttackRunKind(lifecycle.RunKind):
         wall seconds. A recognizer's or attacker's ``ValueError`` names the fold's tested
         videos by source-video name.
         """
+        from automated.attack.recognizers import FACE_RECOGNIZERS, get_recognizers
+
         started = time.perf_counter()
         _use_embedding_disk_cache()
         masked_videos = _planned_masked_videos(run)
@@ -410,6 +423,8 @@ class AttackRunKind(lifecycle.RunKind):
 
     def compute_final(self, run: AttackRun) -> dict:
         """The summary over folds, per-video and per-identity accuracy, verification, scene memorisation."""
+        from automated.attack.recognizers import FACE_RECOGNIZERS, DlibEmbedding, get_recognizers
+
         config = run.config
         started = time.perf_counter()
         _use_embedding_disk_cache()

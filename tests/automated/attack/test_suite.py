@@ -170,3 +170,14 @@ def test_crops_of_several_sizes_or_a_wrong_dtype_are_refused_by_name():
     ):
         check_images(np.zeros((2, 4, 4)))
     assert check_images(ragged[:1]).shape == (1, 80, 80, 3)
+
+
+def test_the_option_names_match_the_registries():
+    """``names`` (what the API and command check a run's options against, without importing
+    scikit-learn or pandas) lists the registries' keys in their order."""
+    from automated.attack import names, selection, suite
+    from automated.attack.recognizers import FACE_RECOGNIZERS
+
+    assert names.RECOGNIZER_NAMES == tuple(FACE_RECOGNIZERS)
+    assert selection.SELECTION_STRATEGIES == ("random", "classification", "metadata", "distinctive", "center")
+    assert suite.ALL == names.ALL == "all"

@@ -1,0 +1,22 @@
+"""The names of the attack suite's options, in a module that imports nothing.
+
+The REST API and the ``attack`` command check a run's options against these names; the
+modules that implement the options (``recognizers``: scikit-learn; ``selection`` and
+``suite``: pandas) are imported only where an attack is computed, not when Django starts.
+"""
+
+#: Face recognizers: the keys of ``recognizers.FACE_RECOGNIZERS``, in its order.
+RECOGNIZER_NAMES = (
+    "dlib_svm",
+    "dlib_knn",
+    "lbph",
+    "eigenfaces",
+    "cnn",
+    "dlib_finetuned",
+    "arcface_svm",
+    "arcface_knn",
+)
+#: Identity-subset selection strategies (``selection``).
+SELECTION_STRATEGIES = ("random", "classification", "metadata", "distinctive", "center")
+#: The selection label of the full identity set (no selection).
+ALL = "all"
