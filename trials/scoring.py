@@ -51,8 +51,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.inter_rater import fleiss_kappa
-from statsmodels.stats.proportion import proportion_confint
 
 REQUIRED_COLUMNS = ["rater", "video", "condition", "task", "choice", "correct", "target_present"]
 CONDITIONS = ("clear", "masked")
@@ -93,6 +91,9 @@ def wilson_interval(successes, n, *, alpha: float = 0.05):
     -------
     low, high : float or ndarray of float, in [0, 1]
     """
+    # imported here, not at the top: statsmodels is slow to import (Django start-up)
+    from statsmodels.stats.proportion import proportion_confint
+
     successes = np.asarray(successes, dtype=float)
     n = np.asarray(n, dtype=float)
     safe_n = np.where(n > 0, n, 1.0)
@@ -288,6 +289,8 @@ def action_agreement(responses: pd.DataFrame, condition: str) -> dict:
         ``fleiss_kappa`` (float; NaN when fewer than 2 videos or all labels identical in
         a way that leaves chance agreement at 1), ``n_videos``, ``raters_per_video``.
     """
+    from statsmodels.stats.inter_rater import fleiss_kappa
+
     action = check_responses(responses)
     action = action[(action["task"] == "action") & (action["condition"] == condition)]
     table = pd.crosstab(action["video"], action["choice"].astype(str))
