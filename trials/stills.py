@@ -35,7 +35,6 @@ from collections import Counter, defaultdict
 
 import cv2
 import numpy as np
-from scipy.fft import dctn
 
 from automated.video import VideoError, iter_frames
 from evalsite.storage import local_path
@@ -75,6 +74,10 @@ def phash(image_rgb: np.ndarray, hash_size: int = HASH_SIZE) -> np.ndarray:
     ValueError
         If the image is not (height, width, 3).
     """
+    from scipy.fft import (
+        dctn,
+    )  # imported here: scipy is slow to import, and Django start-up imports this module
+
     if image_rgb.ndim != 3 or image_rgb.shape[2] != 3:
         raise ValueError(f"image_rgb must be (height, width, 3), got {image_rgb.shape}")
     grey = cv2.cvtColor(image_rgb, cv2.COLOR_RGB2GRAY).astype(np.float32)
