@@ -6,7 +6,7 @@ them. Django-free and a leaf.
 
 from __future__ import annotations
 
-import pandas as pd
+import sys
 
 
 def jsonable(value):
@@ -28,7 +28,10 @@ def jsonable(value):
         booleans and containers of them. Infinite floats stay (``json.dumps`` writes
         ``Infinity``).
     """
-    if value is pd.NA or (isinstance(value, float) and value != value):  # <NA>, NaN -> null
+    # <NA>, NaN -> null. A value is pandas' NA only if pandas is loaded: this module does not
+    # import it (slow to import, and Django start-up imports this module).
+    pandas = sys.modules.get("pandas")
+    if (pandas is not None and value is pandas.NA) or (isinstance(value, float) and value != value):
         return None
     if hasattr(value, "item"):
         return jsonable(value.item())

@@ -39,11 +39,15 @@ import math
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from automated.intervals import student_t_interval
+
+# pandas is imported where it is used: slow to import, and Django start-up imports this module.
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Bootstrap resamples unless the caller chooses; with 2000 the 2.5 % and 97.5 %
 #: percentiles move by about 0.1 standard error between seeds.
@@ -138,6 +142,8 @@ def _numbers(name: str, values, *, binary: bool = False) -> np.ndarray:
     silently. With ``binary``, every value must be a boolean or the number 0 or 1 (no
     missing values): ``"False"`` or NaN would otherwise count as correct.
     """
+    import pandas as pd
+
     array = np.asarray(values)
     if array.dtype.kind == "O":
         flat = array.ravel()
@@ -558,6 +564,8 @@ COMPARISON_COLUMNS = [
 
 def comparisons_frame(comparisons: Sequence[Comparison]) -> pd.DataFrame:
     """Comparisons as a table: columns :data:`COMPARISON_COLUMNS`, one row each."""
+    import pandas as pd
+
     return pd.DataFrame(
         [[getattr(c, name) for name in COMPARISON_COLUMNS] for c in comparisons], columns=COMPARISON_COLUMNS
     )

@@ -46,10 +46,14 @@ import math
 import re
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 
 from . import spreadsheet
+
+# pandas is imported where it is used: slow to import, and Django start-up imports this module.
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Column types: scalars in CSV cells, containers nested in the JSON summary, and
 #: ``section`` (a summary section: a dict whose keys have entries of their own).
@@ -395,6 +399,8 @@ def _record(entry: Entry) -> dict:
 
 def as_frame() -> pd.DataFrame:
     """The dictionary as a table: one row per entry, columns :data:`FIELDS`, prose in plain words."""
+    import pandas as pd
+
     frame = pd.DataFrame([_record(e) for e in entries()], columns=FIELDS)
     frame["precision"] = frame["precision"].astype("Int64")
     return frame
@@ -459,6 +465,8 @@ def typed(frame: pd.DataFrame, level: str = "video") -> pd.DataFrame:
     ValueError
         If an ``int`` column holds a fractional value.
     """
+    import pandas as pd
+
     frame = frame.copy()
     for name in frame.columns:
         column = find(str(name), level)
@@ -480,6 +488,8 @@ def typed(frame: pd.DataFrame, level: str = "video") -> pd.DataFrame:
 
 def rounded(frame: pd.DataFrame, level: str = "video") -> pd.DataFrame:
     """``frame`` with each documented ``float`` column rounded to its ``precision`` (for CSV exports)."""
+    import pandas as pd
+
     frame = frame.copy()
     for name in frame.columns:
         column = find(str(name), level)

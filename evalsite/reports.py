@@ -39,9 +39,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from django.apps import apps
 from django.utils.text import slugify
 
@@ -53,6 +53,10 @@ from .dictionary import Column
 from .report_cache import cached, reads_progress
 from .models import MaskedVideo
 from .staleness import RUN_SECTIONS, stale_results, stale_videos
+
+# pandas is imported where it is used: slow to import, and Django start-up imports this module.
+if TYPE_CHECKING:
+    import pandas as pd
 
 VIDEO_COLUMN_PROVIDERS: list[tuple[str, Callable]] = []
 SUMMARY_PROVIDERS: list[tuple[str, Callable]] = []
@@ -206,6 +210,8 @@ def video_columns(name: str, submission) -> pd.DataFrame:
     An empty frame when no installed app registered ``name`` (e.g. ``"face"``,
     ``"behaviour"``, ``"attack"``).
     """
+    import pandas as pd
+
     provider = dict(VIDEO_COLUMN_PROVIDERS).get(name)
     return _provided("video", name, provider, submission) if provider is not None else pd.DataFrame()
 
@@ -311,6 +317,8 @@ def compute_per_video_report(submission, *, stale: dict | None = None, team: boo
         values are NaN / <NA>, e.g. a video not yet evaluated). ``int`` columns of the
         dictionary are ``Int64``, ``bool`` ones ``boolean``.
     """
+    import pandas as pd
+
     stale = _stale(submission) if stale is None else stale
     videos = submission.campaign.source_videos.select_related("identity").order_by("name")
     masked = set(
@@ -387,6 +395,8 @@ PU_INPUTS = ("human_action_accuracy_masked", "human_action_accuracy_clear", "fac
 
 
 def _pu_or_nan(masked_accuracy, clear_accuracy, ssim) -> float:
+    import pandas as pd
+
     values = (masked_accuracy, clear_accuracy, ssim)
     if any(v is None or pd.isna(v) for v in values) or clear_accuracy == 0:
         return float("nan")  # not rated / not evaluated yet, or no clear-video utility
@@ -412,6 +422,8 @@ def privacy_utility_summary(report: pd.DataFrame) -> dict | None:
 
     Returns None when the report lacks the inputs (e.g. no human ratings yet).
     """
+    import pandas as pd
+
     if not all(column in report.columns for column in PU_INPUTS):
         return None
     rated = report[list(PU_INPUTS)].apply(pd.to_numeric, errors="coerce").dropna()
@@ -606,6 +618,8 @@ def campaign_summary_table(campaign) -> pd.DataFrame:
 
 
 def _campaign_summary_table(campaign) -> pd.DataFrame:
+    import pandas as pd
+
     submissions = campaign.submissions.select_related("team", "campaign").order_by("team__name", "name")
     rows = [summary_row(s) for s in submissions]
     table = pd.DataFrame(rows)

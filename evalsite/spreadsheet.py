@@ -21,8 +21,12 @@ Django-free: the crowd exports (``trials.crowd``) use it as well.
 from __future__ import annotations
 
 import csv
+from typing import TYPE_CHECKING
 
-import pandas as pd
+
+# pandas is imported where it is used: slow to import, and Django start-up imports this module.
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: First characters that make a spreadsheet read a cell as a formula (OWASP, "CSV Injection").
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
@@ -49,6 +53,8 @@ def safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
     so a negative figure stays a negative number. Column labels and the index are unchanged
     (they are the site's own names).
     """
+    import pandas as pd
+
     out = frame.copy()
     for position, dtype in enumerate(out.dtypes):
         if pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):

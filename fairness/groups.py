@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from typing import Literal
 
 import numpy as np
-import pandas as pd
 
 NanPolicy = Literal["raise", "omit", "propagate"]
 NAN_POLICIES = ("raise", "omit", "propagate")
@@ -57,6 +56,9 @@ def split_by_group(scores, *, groups=None, nan_policy: NanPolicy = "raise") -> d
         infinite scores or scores beyond ``MAX_ABS_SCORE``, mismatched lengths, a missing
         or superfluous ``groups``, missing group labels, or NaN with ``nan_policy="raise"``.
     """
+    # imported here: pandas is slow to import, and Django start-up imports this module
+    import pandas as pd
+
     if nan_policy not in NAN_POLICIES:
         raise GroupScoresError(f"nan_policy must be one of {NAN_POLICIES}, got {nan_policy!r}")
     if isinstance(scores, Mapping):

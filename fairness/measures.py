@@ -43,12 +43,15 @@ Cases the paper leaves open, decided here (each has a test in ``tests/fairness``
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import pandas as pd
 
 from fairness.groups import NanPolicy, has_nan, split_by_group
+
+# pandas is imported where it is used: slow to import, and Django start-up imports this module.
+if TYPE_CHECKING:
+    import pandas as pd
 
 Undefined = Literal["raise", "nan"]
 MAX_THRESHOLDS = 1_000_000
@@ -416,6 +419,8 @@ def discard_rates(scores, *, groups=None, step: float = 1.0, nan_policy: NanPoli
         ``nan_policy="propagate"`` (a discard rate of NaN scores does not exist), a bad
         ``step``, or malformed scores (:func:`fairness.groups.split_by_group`).
     """
+    import pandas as pd
+
     if nan_policy == "propagate":
         raise ValueError("discard_rates needs nan_policy='raise' or 'omit', not 'propagate'")
     per_group = split_by_group(scores, groups=groups, nan_policy=nan_policy)

@@ -25,7 +25,6 @@ Pure numpy/pandas, no Django.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from fairness.stats import stratified_resamples
 from fairness.summary import MISSING_LABELS, plain, summarize
@@ -182,6 +181,9 @@ def privacy_fairness_by_attribute(success_by_identity, metadata, attributes=None
     ValueError
         If an identity has no metadata row or an attribute is not a column.
     """
+    # imported here: pandas is slow to import, and Django start-up imports this module
+    import pandas as pd
+
     missing = sorted(set(map(str, success_by_identity.index)) - set(map(str, metadata.index)))
     if missing:
         raise ValueError(f"identities without metadata: {missing[:5]}")

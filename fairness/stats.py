@@ -13,12 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from fairness.groups import NanPolicy, split_by_group
 from fairness.measures import MEASURES, compute_measure, measures_of_checked
+
+# pandas is imported where it is used: slow to import, and Django start-up imports this module.
+if TYPE_CHECKING:
+    import pandas as pd
 
 DESCRIBE_COLUMNS = ["n", "mean", "std", "min", "q1", "median", "q3", "max"]
 
@@ -43,6 +47,8 @@ def describe_groups(scores, *, groups=None, nan_policy: NanPolicy = "raise") -> 
         ``max`` (quartiles by linear interpolation, numpy's default), in score units.
         An empty group has n 0 and NaN elsewhere.
     """
+    import pandas as pd
+
     rows = {}
     for label, values in split_by_group(scores, groups=groups, nan_policy=nan_policy).items():
         if values.size == 0:

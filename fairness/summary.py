@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import pandas as pd
 
 from fairness.measures import MEASURES, UndefinedMeasureError, check_step, compute_measure
 from fairness.stats import bootstrap_cis, describe_groups
+
+# pandas is imported where it is used: slow to import, and Django start-up imports this module.
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Attribute values that name no demographic group (the sample is left out).
 MISSING_LABELS = frozenset({"", "unknown", "n/a", "na", "none"})
@@ -141,6 +144,8 @@ class ScoreSpec:
         ValueError
             A "lower" score with values outside [0, 1].
         """
+        import pandas as pd
+
         values = pd.to_numeric(values, errors="raise").astype(float)
         if self.favourable == "higher":
             return values
@@ -224,6 +229,8 @@ def comparable_samples(
     missing_labels : set of str
         Values that name no group, compared case-insensitively.
     """
+    import pandas as pd
+
     labels = attribute_values.map(
         lambda value: "" if pd.api.types.is_scalar(value) and pd.isna(value) else str(value).strip()
     )  # None, NaN and pd.NA name no group

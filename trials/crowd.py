@@ -39,13 +39,17 @@ from __future__ import annotations
 
 import io
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from django.db.models import Count, Q
 
 from evalsite.spreadsheet import SafeWriter
 
 from .models import Rater, SessionState, TrialKind
+
+# pandas is imported where it is used: slow to import, and Django start-up imports this module.
+if TYPE_CHECKING:
+    import pandas as pd
 
 DECISION_COLUMNS = [
     "rater_id",
@@ -74,6 +78,8 @@ def rater_decisions(campaign) -> pd.DataFrame:
         reject, review, incomplete, declined, screened_out; ``reason`` (text, empty for approve);
         ``bonus`` (``Decimal``, 2 places; 0 unless approved).
     """
+    import pandas as pd
+
     per_check = Decimal(campaign.bonus_per_correct_check or 0)
     catch = Q(session__trials__kind=TrialKind.CATCH, session__trials__response__isnull=False)
     raters = (

@@ -13,7 +13,8 @@ organizer has not excluded), so a reader sees how much the flags move it.
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
 from django.db.models import Count, Q
 
 from evalsite import dictionary, reports
@@ -22,6 +23,10 @@ from evalsite.report_cache import cached
 
 from . import scoring
 from .models import Response, TrialKind
+
+# pandas is imported where it is used: slow to import, and Django start-up imports this module.
+if TYPE_CHECKING:
+    import pandas as pd
 
 SEED = "seeds/002_68b18bfdbdb94491.txt"
 CONDITIONS = {"clear": "the clear (unmasked) video", "masked": "the masked video"}
@@ -65,6 +70,8 @@ def superseded_counts(submission, flags=None) -> pd.DataFrame:
         Index: source-video name; int columns ``human_id_n_superseded_{clear,masked}`` and
         ``human_action_n_superseded_{clear,masked}`` (videos without any: no row).
     """
+    import pandas as pd
+
     rows = (
         _responses(submission)
         .exclude(COUNTED)
@@ -104,6 +111,8 @@ def responses_frame(submission, *, include_excluded: bool = False, flags=None) -
         Columns of :data:`trials.scoring.REQUIRED_COLUMNS`, plus ``truth`` (the trial's
         correct answer) and ``n_faces`` (gallery faces shown; 0 for action trials).
     """
+    import pandas as pd
+
     rows = _responses(submission).filter(COUNTED)
     if not include_excluded:
         rows = rows.exclude(trial__session__rater_id__in=(flags or current_flags(submission)).excluded)
@@ -160,6 +169,8 @@ def video_columns(submission) -> pd.DataFrame:
     video of the campaign), with the chance levels ``human_id_chance_level`` and
     ``human_action_chance_level`` (also for videos not rated yet). Flags as of now
     (:func:`current_flags`)."""
+    import pandas as pd
+
     flags = current_flags(submission)
     frame = responses_frame(submission, flags=flags)
     videos = pd.Index(

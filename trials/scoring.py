@@ -49,8 +49,13 @@ Rates are fractions in [0, 1]; a rate with no trials is NaN.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
+
+# pandas is imported where it is used: slow to import, and Django start-up imports this module.
+if TYPE_CHECKING:
+    import pandas as pd
 
 REQUIRED_COLUMNS = ["rater", "video", "condition", "task", "choice", "correct", "target_present"]
 CONDITIONS = ("clear", "masked")
@@ -168,6 +173,8 @@ def identification_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> pd
         (target-absent trials answered with any face instead of "not present"),
         ``false_alarm_rate``.
     """
+    import pandas as pd
+
     identity = check_responses(responses)
     identity = identity[identity["task"] == "identity"]
     present = identity["target_present"].astype(bool)
@@ -202,6 +209,8 @@ def identification_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> pd
 
 def action_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
     """Action-labelling accuracy per (video, condition): ``n``, ``n_correct``, ``accuracy``, Wilson CI."""
+    import pandas as pd
+
     action = check_responses(responses)
     action = action[action["task"] == "action"]
     grouped = action.assign(correct=action["correct"].astype(bool)).groupby(["video", "condition"])
@@ -213,6 +222,8 @@ def action_scores(responses: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFra
 
 def _wide(scores: pd.DataFrame, prefix: str, columns: list[str]) -> pd.DataFrame:
     """(video, condition)-indexed scores -> one row per video, ``<prefix>_<col>_<condition>``."""
+    import pandas as pd
+
     if scores.empty:
         return pd.DataFrame(index=pd.Index([], name="video"))
     wide = scores[columns].unstack("condition")
@@ -289,6 +300,8 @@ def action_agreement(responses: pd.DataFrame, condition: str) -> dict:
         ``fleiss_kappa`` (float; NaN when fewer than 2 videos or all labels identical in
         a way that leaves chance agreement at 1), ``n_videos``, ``raters_per_video``.
     """
+    import pandas as pd
+
     from statsmodels.stats.inter_rater import fleiss_kappa
 
     action = check_responses(responses)
@@ -335,6 +348,8 @@ def action_alpha(
         one label only), ``ci_low``, ``ci_high`` (95 %, NaN likewise), ``n_videos``
         (videos with >= 2 responses), ``n_responses`` (their responses).
     """
+    import pandas as pd
+
     import krippendorff
 
     action = check_responses(responses)

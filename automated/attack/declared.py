@@ -32,13 +32,12 @@ import numpy as np
 import pandas as pd
 
 from .data import AttackData
+from .names import DECLARED_ATTACKER as DECLARED_ATTACKER  # its home is names (light)
 from .protocol import round_half_up
 from .verification import equal_error_rate
 
 #: Share of the identities held out to choose the declared attacker's recognizer.
 DEVELOPMENT_FRACTION = 0.3
-#: The declared knowledge level: trained on anonymised data (VoicePrivacy's semi-informed).
-DECLARED_ATTACKER = "parrot"
 
 
 @dataclass(frozen=True)

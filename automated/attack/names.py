@@ -1,8 +1,8 @@
 """The names of the attack suite's options, in a module that imports nothing.
 
 The REST API and the ``attack`` command check a run's options against these names; the
-modules that implement the options (``recognizers``: scikit-learn; ``selection`` and
-``suite``: pandas) are imported only where an attack is computed, not when Django starts.
+modules that implement the options (``recognizers``: scikit-learn; ``selection``,
+``suite`` and ``declared``: pandas) are imported only where an attack is computed, not when Django starts.
 """
 
 #: Face recognizers: the keys of ``recognizers.FACE_RECOGNIZERS``, in its order.
@@ -20,3 +20,6 @@ RECOGNIZER_NAMES = (
 SELECTION_STRATEGIES = ("random", "classification", "metadata", "distinctive", "center")
 #: The selection label of the full identity set (no selection).
 ALL = "all"
+#: The declared knowledge level (``declared``): trained on anonymised data (VoicePrivacy's
+#: semi-informed).
+DECLARED_ATTACKER = "parrot"

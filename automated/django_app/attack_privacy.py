@@ -22,17 +22,25 @@ what the run already has, stored on ``AttackRun.privacy`` and read back for repo
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
-from automated.attack.declared import DECLARED_ATTACKER, declared_from_predictions, split_development
+import numpy as np
+
+from automated.attack.names import DECLARED_ATTACKER
 from automated.attack.verification import verification_by_group
 from automated.serialize import jsonable
 from automated.temporal import identity_over_time_by_recording
 
+# pandas and automated.attack.declared are imported where they are used: slow to import, and
+# Django start-up imports this module.
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 def declared_figures(predictions: pd.DataFrame, config: dict) -> dict:
     """``declared_from_predictions`` over the identities the run tested, or ``{"unavailable": why}``."""
+    from automated.attack.declared import declared_from_predictions, split_development
+
     attacker = config.get("declared_attacker") or DECLARED_ATTACKER
     try:
         split = split_development(predictions["identity"].astype(str), seed=int(config.get("seed", 0)))
@@ -156,6 +164,8 @@ TEMPORAL_COLUMNS = {
 
 def temporal_video_columns(run) -> pd.DataFrame:
     """Index: source-video name; the ``TEMPORAL_COLUMNS`` of ``run`` (empty before it stored them)."""
+    import pandas as pd
+
     per_video = ((run.privacy or {}).get("temporal") or {}).get("per_video", {}) if run else {}
     frame = pd.DataFrame(
         [{"video": name, **{c: v[k] for c, k in TEMPORAL_COLUMNS.items()}} for name, v in per_video.items()],

@@ -13,16 +13,23 @@ apart from the worst case. The report page with the verification plot is
 ``attack_views.attack_run_report``.
 """
 
-import pandas as pd
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 
 from evalsite import reports
 from evalsite.report_cache import cached
 from evalsite.staleness import run_staleness
 
-from automated.attack.suite import ALL
+from automated.attack.names import ALL
 from .attack_models import AttackResult, AttackRun, AttackVideoResult
 from .attack_privacy import TEMPORAL_COLUMNS, temporal_video_columns
 from .attack_service import attack_summary, format_confounded_identities
+
+# pandas is imported where it is used: slow to import, and Django start-up imports this module.
+if TYPE_CHECKING:
+    import pandas as pd
 
 VIDEO_COLUMNS = ["attack_worst_case_accuracy", "attack_worst_case_test_frames"]
 
@@ -69,6 +76,8 @@ def find_strongest_completed_run(submission) -> AttackRun | None:
 def attack_video_columns(submission) -> pd.DataFrame:
     """Index: source-video name; the worst-case pair's accuracy and test frames per video, and
     each masked video's temporal identity consistency and flicker beside its clear video's."""
+    import pandas as pd
+
     run = strongest_completed_run(submission)
     if run is None:
         return pd.DataFrame(columns=[*VIDEO_COLUMNS, *TEMPORAL_COLUMNS])

@@ -29,28 +29,17 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from django.conf import settings
 from evalsite.models import Submission
 from evalsite.storage import local_path
 from evalsite.video_formats import alone_in_format, video_format
 
 from automated.attack.attackers import ATTACKERS, DEFAULT_ATTACKERS, get_attackers
-from automated.attack.declared import DECLARED_ATTACKER
-from automated.attack.crossvideo import (
-    PREDICTION_COLUMNS,
-    CrossVideoResult,
-    cross_video_counts,
-    fold_of_groups,
-    run_fold,
-    video_folds,
-)
-from automated.attack.data import ROLE_ATTACKER_TRAIN, ROLE_EVALUATED
 from automated.attack.model_cache import FittedModelCache
-from automated.attack.selection import SELECTION_STRATEGIES
-from automated.attack.suite import ALL, TABLE_COLUMNS, run_attack_suite, worst_case
+from automated.attack.names import ALL, DECLARED_ATTACKER, SELECTION_STRATEGIES
 from automated.attack.verification import curve_record, verify_folds
 from automated.detection import DETECTOR_NAMES, make_face_detector
 from automated.recognition import DEFAULT_EMBEDDER
@@ -60,8 +49,13 @@ from . import attack_privacy, embedded, lifecycle
 from .attack_models import AttackExtraction, AttackFold, AttackResult, AttackRun, AttackVideoResult
 from .services import check_complete
 
-# faces and recognizers (scikit-learn, the embedders) are imported in the functions that run an
-# attack: Django start-up imports this module (dispatch, API).
+# The science of an attack (automated.attack's faces, recognizers, cross-video protocol and
+# suite: scikit-learn, pandas, the embedders) is imported in the functions that run it:
+# Django start-up imports this module (dispatch, API).
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from automated.attack.crossvideo import CrossVideoResult
 
 #: Default recognizers of a campaign run: one of each kind (embedding, classic, CNN).
 DEFAULT_RECOGNIZERS = ("dlib_svm", "dlib_knn", "lbph", "eigenfaces", "cnn")
@@ -167,6 +161,8 @@ def attack_config(
 
 def video_role(source_video) -> str:
     """``"attacker_train"`` for the attacker's own material, else ``"evaluated"`` (``attack.data``)."""
+    from automated.attack.data import ROLE_ATTACKER_TRAIN, ROLE_EVALUATED
+
     return ROLE_ATTACKER_TRAIN if source_video.attacker_train else ROLE_EVALUATED
 
 
@@ -176,6 +172,8 @@ def plan_folds(masked_videos, *, n_folds: int | None = None, seed: int = 0) -> l
     ``crossvideo.video_folds`` over one row per video (identity, role); ``[]`` when no
     identity has an evaluated video and another video to train on.
     """
+    from automated.attack.crossvideo import video_folds
+
     masked_videos = list(masked_videos)
     try:
         folds = video_folds(
@@ -258,6 +256,8 @@ def run_attack(submission: Submission, **options) -> AttackRun:
 
 
 def _identity_metadata(masked_videos) -> pd.DataFrame:
+    import pandas as pd
+
     rows = {m.source_video.identity.code: m.source_video.identity.attributes or {} for m in masked_videos}
     return pd.DataFrame.from_dict(rows, orient="index")
 
@@ -337,6 +337,8 @@ def _attack_data(run: AttackRun, masked_videos):
 
 
 def _fold(run: AttackRun, data, masked_videos, number: int):
+    from automated.attack.crossvideo import fold_of_groups
+
     position = {m.pk: i for i, m in enumerate(masked_videos)}
     return fold_of_groups(data.groups, [position[pk] for pk in run.planned_folds[number]], number)
 
@@ -346,6 +348,8 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 
 
 def _seconds_by_recognizer(rows) -> dict:
+    import pandas as pd
+
     frame = pd.DataFrame(list(rows))
     if frame.empty:
         return {}
@@ -399,6 +403,8 @@ class AttackRunKind(lifecycle.RunKind):
         wall seconds. A recognizer's or attacker's ``ValueError`` names the fold's tested
         videos by source-video name.
         """
+        from automated.attack.crossvideo import PREDICTION_COLUMNS, run_fold
+
         from automated.attack.recognizers import FACE_RECOGNIZERS, get_recognizers
 
         started = time.perf_counter()
@@ -423,6 +429,12 @@ class AttackRunKind(lifecycle.RunKind):
 
     def compute_final(self, run: AttackRun) -> dict:
         """The summary over folds, per-video and per-identity accuracy, verification, scene memorisation."""
+        from automated.attack.suite import run_attack_suite
+
+        from automated.attack.crossvideo import PREDICTION_COLUMNS, CrossVideoResult, cross_video_counts
+
+        import pandas as pd
+
         from automated.attack.recognizers import FACE_RECOGNIZERS, DlibEmbedding, get_recognizers
 
         config = run.config
@@ -527,6 +539,8 @@ class AttackRunKind(lifecycle.RunKind):
         }
 
     def write_final(self, run: AttackRun, result: dict) -> None:
+        from automated.attack.suite import TABLE_COLUMNS
+
         AttackResult.objects.bulk_create(
             AttackResult(
                 run=run,
@@ -561,6 +575,10 @@ def _scene_memorisation(run: AttackRun) -> dict | None:
     ``{"protocol", "skipped": reason}`` when the split could not be made (clips too short
     for the gap); None when the table was not asked for.
     """
+    from automated.attack.suite import worst_case
+
+    import pandas as pd
+
     table = pd.DataFrame(run.scene_memorisation)
     skipped = (run.counts or {}).get("scene_memorisation_skipped")
     if table.empty and skipped:
@@ -649,6 +667,10 @@ def attack_summary(run: AttackRun) -> dict:
         Without a cross-video fold the worst-case entries are None and ``no_worst_case``
         says why.
     """
+    from automated.attack.suite import TABLE_COLUMNS
+
+    import pandas as pd
+
     summary = {
         "run_id": run.pk,
         "protocol": "cross_video",

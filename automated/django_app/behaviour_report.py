@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-import pandas as pd
 
 from evalsite import reports
 
@@ -35,8 +34,10 @@ from .face_models import AutomatedRun, VideoScore
 
 # automated.behaviour (its package imports the face evaluation, scikit-image, the models) is
 # imported in the functions that use it: Django start-up imports this module.
+# pandas is imported where it is used: slow to import, and Django start-up imports this module.
 if TYPE_CHECKING:
     from automated.behaviour.leakage import AttributeVideo
+    import pandas as pd
 
 PU_AUTOMATED = "pu_score_automated"
 PU_AUTOMATED_LABEL = "automated: behaviour-preservation score as the utility kept, x (1 - SSIM)"
@@ -109,6 +110,8 @@ def behaviour_video_columns(submission) -> pd.DataFrame:
     Units as ``automated.behaviour.compare``: angles in degrees, rates, correlations,
     F1 and PCK as fractions, counts of tested frames; empty (NaN) where undefined.
     """
+    import pandas as pd
+
     from automated.behaviour.leakage import pretrained_accuracy
 
     run = behaviour_run(submission)

@@ -8,9 +8,11 @@ give the chance level of the mean rank, ``(N + 1) / 2`` for N gallery identities
 data-dictionary entries of every column are registered here too (``register``).
 """
 
-import math
+from __future__ import annotations
 
-import pandas as pd
+import math
+from typing import TYPE_CHECKING
+
 
 from evalsite import dictionary, reports
 from evalsite.dictionary import Column
@@ -19,6 +21,10 @@ from automated.face_fields import DETECTED_IOU, LEAK_SHARE, METRIC_FIELDS
 from automated.recognition import EMBEDDERS, MATCH_THRESHOLD, embedder_spec
 from .face_models import AutomatedRun, VideoScore
 from .services import LEGACY_EMBEDDER, run_summary
+
+# pandas is imported where it is used: slow to import, and Django start-up imports this module.
+if TYPE_CHECKING:
+    import pandas as pd
 
 MEDIAEVAL = "seeds/002_68b18bfdbdb94491.txt, computational face recognition evaluation"
 PRIVHAR = "seeds/004_cf13f4f759494b31.txt, section 3 (metrics)"
@@ -217,6 +223,8 @@ def face_video_columns(submission) -> pd.DataFrame:
     +inf (every tested frame identical to its source): +inf itself is kept out because
     the JSON exports and the REST API must stay strict JSON.
     """
+    import pandas as pd
+
     run = AutomatedRun.objects.latest_completed_for(submission)
     columns = video_column_names()
     if run is None:

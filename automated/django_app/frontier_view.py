@@ -25,7 +25,7 @@ from django.db.models import Max, Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404
 
-from automated.attack.suite import ALL
+from automated.attack.names import ALL
 from evalsite.models import Campaign
 from evalsite.report_cache import cached
 from evalsite.scoping import scope

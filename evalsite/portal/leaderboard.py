@@ -41,9 +41,9 @@ import io
 import math
 import string
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from automated.recognition import DEFAULT_EMBEDDER
 from trials.human_report import responses_frame
@@ -58,6 +58,10 @@ from evalsite.comparisons import (
 )
 from evalsite.models import ANONYMISED_TEAM_PREFIX
 from evalsite.report_cache import cached
+
+# pandas is imported where it is used: slow to import, and Django start-up imports this module.
+if TYPE_CHECKING:
+    import pandas as pd
 
 CROSS_VIDEO = "cross-video"
 WITHIN_VIDEO = "within-video (scene memorisation)"
@@ -267,6 +271,8 @@ def _ordered_submissions(campaign, submissions=None) -> list:
 
 
 def _human_responses(submissions) -> dict[str, pd.DataFrame]:
+    import pandas as pd
+
     parts, clear_seen = [], False
     for submission in submissions:
         frame = responses_frame(submission)
@@ -321,6 +327,8 @@ def _scores_key(scores) -> tuple | None:
 
 
 def _campaign_scores(submissions) -> CampaignScores:
+    import pandas as pd
+
     scores = CampaignScores(submissions=submissions, responses=_human_responses(submissions))
     columns: dict[str, dict[str, pd.Series]] = {
         k: {}
@@ -378,6 +386,8 @@ def _reidentification(section: dict | None, attack_per_video: pd.DataFrame | Non
     single fold, no interval) the interval is a bootstrap over the worst-case pair's test
     videos of the pooled share of frames re-identified (``attack_worst_case_*`` columns).
     """
+    import pandas as pd
+
     if not section:
         return Estimate.missing(), ""
     label = CROSS_VIDEO if section.get("protocol") == "cross_video" else WITHIN_VIDEO
@@ -414,6 +424,8 @@ def _clipped(estimate: Estimate, entry: Headline) -> Estimate:
 
 
 def _faces_leaked(face: pd.DataFrame) -> tuple[Estimate, int, int]:
+    import pandas as pd
+
     if not len(face):
         return Estimate.missing(), 0, 0
     leaked = pd.to_numeric(face["face_faces_leaked"])
@@ -613,6 +625,8 @@ def leaderboard_frame(
 
 
 def _leaderboard_frame(scores: CampaignScores, *, anonymise_teams: bool, viewer_team) -> pd.DataFrame:
+    import pandas as pd
+
     names = display_names(scores.submissions, anonymise_teams=anonymise_teams, viewer_team=viewer_team)
     rows = []
     for submission in scores.submissions:
@@ -698,6 +712,8 @@ def comparison_frame(
 
 
 def _comparison_frame(scores: CampaignScores, entry: Headline, *, anonymise_teams: bool, viewer_team):
+    import pandas as pd
+
     key = entry.key
     names = display_names(scores.submissions, anonymise_teams=anonymise_teams, viewer_team=viewer_team)
     shown = {str(pk): f"{n['team']}: {n['method']}" for pk, n in names.items()}
@@ -728,6 +744,8 @@ def per_video_frame(scores: CampaignScores, submission) -> pd.DataFrame:
     Human figures are the observed per-video differences (no resampling); videos
     without any value are left out.
     """
+    import pandas as pd
+
     label = str(submission.pk)
     columns = {}
     for key in HUMAN_TASKS:
@@ -812,6 +830,8 @@ def per_video_bars_png(table: pd.DataFrame, *, title: str) -> bytes:
 
 
 def _number(value) -> float | None:
+    import pandas as pd
+
     return None if value is None or pd.isna(value) else float(value)
 
 
@@ -839,6 +859,8 @@ def table_context(frame: pd.DataFrame) -> dict:
     re-identification reading 1.00). ``baseline_note``: ``dictionary.BASELINE_NOTE`` when
     a cell is at the ceiling, else "" (issue 21: 1.00 side by side, with no word why).
     """
+    import pandas as pd
+
     columns = [
         {
             "key": h.key,

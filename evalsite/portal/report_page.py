@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 
-import pandas as pd
 
 from evalsite import dictionary, reports
 from evalsite.dictionary import SEED_TITLES, acronyms_in, plain_words
@@ -22,6 +21,9 @@ from evalsite.dictionary import SEED_TITLES, acronyms_in, plain_words
 
 def format_value(value, column: dictionary.Column | None) -> str:
     """A figure as shown: '' when missing, yes/no, floats to the dictionary's precision."""
+    # imported here: pandas is slow to import, and Django start-up imports this module
+    import pandas as pd
+
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return ""
     if hasattr(value, "item"):

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import math
 
-import pandas as pd
 
 from django.contrib.auth.views import LoginView
 from django.http import Http404, HttpResponse
@@ -78,6 +77,9 @@ def _download(text: str, filename: str, fmt: str) -> HttpResponse:
 def format_cell(value) -> str:
     """A report value for an HTML table: '' for missing, yes/no for booleans, floats to 6 significant
     digits (the per-video report is first rounded to the data dictionary's precision)."""
+    # imported here: pandas is slow to import, and Django start-up imports this module
+    import pandas as pd
+
     if value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
         return ""
     if hasattr(value, "item"):  # numpy scalar

@@ -21,7 +21,6 @@ Settings (declared in evalsite/settings.py, each also an environment variable):
 
 from __future__ import annotations
 
-import pandas as pd
 from django.conf import settings
 
 from evalsite import dictionary, reports
@@ -152,6 +151,9 @@ PRIVACY_SOURCE = (
 
 def _identity_shares(samples, numerator, denominator=None):
     """Per identity: sum(numerator) / sum(denominator), or the mean of ``numerator`` (NaN rows dropped)."""
+    # imported here: pandas is slow to import, and Django start-up imports this module
+    import pandas as pd
+
     if numerator not in samples.columns or (denominator and denominator not in samples.columns):
         return pd.Series(dtype=float)
     frame = pd.DataFrame({"identity": samples["identity_code"].astype(str)})
@@ -176,6 +178,8 @@ def privacy_success(submission, samples=None) -> dict[str, dict]:
         still detected or recognisable) and face detection (share of clear-frame faces still
         detected after masking = 1 - detection failure rate). Measures without data are left out.
     """
+    import pandas as pd
+
     samples = video_samples(submission) if samples is None else samples
     out = {}
     attack = reports.summary_section("attack", submission) or {}
@@ -236,6 +240,8 @@ def _privacy_fairness_section(submission, samples=None) -> dict:
         measure -> ``{"description", "n_identities", "attributes": {attribute: report or
         {"error": why}}}``.
     """
+    import pandas as pd
+
     campaign = submission.campaign
     metadata = pd.DataFrame.from_dict(
         {i.code: i.attributes or {} for i in campaign.identities.all()}, orient="index"

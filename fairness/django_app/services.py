@@ -6,8 +6,9 @@ this module only reads the catalogue and stores results.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 from PIL import Image
 
 from automated.detection import MediaPipeFaceDetector
@@ -18,6 +19,10 @@ from evalsite.reports import per_video_report
 from evalsite.storage import local_path
 
 from .models import FaceQualityScore
+
+# pandas is imported where it is used: slow to import, and Django start-up imports this module.
+if TYPE_CHECKING:
+    import pandas as pd
 
 QUALITY_FIELDS = ("sharpness", "luminance", "face_height_px")
 CLEAR_VIDEO_STRIDE = 15  # frames between sampled clear frames (0.6 s at 25 fps)
@@ -81,6 +86,8 @@ def _store(values: dict, **item) -> None:
 def quality_samples(campaign) -> pd.DataFrame:
     """One row per measured item: ``kind`` ("gallery" or "clear_video"), quality fields
     and one column per identity attribute (identity codes are not included)."""
+    import pandas as pd
+
     rows = []
     scores = FaceQualityScore.objects.filter(face_found=True).select_related(
         "gallery_image__identity", "source_video__identity"
@@ -109,6 +116,8 @@ def video_samples(submission) -> pd.DataFrame:
 
     Attribute columns that clash with report columns are not added (the report wins).
     """
+    import pandas as pd
+
     report = per_video_report(submission)
     attributes = {identity.code: identity.attributes for identity in submission.campaign.identities.all()}
     extra = pd.DataFrame([attributes.get(code, {}) for code in report["identity_code"]], index=report.index)
