@@ -53,7 +53,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-# pandas is imported where it is used: slow to import, and Django start-up imports this module.
+# pandas and statsmodels are imported where they are used: slow to import, and Django start-up
+# imports this module.
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -96,7 +97,6 @@ def wilson_interval(successes, n, *, alpha: float = 0.05):
     -------
     low, high : float or ndarray of float, in [0, 1]
     """
-    # imported here, not at the top: statsmodels is slow to import (Django start-up)
     from statsmodels.stats.proportion import proportion_confint
 
     successes = np.asarray(successes, dtype=float)

@@ -74,9 +74,8 @@ def phash(image_rgb: np.ndarray, hash_size: int = HASH_SIZE) -> np.ndarray:
     ValueError
         If the image is not (height, width, 3).
     """
-    from scipy.fft import (
-        dctn,
-    )  # imported here: scipy is slow to import, and Django start-up imports this module
+    # imported here: scipy is slow to import, and Django start-up imports this module
+    from scipy.fft import dctn
 
     if image_rgb.ndim != 3 or image_rgb.shape[2] != 3:
         raise ValueError(f"image_rgb must be (height, width, 3), got {image_rgb.shape}")

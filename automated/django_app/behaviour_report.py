@@ -32,9 +32,8 @@ from . import behaviour_dictionary
 
 from .face_models import AutomatedRun, VideoScore
 
-# automated.behaviour (its package imports the face evaluation, scikit-image, the models) is
-# imported in the functions that use it: Django start-up imports this module.
-# pandas is imported where it is used: slow to import, and Django start-up imports this module.
+# pandas and automated.behaviour (its package imports the face evaluation, scikit-image, the
+# models) are imported where they are used: Django start-up imports this module.
 if TYPE_CHECKING:
     from automated.behaviour.leakage import AttributeVideo
     import pandas as pd
