@@ -301,7 +301,6 @@ def action_agreement(responses: pd.DataFrame, condition: str) -> dict:
         a way that leaves chance agreement at 1), ``n_videos``, ``raters_per_video``.
     """
     import pandas as pd
-
     from statsmodels.stats.inter_rater import fleiss_kappa
 
     action = check_responses(responses)
@@ -348,9 +347,8 @@ def action_alpha(
         one label only), ``ci_low``, ``ci_high`` (95 %, NaN likewise), ``n_videos``
         (videos with >= 2 responses), ``n_responses`` (their responses).
     """
-    import pandas as pd
-
     import krippendorff
+    import pandas as pd
 
     action = check_responses(responses)
     action = action[(action["task"] == "action") & (action["condition"] == condition)]

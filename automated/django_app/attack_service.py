@@ -404,7 +404,6 @@ class AttackRunKind(lifecycle.RunKind):
         videos by source-video name.
         """
         from automated.attack.crossvideo import PREDICTION_COLUMNS, run_fold
-
         from automated.attack.recognizers import FACE_RECOGNIZERS, get_recognizers
 
         started = time.perf_counter()
@@ -429,13 +428,11 @@ class AttackRunKind(lifecycle.RunKind):
 
     def compute_final(self, run: AttackRun) -> dict:
         """The summary over folds, per-video and per-identity accuracy, verification, scene memorisation."""
-        from automated.attack.suite import run_attack_suite
-
-        from automated.attack.crossvideo import PREDICTION_COLUMNS, CrossVideoResult, cross_video_counts
-
         import pandas as pd
 
+        from automated.attack.crossvideo import PREDICTION_COLUMNS, CrossVideoResult, cross_video_counts
         from automated.attack.recognizers import FACE_RECOGNIZERS, DlibEmbedding, get_recognizers
+        from automated.attack.suite import run_attack_suite
 
         config = run.config
         started = time.perf_counter()
@@ -575,9 +572,9 @@ def _scene_memorisation(run: AttackRun) -> dict | None:
     ``{"protocol", "skipped": reason}`` when the split could not be made (clips too short
     for the gap); None when the table was not asked for.
     """
-    from automated.attack.suite import worst_case
-
     import pandas as pd
+
+    from automated.attack.suite import worst_case
 
     table = pd.DataFrame(run.scene_memorisation)
     skipped = (run.counts or {}).get("scene_memorisation_skipped")
@@ -667,9 +664,9 @@ def attack_summary(run: AttackRun) -> dict:
         Without a cross-video fold the worst-case entries are None and ``no_worst_case``
         says why.
     """
-    from automated.attack.suite import TABLE_COLUMNS
-
     import pandas as pd
+
+    from automated.attack.suite import TABLE_COLUMNS
 
     summary = {
         "run_id": run.pk,

@@ -35,8 +35,9 @@ from .face_models import AutomatedRun, VideoScore
 # pandas and automated.behaviour (its package imports the face evaluation, scikit-image, the
 # models) are imported where they are used: Django start-up imports this module.
 if TYPE_CHECKING:
-    from automated.behaviour.leakage import AttributeVideo
     import pandas as pd
+
+    from automated.behaviour.leakage import AttributeVideo
 
 PU_AUTOMATED = "pu_score_automated"
 PU_AUTOMATED_LABEL = "automated: behaviour-preservation score as the utility kept, x (1 - SSIM)"
