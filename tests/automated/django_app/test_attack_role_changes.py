@@ -229,6 +229,8 @@ def test_a_practice_video_with_one_response_is_refused_in_the_singular():
 def test_a_failing_recognizer_in_a_django_fold_names_the_source_videos(monkeypatch):
     from sklearn.base import BaseEstimator, ClassifierMixin
 
+    from automated.attack import recognizers
+
     class Singular(ClassifierMixin, BaseEstimator):
         def fit(self, X, y):
             raise ValueError("matrix is singular")
@@ -236,7 +238,8 @@ def test_a_failing_recognizer_in_a_django_fold_names_the_source_videos(monkeypat
     monkeypatch.setattr(attack_service, "_attack_data", lambda run, masked_videos: _data())
     submission = _campaign("named", MULTI)
     run = create_attack_run(submission, **{**OPTIONS, "attackers": ["naive"]})
-    monkeypatch.setattr(attack_service, "get_recognizers", lambda names, table: {"broken": Singular})
+    # attack_service imports the recognizers where a fold runs (not at Django start-up).
+    monkeypatch.setattr(recognizers, "get_recognizers", lambda names, table: {"broken": Singular})
     expected = "fold 0 (tested videos named0), recognizer broken x attacker naive: matrix is singular"
     with pytest.raises(ValueError) as caught:
         lifecycle.execute_inline(NoDecodingKind(), run)
