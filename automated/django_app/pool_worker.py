@@ -27,6 +27,10 @@ def init_worker(snapshot: dict, threads: int) -> None:
     once. Sends ``processes.worker_ready`` at the end.
     """
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    # threadpool_limits below bounds the libraries loaded by then only; those the science
+    # imports where it runs (SciPy's OpenBLAS, scikit-learn's OpenMP) read these when they load.
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = str(threads)
     from django.conf import settings
 
     for name, value in snapshot.items():
