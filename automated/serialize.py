@@ -29,9 +29,10 @@ def jsonable(value):
         ``Infinity``).
     """
     # <NA>, NaN -> null. A value is pandas' NA only if pandas is loaded: this module does not
-    # import it (slow to import, and Django start-up imports this module).
-    pandas = sys.modules.get("pandas")
-    if (pandas is not None and value is pandas.NA) or (isinstance(value, float) and value != value):
+    # import it (slow to import, and Django start-up imports this module). getattr: while
+    # another thread imports pandas, it is in sys.modules before it defines NA.
+    na = getattr(sys.modules.get("pandas"), "NA", None)
+    if (na is not None and value is na) or (isinstance(value, float) and value != value):
         return None
     if hasattr(value, "item"):
         return jsonable(value.item())

@@ -3,6 +3,8 @@ Student-t interval, JSON conversion, models folder (hand-computed cases)."""
 
 import json
 import math
+import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -101,6 +103,16 @@ def test_jsonable_turns_numpy_nan_and_na_into_json():
     }
     assert type(converted["count"]) is int and type(converted["flag"]) is bool
     assert json.loads(json.dumps(jsonable({"x": [np.int64(1), math.nan]}))) == {"x": [1, None]}
+
+
+def test_jsonable_works_while_another_thread_is_importing_pandas(monkeypatch):
+    """pandas is in ``sys.modules`` from the start of its import, before it defines ``NA``
+    (a request thread's first report imports it while another serialises a cached summary)."""
+    monkeypatch.setitem(sys.modules, "pandas", types.ModuleType("pandas"))  # NA not defined yet
+    assert jsonable({"rate": np.float64(0.5), "missing": [math.nan, None]}) == {
+        "rate": 0.5,
+        "missing": [None, None],
+    }
 
 
 def test_default_models_dir_is_the_environment_variable_else_shared_models_beside_the_checkout(
