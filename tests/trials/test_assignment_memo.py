@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from evalsite.models import Identity
 from trials import assignment
-from trials.models import RatingSession, SessionState
+from trials.models import Item, RatingSession, SessionState
 
 from .sessions import with_identity_first
 
@@ -144,3 +144,28 @@ def test_nothing_is_kept_outside_a_new_trial(grid_campaign):
         Identity.objects.filter(pk=man).update(attributes={"gender": "male"})
         assert assignment.identity_plans(grid_campaign) is inside  # read once inside
     assert sum(1 for plan in assignment.identity_plans(grid_campaign)[0].values() if plan.block) == 6
+
+
+def test_the_candidates_query_is_built_once_a_step_and_run_afresh(grid_campaign, monkeypatch):
+    """Inside a step the candidate items' query is built once (``_open_items``) and every use
+    runs a copy: an item filled meanwhile (here: its target lowered to 0) is left out at once."""
+    builds = []
+    open_items = assignment._open_items
+
+    def counted(*args):
+        builds.append(args)
+        return open_items(*args)
+
+    monkeypatch.setattr(assignment, "_open_items", counted)
+    session = assignment.join(grid_campaign, participant_code="afresh")
+    now = timezone.now()
+    with assignment._memo():
+        first = list(
+            assignment._candidates(session, frozenset(), now, identity=False).values_list("id", flat=True)
+        )
+        Item.objects.filter(pk=first[0]).update(target_count=0)
+        again = list(
+            assignment._candidates(session, frozenset(), now, identity=False).values_list("id", flat=True)
+        )
+    assert len(builds) == 1
+    assert again == first[1:]
