@@ -1,7 +1,7 @@
 """The names of the attack suite's options, in a module that imports nothing.
 
-The REST API and the ``attack`` command check a run's options against these names; the
-modules that implement the options (``recognizers``: scikit-learn; ``selection``,
+The REST API checks a run's options against these names (the ``attack`` command, which
+computes the attack anyway, reads the registries themselves); the modules that implement the options (``recognizers``: scikit-learn; ``selection``,
 ``suite`` and ``declared``: pandas) are imported only where an attack is computed, not when Django starts.
 """
 
