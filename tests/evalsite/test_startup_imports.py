@@ -7,10 +7,7 @@ used: the science's functions, the report builders, the run services. matplotlib
 and MediaPipe were imported lazily already (``tests/fairness/test_plots.py``).
 """
 
-import os
-import subprocess
-import sys
-from pathlib import Path
+from tests.fresh_process import run_fresh
 
 #: Packages a fresh process must not have imported once Django is set up.
 HEAVY = (
@@ -52,16 +49,7 @@ def test_django_starts_without_the_heavy_science_libraries():
     """A fresh process sets up Django, loads the URLconf, the admin and every module of the
     apps without importing any of ``HEAVY``; calling the science then imports what it uses
     (the check sees imports: it is not blind)."""
-    result = subprocess.run(
-        [sys.executable, "-c", CODE],
-        cwd=Path(__file__).resolve().parents[2],
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    after_start, after_every_module, after_use = result.stdout.strip().splitlines()
+    after_start, after_every_module, after_use = run_fresh(CODE).strip().splitlines()
     assert after_start == "[]"
     assert after_every_module == "[]"
     assert after_use == "['pandas', 'scipy', 'statsmodels']"

@@ -7,6 +7,7 @@ import pytest
 from PIL import Image
 
 from fairness.plots import violin_png
+from tests.fresh_process import run_fresh
 
 
 def test_violin_png_with_small_and_constant_groups():
@@ -28,11 +29,6 @@ def test_the_site_starts_without_matplotlib():
     """matplotlib (~0.6 CPU s to import) loads when a plot is drawn, not when a server,
     worker or command starts: Django set up and the URLconf (every view module) loaded in a
     fresh process leave it unimported; drawing a plot then imports it."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
     code = (
         "import sys, django; django.setup(); "
         "from django.urls import get_resolver; get_resolver().url_patterns; "
@@ -40,13 +36,4 @@ def test_the_site_starts_without_matplotlib():
         "from fairness.plots import violin_png; violin_png({'a': [0.1, 0.2]}, title='t', ylabel='y'); "
         "print('matplotlib' in sys.modules)"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=Path(__file__).resolve().parents[2],
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.split() == ["False", "True"]
+    assert run_fresh(code).split() == ["False", "True"]
