@@ -119,7 +119,9 @@ def practice_pool(campaign: Campaign) -> tuple[dict[int, dict], list[int]]:
     videos = list(
         SourceVideo.objects.filter(
             campaign=campaign, identity_id__in=list(pool), in_evaluated_subset=False, attacker_train=False
-        ).values_list("id", flat=True)
+        )
+        .order_by()
+        .values_list("id", flat=True)
     )
     return (pool, videos) if videos else ({}, [])
 
@@ -135,8 +137,11 @@ def _memo() -> Iterator[None]:
     and the videos and people it has shown (:func:`_seen_videos`, :func:`_session_videos`)
     are read from the database once per campaign and session: a new trial asked for them
     up to 4, 1 and 3 times (2 queries each), and a step that finds nothing for the session
-    at a position tries the next one, asking again. The candidate items' query is built
-    once (:func:`_open_items`; run afresh each time). Only around code that makes no trial
+    at a position tries the next one, asking again. The campaign's evaluated videos
+    (:func:`_evaluated_videos`: the blocks, the layout's people and their count) and the
+    session's trials (:func:`_session_trials`: the videos and people shown, the slots
+    served) are one query each. The candidate items' query is built once
+    (:func:`_open_items`; run afresh each time). Only around code that makes no trial
     of the session, or makes it last, and changes no catalogue row: one
     :func:`_current_step` (a released claim ends it, and the next step reads afresh)."""
     if _MEMO.get() is not None:
@@ -177,14 +182,11 @@ def identity_plans(campaign: Campaign) -> tuple[dict[int, design.IdentityPlan], 
 
 def _identity_plans(campaign: Campaign) -> tuple[dict[int, design.IdentityPlan], list[tuple[int, int]]]:
     pool = identity_pool(campaign)
-    rows = list(
-        SourceVideo.objects.filter(
-            campaign=campaign, in_evaluated_subset=True, practice=False, identity_id__in=list(pool)
-        )
-        .exclude(identity__practice=True)
-        .order_by("name", "pk")
-        .values_list("pk", "identity_id", "identity__code")
-    )
+    rows = [
+        (pk, identity, code)
+        for pk, identity, code, practice_person, practice_video, _ in _evaluated_videos(campaign)
+        if identity in pool and not practice_video and not practice_person
+    ]
     counts: dict[int, int] = {}
     codes = {}
     for _, identity, code in rows:
@@ -199,6 +201,28 @@ def _identity_plans(campaign: Campaign) -> tuple[dict[int, design.IdentityPlan],
         labels=codes,
     )
     return plans, [(pk, identity) for pk, identity, _ in rows]
+
+
+def _evaluated_videos(campaign: Campaign) -> list[tuple[int, int, str, bool, bool, bool]]:
+    """The campaign's videos in the evaluated subset, by name: ``(pk, identity_pk, identity
+    code, identity is a practice one, video is practice material, video is the attacker's
+    own)``.
+
+    One query serves :func:`identity_plans` (its videos), :func:`block_counts` (the people)
+    and :func:`evaluated_trials_per_session`, which read three for every step of
+    :func:`current_trial` (the session's layout, :func:`identity_positions`); read once
+    per step inside :func:`_memo`, each call outside it."""
+    return _memoised(
+        "evaluated_videos",
+        campaign.pk,
+        lambda: list(
+            SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=True)
+            .order_by("name", "pk")
+            .values_list(
+                "pk", "identity_id", "identity__code", "identity__practice", "practice", "attacker_train"
+            )
+        ),
+    )
 
 
 def identity_exclusions(campaign: Campaign) -> dict[int, str]:
@@ -379,8 +403,10 @@ def evaluated_trials_per_session(campaign: Campaign) -> int:
     sees at most one video of each person (:func:`_new_trial`; practice never shows an
     evaluated person, :func:`_practice_trial`).
     """
-    videos = SourceVideo.objects.filter(campaign=campaign, attacker_train=False)  # never shown to raters
-    n_people = videos.filter(in_evaluated_subset=True).values("identity_id").distinct().count()
+    # The attacker's own videos are never shown to raters (:func:`_evaluated_videos`).
+    n_people = len(
+        {identity for _, identity, _, _, _, attacker in _evaluated_videos(campaign) if not attacker}
+    )
     return max(0, min(trials_per_session(), n_people))
 
 
@@ -389,11 +415,11 @@ def block_counts(campaign: Campaign) -> tuple[int, int]:
     plans, videos = identity_plans(campaign)
     blocks = {plan.block for plan in plans.values() if plan.block}
     in_blocks = {identity for block in blocks for identity in block}
-    people = set(
-        SourceVideo.objects.filter(campaign=campaign, attacker_train=False, in_evaluated_subset=True)
-        .exclude(practice=True)
-        .values_list("identity_id", flat=True)
-    )
+    people = {
+        identity
+        for _, identity, _, _, practice_video, attacker in _evaluated_videos(campaign)
+        if not attacker and not practice_video
+    }
     return len(blocks), len(people - in_blocks)
 
 
@@ -592,11 +618,11 @@ def _pending_slots(session, slots: list[int]) -> list[int]:
     (:func:`_new_trial` moves the next slot forward when nothing else may come there):
     each such trial uses the first slot after it not used up before."""
     served = sorted(
-        set(
-            session.trials.filter(position__lt=session.position, task=Task.IDENTITY)
-            .exclude(kind=TrialKind.PRACTICE)
-            .values_list("position", flat=True)
-        )
+        {
+            position
+            for position, kind, task, *_ in _session_trials(session)
+            if position < session.position and task == Task.IDENTITY and kind != TrialKind.PRACTICE
+        }
     )
     used: set[int] = set()
     for q in served:
@@ -629,9 +655,9 @@ def _seen_videos(session) -> frozenset[int]:
 def _read_seen_videos(session) -> set[int]:
     shown = _shown_people(session)
     return set(
-        SourceVideo.objects.filter(campaign=session.campaign, identity_id__in=shown).values_list(
-            "id", flat=True
-        )
+        SourceVideo.objects.filter(campaign=session.campaign, identity_id__in=shown)
+        .order_by()
+        .values_list("id", flat=True)
     ) | set(_session_videos(session)[0])
 
 
@@ -704,9 +730,9 @@ def _fresh_block_videos(session) -> list[int]:
     shown = _shown_people(session)
     members = {i for block in _block_weights(session.campaign) if shown.isdisjoint(block) for i in block}
     return list(
-        SourceVideo.objects.filter(campaign=session.campaign, identity_id__in=members).values_list(
-            "pk", flat=True
-        )
+        SourceVideo.objects.filter(campaign=session.campaign, identity_id__in=members)
+        .order_by()
+        .values_list("pk", flat=True)
     )
 
 
@@ -724,16 +750,34 @@ def _session_videos(session) -> tuple[frozenset[int], frozenset[int]]:
 
 def _read_session_videos(session) -> tuple[frozenset[int], frozenset[int]]:
     videos, people = set(), set()
-    rows = session.trials.values_list(
-        "source_video_id", "source_video__identity_id", "kind", "target_identity_id"
-    )
-    for video, person, kind, target in rows:
+    for _, kind, _, video, person, target in _session_trials(session):
         if video is not None:  # a video (its person), any task, practice or released
             videos.add(video)
             people.add(person)
         if kind == TrialKind.CATCH and target is not None:  # the face a check's video showed
             people.add(target)
     return frozenset(videos), frozenset(people)
+
+
+def _session_trials(session) -> list[tuple]:
+    """Every trial of ``session`` (released ones too) as ``(position, kind, task, source
+    video, its person, target identity)``, in no order: what :func:`_session_videos` and
+    :func:`_pending_slots` read, from one query, once per step inside :func:`_memo` (a step
+    makes at most one trial of the session, last)."""
+    return _memoised(
+        "session_trials",
+        session.pk,
+        lambda: list(
+            session.trials.order_by().values_list(
+                "position",
+                "kind",
+                "task",
+                "source_video_id",
+                "source_video__identity_id",
+                "target_identity_id",
+            )
+        ),
+    )
 
 
 #: Candidate items read per pick, and rounds of (read candidates, try them) per pick.
