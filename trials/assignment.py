@@ -89,9 +89,20 @@ def identity_pool(campaign: Campaign, *, practice: bool = False) -> dict[int, di
     Evaluated trials and catch trials draw from the evaluated identities; with
     ``practice=True`` the pool is the practice identities (``Identity.practice``), whose
     faces and videos appear in practice trials only.
+
+    In the order of the identities' codes (lineups draw from it in that order); read once
+    per step of :func:`current_trial` (:func:`_memo`): callers must not change it.
     """
+    return _memoised("identity_pool", (campaign.pk, practice), lambda: _identity_pool(campaign, practice))
+
+
+def _identity_pool(campaign: Campaign, practice: bool) -> dict[int, dict]:
+    # One row per identity, by code (unique in a campaign): the order the default ordering
+    # of gallery images (campaign name, identity code, image id) gave, without joining the
+    # campaign or a row per image.
     rows = (
         GalleryImage.objects.filter(identity__campaign=campaign, identity__practice=practice)
+        .order_by("identity__code")
         .values_list("identity_id", "identity__attributes")
         .distinct()
     )
@@ -491,7 +502,9 @@ def _current_step(session: RatingSession, now):
 def _current_step_memoised(session: RatingSession, now):
     start = session.position
     while session.position < len(session.plan):
-        trial = session.trials.active().filter(position=session.position).first()
+        # At most one active trial a position (Trial's constraint): by pk, not by the
+        # default order, which joins the session and the campaign.
+        trial = session.trials.active().filter(position=session.position).order_by("pk").first()
         if trial is not None and not trial.completed:
             if not _keep_claim(trial, _lock_item(trial.item_id), now):
                 trial = _RELEASED
@@ -513,17 +526,16 @@ def _lock_session(pk: int) -> RatingSession:
     return RatingSession.objects.select_for_update(of=("self",)).select_related("campaign").get(pk=pk)
 
 
-def _lock_item(pk: int | None, *, skip_locked: bool = False) -> Item | None:
-    """Second lock: the item (None for no item, or with ``skip_locked`` for a busy one)."""
+def _lock_item(pk: int | None, *, skip_locked: bool = False, video: bool = False) -> Item | None:
+    """Second lock: the item (None for no item, or with ``skip_locked`` for a busy one);
+    ``video``: with its source video read in the same query (a new trial shows it)."""
     if pk is None:
         return None
     skip_locked = skip_locked and connection.features.has_select_for_update_skip_locked
-    return (
-        Item.objects.select_for_update(skip_locked=skip_locked, of=("self",))
-        .select_related("source_video")
-        .filter(pk=pk)
-        .first()
-    )
+    items = Item.objects.select_for_update(skip_locked=skip_locked, of=("self",))
+    if video:
+        items = items.select_related("source_video")
+    return items.filter(pk=pk).order_by("pk").first()  # one row: no need of the default order's joins
 
 
 def _after_lock(now=None):
@@ -568,10 +580,10 @@ def _complete(session: RatingSession, now) -> None:
 def _new_trial(session: RatingSession, now) -> Trial | None:
     rng = random.Random(session.seed * 1009 + session.position)
     kind = session.plan[session.position]
-    seen = _seen_videos(session)
     if kind == design.PRACTICE:
         n_before = sum(1 for k in session.plan[: session.position] if k == design.PRACTICE)
-        return _practice_trial(session, seen, rng, n_before)
+        return _practice_trial(session, _seen_videos(session), rng, n_before)
+    seen = _seen_evaluated_videos(session)  # what items and checks are chosen by
     # An excluded (flagged) rater goes on exactly like any other, so a bot cannot tell
     # it was caught; its trials and answers count toward no item (Item.with_counts).
     slots = identity_positions(session)
@@ -661,6 +673,15 @@ def _read_seen_videos(session) -> set[int]:
     ) | set(_session_videos(session)[0])
 
 
+def _seen_evaluated_videos(session) -> frozenset[int]:
+    """:func:`_seen_videos` as items and attention checks are chosen by: its videos in the
+    evaluated subset (every item's video is one: ``Item.objects.evaluated``) and the
+    session's own, read from :func:`_evaluated_videos` (no query of its own)."""
+    shown = _shown_people(session)
+    evaluated = {pk for pk, identity, *_ in _evaluated_videos(session.campaign) if identity in shown}
+    return frozenset(evaluated | _session_videos(session)[0])
+
+
 def spent_block_videos(session) -> list[int]:
     """Evaluated videos whose identity trials this session can no longer get: those of
     every lineup block (:func:`trials.design.exposure_plan`) of which the session has
@@ -729,11 +750,8 @@ def _fresh_block_videos(session) -> list[int]:
     them would spend a block an identity slot ahead still needs."""
     shown = _shown_people(session)
     members = {i for block in _block_weights(session.campaign) if shown.isdisjoint(block) for i in block}
-    return list(
-        SourceVideo.objects.filter(campaign=session.campaign, identity_id__in=members)
-        .order_by()
-        .values_list("pk", flat=True)
-    )
+    # Only items' videos are avoided, all in the evaluated subset: no query of its own.
+    return [pk for pk, identity, *_ in _evaluated_videos(session.campaign) if identity in members]
 
 
 def _shown_people(session) -> frozenset[int]:
@@ -918,7 +936,7 @@ def _claim_item(session, pk, rng, now, *, wait: bool, over: bool = False):
     """
     try:
         with transaction.atomic():  # savepoint: rolled back (lock released) when full
-            item = _lock_item(pk, skip_locked=not wait)
+            item = _lock_item(pk, skip_locked=not wait, video=True)
             if item is None:
                 gone = wait or not Item.objects.filter(pk=pk).exists()
                 return None if gone else _BUSY
@@ -1103,8 +1121,8 @@ def _catch_trial(session, rng, *, kind=TrialKind.CATCH, blocks=None) -> Trial:
 def probe_image_of(identity_pk: int) -> GalleryImage:
     """The still a catch probe is made of: another photo than the lineup's when the identity
     has one (then no pixel of the lineup face is in the probe), else the lineup's own."""
-    images = GalleryImage.objects.filter(identity_id=identity_pk).order_by("id")
-    return images[1:2].first() or images.first()
+    first_two = list(GalleryImage.objects.filter(identity_id=identity_pk).order_by("id")[:2])
+    return first_two[-1] if first_two else None
 
 
 def _add_faces(trial: Trial, lineup, rng) -> None:
@@ -1180,7 +1198,8 @@ def record_response(trial: Trial, answer: Mapping, *, now=None) -> tuple[Respons
         item = _lock_item(trial.item_id)
         trial = Trial.objects.select_for_update().get(pk=trial.pk)
         trial.session = session  # the locked row (with its campaign), used to advance
-        existing = Response.objects.filter(trial=trial).first()
+        # One response per trial: no order needed (the default one joins the trial's).
+        existing = Response.objects.filter(trial=trial).order_by("pk").first()
         if existing is not None:
             return existing, False
         expired = trial.released or not _keep_claim(trial, item, now) or _answered_by_others(trial, item)

@@ -130,10 +130,11 @@ def test_a_new_trial_reads_blocks_and_shown_people_once(grid_campaign, monkeypat
     # 2 queries each) and the session's trials 3 times (the videos and the people seen,
     # the blocks spent; 1 query each).
     assert calls == {"plans": 3, "shown": 3}
-    # 6 for those, and 3 more: the layout's people and their count come from the blocks'
-    # query of videos (trials.assignment._evaluated_videos), the slots already served from
-    # the session's trials' query (_session_trials), each a query of its own without the memo.
-    assert with_memo == without - 9
+    # 6 for those, and 4 more: the layout's people and their count, and the evaluated
+    # videos of the people seen, come from the blocks' query of videos
+    # (trials.assignment._evaluated_videos), the slots already served from the session's
+    # trials' query (_session_trials), each a query of its own without the memo.
+    assert with_memo == without - 10
 
 
 def test_nothing_is_kept_outside_a_new_trial(grid_campaign):
