@@ -43,7 +43,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Prefetch
+from django.db.models import Prefetch, Q
 from django.utils import timezone
 
 from evalsite.models import Campaign, GalleryImage, MaskedVideo, SourceVideo
@@ -905,24 +905,45 @@ def _release_hoarded(session, now) -> None:
 
     The released trials' raters get :class:`TrialExpired` when they answer. Releasing
     needs no item lock: it only lowers an item's live count.
+
+    The open claims of both are read in one query, once per step of :func:`current_trial`
+    (:func:`_memo`): the session's own claims are not counted, so a second call in the
+    step (another task, the fallback) would find nothing more to release.
     """
+    _memoised("released_hoarded", session.pk, lambda: _release_hoarded_claims(session, now))
+
+
+def _release_hoarded_claims(session, now) -> None:
+    limits = {
+        "browser_key_hash": settings.TRIALS_MAX_OPEN_CLAIMS_PER_BROWSER,
+        "address_hash": settings.TRIALS_MAX_OPEN_CLAIMS_PER_ADDRESS,
+    }
+    values = {field: getattr(session, field) for field in limits if getattr(session, field)}
+    if not values:
+        return
     open_claims = Trial.objects.filter(
         session__campaign_id=session.campaign_id, kind=TrialKind.ITEM, completed=False, released=False
     ).exclude(session_id=session.pk)
     open_claims = open_claims.filter(claimed_at__gte=_after_lock(now) - claim_timeout())
-    for field, limit in (
-        ("browser_key_hash", settings.TRIALS_MAX_OPEN_CLAIMS_PER_BROWSER),
-        ("address_hash", settings.TRIALS_MAX_OPEN_CLAIMS_PER_ADDRESS),
-    ):
-        value = getattr(session, field)
-        if not value:
+    same_machine = Q()
+    for field, value in values.items():
+        same_machine |= Q(**{f"session__{field}": value})
+    claims = list(
+        open_claims.filter(same_machine)
+        .order_by("-claimed_at", "-id")
+        .values_list("pk", *(f"session__{field}" for field in limits))
+    )
+    done: set[int] = set()  # released by the browser's limit: no longer open for the address's
+    for index, (field, limit) in enumerate(limits.items()):
+        if field not in values:
             continue
-        kept = open_claims.filter(**{f"session__{field}": value}).order_by("-claimed_at", "-id")
-        surplus = list(kept.values_list("pk", flat=True)[limit - 1 :])
+        kept = [pk for pk, *hashes in claims if hashes[index] == values[field] and pk not in done]
+        surplus = kept[limit - 1 :]
         if surplus:
             released = Trial.objects.filter(pk__in=surplus, completed=False)
             variants.drop_variants_on_commit(released.values_list("media_token", flat=True))
             released.update(released=True)
+            done.update(surplus)
 
 
 #: :func:`_claim_item` found the item locked by another transaction (skipped).
