@@ -36,7 +36,9 @@ def _bound_session(request) -> RatingSession | None:
     pk = request.session.get(SESSION_KEY)
     if pk is None:
         return None
-    return RatingSession.objects.select_related("campaign", "rater").filter(pk=pk).first()
+    # Unique look-ups (a pk, a token) here order by pk: the models' default orders join
+    # the session's campaign (and a trial's session) for nothing, on every rater request.
+    return RatingSession.objects.select_related("campaign", "rater").filter(pk=pk).order_by("pk").first()
 
 
 def _rating_session(request) -> RatingSession | None:
@@ -263,7 +265,7 @@ def respond(request, token: str):
     session = _rating_session(request)
     if session is None:
         return JsonResponse({"error": "no rating session"}, status=403)
-    trial = Trial.objects.filter(token=token, session=session).first()
+    trial = Trial.objects.filter(token=token, session=session).order_by("pk").first()
     if trial is None:
         return JsonResponse({"error": "unknown trial"}, status=404)
     try:
@@ -311,7 +313,7 @@ def trial_state(request, token: str):
     if not form.is_valid():
         return JsonResponse({"error": "invalid state", "fields": form.errors.get_json_data()}, status=400)
     trials = Trial.objects.filter(token=token, session=session, completed=False)
-    trial = trials.only("media_fetched_at").first()
+    trial = trials.only("media_fetched_at").order_by("pk").first()
     if trial is None:
         return JsonResponse({"error": "unknown or answered trial"}, status=404)
     # The page's word, capped by the server-side time since the video's first request.
@@ -337,7 +339,7 @@ def heartbeat(request, token: str):
     session = _rating_session(request)
     if session is None:
         return JsonResponse({"error": "no rating session"}, status=403)
-    trial = Trial.objects.filter(token=token, session=session).first()
+    trial = Trial.objects.filter(token=token, session=session).order_by("pk").first()
     if trial is None:
         return JsonResponse({"error": "unknown trial"}, status=404)
     if assignment.renew_claim(trial):
@@ -370,6 +372,7 @@ def media(request, token: str):
     face = (
         TrialFace.objects.select_related("gallery_image", "trial")
         .filter(token=token, trial__session=session)
+        .order_by("pk")  # unique token: no need of the default order's joins
         .first()
     )
     now = timezone.now()
@@ -383,6 +386,7 @@ def media(request, token: str):
     trial = (
         Trial.objects.select_related("probe_image", "item__masked_video", "source_video")
         .filter(media_token=token, session=session)
+        .order_by("pk")
         .first()
     )
     if trial is None or trial.completed or trial.released:
