@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from evalsite.models import Identity
 from trials import assignment
-from trials.models import Item, RatingSession, SessionState
+from trials.models import Item, RatingSession, SessionState, Trial
 
 from .sessions import with_identity_first
 
@@ -175,3 +175,45 @@ def test_the_candidates_query_is_built_once_a_step_and_run_afresh(grid_campaign,
         )
     assert len(builds) == 1
     assert again == first[1:]
+
+
+def test_candidates_found_empty_are_read_again_only_after_a_release(grid_campaign, settings):
+    """Inside a step, candidates found empty are not read again (the last step of a session
+    tried the same empty reads at every position left) until the step releases another
+    session's hoarded claim, which may give an item room: then they are read afresh."""
+    settings.TRIALS_MAX_OPEN_CLAIMS_PER_BROWSER = 1
+    sessions = [assignment.join(grid_campaign, participant_code=f"empty{n}") for n in range(2)]
+    RatingSession.objects.filter(pk__in=[s.pk for s in sessions]).update(browser_key_hash="b" * 64)
+    holder, session = (RatingSession.objects.select_related("campaign").get(pk=s.pk) for s in sessions)
+    now = timezone.now()
+    item = Item.objects.filter(campaign=grid_campaign, task="action").order_by("pk").first()
+    Item.objects.filter(campaign=grid_campaign).exclude(pk=item.pk).update(target_count=0)
+    Item.objects.filter(pk=item.pk).update(target_count=1)
+    # The other session of this browser holds the one item with a target: nothing is open.
+    held = Trial.objects.create(
+        session=holder,
+        position=0,
+        kind="item",
+        task="action",
+        item=item,
+        source_video=item.source_video,
+        correct_choice="x",
+        claimed_at=now,
+    )
+    settings.TRIALS_OVERASSIGN = False
+
+    def read():
+        with CaptureQueriesContext(connection) as queries:
+            rows = assignment._open_rows(
+                session, frozenset(), now, lambda rows: rows.values_list("id", flat=True), identity=False
+            )
+        return rows, len(queries)
+
+    with assignment._memo():
+        assert read()[0] == []
+        assert read() == ([], 0)  # not read again
+        assignment._release_hoarded(session, now)  # the browser's limit: the held claim goes
+        assert Trial.objects.get(pk=held.pk).released
+        rows, n_queries = read()
+        assert rows == [item.pk] and n_queries == 1
+    assert read()[0] == [item.pk]  # outside a step: always read
