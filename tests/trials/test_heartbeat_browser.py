@@ -33,7 +33,10 @@ def test_open_trial_page_keeps_its_claim_and_a_left_page_loses_it(
     browser, server, one_request_at_a_time, live_campaign, settings
 ):
     settings.TRIALS_PLAUSIBILITY_CHECKS = False
-    settings.TRIALS_CLAIM_TIMEOUT_S = 4  # the page sends a heartbeat every second
+    # A short timeout, so the test waits out three of them (and then one) in seconds: the
+    # page sends a heartbeat every second (the floor of trials.views' quarter of the timeout).
+    timeout = timedelta(seconds=2)
+    settings.TRIALS_CLAIM_TIMEOUT_S = timeout.seconds
     driver = browser
     driver.get(f"{server.url}/join/{live_campaign.join_code}/")
     driver.find_element(By.NAME, "participant_code").send_keys("p-heartbeat")
@@ -60,11 +63,11 @@ def test_open_trial_page_keeps_its_claim_and_a_left_page_loses_it(
     first = trial.claimed_at
     # Heartbeats renew the claim again and again: it is still live three timeouts later.
     WebDriverWait(driver, 30, poll_frequency=0.5).until(
-        lambda d: Trial.objects.get(pk=trial.pk).claimed_at - first > timedelta(seconds=12)
+        lambda d: Trial.objects.get(pk=trial.pk).claimed_at - first > 3 * timeout
     )
     assert _live(trial) and not Trial.objects.get(pk=trial.pk).completed
     # The rater leaves the page without answering: no heartbeat, the claim lapses.
     driver.get("about:blank")
     WebDriverWait(driver, 30, poll_frequency=0.5).until(lambda d: not _live(trial))
     trial.refresh_from_db()
-    assert not trial.completed and timezone.now() - trial.claimed_at > timedelta(seconds=4)
+    assert not trial.completed and timezone.now() - trial.claimed_at > timeout
