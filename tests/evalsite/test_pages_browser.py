@@ -31,7 +31,7 @@ from tests.crowd.simulation import build_grid_campaign
 from trials.services import open_rating
 
 from ..trials.conftest import media_url_for_live_server  # noqa: F401 (autouse: the live server's media prefix)
-from ..trials.test_browser import browser, one_request_at_a_time, server, wait_for_element  # noqa: F401
+from ..trials.test_browser import POLL_S, browser, one_request_at_a_time, server, wait_for_element  # noqa: F401
 from ..trials.test_one_screen import VIEWPORTS, set_viewport
 from .test_leaderboard import _attack_rows
 from .test_team_browser import WIDE
@@ -140,7 +140,9 @@ def _log_in(driver, server, user) -> None:
 
 
 def _check(driver, width: int, name: str, viewport: str, problems: list[str]) -> None:
-    WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
+    WebDriverWait(driver, 30, poll_frequency=POLL_S).until(
+        lambda d: d.execute_script("return document.readyState") == "complete"
+    )
     SHOTS.mkdir(parents=True, exist_ok=True)
     driver.save_screenshot(str(SHOTS / f"pages-{viewport}-{name}.png"))
     scroll, inner = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")

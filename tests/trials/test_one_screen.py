@@ -13,6 +13,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from trials.models import Rater, RatingSession, SessionState, Trial
 
 from .test_browser import (  # noqa: F401
+    POLL_S,
     browser,
     live_campaign,
     one_request_at_a_time,
@@ -45,7 +46,7 @@ def set_viewport(driver, width, height, mobile):
 
 def assert_on_one_screen(driver, width, height, name, shots):
     driver.execute_script("window.scrollTo(0, 0)")
-    WebDriverWait(driver, 20).until(
+    WebDriverWait(driver, 20, poll_frequency=POLL_S).until(
         lambda d: d.execute_script(
             "return Array.from(document.querySelectorAll('.gallery img')).every(i => i.complete && i.naturalWidth)"
         )
@@ -74,12 +75,12 @@ def assert_on_one_screen(driver, width, height, name, shots):
 
 def watch_through(driver):
     """Wait until the video has started, and then until it ended (a rater who looks)."""
-    WebDriverWait(driver, 20).until(
+    WebDriverWait(driver, 20, poll_frequency=POLL_S).until(
         lambda d: d.execute_script(
             "var v = document.getElementById('video'); return v.currentTime > 0.1 && !v.paused;"
         )
     )
-    WebDriverWait(driver, 30).until(
+    WebDriverWait(driver, 30, poll_frequency=POLL_S).until(
         lambda d: d.execute_script("return document.getElementById('video').ended")
     )
 
@@ -126,7 +127,9 @@ def test_video_faces_and_answers_fit_one_screen_and_a_watching_rater_is_not_flag
         else:
             driver.find_elements(By.CSS_SELECTOR, ".actions .choice")[0].click()
         if trial.kind == "practice":
-            WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "feedback").text)
+            WebDriverWait(driver, 10, poll_frequency=POLL_S).until(
+                lambda d: d.find_element(By.ID, "feedback").text
+            )
             driver.find_element(By.ID, "continue").click()
         wait_for_new_page(driver, token)
     assert seen == {"identity", "action"}
@@ -152,7 +155,7 @@ def test_video_plays_only_while_on_screen(browser, server, one_request_at_a_time
     wait_for_element(driver, "start").click()
     wait_for_element(driver, "trial-config")
     # Push the video off screen: it pauses; back on screen: it plays again.
-    WebDriverWait(driver, 20).until(
+    WebDriverWait(driver, 20, poll_frequency=POLL_S).until(
         lambda d: d.execute_script(
             "var v = document.getElementById('video'); return v.currentTime > 0.1 && !v.paused;"
         )
@@ -160,12 +163,12 @@ def test_video_plays_only_while_on_screen(browser, server, one_request_at_a_time
     driver.execute_script(
         "document.querySelector('.stage').style.marginTop = '3000px'; window.scrollTo(0, 0);"
     )
-    WebDriverWait(driver, 5).until(
+    WebDriverWait(driver, 5, poll_frequency=POLL_S).until(
         lambda d: d.execute_script("return document.getElementById('video').paused")
     )
     paused_at = driver.execute_script("return document.getElementById('video').currentTime")
     driver.execute_script("document.querySelector('.stage').style.marginTop = '0';")
-    WebDriverWait(driver, 5).until(
+    WebDriverWait(driver, 5, poll_frequency=POLL_S).until(
         lambda d: d.execute_script(
             "var v = document.getElementById('video'); return !v.paused && v.currentTime > arguments[0];",
             paused_at,
