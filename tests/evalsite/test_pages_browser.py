@@ -36,7 +36,7 @@ from ..trials.test_one_screen import VIEWPORTS, set_viewport
 from .test_leaderboard import _attack_rows
 from .test_team_browser import WIDE
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, reset_sequences=True)]
 SHOTS = Path(os.environ.get("DEID_SHOTS_DIR", "/tmp/shots"))
 LONG_MESSAGE = (
     "the masked video has 70 frames but its clear video has 75: every frame of the clear video needs its "

@@ -21,7 +21,12 @@ from trials.models import RatingSession, Response, SessionState, Trial, TrialKin
 from trials.services import open_rating
 from tests.crowd.simulation import build_grid_campaign
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+# reset_sequences: each test's rows get the primary keys a fresh database gives (a rolled-back
+# test's do anyway; a flushed one's would go on counting), so a GRID campaign built again gets
+# the same catch probes (seeded by the crop's key: trials.media._make_catch_video) and the
+# worker's memo of them serves it (tests/conftest.memoised_catch_video_frames): about 10 CPU s
+# per campaign build after the first. Also in the browser tests that use its fixtures.
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, reset_sequences=True)]
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",

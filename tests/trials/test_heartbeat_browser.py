@@ -22,7 +22,7 @@ from tests.trials.test_browser import (  # noqa: F401 (fixtures)
 )
 from trials.models import Trial, TrialKind
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, reset_sequences=True)]
 
 
 def _live(trial) -> bool:

@@ -23,7 +23,7 @@ from .test_browser import (  # noqa: F401
     wait_for_new_page,
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, reset_sequences=True)]
 
 VIEWPORTS = {"laptop": (1366, 768, False), "phone": (390, 844, True)}
 
