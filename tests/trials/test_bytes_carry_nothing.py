@@ -723,6 +723,29 @@ def test_the_dots_are_not_where_a_written_answer_would_be():
     assert changed.min() > left and changed.max() < left + box  # only inside the box
 
 
+def test_instruction_is_wiped_on_from_the_box_and_off_again():
+    """Seed 5 on 75 grey frames: the stretch is frames 31-60 (40 % of 75 = 30 frames); it is
+    wiped on over its first 12 (40 % of 30) and off over its last 12, the drawing's columns
+    11-350 (:func:`trials.variants.instruction_extent`) uncovered up to column
+    ``11 + round(k / 12 * 340)`` in its k-th frame: 11 + 28 = 39 in frame 31, 11 + 85 = 96 in
+    frame 33, where the box (columns 17-73 and its outline) is whole; it stays whole to frame
+    58. Frames 42-49 show the whole instruction, each wiped frame its left part only."""
+    frames = variants.instruction_frames([np.full((288, 360, 3), 128, np.uint8) for _ in range(75)], "3", 5)
+    drawn = [i for i, frame in enumerate(frames) if (frame != 128).any()]
+    assert drawn == list(range(31, 61))
+    assert variants.instruction_extent(360, 288) == (11, 351)
+    left, _, box, _ = variants.instruction_box(360, 288, 150)
+    assert (left, box) == (17, 56)
+    whole = frames[45]
+    assert all((frames[i] == whole).all() for i in range(42, 50))
+    for i in (*range(31, 42), *range(50, 61)):
+        k = min(i - 30, 61 - i)
+        cut = 11 + round(k / 12 * 340)
+        assert (frames[i][:, :cut] == whole[:, :cut]).all() and (frames[i][:, cut:] == 128).all(), i
+    shown = [i for i in drawn if (frames[i][:, : left + box + 4] == whole[:, : left + box + 4]).all()]
+    assert shown == list(range(33, 59))  # the box of dots whole for 26 frames (about 1 s)
+
+
 def _answer_all(campaign, code, answer) -> list:
     """Play a whole session fetching every medium; ``answer(trial, files)`` gives the choice."""
     client = _start(campaign, code)
