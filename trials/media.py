@@ -365,13 +365,14 @@ CATCH_FRAMES, CATCH_FPS, CATCH_FRAME_SIZE = 75, 25, (360, 288)
 def catch_video_spec(campaign, probe_image_id: int | None = None) -> tuple[int, float, tuple[int, int]]:
     """Frames, frame rate and ``(width, height)`` of a campaign's catch-trial probe video.
 
-    With ``probe_image_id`` (the gallery image the probe is made of), those of one of the
-    campaign's evaluated source videos drawn at random (seeded by the secret key and the
-    image), so catch videos have the formats and lengths of the clips they are mixed with
-    in the same proportions: no header field, length or size tells them apart (a probe
-    of the median format only would mark every other format "not a check"). Without it,
-    the medians. :data:`CATCH_FRAMES`, :data:`CATCH_FPS`, :data:`CATCH_FRAME_SIZE` for a
-    campaign without probed videos.
+    With ``probe_image_id`` (the gallery image the probe is made of), those of the
+    evaluated source video whose footage the probe is made of (:func:`catch_footage`,
+    drawn at random, seeded by the secret key and the image), so catch videos have the
+    formats and lengths of the clips they are mixed with in the same proportions: no
+    header field, length or size tells them apart (a probe of the median format only
+    would mark every other format "not a check"). Without it, the medians.
+    :data:`CATCH_FRAMES`, :data:`CATCH_FPS`, :data:`CATCH_FRAME_SIZE` for a campaign
+    without probed videos.
     """
     rows = _catch_format_rows(campaign)
     if not rows:
@@ -379,7 +380,8 @@ def catch_video_spec(campaign, probe_image_id: int | None = None) -> tuple[int, 
     if probe_image_id is None:
         frames, fps, width, height = (sorted(column)[len(rows) // 2] for column in list(zip(*rows))[1:])
     else:
-        _, frames, fps, width, height = rows[_catch_draw(probe_image_id, len(rows))]
+        source_id, _ = _catch_footage_ids(campaign, probe_image_id, rows)
+        _, frames, fps, width, height = next(row for row in rows if row[0] == source_id)
     return int(frames), float(fps), (int(width) // 2 * 2, int(height) // 2 * 2)
 
 
@@ -402,23 +404,86 @@ def _catch_draw(probe_image_id: int, n_rows: int) -> int:
     return int.from_bytes(digest[:8], "big") % n_rows
 
 
+def _catch_footage_ids(campaign, probe_image_id: int, rows: list) -> tuple[int, int | None]:
+    """``(source video id, masked video id or None)`` of the footage of a catch probe.
+
+    Evaluated trials show clear clips and the masked copies of every submission in rating
+    in proportion to their items' target counts (:class:`trials.models.Item`, one item per
+    clip, condition and task), and masked copies are coded differently from clear ones
+    (GRID with blurred faces, 30 served copies each: mean slice QP 17.05 against 17.84,
+    first-frame log slice bytes 8.23 against 8.53, complexity 6.94 against 7.01). Probes
+    made of clear footage only were coded like clear clips and told from a mixture of
+    mostly masked ones (hostile pass 3, issue 19). So the condition of a probe's footage
+    is drawn in those proportions, stratified over the campaign's gallery images (the
+    image's rank in a keyed order of them is its quantile: of a campaign's few probes,
+    as many stand on each condition as its share gives, not a binomial draw of them); the
+    clip is then drawn among the condition's clips. Before rating opens (no items): clear
+    clips, as before.
+    """
+    from evalsite.models import GalleryImage
+
+    from .models import Item
+
+    sources = {row[0] for row in rows}
+    weights: dict[int | None, int] = {}
+    footage: dict[int | None, list] = {}
+    items = (
+        Item.objects.evaluated(campaign)
+        .filter(source_video_id__in=sources)
+        .order_by("source_video_id", "masked_video_id")
+        .values_list("source_video_id", "masked_video_id", "masked_video__submission_id", "target_count")
+    )
+    for source_id, masked_id, submission_id, target in items:
+        weights[submission_id] = weights.get(submission_id, 0) + target
+        if (source_id, masked_id) not in footage.setdefault(submission_id, []):
+            footage[submission_id].append((source_id, masked_id))
+    if not weights or not sum(weights.values()):
+        return rows[_catch_draw(probe_image_id, len(rows))][0], None
+    images = GalleryImage.objects.filter(identity__campaign=campaign).values_list("id", flat=True)
+    order = sorted(
+        images, key=lambda pk: hashlib.sha256(f"{settings.SECRET_KEY}:catch-stratum:{pk}".encode()).digest()
+    )
+    rank = (
+        order.index(probe_image_id)
+        if probe_image_id in order
+        else _catch_draw(probe_image_id, len(order) or 1)
+    )
+    quantile = (rank + 0.5) / max(len(order), 1) * sum(weights.values())
+    conditions = sorted(weights, key=lambda key: (key is not None, key or 0))  # clear first
+    cumulative = np.cumsum([weights[key] for key in conditions])
+    condition = conditions[min(int(np.searchsorted(cumulative, quantile, side="right")), len(conditions) - 1)]
+    choices = footage[condition]
+    return choices[_catch_draw(probe_image_id, len(choices))]
+
+
+def catch_footage(campaign, probe_image_id: int):
+    """``(source video, masked video or None)`` whose footage a catch probe is made of
+    (:func:`_catch_footage_ids`): the probe is that footage (the masked copy's when there
+    is one) with the lineup face pasted over the clip's face, tracked on the clear clip
+    (:func:`catch_video_frames` with :func:`clip_eye_track`), or, when no face is tracked,
+    a composite on its wall (:func:`wall_ground_frames`). ``(None, None)`` when the
+    campaign has no probed evaluated video.
+    """
+    from evalsite.models import MaskedVideo, SourceVideo
+
+    rows = _catch_format_rows(campaign)
+    if not rows:
+        return None, None
+    source_id, masked_id = _catch_footage_ids(campaign, probe_image_id, rows)
+    masked = None if masked_id is None else MaskedVideo.objects.filter(pk=masked_id).first()
+    return SourceVideo.objects.get(pk=source_id), masked
+
+
 def catch_background_video(campaign, probe_image_id: int):
-    """The evaluated source video whose format a catch probe takes (:func:`catch_video_spec`):
-    the probe is that clip's footage with the lineup face pasted over its face
-    (:func:`catch_video_frames` with :func:`clip_eye_track`), or, when no face is tracked
-    in it, a composite on its wall (:func:`wall_ground_frames`).
+    """The evaluated source video whose format a catch probe takes (:func:`catch_video_spec`)
+    and on whose clip its footage is (:func:`catch_footage`).
 
     Returns
     -------
     evalsite.models.SourceVideo or None
         None when the campaign has no probed evaluated video.
     """
-    from evalsite.models import SourceVideo
-
-    rows = _catch_format_rows(campaign)
-    if not rows:
-        return None
-    return SourceVideo.objects.get(pk=rows[_catch_draw(probe_image_id, len(rows))][0])
+    return catch_footage(campaign, probe_image_id)[0]
 
 
 #: Share of a clip's width and height, from its top corners, taken as its wall (no person):
@@ -720,18 +785,22 @@ def clip_eye_track(frames: list[np.ndarray]) -> np.ndarray | None:
 
 
 def _probe_footage(campaign, probe_image_id: int, n_frames: int):
-    """``(frames, eyes)`` of the clip a catch probe is made of (:func:`_wall_frames`,
-    :func:`clip_eye_track`); ``eyes`` None when no face is tracked, frames None when no clip."""
-    wall = _wall_frames(campaign, probe_image_id, n_frames)
-    return wall, (clip_eye_track(wall) if wall else None)
+    """``(frames, eyes)`` of the footage a catch probe is made of (:func:`catch_footage`):
+    the masked copy's frames when it is one (else the clip's), and the eye track of the
+    clear clip (:func:`clip_eye_track`; a masked face is not tracked, and a masked copy
+    has its clip's frames and size, :mod:`evalsite.validation`); ``eyes`` None when no
+    face is tracked, frames None when no clip."""
+    source, masked = catch_footage(campaign, probe_image_id)
+    clip = _video_frames(source, n_frames)
+    wall = (_video_frames(masked, n_frames) if masked is not None else None) or clip
+    return wall, (clip_eye_track(clip) if clip else None)
 
 
-def _wall_frames(campaign, probe_image_id: int, n_frames: int) -> list[np.ndarray] | None:
-    """Up to ``n_frames`` RGB frames of :func:`catch_background_video` (its web copy, else its
-    file); None when there is none or it cannot be read (the synthetic ground then)."""
+def _video_frames(video, n_frames: int) -> list[np.ndarray] | None:
+    """Up to ``n_frames`` RGB frames of a source or masked video (its web copy, else its
+    file); None when there is none or it cannot be read."""
     from automated.video import VideoError, iter_frames
 
-    video = catch_background_video(campaign, probe_image_id)
     field_file = None if video is None else (video.web_file or video.file)
     if not field_file:
         return None
@@ -743,7 +812,7 @@ def _wall_frames(campaign, probe_image_id: int, n_frames: int) -> list[np.ndarra
                 if len(frames) >= n_frames:
                     break
     except (FileNotFoundError, VideoError) as error:
-        logger.warning("catch probe: no wall from source video %s (%s)", video.pk, error)
+        logger.warning("catch probe: no footage from %s %s (%s)", type(video).__name__, video.pk, error)
         return None
     return frames or None
 

@@ -47,9 +47,10 @@ def crop_upload_to(instance, filename: str) -> str:
 #: Ending of catch-probe video names of the current probe style (trials.media): a probe
 #: stored under another ending (an older style: probe2 had the median format of the
 #: campaign, probe3 the format of an evaluated clip drawn at random, probe4 a still face on
-#: a real clip's wall; probe5 is the real clip with the face pasted on, issue 19, hostile
-#: pass 3) is made again on its next use.
-CATCH_VIDEO_SUFFIX = ".probe5.mp4"
+#: a real clip's wall; probe5 the real clip with the face pasted on, issue 19, hostile
+#: pass 3; probe6 stands on clear or masked footage in the proportions evaluated trials
+#: show them) is made again on its next use.
+CATCH_VIDEO_SUFFIX = ".probe6.mp4"
 
 
 def catch_video_upload_to(instance, filename: str) -> str:

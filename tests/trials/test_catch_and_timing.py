@@ -7,6 +7,7 @@ the real GRID campaign (``conftest.grid_campaign``'s clips, stills and blurred s
 
 import struct
 import time
+from collections import Counter
 
 import cv2
 import numpy as np
@@ -419,6 +420,30 @@ def test_footage_probe_is_the_clip_with_the_lineup_face_on_its_face(grid_cache):
                 found = detector.last_keypoints_xy[0, :2]
                 error = np.abs(found[np.argsort(found[:, 0])] - track[index]).max()
                 assert error < 5, (seed, index, error)
+
+
+def test_probes_stand_on_clear_and_masked_footage_in_the_shares_evaluated_trials_show(grid_campaign):
+    """GRID: every clip has a clear and a blurred item per task, of one target count, so half
+    the evaluated trials show masked footage; of the 10 probes (one per identity's still), 5
+    stand on clear clips and 5 on masked copies (stratified, not a binomial draw), a masked
+    copy of the clip whose format the probe takes. Before rating opens (no items) every probe
+    stands on a clear clip, as before."""
+    weights = Counter()
+    for masked_id, target in Item.objects.evaluated(grid_campaign).values_list(
+        "masked_video_id", "target_count"
+    ):
+        weights[masked_id is None] += target
+    assert weights[True] == weights[False] > 0
+    images = list(GalleryImage.objects.filter(identity__campaign=grid_campaign).order_by("id"))
+    assert len(images) == 10
+    footage = [media.catch_footage(grid_campaign, image.pk) for image in images]
+    assert sum(masked is None for _, masked in footage) == 5
+    for image, (source, masked) in zip(images, footage):
+        assert masked is None or masked.source_video_id == source.pk
+        frames, fps, size = media.catch_video_spec(grid_campaign, image.pk)
+        assert (frames, fps, size) == (source.frame_count, source.fps, (source.width, source.height))
+    Item.objects.filter(campaign=grid_campaign).delete()
+    assert all(media.catch_footage(grid_campaign, image.pk)[1] is None for image in images)
 
 
 def test_wall_ground_keeps_the_wall_and_drops_the_person():
