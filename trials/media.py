@@ -630,7 +630,7 @@ def catch_video_frames(
         face, grid[0] + shift[0], grid[1] + shift[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
     )
     if wall and eyes is not None:
-        return _footage_frames(face, wall, eyes, rng, frame_size=frame_size, seed=seed, indices=indices)
+        return _footage_frames(face, wall, eyes, rng, frame_size=frame_size, indices=indices)
     # A slightly tighter oval than the lineup's: its rim (hairline, ears) is no silhouette cue.
     alpha = _tight_oval(size, 0.9)
 
@@ -669,23 +669,32 @@ FOOTAGE_FACE_GROW = (1.04, 1.14)
 #: Share of the colour difference between the clip's face and the pasted one made up, per
 #: frame (the pasted face follows the footage's light without losing its own complexion).
 FOOTAGE_COLOUR_MATCH = 0.6
-#: Standard deviation (grey levels) of the sensor noise added to footage probes, a seeded
-#: draw in this range: the footage brings its own noise, but the pasted face is a still
-#: (no speech motion), and with 0.8-1.4 the probes were coded a little finer than the
-#: evaluated copies they are mixed with (GRID, 20 served copies each: mean slice QP 17.3
-#: against 17.5, complexity 6.93 against 6.98; one replay of the bytes-only bot told
-#: checks by complexity 59/75 at a base rate of 50/75); 2.2-2.8 gave 17.49 and 6.96, with
-#: a coded-size spread (sd of log slice bytes 0.74) near the clips' (0.72).
-FOOTAGE_NOISE_SIGMA = (2.0, 2.6)
 
 
-def _footage_frames(face, wall, eyes, rng, *, frame_size, seed, indices) -> list[np.ndarray]:
+def _footage_frames(face, wall, eyes, rng, *, frame_size, indices) -> list[np.ndarray]:
     """A probe made of real footage (issue 19, hostile pass 3): clip frame ``i`` with
     ``face`` (float32 RGB square, eyes at :data:`trials.face_norm.EYE_TARGETS`) pasted over
     the clip's face, mapped by the similarity that takes its eyes onto ``eyes[i]`` (scaled
     up by a seeded :data:`FOOTAGE_FACE_GROW`), soft-edged, shifted towards the colour of
-    the clip's face (:data:`FOOTAGE_COLOUR_MATCH`), per-frame seeded noise. The footage is
-    mirrored for half of the seeds. Frame ``i`` depends on ``i`` and the seed only."""
+    the clip's face (:data:`FOOTAGE_COLOUR_MATCH`). Frame ``i`` depends on ``i`` and the
+    seed only.
+
+    The footage is not mirrored (it was for half the seeds, against a pixel match of the
+    footage with its clip; a bot that decodes pixels sees the instruction anyway): x264
+    codes a mirrored copy of a clip's web copy finer than the copy itself, and mirrored
+    probes were told from the clips by their bytes (GRID, the 10 web copies through the
+    probe's encoding with and without mirroring, one served copy each with the same rate
+    factors: mean slice QP -0.99, complexity -0.113, each of the 10 lower; probes of one
+    campaign differed from their clips by -0.146 complexity when mirrored, correlation
+    -0.84 over 40, the probe's largest per-seed effect). Nor is noise added: 2.0-2.6 grey
+    levels of it (0.8-1.4 before) made up for probes coded finer than the clips, which was
+    the mirroring's doing, and gave every frame a floor of coded noise that flattened the
+    spread of a probe's per-frame complexity (sd -0.029 against the clear clips, -0.047
+    against the masked copies; a replay of the bytes-only bot told checks by it 48/64).
+    Unmirrored and without noise, paired as above (10 clips and their blurred copies, a
+    probe of another person's face on each): mean slice QP -0.10 against the clear clip,
+    +0.38 against the masked copy (the pasted face is sharp where the copy's was
+    blurred), complexity -0.006 and +0.041, sd of complexity -0.011 and -0.019."""
     width, height = frame_size
     size = face.shape[0]
     alpha = cv2.GaussianBlur(_tight_oval(size, 0.88), (0, 0), 0.02 * size)
@@ -693,8 +702,6 @@ def _footage_frames(face, wall, eyes, rng, *, frame_size, seed, indices) -> list
     face_mean = face[inside].mean(axis=0)
     targets = np.asarray(face_norm.EYE_TARGETS, np.float64) * size
     grow = rng.uniform(*FOOTAGE_FACE_GROW)
-    mirror = bool(rng.integers(2))
-    noise_sigma = np.float32(rng.uniform(*FOOTAGE_NOISE_SIGMA))
     frames = []
     for i in indices:
         clip = wall[i % len(wall)]
@@ -703,10 +710,6 @@ def _footage_frames(face, wall, eyes, rng, *, frame_size, seed, indices) -> list
         if (clip_w, clip_h) != (width, height):
             clip = cv2.resize(clip, (width, height), interpolation=cv2.INTER_AREA)
             eye_pair *= (width / clip_w, height / clip_h)
-        if mirror:
-            clip = clip[:, ::-1]
-            eye_pair[:, 0] = width - 1 - eye_pair[:, 0]
-            eye_pair = eye_pair[::-1]
         matrix = _eye_similarity(targets, eye_pair, grow)
         shown = cv2.warpAffine(face, matrix, (width, height), flags=cv2.INTER_LINEAR)
         opacity = cv2.warpAffine(alpha, matrix, (width, height), flags=cv2.INTER_LINEAR)
@@ -720,9 +723,7 @@ def _footage_frames(face, wall, eyes, rng, *, frame_size, seed, indices) -> list
             shift = FOOTAGE_COLOUR_MATCH * (ground[y0:y1, x0:x1].reshape(-1, 3).mean(axis=0) - face_mean)
             shown = shown + shift.astype(np.float32)
         frame = cv2.blendLinear(shown, ground, opacity, 1 - opacity)
-        noise = np.random.default_rng([seed, i]).standard_normal(frame.shape, dtype=np.float32)
-        noise *= noise_sigma
-        frames.append(cv2.add(frame, noise, dtype=cv2.CV_8U))
+        frames.append(np.clip(np.rint(frame), 0, 255).astype(np.uint8))
     return frames
 
 
