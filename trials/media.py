@@ -579,7 +579,8 @@ def catch_video_frames(
     seed : int
         Seeds every random choice (one probe per face crop).
     wall : list of ndarray, optional
-        RGB frames of a real clip whose wall is the ground (used in turn, cycled).
+        RGB frames of a real clip or its masked copy (:func:`catch_footage`): the footage
+        the face is pasted on, or whose wall is the ground (used in turn, cycled).
     eyes : ndarray of shape (len(wall), 2, 2), optional
         Eye centres of the clip's face in every ``wall`` frame (:func:`clip_eye_track`):
         the probe is then the footage with the face pasted on.

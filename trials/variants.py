@@ -260,8 +260,8 @@ def instruction_frames(frames: list, choice: str, seed: int) -> list:
     per-frame complexity told it from the evaluated clips (GRID, 30 served copies of
     each clip with and without the instruction, same rate factors: sd of complexity +0.056
     drawn at once, +0.010 wiped over 6 frames, +0.000 over 12; mean slice QP +0.20,
-    +0.06, +0.11). The box stands whole for about 0.9 s of a 3 s clip, the caption for
-    about 0.3 s (8 frames) and most of it for 0.8 s.
+    +0.06, +0.11). In a 75-frame clip the box stands whole for 26 of the stretch's 30
+    frames (about 1 s), the whole caption for 8 (tests/trials/test_bytes_carry_nothing.py).
 
     Parameters
     ----------

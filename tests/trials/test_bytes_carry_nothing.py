@@ -497,14 +497,21 @@ def _assert_slice_headers_tell_no_check(sessions) -> None:
     Before (checks a still face composited on a wall): mean slice QP 13.1-15.0 against the
     clips' 16.1-19.4 and first-frame QP about 20 against 21-28 told every check (360/360).
     Replayed here with those probes (25 checks, 50 evaluated, base rate 50/75, 99 % bound
-    59): mean QP 74/75, complexity 73/75, first-frame QP 61/75, logistic 75/75. Now (a real
-    clip with the lineup face pasted on, ``trials.media._footage_frames``): classifiers
-    learnt on the even sessions and scored on the odd ones and back
-    (:func:`_cross_validated_hits`) are right no more often than the base rate allows:
-    one-sided binomial tests against always answering the more common kind, Holm at 0.01
-    over the classifiers (:func:`_assert_none_above_chance`; four
-    replays: mean QP 43-55/75, first-frame QP 43-48/75, complexity 46-59/75, logistic
-    48-54/75; 59/75 is p = 0.016: checks are still coded a little finer, see
+    59): mean QP 74/75, complexity 73/75, first-frame QP 61/75, logistic 75/75. Then (a
+    real clip with the lineup face pasted on, ``trials.media._footage_frames``, on clear
+    footage only, mirrored for half the probes, with noise): sessions are now shaped with
+    25 checks and 34-40 evaluated trials (n = 59-65, base rate 0.58-0.62, 99 % bound 43-49),
+    and 2 of 7 replays failed (logistic 49/61, p = 3.5e-4; mean QP 50/61); logistic
+    35-49, mean QP 36-50, first-frame log slice bytes 26-40, sd complexity 36-43. Now
+    (footage clear or masked in the evaluated trials' shares, ``trials.media.catch_footage``;
+    not mirrored, no noise; the instruction wiped on and off,
+    ``trials.variants.instruction_frames``): classifiers learnt on the even sessions and
+    scored on the odd ones and back (:func:`_cross_validated_hits`) are right no more
+    often than the base rate allows: one-sided binomial tests against always answering
+    the more common kind, Holm at 0.01 over the classifiers
+    (:func:`_assert_none_above_chance`; eight replays, n = 59-64, bounds 43-48: logistic
+    30-41, mean QP 30-42, first-frame QP 26-39, complexity 30-40, sd complexity 31-41,
+    first-frame log slice bytes 26-38; the base rate alone gives 34-39; see
     docs/human/threat-model.md).
     """
     rows = [
