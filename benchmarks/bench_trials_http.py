@@ -40,7 +40,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from tests.crowd.simulation import percentile
+from tests.crowd.simulation import grid_files_version, percentile
 
 RATERS = 100
 COPIES = 2
@@ -66,7 +66,8 @@ def _simulation(*args: str, env: dict) -> dict:
 
 
 def _setup(env: dict) -> dict:
-    cache = Path(settings.CACHE_DIR) / "trials-tests"  # the GRID files the tests make (reused)
+    # the GRID files the tests make (reused while the code that makes them is unchanged)
+    cache = Path(settings.CACHE_DIR) / f"trials-tests-{grid_files_version()}"
     return _simulation(
         "--setup-only",
         "--copies",

@@ -373,21 +373,27 @@ def grid_cache(data_dir) -> Path:
     a lock: each worker making its own cost about 28 CPU s (blur, web copies, stills). A
     ``.complete`` file is written last; a folder without it (a run stopped while making it)
     is made again from scratch. The files are only read after that (``probes.json`` is
-    replaced whole). Not versioned: after a change to the blur or the web-copy command,
-    ``rm -r var/xdist/grid`` (or ``var``). Used by the rating
-    tests and passed as ``--cache-dir`` to the simulation the ops tests start.
+    replaced whole). The folder's name ends in ``grid_files_version()`` (of the code that
+    makes the files, tests/crowd/simulation.py), so a changed blur, detector or web-copy command makes them anew and
+    the folders of other versions are removed. Used by the rating tests and passed as
+    ``--cache-dir`` to the simulation the ops tests start.
     """
     import fcntl
     import shutil
 
-    from tests.crowd.simulation import prepare_grid_files
+    from tests.crowd.simulation import grid_files_version, prepare_grid_files
 
     worker_var = os.environ.get("DEID_TEST_WORKER_VAR_DIR")
-    cache = Path(worker_var).parent / "grid" if worker_var else Path(settings.CACHE_DIR) / "trials-tests"
-    cache.parent.mkdir(parents=True, exist_ok=True)
+    prefix = "grid" if worker_var else "trials-tests"
+    parent = Path(worker_var).parent if worker_var else Path(settings.CACHE_DIR)
+    cache = parent / f"{prefix}-{grid_files_version()}"
+    parent.mkdir(parents=True, exist_ok=True)
     complete = cache / ".complete"  # written last: a folder without it was cut short (Ctrl-C, a kill)
-    with open(cache.parent / f".{cache.name}.lock", "w") as lock:
+    with open(parent / f".{prefix}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes (or the process dies)
+        for stale in parent.glob(f"{prefix}*"):  # made by other code (the lock keeps readers out)
+            if stale.is_dir() and stale != cache:
+                shutil.rmtree(stale, ignore_errors=True)
         if not complete.exists():
             shutil.rmtree(cache, ignore_errors=True)  # a half-written clip would be taken as made
             prepare_grid_files(data_dir, cache)

@@ -140,6 +140,31 @@ def _middle_frame_png(video_path: Path, out_path: Path) -> None:
         cv2.imwrite(str(out_path), cv2.cvtColor(frame_rgb, cv2.COLOR_RGB2BGR))
 
 
+REPOSITORY = Path(__file__).resolve().parents[2]
+#: The code whose output :func:`prepare_grid_files` makes: its recipe (this file), the
+#: masking (the blur and its face detection) and the web copy's ffmpeg command.
+GRID_FILES_CODE = (
+    "tests/crowd/simulation.py",
+    "automated/video.py",
+    "automated/anonymizers",
+    "automated/detection.py",
+    "automated/face_boxes.py",
+)
+
+
+def grid_files_version() -> str:
+    """12 hex digits of SHA-256 over the sources in ``GRID_FILES_CODE`` (files in name order):
+    a folder of :func:`prepare_grid_files` named with it is made anew when that code changes."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in GRID_FILES_CODE:
+        path = REPOSITORY / name
+        for source in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            digest.update(source.relative_to(REPOSITORY).as_posix().encode() + b"\0" + source.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def prepare_grid_files(data_dir, cache_dir, *, masked_method: str = "blur_face") -> dict[str, dict]:
     """Gallery stills, masked and web-playable copies of the GRID clips, cached in ``cache_dir``.
 
