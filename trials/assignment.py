@@ -48,7 +48,7 @@ from django.utils import timezone
 
 from evalsite.models import Campaign, GalleryImage, MaskedVideo, SourceVideo
 
-from . import browser, design, integrity, plausibility, practice, variants
+from . import browser, design, integrity, lineups, plausibility, practice, variants
 from .models import (
     Item,
     claim_timeout,
@@ -93,20 +93,9 @@ def identity_pool(campaign: Campaign, *, practice: bool = False) -> dict[int, di
     In the order of the identities' codes (lineups draw from it in that order); read once
     per step of :func:`current_trial` (:func:`_memo`): callers must not change it.
     """
-    return _memoised("identity_pool", (campaign.pk, practice), lambda: _identity_pool(campaign, practice))
-
-
-def _identity_pool(campaign: Campaign, practice: bool) -> dict[int, dict]:
-    # One row per identity, by code (unique in a campaign): the order the default ordering
-    # of gallery images (campaign name, identity code, image id) gave, without joining the
-    # campaign or a row per image.
-    rows = (
-        GalleryImage.objects.filter(identity__campaign=campaign, identity__practice=practice)
-        .order_by("identity__code")
-        .values_list("identity_id", "identity__attributes")
-        .distinct()
+    return _memoised(
+        "identity_pool", (campaign.pk, practice), lambda: lineups.identity_pool(campaign, practice)
     )
-    return {pk: attrs or {} for pk, attrs in rows}
 
 
 def practice_pool(campaign: Campaign) -> tuple[dict[int, dict], list[int]]:
@@ -194,26 +183,7 @@ def identity_plans(campaign: Campaign) -> tuple[dict[int, design.IdentityPlan], 
 
 
 def _identity_plans(campaign: Campaign) -> tuple[dict[int, design.IdentityPlan], list[tuple[int, int]]]:
-    pool = identity_pool(campaign)
-    rows = [
-        (pk, identity, code)
-        for pk, identity, code, practice_person, practice_video, _ in _evaluated_videos(campaign)
-        if identity in pool and not practice_video and not practice_person
-    ]
-    counts: dict[int, int] = {}
-    codes = {}
-    for _, identity, code in rows:
-        counts[identity] = counts.get(identity, 0) + 1
-        codes[identity] = code
-    plans = design.exposure_plan(
-        counts,
-        pool,
-        campaign.demographic_attributes,
-        n_foils=campaign.foils_per_trial,
-        target_absent_share=campaign.target_absent_share,
-        labels=codes,
-    )
-    return plans, [(pk, identity) for pk, identity, _ in rows]
+    return lineups.identity_plans(campaign, identity_pool(campaign), _evaluated_videos(campaign))
 
 
 def _evaluated_videos(campaign: Campaign) -> list[tuple[int, int, str, bool, bool, bool]]:
@@ -225,17 +195,7 @@ def _evaluated_videos(campaign: Campaign) -> list[tuple[int, int, str, bool, boo
     and :func:`evaluated_trials_per_session`, which read three for every step of
     :func:`current_trial` (the session's layout, :func:`identity_positions`); read once
     per step inside :func:`_memo`, each call outside it."""
-    return _memoised(
-        "evaluated_videos",
-        campaign.pk,
-        lambda: list(
-            SourceVideo.objects.filter(campaign=campaign, in_evaluated_subset=True)
-            .order_by("name", "pk")
-            .values_list(
-                "pk", "identity_id", "identity__code", "identity__practice", "practice", "attacker_train"
-            )
-        ),
-    )
+    return _memoised("evaluated_videos", campaign.pk, lambda: lineups.evaluated_videos(campaign))
 
 
 def identity_exclusions(campaign: Campaign) -> dict[int, str]:
@@ -253,12 +213,8 @@ def identity_exclusions(campaign: Campaign) -> dict[int, str]:
         ``{source_video_pk: reason}``; empty when every such video is rated.
     """
     plans, videos = identity_plans(campaign)
-    out, used = {}, {}
-    for pk, identity in videos:
-        used[identity] = used.get(identity, 0) + 1
-        if used[identity] > plans[identity].kept:
-            out[pk] = plans[identity].reason
-    return out
+    kept = lineups.identity_videos(plans, videos)
+    return {pk: plans[identity].reason for pk, identity in videos if pk not in kept}
 
 
 def sync_items(campaign: Campaign) -> int:

@@ -363,25 +363,34 @@ CATCH_FRAMES, CATCH_FPS, CATCH_FRAME_SIZE = 75, 25, (360, 288)
 
 
 def catch_video_spec(campaign, probe_image_id: int | None = None) -> tuple[int, float, tuple[int, int]]:
-    """Frames, frame rate and ``(width, height)`` of a campaign's catch-trial probe video.
+    """Frames, frame rate and ``(width, height)`` a catch-trial probe of the campaign takes
+    when it is made now.
 
     With ``probe_image_id`` (the gallery image the probe is made of), those of the
-    evaluated source video whose footage the probe is made of (:func:`catch_footage`,
-    drawn at random, seeded by the secret key and the image), so catch videos have the
-    formats and lengths of the clips they are mixed with in the same proportions: no
-    header field, length or size tells them apart (a probe of the median format only
-    would mark every other format "not a check"). Without it, the medians.
-    :data:`CATCH_FRAMES`, :data:`CATCH_FPS`, :data:`CATCH_FRAME_SIZE` for a campaign
-    without probed videos.
+    evaluated source video whose footage the probe is drawn on now (:func:`catch_footage`,
+    seeded by the secret key and the image), so catch videos have the formats and lengths
+    of the clips they are mixed with in the same proportions: no header field, length or
+    size tells them apart (a probe of the median format only would mark every other format
+    "not a check"). Without it, the medians. :data:`CATCH_FRAMES`, :data:`CATCH_FPS`,
+    :data:`CATCH_FRAME_SIZE` for a campaign without probed videos.
+
+    The draw moves when items change (finding B of the review: on GRID, flagging one
+    masked copy moved 4-5 of the 10 probes' draw away from what had been encoded: 95 of 200
+    over 20 secret keys, 33 of them on the flagged copy), so a probe
+    once made is described by what its crop recorded (``GalleryCrop.catch_frames``,
+    ``catch_fps``, :func:`ensure_catch_video`), not by this function.
     """
     rows = _catch_format_rows(campaign)
     if not rows:
         return CATCH_FRAMES, CATCH_FPS, CATCH_FRAME_SIZE
     if probe_image_id is None:
-        frames, fps, width, height = (sorted(column)[len(rows) // 2] for column in list(zip(*rows))[1:])
-    else:
-        source_id, _ = _catch_footage_ids(campaign, probe_image_id, rows)
-        _, frames, fps, width, height = next(row for row in rows if row[0] == source_id)
+        return _format_of(sorted(column)[len(rows) // 2] for column in list(zip(*rows)))
+    source_id, _ = _catch_footage_ids(campaign, probe_image_id, rows)
+    return _format_of(next(row for row in rows if row[0] == source_id))
+
+
+def _format_of(row) -> tuple[int, float, tuple[int, int]]:
+    _, frames, fps, width, height = row
     return int(frames), float(fps), (int(width) // 2 * 2, int(height) // 2 * 2)
 
 
@@ -404,32 +413,36 @@ def _catch_draw(probe_image_id: int, n_rows: int) -> int:
     return int.from_bytes(digest[:8], "big") % n_rows
 
 
-def _catch_footage_ids(campaign, probe_image_id: int, rows: list) -> tuple[int, int | None]:
-    """``(source video id, masked video id or None)`` of the footage of a catch probe.
+def _catch_footage_pool(campaign, rows: list) -> tuple[dict, dict, dict, dict]:
+    """What probe footage is drawn from: ``(weights, footage, plans, identity_of)``.
 
-    Evaluated trials show clear clips and the masked copies of every submission in rating
-    in proportion to their items' target counts (:class:`trials.models.Item`, one item per
-    clip, condition and task), and masked copies are coded differently from clear ones
-    (GRID with blurred faces, 30 served copies each: mean slice QP 17.05 against 17.84,
-    first-frame log slice bytes 8.23 against 8.53, complexity 6.94 against 7.01). Probes
-    made of clear footage only were coded like clear clips and told from a mixture of
-    mostly masked ones (hostile pass 3, issue 19). So the condition of a probe's footage
-    is drawn in those proportions, stratified over the campaign's gallery images (the
-    image's rank in a keyed order of them is its quantile: of a campaign's few probes,
-    as many stand on each condition as its share gives, not a binomial draw of them); the
-    clip is then drawn among the condition's clips. Before rating opens (no items): clear
-    clips, as before.
+    ``footage``: ``{condition: [(source id, masked id or None), ...]}`` (condition: None for
+    clear, else the submission id), the identity-task items' footage among ``rows``;
+    ``weights``: their target counts per condition; ``plans``: the lineup blocks
+    (:func:`trials.lineups.identity_plans`); ``identity_of``: ``{source id: identity id}``.
+
+    A probe is an identity trial, so it stands only on footage that identity trials show
+    (finding A of the review: drawn from every evaluated clip, 259 of 600 GRID probes over
+    the review's 100 secret keys, 245 of 600 over the test's, stood on a woman's clip,
+    which has action items only, its thin group
+    getting no lineups: an identity trial on a clip no identity trial shows, with another
+    group's body, hair and clothes than its lineup). Before rating opens (no identity items
+    yet, so no condition shares either): the clear clips the lineup plan gives identity
+    trials (those :func:`trials.assignment.sync_items` will make identity items of), or
+    every clip when the plan gives none (a campaign without lineup blocks has no evaluated
+    identity trial to look like).
     """
-    from evalsite.models import GalleryImage
-
-    from .models import Item
+    from . import lineups
+    from .models import Item, Task
 
     sources = {row[0] for row in rows}
+    plans, videos = lineups.identity_plans(campaign)
+    identity_of = dict(videos)
     weights: dict[int | None, int] = {}
     footage: dict[int | None, list] = {}
     items = (
         Item.objects.evaluated(campaign)
-        .filter(source_video_id__in=sources)
+        .filter(task=Task.IDENTITY, source_video_id__in=sources)
         .order_by("source_video_id", "masked_video_id")
         .values_list("source_video_id", "masked_video_id", "masked_video__submission_id", "target_count")
     )
@@ -438,8 +451,36 @@ def _catch_footage_ids(campaign, probe_image_id: int, rows: list) -> tuple[int, 
         if (source_id, masked_id) not in footage.setdefault(submission_id, []):
             footage[submission_id].append((source_id, masked_id))
     if not weights or not sum(weights.values()):
-        return rows[_catch_draw(probe_image_id, len(rows))][0], None
-    images = GalleryImage.objects.filter(identity__campaign=campaign).values_list("id", flat=True)
+        planned = lineups.identity_videos(plans, videos)
+        clips = [row[0] for row in rows if row[0] in planned] or [row[0] for row in rows]
+        weights, footage = {None: 1}, {None: [(pk, None) for pk in clips]}
+    return weights, footage, plans, identity_of
+
+
+def _catch_footage_ids(campaign, probe_image_id: int, rows: list) -> tuple[int, int | None]:
+    """``(source video id, masked video id or None)`` of the footage of a catch probe.
+
+    Evaluated identity trials show clear clips and the masked copies of every submission in
+    rating in proportion to their items' target counts (:class:`trials.models.Item`, one
+    item per clip, condition and task), and masked copies are coded differently from clear
+    ones (GRID with blurred faces, 30 served copies each: mean slice QP 17.05 against 17.84,
+    first-frame log slice bytes 8.23 against 8.53, complexity 6.94 against 7.01). Probes
+    made of clear footage only were coded like clear clips and told from a mixture of
+    mostly masked ones (hostile pass 3, issue 19). So the condition of a probe's footage
+    is drawn in the identity items' proportions, stratified over the campaign's gallery
+    images (the image's rank in a keyed order of them is its quantile: of a campaign's few
+    probes, as many stand on each condition as its share gives, not a binomial draw of
+    them). The clip is then drawn among the condition's identity-trial footage
+    (:func:`_catch_footage_pool`) of people in the lineup block of the probe's person
+    (:func:`trials.design.exposure_plan`: an evaluated trial's clip always shows a member
+    of its lineup's block, so the footage's body, hair and clothes are of the lineup's
+    group), or among all of it when that block has none (the person is in no block: a
+    thin group, whose probes no check shows).
+    """
+    from evalsite.models import GalleryImage
+
+    weights, footage, plans, identity_of = _catch_footage_pool(campaign, rows)
+    images = dict(GalleryImage.objects.filter(identity__campaign=campaign).values_list("id", "identity_id"))
     order = sorted(
         images, key=lambda pk: hashlib.sha256(f"{settings.SECRET_KEY}:catch-stratum:{pk}".encode()).digest()
     )
@@ -452,12 +493,14 @@ def _catch_footage_ids(campaign, probe_image_id: int, rows: list) -> tuple[int, 
     conditions = sorted(weights, key=lambda key: (key is not None, key or 0))  # clear first
     cumulative = np.cumsum([weights[key] for key in conditions])
     condition = conditions[min(int(np.searchsorted(cumulative, quantile, side="right")), len(conditions) - 1)]
-    choices = footage[condition]
+    plan = plans.get(images.get(probe_image_id))
+    block = set(plan.block) if plan is not None else set()
+    choices = [pair for pair in footage[condition] if identity_of.get(pair[0]) in block] or footage[condition]
     return choices[_catch_draw(probe_image_id, len(choices))]
 
 
 def catch_footage(campaign, probe_image_id: int):
-    """``(source video, masked video or None)`` whose footage a catch probe is made of
+    """``(source video, masked video or None)`` a catch probe of the image is drawn on now
     (:func:`_catch_footage_ids`): the probe is that footage (the masked copy's when there
     is one) with the lineup face pasted over the clip's face, tracked on the clear clip
     (:func:`catch_video_frames` with :func:`clip_eye_track`), or, when no face is tracked,
@@ -472,18 +515,6 @@ def catch_footage(campaign, probe_image_id: int):
     source_id, masked_id = _catch_footage_ids(campaign, probe_image_id, rows)
     masked = None if masked_id is None else MaskedVideo.objects.filter(pk=masked_id).first()
     return SourceVideo.objects.get(pk=source_id), masked
-
-
-def catch_background_video(campaign, probe_image_id: int):
-    """The evaluated source video whose format a catch probe takes (:func:`catch_video_spec`)
-    and on whose clip its footage is (:func:`catch_footage`).
-
-    Returns
-    -------
-    evalsite.models.SourceVideo or None
-        None when the campaign has no probed evaluated video.
-    """
-    return catch_footage(campaign, probe_image_id)[0]
 
 
 #: Share of a clip's width and height, from its top corners, taken as its wall (no person):
@@ -786,13 +817,12 @@ def clip_eye_track(frames: list[np.ndarray]) -> np.ndarray | None:
     return smooth.reshape(-1, 2, 2).astype(np.float32)
 
 
-def _probe_footage(campaign, probe_image_id: int, n_frames: int):
+def _probe_footage(source, masked, n_frames: int):
     """``(frames, eyes)`` of the footage a catch probe is made of (:func:`catch_footage`):
     the masked copy's frames when it is one (else the clip's), and the eye track of the
     clear clip (:func:`clip_eye_track`; a masked face is not tracked, and a masked copy
     has its clip's frames and size, :mod:`evalsite.validation`); ``eyes`` None when no
     face is tracked, frames None when no clip."""
-    source, masked = catch_footage(campaign, probe_image_id)
     clip = _video_frames(source, n_frames)
     wall = (_video_frames(masked, n_frames) if masked is not None else None) or clip
     return wall, (clip_eye_track(clip) if clip else None)
@@ -852,20 +882,57 @@ def _probe_homography(size, angle, scale, aspect, yaw, centre) -> np.ndarray:
 
 
 def _catch_video_current(crop: GalleryCrop) -> bool:
-    """Whether ``crop`` has a catch probe of the current style in storage."""
+    """Whether ``crop`` has a catch probe of the current style in storage, its footage and
+    length recorded."""
     current = crop.catch_video.name.endswith(CATCH_VIDEO_SUFFIX) if crop.catch_video else False
+    current = current and crop.catch_frames is not None and bool(crop.catch_fps)
     return current and crop.catch_video.storage.exists(crop.catch_video.name)
 
 
-def ensure_catch_video(crop: GalleryCrop) -> bool:
+def _catch_footage_current(crop: GalleryCrop) -> bool:
+    """Whether the footage ``crop``'s probe was made of may still carry a probe: one of the
+    identity-trial footage :func:`_catch_footage_pool` draws from now (its source video
+    still evaluated with a probed format, and an identity item of its condition still
+    taking trials: not superseded, its masked copy not replaced, flagged or taken out of
+    rating), or no clip while the campaign has none with a probed format."""
+    campaign = crop.gallery_image.identity.campaign
+    rows = _catch_format_rows(campaign)
+    if crop.catch_source_pk is None or not rows:
+        return crop.catch_source_pk is None and not rows
+    footage = _catch_footage_pool(campaign, rows)[1]
+    return any((crop.catch_source_pk, crop.catch_masked_pk) in pairs for pairs in footage.values())
+
+
+#: The crop's fields a probe is described by (:func:`ensure_catch_video`).
+CATCH_FIELDS = ["catch_video", "catch_source_pk", "catch_masked_pk", "catch_frames", "catch_fps"]
+
+
+def ensure_catch_video(crop: GalleryCrop, *, recheck_footage: bool = False) -> bool:
     """Make the catch-trial probe video of a face crop once (``crop.catch_video``).
 
     Safe to run twice at once (compare-and-set like :func:`ensure_web_file`). A probe of
     an older style (its name does not end in ``CATCH_VIDEO_SUFFIX``, e.g. the zoomed crop on
-    grey) is replaced and its file deleted. Frames, frame rate and size are the campaign's
-    (:func:`catch_video_spec`); the frames are :func:`catch_video_frames` on the footage of
-    :func:`catch_background_video` and its eye track (:func:`clip_eye_track`, about 0.3 CPU
-    s a 3 s clip).
+    grey) is replaced and its file deleted. Frames, frame rate and size are those of the
+    footage drawn for it (:func:`catch_footage`, :func:`catch_video_spec`); the frames are
+    :func:`catch_video_frames` on that footage and its eye track (:func:`clip_eye_track`,
+    about 0.3 CPU s a 3 s clip).
+
+    The crop records what the probe was made of (``catch_source_pk``, ``catch_masked_pk``,
+    ``catch_frames``, ``catch_fps``: finding B of the review), and what needs the probe's
+    length reads it there (:func:`trials.plausibility.clip_duration_ms`): the draw moves
+    when items change, and flagging one masked copy of GRID moved 4-5 of the 10 probes' drawn
+    length and footage away from what was encoded. A probe is made again only when its
+    style is old, its file is missing, nothing is recorded (a probe of the code before),
+    or, with ``recheck_footage`` (:func:`trials.tasks.prepare_campaign_media`: when rating
+    opens and when a submission enters it), its footage may no longer carry a probe
+    (:func:`_catch_footage_current`: the source video left the evaluated subset or was
+    deleted, the masked copy was replaced, flagged or its submission taken out of rating,
+    no identity item of it is left). Not when the draw alone moved (new condition shares,
+    other blocks): such a probe still stands on identity-trial footage, and keeping it
+    keeps its length the one of the copies already served. A rater's request never runs the
+    footage check (four queries an evaluated trial's request does not make: a check's
+    requests would take longer), so a probe whose footage was flagged is served until
+    media are prepared again (opening rating again prepares them).
 
     Where the database locks rows (PostgreSQL), concurrent calls for one crop make it once:
     the first holds the crop's row lock while it makes the probe, the others wait for it and
@@ -886,32 +953,39 @@ def ensure_catch_video(crop: GalleryCrop) -> bool:
     automated.video.VideoError
         If ffmpeg cannot encode it.
     """
-    if _catch_video_current(crop):
+
+    def current() -> bool:
+        return _catch_video_current(crop) and (not recheck_footage or _catch_footage_current(crop))
+
+    if current():
         return False
     if not connection.features.has_select_for_update:
         return _make_catch_video(crop)
     with transaction.atomic():
-        name = (
-            GalleryCrop.objects.select_for_update()
-            .filter(pk=crop.pk)
-            .values_list("catch_video", flat=True)
-            .first()
-        )
-        if name is not None:  # as another request may have left it while this one waited
-            crop.catch_video.name = name
-            if _catch_video_current(crop):
-                return False
+        list(GalleryCrop.objects.select_for_update().filter(pk=crop.pk).values_list("pk"))
+        # as another request may have made it while this one waited
+        crop.refresh_from_db(fields=CATCH_FIELDS)
+        if current():
+            return False
         return _make_catch_video(crop)
 
 
 def _make_catch_video(crop: GalleryCrop) -> bool:
-    """Make and store ``crop``'s catch probe (:func:`ensure_catch_video`); True if this call
-    stored it, False if another one's was stored first (this one's file is deleted)."""
+    """Make and store ``crop``'s catch probe and record its footage and length
+    (:func:`ensure_catch_video`); True if this call stored it, False if another one's was
+    stored first (this one's file is deleted)."""
     crop_rgb = read_image_rgb(crop.file)
-    n_frames, fps, frame_size = catch_video_spec(crop.gallery_image.identity.campaign, crop.gallery_image_id)
+    campaign = crop.gallery_image.identity.campaign
+    source, masked = catch_footage(campaign, crop.gallery_image_id)
+    if source is None:
+        n_frames, fps, frame_size = CATCH_FRAMES, CATCH_FPS, CATCH_FRAME_SIZE
+    else:
+        n_frames, fps, frame_size = _format_of(
+            (source.pk, source.frame_count, source.fps, source.width, source.height)
+        )
     digest = hashlib.sha256(f"{settings.SECRET_KEY}:catch-probe:{crop.pk}".encode()).digest()
     seed = int.from_bytes(digest[:8], "big")
-    wall, eyes = _probe_footage(crop.gallery_image.identity.campaign, crop.gallery_image_id, n_frames)
+    wall, eyes = _probe_footage(source, masked, n_frames)
 
     def produce(path: Path) -> None:
         raw = path.with_suffix(".avi")
@@ -931,11 +1005,19 @@ def _make_catch_video(crop: GalleryCrop) -> bool:
 
     old_name = crop.catch_video.name or ""
     name = store_atomically(crop.catch_video, "catch.mp4", produce)
-    if not GalleryCrop.objects.filter(pk=crop.pk, catch_video=old_name).update(catch_video=name):
+    made = {
+        "catch_source_pk": None if source is None else source.pk,
+        "catch_masked_pk": None if masked is None else masked.pk,
+        "catch_frames": n_frames,
+        "catch_fps": fps,
+    }
+    if not GalleryCrop.objects.filter(pk=crop.pk, catch_video=old_name).update(catch_video=name, **made):
         crop.catch_video.storage.delete(name)
-        crop.refresh_from_db(fields=["catch_video"])
+        crop.refresh_from_db(fields=CATCH_FIELDS)
         return False
-    if old_name:  # a probe of an older style
+    if old_name:  # a probe of an older style, or on footage that may no longer carry one
         crop.catch_video.storage.delete(old_name)
     crop.catch_video.name = name
+    for field, value in made.items():
+        setattr(crop, field, value)
     return True

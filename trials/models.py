@@ -49,8 +49,10 @@ def crop_upload_to(instance, filename: str) -> str:
 #: campaign, probe3 the format of an evaluated clip drawn at random, probe4 a still face on
 #: a real clip's wall; probe5 the real clip with the face pasted on, issue 19, hostile
 #: pass 3; probe6 stands on clear or masked footage in the proportions evaluated trials
-#: show them) is made again on its next use.
-CATCH_VIDEO_SUFFIX = ".probe6.mp4"
+#: show them; probe7 stands only on footage of identity trials, of the probe's lineup block
+#: where it has any, and records its footage and length on its crop) is made again on its
+#: next use.
+CATCH_VIDEO_SUFFIX = ".probe7.mp4"
 
 
 def catch_video_upload_to(instance, filename: str) -> str:
@@ -522,6 +524,21 @@ class GalleryCrop(models.Model):
         blank=True,
         help_text="A short MP4 of this face, the probe of attention-check trials.",
     )
+    # What the probe was made of (trials.media.ensure_catch_video), read instead of drawing
+    # it again: the draw moves when items change. Plain ids, not foreign keys: a deleted
+    # video leaves an id that matches nothing, and the probe is made again.
+    catch_source_pk = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Source video whose footage the probe is (empty: no clip, a composite).",
+    )
+    catch_masked_pk = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Masked video whose footage the probe is (empty: the clear clip's)."
+    )
+    catch_frames = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Frames of the probe as encoded."
+    )
+    catch_fps = models.FloatField(null=True, blank=True, help_text="Frame rate of the probe as encoded.")
     created_at = models.DateTimeField(auto_now_add=True)
 
 

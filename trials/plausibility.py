@@ -46,15 +46,29 @@ def min_view_ms(trial=None) -> int:
 def clip_duration_ms(trial) -> int:
     """Playing time in ms of the video ``trial`` shows (0 if unknown).
 
-    A catch trial's probe video has the campaign's clip length
-    (:func:`trials.media.catch_video_spec`); other trials the probed ``duration_s`` of the
-    video raters see (the masked video of a masked item, else the source video), or
-    frames over frame rate.
+    A catch trial's probe video has the length its face crop recorded when it was made
+    (``GalleryCrop.catch_frames`` over ``catch_fps``, :func:`trials.media.ensure_catch_video`),
+    not the length a probe drawn now would take (:func:`trials.media.catch_video_spec`,
+    only for a probe not made yet): that draw moves when items change (finding B of the
+    review: flagging one masked copy of GRID moved 4-5 of 10 probes' drawn length away from
+    the encoded one). Other trials the probed ``duration_s`` of the video raters see (the
+    masked video of a masked item, else the source video), or frames over frame rate.
     """
     if trial.probe_image_id is not None:
-        from .media import catch_video_spec
+        from .models import GalleryCrop
 
-        n_frames, fps, _ = catch_video_spec(trial.session.campaign, trial.probe_image_id)
+        made = (
+            GalleryCrop.objects.filter(gallery_image_id=trial.probe_image_id)
+            .exclude(catch_frames=None)
+            .exclude(catch_fps=None)
+            .values_list("catch_frames", "catch_fps")
+            .first()
+        )
+        if made is None:
+            from .media import catch_video_spec
+
+            made = catch_video_spec(trial.session.campaign, trial.probe_image_id)[:2]
+        n_frames, fps = made
         return int(round(1000 * n_frames / fps))
     video = trial.item.video_for_raters() if trial.item_id else trial.source_video
     for candidate in (video, trial.source_video):

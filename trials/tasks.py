@@ -79,7 +79,9 @@ def prepare_campaign_media(campaign_id: int) -> dict:
         ):
             image = probe_image_of(identity_pk)
             try:
-                catch_videos += media.ensure_catch_video(media.ensure_gallery_crop(image))
+                catch_videos += media.ensure_catch_video(
+                    media.ensure_gallery_crop(image), recheck_footage=True
+                )
             except (ValueError, VideoError) as error:
                 logger.warning("catch video of gallery image %s: %s", image.pk, error)
                 failed.append(f"catch video of gallery image {image.pk}: {error}")

@@ -15,10 +15,10 @@ import pytest
 from django.utils import timezone
 from scipy.stats import binom
 
-from trials import media, plausibility, variants
+from trials import assignment, media, plausibility, variants
 from trials.human_report import responses_frame
 from evalsite.models import GalleryImage
-from trials.models import Item, Rater, Trial
+from trials.models import Item, Rater, RatingSession, Trial
 from trials.services import open_rating
 from tests.crowd.simulation import build_grid_campaign
 from trials.variants import mp4_boxes
@@ -192,7 +192,7 @@ def test_catch_probe_not_answered_by_pixel_matching(catch_campaign, tmp_path):
     assert len(identities) == 10
     rng = np.random.default_rng(9)
     # Served probes are a real clip with the face pasted on (its eyes tracked).
-    wall, eyes = media._probe_footage(catch_campaign, 0, 75)
+    wall, eyes = media._probe_footage(*media.catch_footage(catch_campaign, 0), 75)
     assert wall is not None and len(wall) == 75 and eyes.shape == (75, 2, 2)
     for seed in range(5):
         for target in identities:
@@ -426,7 +426,8 @@ def test_probes_stand_on_clear_and_masked_footage_in_the_shares_evaluated_trials
     the evaluated trials show masked footage; of the 10 probes (one per identity's still), 5
     stand on clear clips and 5 on masked copies (stratified, not a binomial draw), a masked
     copy of the clip whose format the probe takes. Before rating opens (no items) every probe
-    stands on a clear clip, as before."""
+    stands on a clear clip, as before, one the lineup plan gives identity trials (finding A
+    of the review: a man's clip, never one of the 4 women's, who get no lineups)."""
     weights = Counter()
     for masked_id, target in Item.objects.evaluated(grid_campaign).values_list(
         "masked_video_id", "target_count"
@@ -442,7 +443,115 @@ def test_probes_stand_on_clear_and_masked_footage_in_the_shares_evaluated_trials
         frames, fps, size = media.catch_video_spec(grid_campaign, image.pk)
         assert (frames, fps, size) == (source.frame_count, source.fps, (source.width, source.height))
     Item.objects.filter(campaign=grid_campaign).delete()
-    assert all(media.catch_footage(grid_campaign, image.pk)[1] is None for image in images)
+    before_rating = [media.catch_footage(grid_campaign, image.pk) for image in images]
+    assert all(masked is None for _, masked in before_rating)
+    # ... and on the clips the lineup plan gives identity trials: the 6 men's, not the women's.
+    plans, _ = assignment.identity_plans(grid_campaign)
+    men = {identity for plan in plans.values() for identity in plan.block}
+    assert len(men) == 6 and {source.identity_id for source, _ in before_rating} <= men
+
+
+def _identity_footage(campaign) -> set:
+    """``(source video id, masked video id or None)`` that evaluated identity trials show."""
+    return set(
+        Item.objects.evaluated(campaign)
+        .filter(task="identity")
+        .values_list("source_video_id", "masked_video_id")
+    )
+
+
+def test_every_probe_stands_on_identity_trial_footage_of_its_lineup_block(grid_campaign, settings):
+    """Finding A of the review: footage was drawn from every evaluated clip, and GRID's 4
+    women's clips have action items only (their group is too thin for a lineup), so a check
+    could be an identity trial on a clip that no identity trial shows, with a woman's body,
+    hair and clothes under a man's face and a lineup of men. Over these 100 secret keys, of
+    the 600 probes checks show (the 6 men of GRID's one lineup block), 245 stood on a
+    woman's clip with the old code (259 over the review's keys). Now none does: each stands on a clip and
+    condition with an identity item, of a person of its block, clear or masked in the
+    identity items' shares (stratified over the 10 stills: 5 masked each key)."""
+    plans, _ = assignment.identity_plans(grid_campaign)
+    blocks = {identity: set(plan.block) for identity, plan in plans.items() if plan.block}
+    footage = _identity_footage(grid_campaign)
+    assert len(blocks) == 6 and len(footage) == 12  # 6 men's clips, clear and blurred
+    images = list(GalleryImage.objects.filter(identity__campaign=grid_campaign).order_by("id"))
+    identity_of = dict(grid_campaign.source_videos.values_list("id", "identity_id"))
+    off_footage = off_block = probes = 0
+    masked = Counter()
+    for key in range(100):
+        settings.SECRET_KEY = f"finding-a-{key}"
+        for image in images:
+            source, copy = media.catch_footage(grid_campaign, image.pk)
+            masked[key] += copy is not None
+            if image.identity_id not in blocks:
+                continue  # a woman's still: no check shows it
+            probes += 1
+            off_footage += (source.pk, None if copy is None else copy.pk) not in footage
+            off_block += identity_of[source.pk] not in blocks[image.identity_id]
+    print(f"probes on footage without identity items {off_footage}/{probes}, off their block {off_block}")
+    assert probes == 600
+    assert off_footage == 0 and off_block == 0
+    assert set(masked.values()) == {5}
+
+
+def test_a_probe_records_its_footage_and_length_and_plausibility_reads_them(grid_campaign, settings):
+    """Finding B of the review: the probe's length was drawn again on every call
+    (``catch_video_spec``), and the draw moves when items change, so the minimum viewing
+    time of a check could be another clip's length than the one encoded. Here the other
+    clips of the campaign are made 30 fps in the catalogue (2.5 s: clips of several
+    lengths), the probe is made on its 25 fps footage (3 s; its stored frame count is its
+    file's), and the masked copy it stands on is flagged: the draw moves to a 2.5 s clip,
+    the check's minimum time stays the encoded 3 s (the old code: 2.5 s). A rater's request
+    keeps the probe; preparing media makes it again on identity footage, recording its new
+    length, which plausibility then reads."""
+    from django.db import transaction
+
+    from trials.models import GalleryCrop
+
+    settings.TRIALS_MIN_VIEW_MS, settings.TRIALS_MIN_WATCH_PERCENT = 0, 100
+
+    def flag(copy):
+        type(copy).objects.filter(pk=copy.pk).update(check_code="frames", check_message="flagged in the test")
+
+    def draws(image):
+        """The footage drawn for ``image`` now and once its masked copy is flagged."""
+        now = media.catch_footage(grid_campaign, image.pk)
+        if now[1] is None:
+            return now, now
+        with transaction.atomic():
+            flag(now[1])
+            after = media.catch_footage(grid_campaign, image.pk)
+            transaction.set_rollback(True)
+        return now, after
+
+    # A still whose probe stands on a masked copy and is drawn on another clip once it is flagged.
+    for image in GalleryImage.objects.filter(identity__campaign=grid_campaign).order_by("id"):
+        (source, copy), (after, _) = draws(image)
+        if after != source:
+            break
+    grid_campaign.source_videos.exclude(pk=source.pk).update(fps=30)
+    crop = media.ensure_gallery_crop(image)
+    assert media.ensure_catch_video(crop) is True
+    header = mp4_header(GalleryCrop.objects.get(pk=crop.pk).catch_video.read())
+    assert (header["frames"], header["duration_s"]) == (75, 3.0)
+    _start(grid_campaign, "finding-b")
+    check = Trial(session=RatingSession.objects.get(rater__participant_code="finding-b"), probe_image=image)
+    assert plausibility.clip_duration_ms(check) == 3000 and plausibility.min_view_ms(check) == 3000
+    flag(copy)
+    drawn, fps, _ = media.catch_video_spec(grid_campaign, image.pk)
+    assert (drawn, fps) == (75, 30.0)  # the draw moved to a 2.5 s clip ...
+    assert plausibility.clip_duration_ms(check) == 3000  # ... the check's length did not
+    crop = GalleryCrop.objects.get(pk=crop.pk)
+    assert (crop.catch_source_pk, crop.catch_masked_pk) == (source.pk, copy.pk)
+    assert (crop.catch_frames, crop.catch_fps) == (header["frames"], 25.0)
+    assert media.ensure_catch_video(crop) is False  # a rater's request keeps the probe
+    assert media.ensure_catch_video(crop, recheck_footage=True) is True  # preparing remakes it
+    crop = GalleryCrop.objects.get(pk=crop.pk)
+    header = mp4_header(crop.catch_video.read())
+    assert (crop.catch_source_pk, crop.catch_masked_pk) in _identity_footage(grid_campaign)
+    assert crop.catch_masked_pk != copy.pk
+    assert (crop.catch_frames, crop.catch_fps) == (75, 30.0) and header["frames"] == 75
+    assert header["duration_s"] == 2.5 and plausibility.clip_duration_ms(check) == 2500
+    assert media.ensure_catch_video(crop, recheck_footage=True) is False  # still on identity footage
 
 
 def test_wall_ground_keeps_the_wall_and_drops_the_person():
