@@ -903,6 +903,36 @@ def _catch_footage_current(crop: GalleryCrop) -> bool:
     return any((crop.catch_source_pk, crop.catch_masked_pk) in pairs for pairs in footage.values())
 
 
+def retire_probes_on(*, source_video_pk: int | None = None, masked_video_pk: int | None = None) -> int:
+    """Have the catch probes made of a replaced file's footage made again on their next use.
+
+    A probe records the footage it was made of by id (``catch_source_pk``,
+    ``catch_masked_pk``), and a replaced clear file keeps its source video's id: its probes
+    would go on showing the old clip's frames and length, which no evaluated trial shows any
+    more (a bot comparing a trial's wall or length with the clips it has seen could tell the
+    check). Forgetting the recorded length makes :func:`ensure_catch_video` make the probe
+    again (on the footage drawn then) and delete the old file.
+
+    Parameters
+    ----------
+    source_video_pk : int, optional
+        Probes on this source video's footage, clear or masked (its clear file was replaced).
+    masked_video_pk : int, optional
+        Probes on this masked video (it was replaced by a newer file).
+
+    Returns
+    -------
+    int
+        Probes to be made again.
+    """
+    crops = GalleryCrop.objects.none()
+    if source_video_pk is not None:
+        crops |= GalleryCrop.objects.filter(catch_source_pk=source_video_pk)
+    if masked_video_pk is not None:
+        crops |= GalleryCrop.objects.filter(catch_masked_pk=masked_video_pk)
+    return crops.exclude(catch_frames=None).update(catch_frames=None)
+
+
 #: The crop's fields a probe is described by (:func:`ensure_catch_video`).
 CATCH_FIELDS = ["catch_video", "catch_source_pk", "catch_masked_pk", "catch_frames", "catch_fps"]
 
@@ -922,8 +952,8 @@ def ensure_catch_video(crop: GalleryCrop, *, recheck_footage: bool = False) -> b
     length reads it there (:func:`trials.plausibility.clip_duration_ms`): the draw moves
     when items change, and flagging one masked copy of GRID moved 4-5 of the 10 probes' drawn
     length and footage away from what was encoded. A probe is made again only when its
-    style is old, its file is missing, nothing is recorded (a probe of the code before),
-    or, with ``recheck_footage`` (:func:`trials.tasks.prepare_campaign_media`: when rating
+    style is old, its file is missing, nothing is recorded (a probe of the code before, or
+    one whose footage's file was replaced: :func:`retire_probes_on`), or, with ``recheck_footage`` (:func:`trials.tasks.prepare_campaign_media`: when rating
     opens and when a submission enters it), its footage may no longer carry a probe
     (:func:`_catch_footage_current`: the source video left the evaluated subset or was
     deleted, the masked copy was replaced, flagged or its submission taken out of rating,

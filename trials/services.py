@@ -248,17 +248,29 @@ def supersede_items(old_items, *, masked_video=None, now=None) -> int:
     return created
 
 
+def _remake_probes_on_replaced(campaign: Campaign, retired: int) -> None:
+    """Queue media preparation (it remakes the ``retired`` probes) once the replacement
+    commits, while rating is open: made on a rater's request instead, a probe's first
+    request would be slow (1-2 CPU s), which tells a check (``trials.media``)."""
+    if retired and campaign.rating_open:
+        transaction.on_commit(partial(prepare_campaign_media.delay, campaign.pk))
+
+
 def supersede_masked_video(old, new) -> int:
     """Move rating from a replaced masked video ``old`` to its replacement ``new``
     (:func:`supersede_items`); before rating opens, :func:`open_rating` makes the items.
+    Attention-check probes made of ``old``'s footage are made again
+    (:func:`trials.media.retire_probes_on`; media preparation is queued for them).
 
     Returns
     -------
     int
         Items created for ``new``.
     """
+    from .media import retire_probes_on
     from .models import Item
 
+    _remake_probes_on_replaced(old.submission.campaign, retire_probes_on(masked_video_pk=old.pk))
     return supersede_items(Item.objects.filter(masked_video=old), masked_video=new, now=old.superseded_at)
 
 
@@ -266,14 +278,18 @@ def supersede_clear_video(source) -> int:
     """Move the clear-video rating of ``source``, whose clear file was replaced, to new items
     (:func:`supersede_items`): responses to the old file stop counting in the clear-video
     accuracy (and so in the human score, clear minus masked accuracy, seeds/002 section 4.3).
+    Attention-check probes made of the old file's footage (clear, or a masked copy of it)
+    are made again (:func:`trials.media.retire_probes_on`; media preparation is queued for them).
 
     Returns
     -------
     int
         Clear items created for the new file (0 before rating opens: no items yet).
     """
+    from .media import retire_probes_on
     from .models import Item
 
+    _remake_probes_on_replaced(source.campaign, retire_probes_on(source_video_pk=source.pk))
     return supersede_items(
         Item.objects.filter(source_video=source, masked_video__isnull=True),
         masked_video=None,

@@ -554,6 +554,54 @@ def test_a_probe_records_its_footage_and_length_and_plausibility_reads_them(grid
     assert media.ensure_catch_video(crop, recheck_footage=True) is False  # still on identity footage
 
 
+def test_a_replaced_clear_file_has_its_probes_made_again_on_the_new_footage(
+    grid_campaign, data_dir, django_capture_on_commit_callbacks
+):
+    """A replaced clear file keeps its source video's id, so a probe recording that id would
+    go on showing the old clip, which no evaluated trial shows any more. Replacing the file
+    (``evalsite.services.replace_source_video``, the catalogue's signal to the trials app)
+    makes the probes on it, and only those, be made again at their next use, the old file
+    deleted; a replaced masked video does the same for the probes on it."""
+    from evalsite.services import replace_source_video
+    from trials.models import GalleryCrop
+    from trials.tasks import prepare_campaign_media
+
+    crops = [
+        media.ensure_gallery_crop(image)
+        for image in GalleryImage.objects.filter(identity__campaign=grid_campaign)
+    ]
+    for crop in crops[:4]:
+        assert media.ensure_catch_video(crop) is True
+    made = list(GalleryCrop.objects.filter(pk__in=[c.pk for c in crops[:4]]).order_by("pk"))
+    source = grid_campaign.source_videos.get(pk=made[0].catch_source_pk)
+    on_source = {c.pk for c in made if c.catch_source_pk == source.pk}
+    assert on_source and len(on_source) < len(made)  # probes on it and on other clips
+    old_names = {c.pk: c.catch_video.name for c in made}
+    new_clip = data_dir / "videos" / "grid_identity_clips" / "s1" / "sgio7s.mpg"  # same format, other frames
+    with django_capture_on_commit_callbacks() as queued:
+        replace_source_video(source, new_clip)
+    # media preparation (which makes them) queued, so no rater's request makes one (slow: a cue)
+    assert any(getattr(c, "func", None) == prepare_campaign_media.delay for c in queued)
+    after = {c.pk: c for c in GalleryCrop.objects.filter(pk__in=old_names)}
+    assert {pk for pk, c in after.items() if c.catch_frames is None} == on_source
+    storage = made[0].catch_video.storage
+    for pk, crop in after.items():
+        remade = media.ensure_catch_video(crop)
+        assert remade is (pk in on_source)
+        assert storage.exists(old_names[pk]) is not remade  # a remade probe's old file is deleted
+        assert crop.catch_frames == 75
+    # A replaced masked video: the probes on it (if any) are forgotten, the others kept.
+    crop = next(c for c in GalleryCrop.objects.filter(pk__in=old_names) if c.catch_masked_pk)
+    on_copy = set(
+        GalleryCrop.objects.filter(catch_masked_pk=crop.catch_masked_pk).values_list("pk", flat=True)
+    )
+    assert media.retire_probes_on(masked_video_pk=crop.catch_masked_pk) == len(on_copy)
+    forgotten = set(
+        GalleryCrop.objects.filter(pk__in=old_names, catch_frames=None).values_list("pk", flat=True)
+    )
+    assert forgotten == on_copy
+
+
 def test_wall_ground_keeps_the_wall_and_drops_the_person():
     """A clip frame: wall 60 grey at the top left, 200 at the top right, a "person" (pure
     red) in the middle and at the bottom corners (shoulders). The ground has no red, starts
