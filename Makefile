@@ -73,8 +73,9 @@ lint: $(STAMP)
 
 # The documentation site (docs/, mkdocs.yml) into site/; --strict: a warning (broken link,
 # page missing from the navigation, docstring mkdocstrings cannot read) fails the build.
+# Not --quiet: it hides the warnings from --strict too (a broken link then built green).
 docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # The tests run in parallel (pytest-xdist, one worker per core; TEST_WORKERS=0: one
 # process). --dist loadfile keeps each test file on one worker so its module fixtures are

@@ -88,14 +88,14 @@ def standard_error_kept() -> Iterator[None]:
 class QuietStart:
     """A MediaPipe solution graph made and first run with native start-up lines silenced.
 
+    ``process`` and ``close`` are the graph's; only the construction and the first
+    ``process`` call (where the calculators open and print) run inside
+    :func:`native_stderr_silenced`, so results are exactly the graph's.
+
     Parameters
     ----------
     factory : callable () -> mediapipe.python.solution_base.SolutionBase
         Makes the graph (e.g. ``lambda: face_detection.FaceDetection(...)``).
-
-    ``process`` and ``close`` are the graph's; only the construction and the first
-    ``process`` call (where the calculators open and print) run inside
-    :func:`native_stderr_silenced`, so results are exactly the graph's.
     """
 
     def __init__(self, factory: Callable[[], object]):
