@@ -23,6 +23,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from .checks import check_stride
+
 
 class VideoError(ValueError):
     """A file is not a readable video (missing, not a container, no decodable frame)."""
@@ -202,10 +204,10 @@ def iter_frames(
     VideoError
         If the file cannot be opened as a video.
     ValueError
-        If ``stride < 1`` or ``start < 0``.
+        If ``stride`` is not a whole number >= 1 (:func:`automated.checks.check_stride`)
+        or ``start < 0``.
     """
-    if stride < 1:
-        raise ValueError(f"stride must be >= 1, got {stride}")
+    check_stride(stride)
     if start < 0:
         raise ValueError(f"start must be >= 0, got {start}")
     path = Path(video_path)

@@ -20,6 +20,10 @@ def test_iter_frames_stride_and_window(data_dir):
     frames = list(iter_frames(data_dir / GRID, stride=10, start=5, end=40))
     assert [index for index, _ in frames] == [5, 15, 25, 35]
     assert frames[0][1].shape == (288, 360, 3) and frames[0][1].dtype == np.uint8
+    # 2.5 was read as every 5th frame and True as every frame before the one stride check
+    for stride in (0, 2.5, True, "5"):
+        with pytest.raises(ValueError, match="stride must be a whole number >= 1"):
+            next(iter_frames(data_dir / GRID, stride=stride))
 
 
 def test_text_file_named_mp4_is_rejected(tmp_path):

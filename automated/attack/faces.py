@@ -22,6 +22,7 @@ import cv2
 import numpy as np
 
 from ..cache_files import save_npz, settings_token
+from ..checks import check_stride
 from ..clear_side import file_sha256  # memoised per file: every fold task hashes every video
 from ..face_crop import crop_internal_face
 from ..video import iter_frames
@@ -239,13 +240,13 @@ def video_face_crops(
     Raises
     ------
     ValueError
-        If ``stride`` < 1 or either video cannot be read (``video.VideoError``).
+        If ``stride`` is not a whole number >= 1 (:func:`automated.checks.check_stride`)
+        or either video cannot be read (``video.VideoError``).
     """
     from ..detection import MediaPipeFaceDetector, detector_key
     from ..video import video_header
 
-    if stride < 1:
-        raise ValueError(f"stride must be >= 1 frame, got {stride}")
+    check_stride(stride)
     own = detector is None
     detector = MediaPipeFaceDetector() if own else detector
     try:

@@ -41,6 +41,7 @@ from automated.attack.attackers import ATTACKERS, DEFAULT_ATTACKERS, get_attacke
 from automated.attack.model_cache import FittedModelCache
 from automated.attack.names import ALL, DECLARED_ATTACKER, SELECTION_STRATEGIES
 from automated.attack.verification import curve_record, verify_folds
+from automated.checks import check_stride
 from automated.detection import DETECTOR_NAMES, make_face_detector
 from automated.recognition import DEFAULT_EMBEDDER
 from automated.serialize import jsonable
@@ -109,7 +110,8 @@ def attack_config(
     for name, value in (("attackers", attackers), ("recognizers", recognizers), ("selection", selection)):
         if isinstance(value, str):
             raise ValueError(f"{name} must be a list of names, got the string {value!r}")
-    for name, value in (("stride", stride), ("gap", gap), ("seed", seed), ("n_folds", n_folds)):
+    check_stride(stride)
+    for name, value in (("gap", gap), ("seed", seed), ("n_folds", n_folds)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
             raise ValueError(f"{name} must be a whole number, got {value!r}")
     if not recognizers:
@@ -128,8 +130,6 @@ def attack_config(
         raise ValueError(f"unknown selection {unknown}; known: {', '.join((ALL,) + SELECTION_STRATEGIES)}")
     if detector not in DETECTOR_NAMES:
         raise ValueError(f"unknown face detector {detector!r}; choose one of {', '.join(DETECTOR_NAMES)}")
-    if stride < 1:
-        raise ValueError(f"stride must be >= 1 frame, got {stride}")
     if gap < 0:
         raise ValueError(f"gap must be >= 0 frames, got {gap}")
     if not 0 <= seed < 2**32:  # numpy's seeds; a bad one would only fail later, on a worker

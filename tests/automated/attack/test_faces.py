@@ -50,5 +50,6 @@ def test_pairs_and_identities_must_align(data_dir):
         face_attack_data_from_videos([(clip, clip), (clip, clip)], ["a"])
     with pytest.raises(ValueError, match="2 video pairs but 1 roles"):
         face_attack_data_from_videos([(clip, clip), (clip, clip)], ["a", "a"], roles=["evaluated"])
-    with pytest.raises(ValueError, match="stride must be >= 1"):
-        video_face_crops(clip, clip, stride=0)
+    for stride in (0, 2.5, True):  # one check (automated.checks.check_stride) everywhere
+        with pytest.raises(ValueError, match="stride must be a whole number >= 1"):
+            video_face_crops(clip, clip, stride=stride)

@@ -202,7 +202,7 @@ def test_attack_command_runs_through_the_task(submission):
         (dict(attackers=["clear"]), "no attack on the masking"),
         (dict(recognizers=["arcface"]), "unknown recognizer"),
         (dict(selection=["best"]), "unknown selection"),
-        (dict(stride=0), "stride must be >= 1"),
+        (dict(stride=0), "stride must be a whole number >= 1, got 0"),
         (dict(seed=-1), r"seed must be a whole number in \[0, 2\*\*32\), got -1"),
     ],
 )
