@@ -1016,8 +1016,6 @@ def _remove_unreferenced(upload: SubmissionUpload) -> None:
         return
     for filename in names:
         name = f"{folder}/{filename}"
-        if filename.startswith(".partial-"):
-            continue  # another process is writing it (trials.media.store_atomically)
         if not MaskedVideo.all_versions.filter(Q(file=name) | Q(web_file=name)).exists():
             logger.warning("upload %s: removing %s, stored before a crash without its row", upload.pk, name)
             storage.delete(name)

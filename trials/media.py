@@ -29,6 +29,7 @@ import contextlib
 import hashlib
 import logging
 import re
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -204,30 +205,40 @@ def store_atomically(field_file, filename: str, produce) -> str:
         Whatever ``produce`` raises; nothing is stored then.
     """
     name = field_file.field.generate_filename(field_file.instance, filename)
-    with tempfile.TemporaryDirectory(prefix="deid-media-") as folder:
+    with tempfile.TemporaryDirectory(prefix=PARTIAL_FOLDER_PREFIX) as folder:
         path = Path(folder) / f".partial-{Path(name).name}"
         produce(path)
         with path.open("rb") as handle:
             return field_file.storage.save(name, File(handle))
 
 
-def remove_stale_partials(root, older_than_s: float) -> int:
-    """Delete temporary files (:func:`store_atomically`) left by a writer that was killed.
+#: Prefix of :func:`store_atomically`'s temporary folders (in ``tempfile.gettempdir()``).
+PARTIAL_FOLDER_PREFIX = "deid-media-"
 
-    Only files older than ``older_than_s`` go: a younger one may still be written by a
-    live worker, here or on another machine sharing the media storage.
+
+def remove_stale_partials(older_than_s: float) -> int:
+    """Delete the temporary folders of :func:`store_atomically` that a killed writer left.
+
+    A writer killed mid-file (SIGKILL, a lost machine) never runs the ``TemporaryDirectory``
+    clean-up, and a half video stays in this machine's temporary folder. Only folders whose
+    newest entry is older than ``older_than_s`` go: a younger one may still be written by a
+    live worker of this machine. Nothing of the media storage is touched (the file is saved
+    to it whole, under a new name, only once made).
 
     Returns
     -------
     int
-        Files deleted.
+        Folders deleted.
     """
     cutoff = time.time() - older_than_s
     removed = 0
-    for path in Path(root).rglob(".partial-*"):
+    for folder in Path(tempfile.gettempdir()).glob(f"{PARTIAL_FOLDER_PREFIX}*"):
         with contextlib.suppress(FileNotFoundError):
-            if path.is_file() and path.stat().st_mtime < cutoff:
-                path.unlink()
+            if not folder.is_dir():
+                continue
+            newest = max([folder.stat().st_mtime] + [p.stat().st_mtime for p in folder.iterdir()])
+            if newest < cutoff:
+                shutil.rmtree(folder, ignore_errors=True)
                 removed += 1
     return removed
 

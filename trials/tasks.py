@@ -44,7 +44,7 @@ def prepare_campaign_media(campaign_id: int) -> dict:
         (:func:`trials.stills.check_stills`, for the organizer's warnings).
     """
     # A worker killed mid-transcode leaves its temporary file: gone once surely dead.
-    media.remove_stale_partials(settings.MEDIA_ROOT, older_than_s=2 * settings.DEID_TRANSCODE_TIMEOUT_S)
+    media.remove_stale_partials(older_than_s=2 * settings.DEID_TRANSCODE_TIMEOUT_S)
     # Per-trial video variants older than a day (and twice the claim time): their trials are
     # long answered or released (a variant asked for again is made again).
     variants.remove_old_variants(

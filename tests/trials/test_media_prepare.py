@@ -160,18 +160,32 @@ def test_a_video_not_prepared_is_a_503_to_retry_and_is_never_transcoded_in_the_r
 
 
 def test_preparation_removes_files_a_killed_writer_left_and_keeps_a_live_ones(
-    grid_campaign, media_root, settings
+    grid_campaign, media_root, settings, tmp_path, monkeypatch
 ):
+    """``store_atomically`` writes in a temporary folder of its own; a writer killed there
+    leaves it (its clean-up never runs). Preparation removes such folders once older than
+    twice the transcoding time limit, and keeps a live writer's."""
     import os
+    import tempfile
     import time
 
-    web = media_root / "web"
-    web.mkdir(parents=True, exist_ok=True)
-    dead, live = web / ".partial-dead.mp4", web / ".partial-live.mp4"
-    dead.write_bytes(b"half a video")
-    live.write_bytes(b"being written")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    seen = []
+    video = grid_campaign.source_videos.first()
+    media.store_atomically(
+        video.web_file, "web.mp4", lambda path: seen.append(path) or path.write_bytes(b"x")
+    )
+    assert seen[0].parent.parent == tmp_path / "tmp"  # where a killed writer's folder would stay
+    dead = tmp_path / "tmp" / f"{media.PARTIAL_FOLDER_PREFIX}dead"
+    live = tmp_path / "tmp" / f"{media.PARTIAL_FOLDER_PREFIX}live"
+    for folder in (dead, live):
+        folder.mkdir()
+        (folder / ".partial-web.mp4").write_bytes(b"half a video")
     hour_ago = time.time() - 2 * settings.DEID_TRANSCODE_TIMEOUT_S - 60
-    os.utime(dead, (hour_ago, hour_ago))
+    for path in (dead / ".partial-web.mp4", dead):
+        os.utime(path, (hour_ago, hour_ago))
+    os.utime(live, (hour_ago, hour_ago))  # an old folder whose file is still being written
     prepare_campaign_media(grid_campaign.pk)
     assert not dead.exists() and live.exists()
 
