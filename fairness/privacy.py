@@ -27,7 +27,8 @@ from __future__ import annotations
 import numpy as np
 
 from fairness.stats import stratified_resamples
-from fairness.summary import MISSING_LABELS, plain, summarize
+from automated.serialize import jsonable
+from fairness.summary import MISSING_LABELS, summarize
 
 #: Below this many identities a group's interval is too wide to mean much (a warning).
 MIN_GROUP_IDENTITIES = 10
@@ -149,7 +150,7 @@ def privacy_fairness(
         "warnings": warnings,
         "n_identities": int(kept.sum()),
         "excluded": excluded,
-        "confidence_level": plain(confidence_level),
+        "confidence_level": jsonable(confidence_level),
     }
 
 

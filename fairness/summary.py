@@ -6,11 +6,10 @@ Used by the command line (:mod:`fairness.cli`) and the platform's reports
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-
+from automated.serialize import jsonable
 from fairness.measures import MEASURES, UndefinedMeasureError, check_step, compute_measure
 from fairness.stats import bootstrap_cis, describe_groups
 
@@ -92,21 +91,8 @@ def summarize(
         )
         for name, interval in intervals.items():
             measures[name] = interval.as_dict()
-    groups_table = {
-        str(label): {key: plain(value) for key, value in row.items()}
-        for label, row in described.to_dict(orient="index").items()
-    }
-    return {"groups": groups_table, "measures": {name: _plain_dict(m) for name, m in measures.items()}}
-
-
-def plain(value):
-    """A Python scalar for JSON: numpy scalars unwrapped, NaN -> None."""
-    value = value.item() if hasattr(value, "item") else value
-    return None if isinstance(value, float) and math.isnan(value) else value
-
-
-def _plain_dict(mapping: dict) -> dict:
-    return {key: plain(value) for key, value in mapping.items()}
+    groups_table = {str(label): jsonable(row) for label, row in described.to_dict(orient="index").items()}
+    return {"groups": groups_table, "measures": jsonable(measures)}
 
 
 @dataclass(frozen=True)

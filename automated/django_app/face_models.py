@@ -11,6 +11,7 @@ from django.db import models
 from evalsite.models import MaskedVideo
 
 from automated.face_fields import METRIC_FIELDS
+from automated.serialize import jsonable
 
 from .run_models import RunBase
 
@@ -133,9 +134,8 @@ class VideoScore(models.Model):
     @staticmethod
     def behaviour_values(metrics: dict) -> dict:
         """Field values from ``evaluate_behaviour(...).metrics``: NaN and infinities become None."""
-        plain = {key: value.item() if hasattr(value, "item") else value for key, value in metrics.items()}
         clean = {
             key: None if isinstance(value, float) and not math.isfinite(value) else value
-            for key, value in plain.items()
+            for key, value in jsonable(metrics).items()
         }
         return {"behaviour_score": clean.get("behaviour_score"), "behaviour_metrics": clean}
