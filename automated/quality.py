@@ -31,6 +31,7 @@ import cv2
 import numpy as np
 
 from automated.detection import largest_face
+from automated.face_boxes import check_frame
 from automated.face_crop import NoFaceFoundError, crop_internal_face
 from automated.video import iter_frames
 
@@ -125,10 +126,7 @@ def face_quality(image_rgb: np.ndarray, box_xyxy=None, *, size_px: int = 160) ->
     ValueError
         Bad image or box (see :func:`automated.face_crop.crop_internal_face`).
     """
-    if not isinstance(image_rgb, np.ndarray) or image_rgb.ndim != 3 or image_rgb.dtype != np.uint8:
-        raise ValueError(
-            f"image_rgb must be a uint8 (height, width, 3) array, got {getattr(image_rgb, 'shape', None)}"
-        )
+    check_frame(image_rgb, "image_rgb")
     if box_xyxy is None:
         crop = cv2.resize(image_rgb, (size_px, size_px), interpolation=cv2.INTER_AREA)
         valid = np.ones((size_px, size_px), bool)

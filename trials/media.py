@@ -41,6 +41,7 @@ from django.db import IntegrityError, connection, transaction
 from django.core.files import File
 from django.http import HttpResponse
 
+from automated.face_boxes import check_frame
 from automated.video import transcode_for_web
 from evalsite.storage import local_path
 
@@ -137,10 +138,7 @@ def normalised_face(image_rgb: np.ndarray, *, size_px: int) -> np.ndarray:
     ValueError
         If the image is not uint8 (height, width, 3).
     """
-    if not isinstance(image_rgb, np.ndarray) or image_rgb.ndim != 3 or image_rgb.shape[2] != 3:
-        raise ValueError(f"image_rgb must be (height, width, 3), got {getattr(image_rgb, 'shape', None)}")
-    if image_rgb.dtype != np.uint8:
-        raise ValueError(f"image_rgb must be uint8, got {image_rgb.dtype}")
+    check_frame(image_rgb, "image_rgb")
     eyes = face_norm.eye_centres(image_rgb)
     if eyes is None:
         eyes = face_norm.centre_square_eyes(image_rgb)

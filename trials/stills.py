@@ -36,6 +36,7 @@ from collections import Counter, defaultdict
 import cv2
 import numpy as np
 
+from automated.face_boxes import check_frame
 from automated.video import VideoError, iter_frames
 from evalsite.storage import local_path
 from evalsite.models import Campaign, GalleryImage, Identity, SourceVideo
@@ -72,13 +73,12 @@ def phash(image_rgb: np.ndarray, hash_size: int = HASH_SIZE) -> np.ndarray:
     Raises
     ------
     ValueError
-        If the image is not (height, width, 3).
+        If the image is not uint8 (height, width, 3) (:func:`automated.face_boxes.check_frame`).
     """
     # imported here: scipy is slow to import, and Django start-up imports this module
     from scipy.fft import dctn
 
-    if image_rgb.ndim != 3 or image_rgb.shape[2] != 3:
-        raise ValueError(f"image_rgb must be (height, width, 3), got {image_rgb.shape}")
+    check_frame(image_rgb, "image_rgb")
     grey = cv2.cvtColor(image_rgb, cv2.COLOR_RGB2GRAY).astype(np.float32)
     side = 4 * hash_size
     small = cv2.resize(grey, (side, side), interpolation=cv2.INTER_AREA)

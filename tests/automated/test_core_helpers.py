@@ -34,6 +34,18 @@ def test_check_frame_accepts_uint8_rgb_and_names_what_it_refuses():
         check_frame([[1, 2, 3]], "image_rgb")
 
 
+def test_face_quality_uses_the_frame_check():
+    from automated.quality import face_quality
+
+    # a 4-channel image passed before (no channel-count check there)
+    with pytest.raises(
+        ValueError, match=r"^image_rgb must be uint8 of shape \(height, width, 3\), got uint8 \(8, 8, 4\)$"
+    ):
+        face_quality(np.zeros((8, 8, 4), np.uint8))
+    with pytest.raises(ValueError, match=r"got NoneType $"):
+        face_quality(None)
+
+
 def test_clip_boxes_clips_to_the_frame_and_returns_a_float32_copy():
     boxes = np.array([[-5, 2, 30, 40], [1, -1, 3, 4]], np.float64)
     clipped = clip_boxes(boxes, 20, 10)

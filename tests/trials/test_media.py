@@ -37,6 +37,16 @@ def test_unsatisfiable_ranges_raise(header):
         parse_range(header, 1000)
 
 
+def test_face_crop_refuses_what_the_frame_check_refuses():
+    # automated.face_boxes.check_frame, the one frame check
+    with pytest.raises(
+        ValueError, match=r"^image_rgb must be uint8 of shape \(height, width, 3\), got uint8 \(8, 8, 4\)$"
+    ):
+        face_crop_png(np.zeros((8, 8, 4), np.uint8), size_px=16)
+    with pytest.raises(ValueError, match=r"got float64 \(8, 8, 3\)$"):
+        face_crop_png(np.zeros((8, 8, 3)), size_px=16)
+
+
 def test_orl_face_becomes_a_160_px_png_without_metadata(data_dir):
     image_rgb = read_image_rgb(data_dir / "faces/orl_att_faces/s1/1.pgm")
     assert image_rgb.shape == (112, 92, 3)

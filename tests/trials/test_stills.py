@@ -31,6 +31,16 @@ def test_phash_is_the_dct_sign_pattern():
     assert stills.phash(np.dstack([ramp] * 3)).dtype == bool and bits.size == 256
 
 
+def test_phash_refuses_what_the_frame_check_refuses():
+    # automated.face_boxes.check_frame, the one frame check (also refuses a non-uint8 image)
+    with pytest.raises(
+        ValueError, match=r"^image_rgb must be uint8 of shape \(height, width, 3\), got uint8 \(4, 4\)$"
+    ):
+        stills.phash(np.zeros((4, 4), np.uint8))
+    with pytest.raises(ValueError, match=r"got float32 \(64, 64, 3\)$"):
+        stills.phash(np.zeros((64, 64, 3), np.float32))
+
+
 def test_a_frame_of_the_clip_matches_and_another_clip_of_the_person_does_not(data_dir):
     clip = data_dir / VIDEOS / "grid_identity_clips/s1/bbal6n.mpg"
     middle = next(f for _, f in iter_frames(clip, start=37, end=38))
