@@ -24,6 +24,12 @@ import cv2
 import numpy as np
 
 from .checks import check_stride
+from .video_timeouts import (
+    DEFAULT_PROBE_TIMEOUT_S,
+    DEFAULT_TRANSCODE_TIMEOUT_S,
+    PROBE_TIMEOUT_ENV,
+    TRANSCODE_TIMEOUT_ENV,
+)
 
 
 class VideoError(ValueError):
@@ -43,9 +49,8 @@ class VideoTimeout(VideoError):
 
 
 # A damaged or hostile file can make ffmpeg (or OpenCV's ffmpeg backend) decode for hours;
-# every call gets a limit. Django passes its settings; library users may set the variables.
-PROBE_TIMEOUT_ENV, DEFAULT_PROBE_TIMEOUT_S = "DEID_FFMPEG_TIMEOUT_S", 300.0
-TRANSCODE_TIMEOUT_ENV, DEFAULT_TRANSCODE_TIMEOUT_S = "DEID_TRANSCODE_TIMEOUT_S", 1800.0
+# every call gets a limit. Django passes its settings; library users may set the variables
+# (names and defaults: automated/video_timeouts.py, which evalsite/conf.py declares too).
 
 
 def probe_timeout_s(timeout_s: float | None = None) -> float:

@@ -4,7 +4,8 @@
 benchmarks read their values through :func:`value`; nothing else reads these environment
 variables (the Django-free science cores excepted: they take plain arguments, and
 ``DEID_MODELS_DIR`` / the ffmpeg time-outs as fallbacks of their own, declared here so
-they are documented). The documentation's configuration page is generated from
+they are documented, with the core's own defaults: ``automated/models_dir.py``,
+``automated/video_timeouts.py``). The documentation's configuration page is generated from
 :data:`SETTINGS` (``docs/hooks.py``), so a setting added here is documented by adding it.
 
 A value that does not parse stops start-up with an ``ImproperlyConfigured`` error naming
@@ -21,6 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from automated.models_dir import default_models_dir
+from automated.video_timeouts import (
+    DEFAULT_PROBE_TIMEOUT_S,
+    DEFAULT_TRANSCODE_TIMEOUT_S,
+    PROBE_TIMEOUT_ENV,
+    TRANSCODE_TIMEOUT_ENV,
+)
 from evalsite import env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -193,10 +200,12 @@ SETTINGS: tuple[Setting, ...] = (
     S("DEID_WEB_TIMEOUT", "integer", 120, "seconds before a silent gunicorn worker is restarted (uploads of "
       "large zips arrive within one request)", "Web server (gunicorn)", minimum=1),
     # --- Uploads ----------------------------------------------------------------------
-    S("DEID_FFMPEG_TIMEOUT_S", "integer", 300, "seconds one ffmpeg or OpenCV probe of a video may take "
-      "(upload checks: `probe_timeout`)", "Uploads and video checks", "DEID_FFMPEG_TIMEOUT_S", minimum=1),
-    S("DEID_TRANSCODE_TIMEOUT_S", "integer", 1800, "seconds one browser-copy transcode may take (uploads: "
-      "`transcode_timeout`)", "Uploads and video checks", "DEID_TRANSCODE_TIMEOUT_S", minimum=1),
+    S(PROBE_TIMEOUT_ENV, "integer", DEFAULT_PROBE_TIMEOUT_S, "seconds one ffmpeg or OpenCV probe of a "
+      "video may take (upload checks: `probe_timeout`)", "Uploads and video checks", "DEID_FFMPEG_TIMEOUT_S",
+      minimum=1),
+    S(TRANSCODE_TIMEOUT_ENV, "integer", DEFAULT_TRANSCODE_TIMEOUT_S, "seconds one browser-copy transcode "
+      "may take (uploads: `transcode_timeout`)", "Uploads and video checks", "DEID_TRANSCODE_TIMEOUT_S",
+      minimum=1),
     S("DEID_UPLOAD_MAX_ZIP_ENTRIES", "integer", 2000, "entries (files and folders) one uploaded zip may "
       "hold; more fails the upload (`too_many_entries`)", "Uploads and video checks",
       "DEID_UPLOAD_MAX_ZIP_ENTRIES", minimum=1),
@@ -206,8 +215,9 @@ SETTINGS: tuple[Setting, ...] = (
     S("DEID_DESCRIPTION_PDF_MAX_BYTES", "integer", 10 * 1024**2, "bytes a run's system description PDF "
       "may have (`pdf_too_large`)", "Uploads and video checks", "DEID_DESCRIPTION_PDF_MAX_BYTES", minimum=1),
     # --- Automated evaluation ---------------------------------------------------------
-    S("DEID_WORKERS", "integer", None, "processes that execute an automated run's videos and attack folds "
-      "without a broker (the embedded default; models load once per process); `1`: in the calling process",
+    S("DEID_WORKERS", "integer", lambda get: os.cpu_count() or 1, "processes that execute an automated "
+      "run's videos and attack folds without a broker (the embedded default; models load once per process); "
+      "`1`: in the calling process",
       "Automated evaluation", "DEID_WORKERS", minimum=1, default_doc="the machine's cores"),
     S("DEID_TORCH_THREADS", "integer", None, "threads of the PyTorch face models (`dlib_resnet`, `mmod`) in "
       "automated runs", "Automated evaluation", "TORCH_NUM_THREADS", minimum=1,
