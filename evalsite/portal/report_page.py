@@ -19,23 +19,48 @@ from evalsite import dictionary, reports
 from evalsite.dictionary import SEED_TITLES, acronyms_in, plain_words
 
 
-def format_value(value, column: dictionary.Column | None) -> str:
-    """A figure as shown: '' when missing, yes/no, floats to the dictionary's precision."""
+def format_value(value, decimals: int | None = None) -> str:
+    """A report figure as the HTML pages show it: the one value formatter of the portal.
+
+    Parameters
+    ----------
+    value : object
+        A cell of a report (Python or numpy scalar, list, string).
+    decimals : int, optional
+        Floats with this many decimals (the report page: :func:`column_decimals`). None:
+        a whole float as an integer, any other to 6 significant digits (the team's
+        submission page, whose per-video report is already rounded to the data
+        dictionary's precision).
+
+    Returns
+    -------
+    str
+        '' when missing (None, ``pd.NA``, ``pd.NaT``, NaN), yes/no for booleans, the items
+        of a list or tuple joined by ", ", ``str(value)`` otherwise.
+    """
     # imported here: pandas is slow to import, and Django start-up imports this module
     import pandas as pd
 
-    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+    if value is None or value is pd.NA or value is pd.NaT:
         return ""
-    if hasattr(value, "item"):
+    if hasattr(value, "item"):  # numpy scalar
         value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return ""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        decimals = column.precision if column is not None and column.precision is not None else 4
-        return f"{value:.{decimals}f}"
+        if decimals is not None:
+            return f"{value:.{decimals}f}"
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.6g}"
     if isinstance(value, (list, tuple)):
         return ", ".join(str(v) for v in value)
     return str(value)
+
+
+def column_decimals(column: dictionary.Column | None) -> int:
+    """Decimals of a figure on the report page: the data dictionary's precision, else 4."""
+    return column.precision if column is not None and column.precision is not None else 4
 
 
 def _words(name: str, level: str) -> dict:
@@ -58,7 +83,7 @@ def _summary_sections(row: dict) -> list[dict]:
     for name, value in row.items():
         section = name.split(".", 1)[0] if "." in name else ""
         entry = _words(name, "summary")
-        entry["value"] = format_value(value, entry.get("column"))
+        entry["value"] = format_value(value, column_decimals(entry.get("column")))
         sections.setdefault(section, []).append(entry)
     return [{"name": name or "submission", "entries": entries} for name, entries in sections.items()]
 
@@ -88,7 +113,7 @@ def report_context(submission, *, team: bool) -> dict:
     table = dictionary.rounded(reports.per_video_report(submission, team=team))
     columns = [_words(str(name), "video") for name in table.columns]
     rows = [
-        [format_value(value, column.get("column")) for value, column in zip(record, columns)]
+        [format_value(value, column_decimals(column.get("column"))) for value, column in zip(record, columns)]
         for record in table.itertuples(index=False)
     ]
     words = " ".join(

@@ -25,7 +25,6 @@ media at all.
 from __future__ import annotations
 
 import json
-import math
 
 
 from django.contrib.auth.views import LoginView
@@ -72,23 +71,6 @@ def _download(text: str, filename: str, fmt: str) -> HttpResponse:
     response = HttpResponse(text, content_type=CONTENT_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
     return response
-
-
-def format_cell(value) -> str:
-    """A report value for an HTML table: '' for missing, yes/no for booleans, floats to 6 significant
-    digits (the per-video report is first rounded to the data dictionary's precision)."""
-    # imported here: pandas is slow to import, and Django start-up imports this module
-    import pandas as pd
-
-    if value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if hasattr(value, "item"):  # numpy scalar
-        value = value.item()
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.6g}"
-    return str(value)
 
 
 def _headers(names, level: str) -> list[dict]:
@@ -156,7 +138,8 @@ def submission_page(request, pk: int):
         **_submission_facts(submission),
         **report_table(submission),
         "summary": [
-            (header, format_cell(summary[header["name"]])) for header in _headers(summary, "summary")
+            (header, report_page.format_value(summary[header["name"]]))
+            for header in _headers(summary, "summary")
         ],
         **leaderboard.table_context(own_rows),
         "uploads": submission.uploads.all()[:20],
@@ -187,7 +170,9 @@ def report_table(submission: Submission) -> dict:
         report = dictionary.rounded(reports.per_video_report(submission, team=True))
         return {
             "report_columns": _headers(report.columns, "video"),
-            "report_rows": [[format_cell(v) for v in row] for row in report.itertuples(index=False)],
+            "report_rows": [
+                [report_page.format_value(v) for v in row] for row in report.itertuples(index=False)
+            ],
         }
 
     return cached(submission.campaign_id, ("team_report_table", submission.pk), compute)
