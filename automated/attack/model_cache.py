@@ -119,23 +119,13 @@ class FittedModelCache:
         """
         estimator = factory()
         key = training_key(estimator, X, y)
-        if key in self._models:
-            self.hits += 1
-            return self._models[key], key
-        path = self._path(key, ".pkl")
-        if path is not None and path.is_file():
-            try:
-                with path.open("rb") as handle:
-                    model = pickle.load(handle)
-            except Exception as error:  # a file of another library version: fit again
-                logger.warning("attack model cache: cannot read %s (%s); fitting again", path.name, error)
-            else:
-                self.hits += 1
-                self._models[key] = model
-                return model, key
+        model = self._stored_model(key)
+        if model is not None:
+            return model, key
         model = estimator.fit(X, y)
         self.fits += 1
         self._models[key] = model
+        path = self._path(key, ".pkl")
         if path is not None:
             try:
                 data = pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL)
@@ -146,8 +136,49 @@ class FittedModelCache:
                     handle.write(data)
         return model, key
 
-    def predict(self, model, key: str, X) -> np.ndarray:
-        """``model.predict(X)``, kept under ``key`` and ``X``'s content (memory and disk)."""
+    def lookup(self, factory: Callable, X, y) -> tuple[object | None, str]:
+        """A recognizer already fitted on exactly ``(X, y)``, without fitting or storing one.
+
+        For attackers trained on masked samples (parrot, %-parrot): their models are not
+        stored, since they see the submission, but a masked training set whose crops are
+        byte for byte the clear ones (a masking that leaves the faces as they are, e.g.
+        the ``identity`` baseline) has the key of the clear attacker's model, and that
+        model is what fitting on it gives.
+
+        Returns
+        -------
+        estimator : fitted estimator or None
+            None when no model of this key is in memory or on disk.
+        key : str
+            ``training_key``; with an estimator, give it to :meth:`stored_prediction`.
+        """
+        key = training_key(factory(), X, y)
+        return self._stored_model(key), key
+
+    def _stored_model(self, key: str):
+        """The model of ``key`` from memory or disk (counted as a hit), or None."""
+        if key in self._models:
+            self.hits += 1
+            return self._models[key]
+        path = self._path(key, ".pkl")
+        if path is None or not path.is_file():
+            return None
+        try:
+            with path.open("rb") as handle:
+                model = pickle.load(handle)
+        except Exception as error:  # a file of another library version: fit again
+            logger.warning("attack model cache: cannot read %s (%s); fitting again", path.name, error)
+            return None
+        self.hits += 1
+        self._models[key] = model
+        return model
+
+    def stored_prediction(self, key: str, X) -> np.ndarray | None:
+        """The prediction :meth:`predict` kept for model ``key`` on test crops equal to ``X``, or None.
+
+        Read only (nothing is stored): masked test crops equal to the clear ones get the
+        clear attacker's stored prediction; any other masked test set misses.
+        """
         test_key = hashlib.sha256(f"{key}|{content_digest(X)}".encode()).hexdigest()
         if test_key in self._predictions:
             return self._predictions[test_key]
@@ -157,6 +188,15 @@ class FittedModelCache:
                 predicted = np.load(path, allow_pickle=False)
                 self._predictions[test_key] = predicted
                 return predicted
+        return None
+
+    def predict(self, model, key: str, X) -> np.ndarray:
+        """``model.predict(X)``, kept under ``key`` and ``X``'s content (memory and disk)."""
+        predicted = self.stored_prediction(key, X)
+        if predicted is not None:
+            return predicted
+        test_key = hashlib.sha256(f"{key}|{content_digest(X)}".encode()).hexdigest()
+        path = self._path(test_key, ".npy")
         predicted = np.asarray(model.predict(X))
         self._predictions[test_key] = predicted
         if path is not None and predicted.dtype != object:

@@ -86,8 +86,10 @@ def fit_predict(
     recognizer of a suite reuses one. With ``models``, a recognizer trained on clear
     samples only (clear, naive and reversal attackers) is taken from or put into that
     cache (``model_cache.FittedModelCache``: by the training set's content and the
-    recognizer's settings), and so are the clear attacker's predictions; results are
-    those of a fresh fit.
+    recognizer's settings), and so are the clear attacker's predictions; an attacker
+    trained or tested on masked samples reuses (read only) a model and predictions whose
+    training and test crops are byte for byte its own (a masking that leaves the faces
+    unchanged); results are those of a fresh fit.
 
     Returns
     -------
@@ -106,15 +108,20 @@ def fit_predict(
     started = time.perf_counter()
     if attacker.restores:
         X_test = _restorer_for(data, train_idx, restorer, restorers).transform(X_test)
-    key = None
+    key, estimator = None, None
     if models is not None and attacker.masked_train_fraction == 0.0:  # clear samples only
         estimator, key = models.fitted(factory, X_train, y_train)
-    else:
-        estimator = factory().fit(X_train, y_train)
+    elif models is not None:  # masked samples: only a model of identical training crops is reused
+        estimator, key = models.lookup(factory, X_train, y_train)
+    if estimator is None:
+        estimator, key = factory().fit(X_train, y_train), None
     fitted = time.perf_counter()
+    y_pred = None
     if key is not None and not attacker.test_masked:  # clear on clear: no masked sample at all
         y_pred = models.predict(estimator, key, X_test)
-    else:
+    elif key is not None:  # masked test crops equal to stored clear ones (read only)
+        y_pred = models.stored_prediction(key, X_test)
+    if y_pred is None:
         y_pred = np.asarray(estimator.predict(X_test))
     timing = {"fit_s": fitted - started, "predict_s": time.perf_counter() - fitted}
     return test_idx, y_test, y_pred, len(train_idx), timing

@@ -141,3 +141,25 @@ def test_the_key_covers_every_setting_and_the_labels(clear_data):
     assert key != training_key(small_cnn(), X[:, ::-1], y)
     # A default parameter is part of the key: the default CNN differs from epochs=3.
     assert training_key(SmallCNNClassifier(), X, y) != key
+
+
+def test_masked_crops_equal_to_the_clear_ones_reuse_the_clear_model_and_predictions(clear_data, tmp_path):
+    """A masking that leaves the faces unchanged (the ``identity`` baseline): its parrot is
+    trained, and its naive and parrot attackers tested, on crops byte for byte the clear
+    ones, so the clear attacker's model and predictions are theirs (read only); results are
+    those of fresh fits. One changed training crop is another training set: it misses."""
+    unchanged = with_masked(clear_data, clear_data.clear.copy())
+    n_folds = len(video_folds(unchanged.identities, unchanged.groups, roles=unchanged.roles))
+    cache = FittedModelCache(tmp_path)
+    assert_same(run_all(unchanged, cache), run_all(unchanged, None))
+    assert cache.fits == n_folds * 3  # the clear fit only
+    assert cache.hits == n_folds * 3 * 2  # naive and parrot
+
+    masked = clear_data.clear.copy()
+    first_p02 = np.flatnonzero(clear_data.groups == 5)[0]  # P02: trained on in every fold
+    masked[first_p02] = blurred(masked[first_p02 : first_p02 + 1], 4)[0]
+    one_changed = with_masked(clear_data, masked)
+    later = FittedModelCache(tmp_path)
+    assert_same(run_all(one_changed, later), run_all(one_changed, None))
+    assert later.fits == 0  # clear and naive from disk
+    assert later.hits == n_folds * 3 * 2  # the parrots missed and were fitted afresh
