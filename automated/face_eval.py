@@ -43,6 +43,11 @@ Protocol of ``evaluate_video`` (frames are streamed in lockstep, never loaded wh
 The clear side (boxes and embeddings of every tested clear frame) is computed once per
 clear video and settings and reused (``clear_side.ClearSideStore``, in memory and on
 disk); masked frames are detected and embedded in batches of ``BATCH_FRAMES`` frames.
+A masked frame equal to its clear frame pixel for pixel (``frames_equal``: every frame
+of the ``identity`` baseline, or frames a masking leaves alone) is not measured again:
+its faces are the clear frame's boxes, its probes the clear embeddings, its SSIM 1.0 and
+PSNR infinite (what measuring it gives; the probes up to the embedder's batch-to-batch
+float32 noise, ~2e-7).
 
 Other per-frame measurements ride on the same decoding pass: every ``observers`` object
 gets ``update(frame_index, clear_rgb, masked_rgb)`` for each tested pair (the behaviour
@@ -119,6 +124,23 @@ def _probe_box(clear_box: np.ndarray, masked: FaceDetections) -> np.ndarray:
         if iou > best_iou:
             best, best_iou = box, iou
     return best
+
+
+def frames_equal(clear_rgb: np.ndarray, masked_rgb: np.ndarray) -> bool:
+    """True when a masked frame is its clear frame pixel for pixel (same shape and values).
+
+    Every per-frame measurement of the evaluation is a function of the frame's pixels
+    (detectors, embedders and the behaviour models run frame by frame, without tracking),
+    so an identical masked frame is not measured again: its results are the clear frame's.
+    """
+    return clear_rgb.shape == masked_rgb.shape and np.array_equal(clear_rgb, masked_rgb)
+
+
+def _as_detections(frame_index, boxes) -> FaceDetections:
+    """Detections at known boxes (the clear frame's, for an identical masked frame); the
+    scores are unknown (NaN) and unused by the evaluation."""
+    boxes = np.asarray(boxes, np.float32).reshape(-1, 4)
+    return FaceDetections(frame_index, boxes, np.full(len(boxes), np.nan, np.float32))
 
 
 def _detect_frames(detector, frames, indices) -> list:
@@ -311,8 +333,12 @@ class _ImageQuality:
 
     def update(self, frame_index, clear_rgb, masked_rgb) -> None:
         started = time.process_time()
-        self.ssims.append(ssim(clear_rgb, masked_rgb))
-        self.psnrs.append(psnr(clear_rgb, masked_rgb))
+        if frames_equal(clear_rgb, masked_rgb):  # what ssim and psnr return for identical frames
+            self.ssims.append(1.0)
+            self.psnrs.append(math.inf)
+        else:
+            self.ssims.append(ssim(clear_rgb, masked_rgb))
+            self.psnrs.append(psnr(clear_rgb, masked_rgb))
         self.watch.add("metrics", started)
 
 
@@ -382,28 +408,46 @@ class _FaceObserver:
         return [self.side.boxes[self.rows[index]] for index in indices]
 
     def _analyse(self, chunk) -> None:
-        """Detect and embed a batch of tested frame pairs (clear side only when not stored)."""
+        """Detect and embed a batch of tested frame pairs (clear side only when not stored).
+
+        A masked frame equal to its clear frame (pixel for pixel; e.g. every frame of the
+        ``identity`` baseline, or a frame a masking left alone) is neither detected nor
+        embedded again: the detector and embedder are functions of the pixels, so its
+        faces are the clear frame's boxes and its probes the clear faces' embeddings.
+        """
         started = time.process_time()
         indices = [index for index, _, _ in chunk]
         boxes = self._clear_boxes(chunk, indices)
-        masked_detections = _detect_frames(self.detector, [m for _, _, m in chunk], indices)
-        started = self.watch.add("detect", started)
-        faces = [
-            (masked, _probe_box(box, found))
-            for (_, _, masked), frame_boxes, found in zip(chunk, boxes, masked_detections)
-            for box in frame_boxes
+        unchanged = [frames_equal(clear, masked) for _, clear, masked in chunk]
+        changed = [t for t, same in enumerate(unchanged) if not same]
+        detected = iter(
+            _detect_frames(self.detector, [chunk[t][2] for t in changed], [indices[t] for t in changed])
+            if changed
+            else []
+        )
+        masked_detections = [
+            _as_detections(index, frame_boxes) if same else next(detected)
+            for index, frame_boxes, same in zip(indices, boxes, unchanged)
         ]
+        started = self.watch.add("detect", started)
+        faces = [(chunk[t][2], _probe_box(box, masked_detections[t])) for t in changed for box in boxes[t]]
         n_probes = len(faces)
         if self.side is None:
             faces += [(clear, box) for (_, clear, _), frame_boxes in zip(chunk, boxes) for box in frame_boxes]
         dim = self.embedder.dim
         embeddings = _embed_faces(self.embedder, faces) if faces else np.zeros((0, dim), np.float32)
-        self.probes.append(embeddings[:n_probes])
         if self.side is None:
             splits = np.cumsum([len(b) for b in boxes])[:-1]
+            clear_embeddings = np.split(np.asarray(embeddings[n_probes:], np.float32), splits)
             self.frame_indices.extend(indices)
             self.clear_boxes.extend(np.asarray(b, np.float32).reshape(-1, 4) for b in boxes)
-            self.clear_embeddings.extend(np.split(np.asarray(embeddings[n_probes:], np.float32), splits))
+            self.clear_embeddings.extend(clear_embeddings)
+        else:
+            clear_embeddings = [self.side.embeddings[self.rows[index]] for index in indices]
+        probes = iter(
+            np.split(embeddings[:n_probes], np.cumsum([len(boxes[t]) for t in changed], dtype=np.int64)[:-1])
+        )
+        self.probes.extend(clear_embeddings[t] if same else next(probes) for t, same in enumerate(unchanged))
         started = self.watch.add("embed", started)
         for frame_boxes, found in zip(boxes, masked_detections):
             self.found_per_frame.append(len(found) > 0)

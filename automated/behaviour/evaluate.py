@@ -19,6 +19,10 @@ stride and the extractor settings, so every submission of a campaign runs the cl
 side's models once per source video. On a hit the clear frames are not measured again,
 and ``evaluate_behaviour`` does not even decode the clear video (the face evaluation
 still decodes it for SSIM/PSNR). A damaged entry is recomputed, never trusted.
+
+A masked frame equal to its clear frame (``face_eval.frames_equal``; given both frames)
+is not measured again: the models run in static image mode, so its row is the clear
+frame's (computed here or read from the cache), exactly.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import numpy as np
 from ..cache_files import settings_token
 from ..checks import check_stride
 from ..clear_side import file_sha256
+from .. import face_eval
 from ..face_eval import VideoPairError, check_video_pair, iter_frame_pairs
 from ..video import iter_frames
 from .compare import compare
@@ -145,6 +150,7 @@ class BehaviourPass:
         self.cached = self._load_cached()
         self._boxes = iter(self.cached.face_box) if self.cached is not None else None
         self._cached_indices = iter(self.cached.frame_index) if self.cached is not None else None
+        self._position = 0  # tested frames given so far (the row of the cached clear side)
         self._result: BehaviourEvaluation | None = None
 
     @property
@@ -184,10 +190,24 @@ class BehaviourPass:
                 raise VideoPairError(
                     f"tested frame {frame_index} of the masked video is not in its cached clear video's features"
                 )
+            position, self._position = self._position, self._position + 1
+            clear_row = None
         else:
             if clear_rgb is None:
                 raise ValueError("the clear frame is needed: this pass has no cached clear side")
-            box = self.clear_side.update(clear_rgb, frame_index)["face_box"]
+            clear_row = self.clear_side.update(clear_rgb, frame_index)
+            box = clear_row["face_box"]
+        if clear_rgb is not None and face_eval.frames_equal(clear_rgb, masked_rgb):
+            # Static-image models: an identical frame with the clear face box as its attribute
+            # box (the clear side's own) has the clear frame's row; it is not measured again.
+            if clear_row is None:
+                clear_row = {
+                    name: values[position]
+                    for name, values in vars(self.cached).items()
+                    if isinstance(values, np.ndarray) and name != "frame_wh"
+                }
+            self.masked_side.add_row(clear_row, (masked_rgb.shape[1], masked_rgb.shape[0]))
+            return
         self.masked_side.update(masked_rgb, frame_index, attribute_box=box)
 
     def result(self) -> BehaviourEvaluation:

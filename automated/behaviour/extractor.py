@@ -180,6 +180,29 @@ class BehaviourExtractor:
         self._rows.append(row)
         return row
 
+    def add_row(self, row: dict, frame_wh: tuple[int, int]) -> None:
+        """Append a row measured on an identical frame (every model runs in static image
+        mode, so a frame's row is a function of its pixels and the attribute box alone).
+
+        Parameters
+        ----------
+        row : dict
+            A row returned by ``update`` (or read from stored features) of a frame equal
+            to this one, measured with the same settings and attribute box.
+        frame_wh : (int, int)
+            The frame's width and height.
+
+        Raises
+        ------
+        ValueError
+            If the frame size differs from the first frame's.
+        """
+        if self._frame_wh is None:
+            self._frame_wh = tuple(frame_wh)
+        elif self._frame_wh != tuple(frame_wh):
+            raise ValueError(f"frame size changed from {self._frame_wh} to {tuple(frame_wh)}")
+        self._rows.append(dict(row))
+
     def reset(self) -> None:
         """Start a new video: forget the rows and the frame size, keep the loaded models."""
         self._rows = []
