@@ -141,7 +141,8 @@ def test_summarize_hand_computed():
 
 @pytest.fixture(scope="module")
 def short_clip(data_dir, tmp_path_factory):
-    """The first 10 frames of a real clip, and the same with 9 frames and at another size."""
+    """The first 10 frames of a real clip, the same with 9 frames, at another size, and
+    darkened by 8 grey levels ("dim": every frame differs from the clear one)."""
     folder = tmp_path_factory.mktemp("pairs")
     frames = [f for _, f in iter_frames(probe_path(data_dir, "bbaf2n"), end=10)]
     paths = {}
@@ -151,6 +152,10 @@ def short_clip(data_dir, tmp_path_factory):
         with VideoWriter(paths[name], 25.0, resolution, codec="ffv1") as writer:
             for frame in frames[:count]:
                 writer.write(frame if size is None else np.ascontiguousarray(frame[::2, ::2]))
+    paths["dim"] = folder / "dim.mkv"
+    with VideoWriter(paths["dim"], 25.0, (360, 288), codec="ffv1") as writer:
+        for frame in frames:
+            writer.write(np.maximum(frame, 8) - 8)
     return paths
 
 
@@ -207,10 +212,13 @@ def test_clear_cache_reuses_clear_frames_and_changes_no_result(data_dir, short_c
     embeddings, identities = gallery(data_dir)
     detector, cache = CountingDetector(), {}
     kwargs = dict(stride=5, detector=detector, clear_cache=cache)
-    first = evaluate_video(short_clip["ten"], short_clip["ten"], embeddings, identities, "s1", **kwargs)
+    first = evaluate_video(short_clip["ten"], short_clip["dim"], embeddings, identities, "s1", **kwargs)
     assert detector.calls == 4  # 2 tested frames x (clear + masked)
-    second = evaluate_video(short_clip["ten"], short_clip["ten"], embeddings, identities, "s1", **kwargs)
+    second = evaluate_video(short_clip["ten"], short_clip["dim"], embeddings, identities, "s1", **kwargs)
     assert detector.calls == 6  # masked frames only
+    # A masked video decoding to the clear frames (test_unchanged_frames.py): nothing detected.
+    evaluate_video(short_clip["ten"], short_clip["ten"], embeddings, identities, "s1", **kwargs)
+    assert detector.calls == 6
     # Equal up to float rounding: the first call embeds the clear and masked faces in one
     # batch, the second the masked face alone (PyTorch's kernels depend on the batch).
     distance = second.mean_genuine_distance
