@@ -10,7 +10,7 @@ from django.conf import settings
 
 #: The test files that take longest (seconds on the 2-core machine: CPU seconds of a test
 #: file and its child processes in a pytest-xdist run, or the serial CI run's wall time).
-#: Under pytest-xdist (``make test``: ``-n auto --dist loadfile``) a worker takes one file
+#: Under pytest-xdist (``make test``: ``-n <cores + 1> --dist loadfile``) a worker takes one file
 #: at a time in collection order; these go first, longest first, then every other file with
 #: a ``slow`` or ``browser`` mark or in tests/ops (real models, Chromium, servers), then the
 #: rest, so no long file is left to run alone at the end while the other worker idles. The
