@@ -167,18 +167,9 @@ def _memoised(name: str, pk: Hashable, compute: Callable):
 
 
 def identity_plans(campaign: Campaign) -> tuple[dict[int, design.IdentityPlan], list[tuple[int, int]]]:
-    """Lineup blocks of the campaign's evaluated people (:func:`trials.design.exposure_plan`).
-
-    Read once per step of :func:`current_trial` (:func:`_memo`): callers must not change
-    what it returns.
-
-    Returns
-    -------
-    plans : dict
-        ``{identity_pk: IdentityPlan}`` for identities with a gallery face and evaluated videos.
-    videos : list of (source_video_pk, identity_pk)
-        Those evaluated videos, by name (a plan keeps the first ``kept`` of its identity's).
-    """
+    """``(plans, videos)`` of :func:`trials.lineups.identity_plans` (the lineup blocks of
+    the campaign's evaluated people), read once per step of :func:`current_trial`
+    (:func:`_memo`): callers must not change what it returns."""
     return _memoised("identity_plans", campaign.pk, lambda: _identity_plans(campaign))
 
 
