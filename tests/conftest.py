@@ -311,7 +311,7 @@ def memoised_transcode_for_web(input_path, output_path, *, timeout_s=None):
     and the fixed command, so a later call copies the first call's file. Nothing is kept
     of a call that raised; a call with a time limit below the default (a test of the
     timeout) and a replaced ffmpeg (a test of its failure) always run the real thing. The
-    transcoding itself is tested in tests/test_video.py against its own files.
+    transcoding itself is tested in tests/automated/test_video.py against its own files.
     """
     import hashlib
     import shutil
