@@ -3,7 +3,9 @@
 ``python -m benchmarks pipeline [--quick] [--method M] [--second M] [--profile N]``
 
 A fresh process with a fresh ``DEID_VAR_DIR`` (its own SQLite database, media and
-caches: nothing is reused from an earlier run) imports the demo campaign
+caches: nothing is reused from an earlier run) first starts the embedded executor's pool
+and imports the science in its workers and in itself (``start-up``: a cost per process,
+which a server or the demo pays once, not per submission), imports the demo campaign
 (``evalsite.demo_data``: 24 real clips; ``--quick``: 6 of them, ID01's first three with
 its attacker clip, ID03's two and ID02's one, enough for cross-video folds), then runs
 one submission of a baseline (``--method``, default ``blur_face``) the way a team's
@@ -18,11 +20,16 @@ would go:
   (``transcode_for_web``);
 - ``face_eval``: ``run_face_evaluation`` (stride 5, MediaPipe, behaviour on);
 - ``attack``: ``run_attack`` with the demo's suite (``portal.demo.DEMO_ATTACK``), with its
-  parts ``attack: crops`` (the per-video units), ``attack: folds`` and ``attack: final``;
+  parts ``attack: crops`` (the per-video units), ``attack: folds`` and ``attack: final``
+  (shown when ``DEID_WORKERS=1`` runs the units in this process, where they can be metered);
+- ``reports``: ``report_cache.warm`` of the campaign, what the last run's completion
+  queues (``report_tasks``; the demo warms once after its baselines): its own row here
+  rather than inside whichever run happened to complete last;
 - ``--second M`` (default ``pixelate_face``; ``--second none`` skips it): a second
   submission on the same campaign (upload not shown), ``2nd mask`` (the clear videos'
-  face tracks come from the cache the first masking filled), ``2nd face_eval`` and
-  ``2nd attack``: what a later team pays once the campaign's clear side is cached.
+  face tracks come from the cache the first masking filled), ``2nd face_eval``,
+  ``2nd attack`` and ``2nd reports``: what a later team pays once the campaign's clear
+  side is cached.
 
 Then, in the same process on the same clips, the *floor*: ``decode`` (every frame of
 every clear and masked file), ``detect`` (MediaPipe on the tested frames, stride 5, of the
@@ -32,11 +39,17 @@ clear and masked), ``behaviour`` (``BehaviourExtractor(attribute=True)``, every 
 model and the gender attacker, on the tested frames of the clear and the masked files),
 ``encode ffv1`` and ``encode h264`` (writing the masked frames once
 losslessly, the browser copies of the masked files), ``attack fits`` (every recognizer x
-attacker fit + predict of every fold on the crops already in memory). A stage's floor
-is the sum of the floors it cannot avoid (column ``floor_of``; for ``2nd face_eval`` the
-masked side's half of detect, embed and behaviour); ``x_floor`` = stage CPU /
-floor CPU (target: at most 2, and the whole pipeline's CPU per video second at most 3x
-the sum of the floors).
+attacker fit + predict of every cross-video fold on the crops already in memory, with a
+fresh model cache: the clear and naive attackers train on the same clear crops and share
+one fit, as in the run), ``attack fits within-video`` (the run's scene-memorisation
+table, the same way), ``attack fits masked`` and ``attack fits within-video masked`` (both
+again with the clear-trained models cached: what a later submission cannot avoid),
+``attack embed`` (the default embedder over every clear and masked crop, a fresh cache:
+the run's verification and identity-over-time figures). A stage's floor is the sum of
+the floors it cannot avoid (column ``floor_of``: the attack reads every frame of both
+files for its crops, so its floor counts ``decode``; for the second submission the masked
+side's halves); ``x_floor`` = stage CPU / floor CPU (target: at most 2, and the whole
+pipeline's CPU per video second at most 3x the sum of the floors, each file decoded once).
 
 Times: ``cpu_s`` is process CPU time (all threads) plus the CPU time of child
 processes (ffmpeg, finished; the embedded executor's pool workers, ``DEID_WORKERS``, live), so other load on the machine does not inflate it; ``wall_s`` beside
@@ -165,6 +178,37 @@ class Stages:
             print(f"\n-- profile of {name} (own time, top {self.profile_top})\n{body}", flush=True)
 
 
+def _preload(_item: int) -> int:
+    """Import what the stages' units import on first use (science packages, PyTorch's
+    optimiser machinery) in this process; return its pid."""
+    import torch
+
+    import automated.attack.crossvideo  # noqa: F401  (scikit-learn, the recognizers)
+    import automated.attack.verification  # noqa: F401
+    import automated.behaviour  # noqa: F401
+    import automated.face_eval  # noqa: F401
+
+    torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))])  # imports torch._dynamo, once per process
+    time.sleep(0.2)  # so one ready worker does not take every item while another still starts
+    return os.getpid()
+
+
+def _start_up() -> None:
+    """Start the embedded executor's pool and import the science in every worker and here:
+    a cost per process (a server or a demo pays it once), shown as its own row, so the
+    stages below measure what a submission costs."""
+    from automated.django_app import embedded
+
+    _preload(0)
+    workers = embedded.worker_count()
+    if not embedded.pool_possible():
+        return
+    seen: set[int] = set()
+    deadline = time.monotonic() + 300
+    while len(seen) < workers and time.monotonic() < deadline:  # ask until every worker answered
+        seen.update(embedded.map_in_pool(_preload, [(i,) for i in range(workers)]))
+
+
 def _demo_campaign(var_dir: Path, quick: bool):
     from django.conf import settings
 
@@ -221,6 +265,7 @@ def _submission_stages(stages: Stages, prefix: str, campaign, method: str, tmp: 
     import evalsite.storage
     import evalsite.validation
     from automated.django_app.attack_service import AttackRunKind, run_attack
+    from evalsite import report_cache
     from automated.django_app.services import run_face_evaluation
     from evalsite.portal.demo import DEMO_ATTACK
 
@@ -244,6 +289,9 @@ def _submission_stages(stages: Stages, prefix: str, campaign, method: str, tmp: 
     ):
         attack = run_attack(submission, **DEMO_ATTACK, stride=STRIDE, detector=DETECTOR)
     assert attack.status == "completed", attack.error
+    with stages.stage(name("reports")):  # what the last run's completion queues (report_tasks)
+        failed = report_cache.warm(campaign)
+    assert not failed, failed
     if not detail:
         for stage in ("upload", "upload: validation", "upload: browser copy"):
             stages.meters.pop(name(stage), None)
@@ -253,12 +301,14 @@ def _submission_stages(stages: Stages, prefix: str, campaign, method: str, tmp: 
 def _floors(stages: Stages, campaign, masked: list[Path], attack) -> None:
     from automated.attack.crossvideo import fold_of_groups, run_fold
     from automated.attack.faces import face_attack_data_from_videos
-    from automated.attack.recognizers import FACE_RECOGNIZERS, get_recognizers
+    from automated.attack.model_cache import FittedModelCache
+    from automated.attack.recognizers import FACE_RECOGNIZERS, DlibEmbedding, EmbeddingCache, get_recognizers
+    from automated.attack.suite import run_attack_suite
     from automated.behaviour import BehaviourExtractor
     from automated.detection import make_face_detector
     from automated.django_app.attack_service import video_role
     from automated.face_eval import BATCH_FRAMES
-    from automated.recognition import make_face_embedder
+    from automated.recognition import DEFAULT_EMBEDDER, make_face_embedder
     from automated.video import VideoInfo, VideoWriter, iter_frames, transcode_for_web
     from django.conf import settings
     from evalsite.storage import local_path
@@ -338,11 +388,42 @@ def _floors(stages: Stages, campaign, masked: list[Path], attack) -> None:
             roles=[video_role(m.source_video) for m in masked_videos],
         )
         position = {m.pk: i for i, m in enumerate(masked_videos)}
-        recognizers = get_recognizers(attack.config["recognizers"], FACE_RECOGNIZERS)
-        with stages.stage("floor: attack fits"):
-            for number, tested_pks in enumerate(attack.planned_folds):
-                fold = fold_of_groups(data.groups, [position[pk] for pk in tested_pks], number)
-                run_fold(data, fold, recognizers=recognizers, attackers=attack.config["attackers"])
+        config = attack.config
+        recognizers = get_recognizers(config["recognizers"], FACE_RECOGNIZERS)
+        folds = [
+            fold_of_groups(data.groups, [position[pk] for pk in tested_pks], number)
+            for number, tested_pks in enumerate(attack.planned_folds)
+        ]
+        with tempfile.TemporaryDirectory() as models_dir:
+            # A fresh model cache: the clear and naive attackers share one fit (same training
+            # crops), as in the run. The second pass finds them cached and fits only what
+            # sees masked crops: a later submission's floor.
+            models = FittedModelCache(Path(models_dir))
+            for side in ("", " masked"):
+                with stages.stage(f"floor: attack fits{side}"):
+                    for fold in folds:
+                        run_fold(
+                            data, fold, recognizers=recognizers, attackers=config["attackers"], models=models
+                        )
+                with stages.stage(
+                    f"floor: attack fits within-video{side}"
+                ):  # the run's scene-memorisation table
+                    run_attack_suite(
+                        data,
+                        recognizers=recognizers,
+                        attackers=config["attackers"],
+                        selection=config["selection"],
+                        gap=config["gap"],
+                        seed=config["seed"],
+                        within_video=True,
+                        models=models,
+                    )
+        # The run's verification and identity-over-time figures embed every clear and masked crop.
+        fresh = DlibEmbedding(DEFAULT_EMBEDDER, cache=EmbeddingCache())
+        DlibEmbedding(DEFAULT_EMBEDDER, cache=EmbeddingCache()).transform(data.clear[:1])  # load the model
+        for side, crops in (("clear", data.clear), ("masked", data.masked)):
+            with stages.stage(f"floor: attack embed {side}"):
+                fresh.transform(crops)
 
 
 #: Which floors each stage cannot avoid.
@@ -352,11 +433,37 @@ FLOOR_OF = {
     "upload: validation": ("decode masked",),
     "upload: browser copy": ("encode h264",),
     "face_eval": ("decode", "detect", "embed", "behaviour"),
-    "attack": ("detect clear", "attack fits"),
+    # The attack reads every frame of both files (its crops), detects in the clear tested
+    # frames, fits its folds and its within-video table, embeds every crop (verification,
+    # identity over time).
+    "attack": ("decode", "detect clear", "attack fits", "attack fits within-video", "attack embed"),
+    "attack: crops": ("decode", "detect clear"),
     "attack: folds": ("attack fits",),
+    "attack: final": ("attack fits within-video", "attack embed"),
 }
-#: A later submission: the clear side of the face evaluation comes from its cache.
-SECOND_FLOOR_OF = {"2nd face_eval": ("decode", "detect masked", "embed masked", "behaviour masked")}
+#: A later submission: the clear side of the face evaluation, the clear crops, their
+#: embeddings and the clear and naive attackers' models come from the caches.
+SECOND_FLOOR_OF = {
+    "2nd face_eval": ("decode", "detect masked", "embed masked", "behaviour masked"),
+    "2nd attack": (
+        "decode masked",
+        "attack fits masked",
+        "attack fits within-video masked",
+        "attack embed masked",
+    ),
+}
+#: The floor of the whole pipeline (upload + face_eval + attack + reports): each file decoded once.
+PIPELINE_FLOOR_OF = (
+    "decode",
+    "detect",
+    "embed",
+    "behaviour",
+    "encode h264",
+    "attack fits",
+    "attack fits within-video",
+    "attack embed",
+)
+PIPELINE_STAGES = ("upload", "face_eval", "attack", "reports")
 
 
 def child(argv: list[str]) -> None:
@@ -375,7 +482,12 @@ def child(argv: list[str]) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    # Reports are warmed once per submission in their own stage ("reports"), not by whichever
+    # run completes last (the pool's workers copy this setting when they start).
+    settings.DEID_WARM_REPORTS = False
     stages = Stages(args.profile)
+    with stages.stage("start-up"):
+        _start_up()
     tmp = Path(settings.VAR_DIR) / "bench"
     tmp.mkdir()
     with stages.stage("import campaign"):
@@ -406,7 +518,17 @@ def child(argv: list[str]) -> None:
         "behaviour masked": m["floor: behaviour"].cpu_s / 2,
         "encode ffv1": m["floor: encode ffv1"].cpu_s,
         "encode h264": m["floor: encode h264"].cpu_s,
-        "attack fits": m["floor: attack fits"].cpu_s,
+        **{
+            name: m[f"floor: {name}"].cpu_s
+            for name in (
+                "attack fits",
+                "attack fits masked",
+                "attack fits within-video",
+                "attack fits within-video masked",
+            )
+        },
+        "attack embed": m["floor: attack embed clear"].cpu_s + m["floor: attack embed masked"].cpu_s,
+        "attack embed masked": m["floor: attack embed masked"].cpu_s,
     }
     rows = []
     for name, meter in m.items():
@@ -428,26 +550,26 @@ def child(argv: list[str]) -> None:
                 "load_1min": round(meter.load, 2),
             }
         )
-    pipeline = sum(m[s].cpu_s for s in ("upload", "face_eval", "attack"))
-    floors = sum(floor[p] for p in ("decode", "detect", "embed", "behaviour", "encode h264", "attack fits"))
+    pipeline = sum(m[s].cpu_s for s in PIPELINE_STAGES)
+    floors = sum(floor[p] for p in PIPELINE_FLOOR_OF)
     rows.append(
         {
-            "stage": "pipeline (upload + face_eval + attack)",
+            "stage": f"pipeline ({' + '.join(PIPELINE_STAGES)})",
             "cpu_s": round(pipeline, 2),
-            "wall_s": round(sum(m[s].wall_s for s in ("upload", "face_eval", "attack")), 2),
+            "wall_s": round(sum(m[s].wall_s for s in PIPELINE_STAGES), 2),
             "per_clip": round(pipeline / n_clips, 3),
             "per_video_s": round(pipeline / video_s, 3),
             "floor_s": round(floors, 2),
             "x_floor": round(pipeline / floors, 1),
-            "floor_of": "decode + detect + embed + behaviour + encode h264 + attack fits",
+            "floor_of": " + ".join(PIPELINE_FLOOR_OF),
         }
     )
     if "2nd face_eval" in m:
-        second = m["2nd face_eval"].cpu_s + m["2nd attack"].cpu_s
-        first = m["face_eval"].cpu_s + m["attack"].cpu_s
+        second = sum(m[f"2nd {s}"].cpu_s for s in ("face_eval", "attack", "reports"))
+        first = sum(m[s].cpu_s for s in ("face_eval", "attack", "reports"))
         rows.append(
             {
-                "stage": "2nd / 1st (face_eval + attack)",
+                "stage": "2nd / 1st (face_eval + attack + reports)",
                 "cpu_s": round(second, 2),
                 "x_floor": f"{second / first:.0%} of the first",
             }
