@@ -1132,7 +1132,8 @@ def probe_image_of(identity_pk: int) -> GalleryImage:
     """The still a catch probe is made of: another photo than the lineup's when the identity
     has one (then no pixel of the lineup face is in the probe), else the lineup's own."""
     first_two = list(GalleryImage.objects.filter(identity_id=identity_pk).order_by("id")[:2])
-    return first_two[-1] if first_two else None
+    pk = lineups.probe_image_pk(image.pk for image in first_two)
+    return next((image for image in first_two if image.pk == pk), None)
 
 
 def _add_faces(trial: Trial, lineup, rng) -> None:

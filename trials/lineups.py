@@ -92,3 +92,11 @@ def identity_videos(plans: dict, videos: list[tuple[int, int]]) -> dict[int, int
         if used[identity] <= plans[identity].kept:
             kept[pk] = identity
     return kept
+
+
+def probe_image_pk(image_pks) -> int | None:
+    """The still an identity's attention-check probe is made of, among its gallery images'
+    ids in ascending order: the second when there are two or more (lineups show the first,
+    so no pixel of the lineup face is in the probe), else the only one; None without any."""
+    image_pks = list(image_pks)
+    return image_pks[1] if len(image_pks) > 1 else (image_pks[0] if image_pks else None)

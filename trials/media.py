@@ -45,7 +45,7 @@ from automated.face_boxes import check_frame
 from automated.video import transcode_for_web
 from evalsite.storage import local_path
 
-from . import face_norm
+from . import face_norm, lineups
 from .models import CATCH_VIDEO_SUFFIX, GalleryCrop
 
 logger = logging.getLogger("deid.trials")
@@ -441,7 +441,6 @@ def _catch_footage_pool(campaign, rows: list) -> tuple[dict, dict, dict, dict]:
     every clip when the plan gives none (a campaign without lineup blocks has no evaluated
     identity trial to look like).
     """
-    from . import lineups
     from .models import Item, Task
 
     sources = {row[0] for row in rows}
@@ -490,8 +489,11 @@ def _catch_footage_ids(campaign, probe_image_id: int, rows: list) -> tuple[int, 
 
     weights, footage, plans, identity_of = _catch_footage_pool(campaign, rows)
     images = dict(GalleryImage.objects.filter(identity__campaign=campaign).values_list("id", "identity_id"))
+    plan = plans.get(images.get(probe_image_id))
+    block = set(plan.block) if plan is not None else set()
     order = sorted(
-        images, key=lambda pk: hashlib.sha256(f"{settings.SECRET_KEY}:catch-stratum:{pk}".encode()).digest()
+        _catch_stratum(images, plans, block),
+        key=lambda pk: hashlib.sha256(f"{settings.SECRET_KEY}:catch-stratum:{pk}".encode()).digest(),
     )
     rank = (
         order.index(probe_image_id)
@@ -502,10 +504,30 @@ def _catch_footage_ids(campaign, probe_image_id: int, rows: list) -> tuple[int, 
     conditions = sorted(weights, key=lambda key: (key is not None, key or 0))  # clear first
     cumulative = np.cumsum([weights[key] for key in conditions])
     condition = conditions[min(int(np.searchsorted(cumulative, quantile, side="right")), len(conditions) - 1)]
-    plan = plans.get(images.get(probe_image_id))
-    block = set(plan.block) if plan is not None else set()
     choices = [pair for pair in footage[condition] if identity_of.get(pair[0]) in block] or footage[condition]
     return choices[_catch_draw(probe_image_id, len(choices))]
+
+
+def _catch_stratum(images: dict, plans: dict, block: set) -> list[int]:
+    """The probe stills drawn together with a probe of ``block``'s (``images``: ``{image id:
+    identity id}``): those of the block's people (:func:`trials.lineups.probe_image_pk`), or,
+    for a person in no block, those of every person in none. A check shows the probes of
+    one block, so each block's probes split over clear and masked footage in the items'
+    shares; stratified over all stills instead, GRID's 6 men's probes stood on 2-5 masked
+    copies per secret key (not 3), and in 2 of 10 bytes-bot replays the checks' coded
+    complexity told them from the evaluated trials (55 of 64 against a base rate of 39).
+    """
+    by_identity: dict[int, list[int]] = {}
+    for image_pk, identity_pk in sorted(images.items()):
+        by_identity.setdefault(identity_pk, []).append(image_pk)
+    members = block if block else {identity for identity in by_identity if not _in_a_block(plans, identity)}
+    probes = (lineups.probe_image_pk(by_identity.get(identity, [])) for identity in members)
+    return [pk for pk in probes if pk is not None]
+
+
+def _in_a_block(plans: dict, identity_pk: int) -> bool:
+    plan = plans.get(identity_pk)
+    return plan is not None and bool(plan.block)
 
 
 def catch_footage(campaign, probe_image_id: int):

@@ -19,7 +19,7 @@ import pytest
 from scipy.stats import binom, binomtest
 
 from automated.video import iter_frames
-from trials import variants
+from trials import lineups, variants
 from trials.models import Rater, Trial
 from trials.services import open_rating
 from tests.crowd.simulation import build_grid_campaign
@@ -475,6 +475,14 @@ def test_bytes_only_bot_names_no_video_face_or_check_above_chance(bot_campaign):
         {key: (hits[key], n, chance[key]) for key, n in tries.items()}, what="bytes-only bot"
     )
     _assert_slice_headers_tell_no_check(sessions)
+    # Sharper: a bot sees which trials are lineups, and probes stand on identity-trial
+    # footage, so the checks against the evaluated trials on that footage only (GRID: the
+    # men's clips; the women's are action-only). 16-20 such trials beside 25 checks in two
+    # runs: best classifier 29/41 (bound 32) and 30/45 (bound 33).
+    footage = set(lineups.identity_videos(*lineups.identity_plans(bot_campaign)))
+    _assert_slice_headers_tell_no_check(
+        sessions, evaluated=lambda trial: trial.source_video_id in footage, at_least=12
+    )
 
 
 def _assert_none_above_chance(results: dict, *, what: str, alpha: float = 0.01) -> None:
@@ -490,9 +498,12 @@ def _assert_none_above_chance(results: dict, *, what: str, alpha: float = 0.01) 
     assert pvalues[key] >= alpha / len(pvalues), (what, key, results[key], pvalues[key], len(pvalues))
 
 
-def _assert_slice_headers_tell_no_check(sessions) -> None:
+def _assert_slice_headers_tell_no_check(
+    sessions, *, evaluated=lambda trial: True, at_least: int = 30
+) -> None:
     """5. Slice headers and slice sizes (issue 19, hostile pass 3): served attention checks and
-    served evaluated videos (clear and masked; practice trials left out: they come first).
+    served evaluated videos (clear and masked; practice trials left out: they come first;
+    ``evaluated(trial)`` keeps some only, of which there must be ``at_least``).
 
     Before (checks a still face composited on a wall): mean slice QP 13.1-15.0 against the
     clips' 16.1-19.4 and first-frame QP about 20 against 21-28 told every check (360/360).
@@ -519,18 +530,25 @@ def _assert_slice_headers_tell_no_check(sessions) -> None:
     30-44, first-frame log slice bytes 29-36; pooled over the eight, logistic 297/495
     against 295 expected from the base rate, complexity 294/495 against 295 (the code
     before, eight replays the same day: logistic 31-48, complexity 32-46; pooled 297/497
-    and 295/497 against 297): no more distinguishable than before.
+    and 295/497 against 297): no more distinguishable than before. Ten replays on 4 December
+    2026 found 2 failures (complexity 55/64 against a base rate of 39, p = 1e-5): the probes'
+    clear/masked split was stratified over all 10 stills, so the 6 that checks show stood on
+    2-5 masked copies per key, and with 5 of 6 clear the checks were coded like clear clips.
+    Stratified within the lineup block now (3 of 6 per key, ``trials.media._catch_stratum``):
+    ten replays, all passed; pooled, logistic 338/608 and complexity 326/608 against 358
+    expected from the base rate; against the evaluated trials on identity footage only
+    (``evaluated``, 37-44 trials a replay), logistic 240/408 against 250.
     """
     rows = [
         (row["catch"], row["slice_features"], index)
         for index, played in enumerate(sessions)
         for row in played
-        if row["trial"].kind in ("item", "catch")
+        if row["trial"].kind == "catch" or (row["trial"].kind == "item" and evaluated(row["trial"]))
     ]
     labels = np.array([catch for catch, _, _ in rows])
     features = np.array([values for _, values, _ in rows])
     in_even = np.array([index % 2 == 0 for _, _, index in rows])
-    assert labels.sum() >= 10 and (~labels).sum() >= 30, (labels.sum(), len(labels))
+    assert labels.sum() >= 10 and (~labels).sum() >= at_least, (labels.sum(), len(labels))
     for column, name in enumerate(SLICE_FEATURES):
         checks, others = features[labels, column], features[~labels, column]
         print(

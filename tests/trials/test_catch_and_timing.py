@@ -468,7 +468,7 @@ def test_every_probe_stands_on_identity_trial_footage_of_its_lineup_block(grid_c
     the 600 probes checks show (the 6 men of GRID's one lineup block), 245 stood on a
     woman's clip with the old code (259 over the review's keys). Now none does: each stands on a clip and
     condition with an identity item, of a person of its block, clear or masked in the
-    identity items' shares (stratified over the 10 stills: 5 masked each key)."""
+    identity items' shares (stratified within the block: 3 of the 6 masked each key)."""
     plans, _ = assignment.identity_plans(grid_campaign)
     blocks = {identity: set(plan.block) for identity, plan in plans.items() if plan.block}
     footage = _identity_footage(grid_campaign)
@@ -476,7 +476,7 @@ def test_every_probe_stands_on_identity_trial_footage_of_its_lineup_block(grid_c
     images = list(GalleryImage.objects.filter(identity__campaign=grid_campaign).order_by("id"))
     identity_of = dict(grid_campaign.source_videos.values_list("id", "identity_id"))
     off_footage = off_block = probes = 0
-    masked = Counter()
+    masked, masked_shown = Counter(), Counter()
     for key in range(100):
         settings.SECRET_KEY = f"finding-a-{key}"
         for image in images:
@@ -485,11 +485,15 @@ def test_every_probe_stands_on_identity_trial_footage_of_its_lineup_block(grid_c
             if image.identity_id not in blocks:
                 continue  # a woman's still: no check shows it
             probes += 1
+            masked_shown[key] += copy is not None
             off_footage += (source.pk, None if copy is None else copy.pk) not in footage
             off_block += identity_of[source.pk] not in blocks[image.identity_id]
     print(f"probes on footage without identity items {off_footage}/{probes}, off their block {off_block}")
     assert probes == 600
     assert off_footage == 0 and off_block == 0
+    # Stratified within each block: the 6 probes checks show stand on 3 masked copies for
+    # every key (stratified over all 10 stills: 2-5), the women's 4 on 2.
+    assert set(masked_shown.values()) == {3}
     assert set(masked.values()) == {5}
 
 
