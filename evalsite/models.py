@@ -13,7 +13,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.db.models import Q
-from django.db.models.signals import post_delete
+from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 
 
@@ -848,3 +848,28 @@ def _delete_files_with_their_row(sender, instance, **kwargs) -> None:
     ]
     if files:
         transaction.on_commit(lambda: delete_stored(files))
+
+
+@receiver(pre_save, sender=GalleryImage)
+def _note_a_replaced_still(sender, instance, raw=False, **kwargs) -> None:
+    """Remember the stored file a save is about to replace (admin, inline or code alike)."""
+    instance._replaced_still = None
+    if instance.pk is None or raw:
+        return
+    stored = GalleryImage.objects.filter(pk=instance.pk).values_list("image", flat=True).first()
+    if stored and stored != instance.image.name:
+        instance._replaced_still = stored
+
+
+@receiver(post_save, sender=GalleryImage)
+def _announce_a_replaced_still(sender, instance, created, **kwargs) -> None:
+    """A replaced still: ``signals.gallery_image_replaced`` in the saving transaction (the
+    trials app makes the rater crop and probe again), the old file deleted after the commit."""
+    old, instance._replaced_still = getattr(instance, "_replaced_still", None), None
+    if created or not old:
+        return
+    from .signals import gallery_image_replaced
+
+    gallery_image_replaced.send(sender=GalleryImage, image=instance)
+    storage = instance.image.storage
+    transaction.on_commit(lambda: storage.delete(old))

@@ -15,3 +15,8 @@ masked_video_replaced = Signal()
 #: file of ``source`` (``services.replace_source_video``; ``source.file_replaced_at`` is set):
 #: what was measured on the old clear file is kept but no longer counts.
 source_video_replaced = Signal()
+
+#: Sent (``sender=GalleryImage``, ``image=``) inside the transaction that saves a new file in
+#: place of a gallery still's (the admin's change form or inline): what was made of the old
+#: still for raters (``trials``: its crop and attention-check probe) is made again.
+gallery_image_replaced = Signal()

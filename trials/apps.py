@@ -13,7 +13,7 @@ class TrialsConfig(AppConfig):
         human_report.register()  # columns, summary section, caveats, data-dictionary entries
 
         from evalsite import plugins
-        from evalsite.signals import masked_video_replaced, source_video_replaced
+        from evalsite.signals import gallery_image_replaced, masked_video_replaced, source_video_replaced
 
         from . import services
 
@@ -29,6 +29,7 @@ class TrialsConfig(AppConfig):
 
         masked_video_replaced.connect(_on_masked_video_replaced, dispatch_uid="trials.supersede_masked_video")
         source_video_replaced.connect(_on_source_video_replaced, dispatch_uid="trials.supersede_clear_video")
+        gallery_image_replaced.connect(_on_gallery_image_replaced, dispatch_uid="trials.new_crop_of_still")
 
 
 def _on_masked_video_replaced(sender, old, new, **kwargs):
@@ -43,3 +44,11 @@ def _on_source_video_replaced(sender, source, **kwargs):
     from .services import supersede_clear_video
 
     supersede_clear_video(source)
+
+
+def _on_gallery_image_replaced(sender, image, **kwargs):
+    """A new still: its rater crop and probe go (with their files, ``models``' receiver) and
+    are made again from it on next use (``trials.media.ensure_gallery_crop``)."""
+    from .models import GalleryCrop
+
+    GalleryCrop.objects.filter(gallery_image=image).delete()

@@ -262,19 +262,16 @@ def ensure_gallery_crop(gallery_image) -> GalleryCrop:
     png = face_crop_png(read_image_rgb(gallery_image.image), size_px=size_px)
     crop = GalleryCrop(gallery_image=gallery_image, size_px=size_px, version=version)
     crop.file.name = store_atomically(crop.file, "crop.png", lambda path: path.write_bytes(png))
-    replaced = 0
     try:
         with transaction.atomic():
-            if existing is not None:
-                replaced, _ = GalleryCrop.objects.filter(
+            if existing is not None:  # its PNG and probe go after the commit (trials.models)
+                GalleryCrop.objects.filter(
                     pk=existing.pk, size_px=existing.size_px, version=existing.version
                 ).delete()
             crop.save()
     except IntegrityError:  # a concurrent request stored its crop first: use that one
         crop.file.storage.delete(crop.file.name)
         return GalleryCrop.objects.get(gallery_image=gallery_image)
-    if replaced:
-        existing.file.storage.delete(existing.file.name)
     return crop
 
 

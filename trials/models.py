@@ -15,8 +15,10 @@ import secrets
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Count, Q
+from django.db.models.signals import post_delete
+from django.dispatch import receiver
 from django.utils import timezone
 
 from evalsite.models import (
@@ -26,6 +28,7 @@ from evalsite.models import (
     MaskedVideo,
     SourceVideo,
     Submission,
+    delete_stored,
     opaque_token,
 )
 
@@ -540,6 +543,15 @@ class GalleryCrop(models.Model):
     )
     catch_fps = models.FloatField(null=True, blank=True, help_text="Frame rate of the probe as encoded.")
     created_at = models.DateTimeField(auto_now_add=True)
+
+
+@receiver(post_delete, sender=GalleryCrop)
+def _delete_crop_files(sender, instance, **kwargs) -> None:
+    """A deleted crop (its still replaced or deleted, a new crop style) takes its PNG and its
+    probe video along, after the commit."""
+    files = [f for f in (instance.file, instance.catch_video) if f]
+    if files:
+        transaction.on_commit(lambda: delete_stored(files))
 
 
 class RatedSubmission(models.Model):
