@@ -464,3 +464,37 @@ def transcode_for_web(input_path, output_path, *, timeout_s: float | None = None
     if result.returncode != 0:
         raise VideoError(f"cannot transcode {Path(input_path).name}: {explain_ffmpeg_error(result.stderr)}")
     return output_path
+
+
+def frames_to_web_copy(frames, output_path, *, fps: float, resolution_wh: tuple[int, int]) -> Path:
+    """Frames made here (RGB uint8 of shape ``(height, width, 3)``, ``resolution_wh`` =
+    (width, height)) as a browser copy coded like :func:`transcode_for_web`'s of a clip of
+    that frame rate.
+
+    The frames go losslessly through an FFV1 AVI, whose header keeps the rate as a
+    fraction (30000/1001 stays 30000/1001): OpenCV's MJPG AVI writer rounded it to three
+    decimals (29.97), and the copy's MP4 header then had another timescale (11988 against
+    30000 at NTSC's 29.97 fps, 23.976 and 59.94 alike), which told a generated clip (an
+    attention-check probe) from every recorded one without decoding a frame.
+
+    Returns
+    -------
+    Path
+        ``output_path``.
+
+    Raises
+    ------
+    ValueError
+        On a frame of the wrong shape or dtype.
+    VideoError
+        If ffmpeg fails or times out.
+    """
+    output_path = Path(output_path)
+    raw = output_path.with_name(output_path.stem + "-frames.avi")
+    try:
+        with VideoWriter(raw, fps, resolution_wh, codec="ffv1") as writer:
+            for frame in frames:
+                writer.write(frame)
+        return transcode_for_web(raw, output_path)
+    finally:
+        raw.unlink(missing_ok=True)

@@ -42,7 +42,7 @@ from django.core.files import File
 from django.http import HttpResponse
 
 from automated.face_boxes import check_frame
-from automated.video import transcode_for_web
+from automated.video import frames_to_web_copy, transcode_for_web
 from evalsite.storage import local_path
 
 from . import face_norm, lineups
@@ -1046,20 +1046,10 @@ def _make_catch_video(crop: GalleryCrop) -> bool:
     wall, eyes = _probe_footage(source, masked, n_frames)
 
     def produce(path: Path) -> None:
-        raw = path.with_suffix(".avi")
-        writer = cv2.VideoWriter(str(raw), cv2.VideoWriter_fourcc(*"MJPG"), fps, frame_size)
         frames = catch_video_frames(
             crop_rgb, n_frames=n_frames, frame_size=frame_size, seed=seed, wall=wall, eyes=eyes
         )
-        try:
-            for frame in frames:
-                writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
-        finally:
-            writer.release()
-        try:
-            transcode_for_web(raw, path)
-        finally:
-            raw.unlink(missing_ok=True)
+        frames_to_web_copy(frames, path, fps=fps, resolution_wh=frame_size)
 
     old_name = crop.catch_video.name or ""
     name = store_atomically(crop.catch_video, "catch.mp4", produce)

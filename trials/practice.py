@@ -30,7 +30,7 @@ from django.conf import settings
 from django.core.files import File
 from django.db import transaction
 
-from automated.video import transcode_for_web
+from automated.video import frames_to_web_copy
 
 
 logger = logging.getLogger("deid.trials")
@@ -149,21 +149,12 @@ def _photo_png(source: Path, out: Path) -> None:
 
 
 def _clip_mp4(source: Path, out: Path, *, n_frames: int, fps: float, frame_size: tuple[int, int]) -> None:
-    """The practice clip as an H.264 browser copy (:func:`automated.video.transcode_for_web`)."""
+    """The practice clip as an H.264 browser copy (:func:`automated.video.frames_to_web_copy`)."""
     image = cv2.imread(str(source), cv2.IMREAD_COLOR)
     if image is None:
         raise ValueError(f"not a readable image: {source}")
-    raw = out.with_suffix(".avi")
-    writer = cv2.VideoWriter(str(raw), cv2.VideoWriter_fourcc(*"MJPG"), fps, frame_size)
-    try:
-        for frame in clip_frames(image[..., ::-1], n_frames=n_frames, frame_size=frame_size):
-            writer.write(np.ascontiguousarray(frame[..., ::-1]))
-    finally:
-        writer.release()
-    try:
-        transcode_for_web(raw, out)
-    finally:
-        raw.unlink(missing_ok=True)
+    frames = clip_frames(image[..., ::-1], n_frames=n_frames, frame_size=frame_size)
+    frames_to_web_copy(frames, out, fps=fps, resolution_wh=frame_size)
 
 
 def add_practice_faces(campaign) -> int:

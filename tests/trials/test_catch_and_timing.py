@@ -6,6 +6,7 @@ the real GRID campaign (``conftest.grid_campaign``'s clips, stills and blurred s
 """
 
 import struct
+import subprocess
 import time
 from collections import Counter
 
@@ -52,6 +53,10 @@ def mp4_header(data: bytes) -> dict:
                 found["mdat"] = size
             elif kind == b"stsz":
                 found["frames"] = struct.unpack_from(">I", data, body + 8)[0]
+            elif kind == b"mdhd":
+                found["timescale"] = struct.unpack_from(">I", data, body + (20 if data[body] == 1 else 12))[0]
+            elif kind == b"stts":
+                found["frame_step"] = struct.unpack_from(">I", data, body + 12)[0]
 
     walk(0, len(data))
     return found
@@ -663,3 +668,38 @@ def test_catch_probe_uses_another_photo_of_the_person_when_there_is_one(grid_cam
     assert assignment.probe_image_of(identity.pk) == second
     other = grid_campaign.identities.order_by("id").last()
     assert assignment.probe_image_of(other.pk) == other.gallery_images.get()
+
+
+@pytest.mark.parametrize("rate", ["30000/1001", "24000/1001", "60000/1001", "25"])
+def test_a_generated_clip_is_served_with_the_header_of_a_recorded_one_at_ntsc_rates(data_dir, tmp_path, rate):
+    """Hostile pass of 4 December 2026 (h61): probes were written through OpenCV's MJPG AVI,
+    which rounds the frame rate to 29.97, and on a campaign of 29.97 fps clips every check
+    was served with MP4 timescale 11988 (frame step 400) and every evaluated trial with
+    30000 (1001): 39 of 39 told by one header field. A probe (``frames_to_web_copy``) and a
+    recorded clip's browser copy (``transcode_for_web`` of a camera's file at that rate)
+    now give the same timescale and frame step, and so do their served variants."""
+    from fractions import Fraction
+
+    from automated.video import ffmpeg_executable, frames_to_web_copy, iter_frames, transcode_for_web
+
+    frames = [
+        frame for _, frame in iter_frames(data_dir / "videos" / "grid_talking_heads" / "bbaf2n.mpg", end=25)
+    ]
+    height, width = frames[0].shape[:2]
+    fps = float(Fraction(rate))
+    recorded = tmp_path / "camera.mp4"  # the frames as a camera at this rate records them
+    subprocess.run(
+        [ffmpeg_executable(), "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24",
+         "-s", f"{width}x{height}", "-r", rate, "-i", "-", "-c:v", "libx264", "-pix_fmt", "yuv420p", str(recorded)],
+        input=b"".join(np.ascontiguousarray(f).tobytes() for f in frames), check=True,
+    )  # fmt: skip
+    clip = transcode_for_web(recorded, tmp_path / "clip-web.mp4").read_bytes()
+    probe = frames_to_web_copy(
+        frames, tmp_path / "probe.mp4", fps=fps, resolution_wh=(width, height)
+    ).read_bytes()
+    fields = ("timescale", "frame_step", "frames", "size")
+    assert {f: mp4_header(probe)[f] for f in fields} == {f: mp4_header(clip)[f] for f in fields}
+    served = [mp4_header(variants.render_mp4_variant(data, seed=7)) for data in (probe, clip)]
+    assert {f: served[0][f] for f in fields} == {f: served[1][f] for f in fields}
+    if rate == "30000/1001":
+        assert served[0]["timescale"] == 30000 and served[0]["frame_step"] == 1001
