@@ -858,6 +858,11 @@ def variant_name(token: str) -> str:
     return f"variants/{digest.hexdigest()[:40]}.mp4"
 
 
+def variant_stored(storage, token: str) -> bool:
+    """Whether the trial of media token ``token`` has its video variant in ``storage``."""
+    return storage.exists(variant_name(token))
+
+
 def stored_variant(field_file, token: str, *, lock, total_size, instruction: str = "") -> bytes:
     """The trial's video variant: read from storage, or made once and stored.
 

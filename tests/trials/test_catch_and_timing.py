@@ -16,6 +16,7 @@ import pytest
 from django.utils import timezone
 from scipy.stats import binom
 
+import trials.views
 from trials import assignment, media, plausibility, variants
 from trials.human_report import responses_frame
 from evalsite.models import GalleryImage
@@ -703,3 +704,42 @@ def test_a_generated_clip_is_served_with_the_header_of_a_recorded_one_at_ntsc_ra
     assert {f: served[0][f] for f in fields} == {f: served[1][f] for f in fields}
     if rate == "30000/1001":
         assert served[0]["timescale"] == 30000 and served[0]["frame_step"] == 1001
+
+
+def test_an_open_checks_copy_is_served_as_made_when_its_probe_is_retired(
+    grid_campaign, settings, monkeypatch
+):
+    """Hostile pass h61: a footage replacement retires the probes on it
+    (``media.retire_probes_on``), and the next range request of an open check made its
+    probe again inside the rater's request (170-270 ms against 5-15 ms for an evaluated
+    trial's: which trial was a check). Now a check whose copy is stored is served that copy
+    and no probe is made in the request (the media preparation makes it)."""
+    from trials.models import GalleryCrop
+
+    sessions_shaped_as_before(monkeypatch)
+    settings.TRIALS_MIN_VIEW_MS = 0
+    settings.TRIALS_MIN_WATCH_PERCENT = 0
+    grid_campaign.attention_check_rate = 0.5
+    grid_campaign.save(update_fields=["attention_check_rate"])
+    check = client = None
+    for n in range(8):
+        client = _start(grid_campaign, f"open-{n}")
+        for trial, _ in _play_session(client, fetch=False):
+            if trial.kind == "catch":
+                check = trial
+                break  # left open: not answered
+        if check is not None:
+            break
+    assert check is not None
+    url = f"/m/{check.media_token}"
+    first = _fetch(client, url)
+    crop = GalleryCrop.objects.get(gallery_image=check.probe_image)
+    assert media.retire_probes_on(source_video_pk=crop.catch_source_pk) >= 1
+    made = []
+    monkeypatch.setattr(trials.views, "ensure_catch_video", lambda *a, **k: made.append(a) or True)
+    assert _fetch(client, url) == first
+    reply = client.get(url, HTTP_RANGE="bytes=1000-1999")
+    assert reply.status_code == 206 and b"".join(reply.streaming_content) == first[1000:2000]
+    assert made == []  # no probe made in the rater's request
+    crop.refresh_from_db()
+    assert crop.catch_frames is None  # still retired: the preparation makes it again
