@@ -922,13 +922,22 @@ def _catch_footage_current(crop: GalleryCrop) -> bool:
     identity-trial footage :func:`_catch_footage_pool` draws from now (its source video
     still evaluated with a probed format, and an identity item of its condition still
     taking trials: not superseded, its masked copy not replaced, flagged or taken out of
-    rating), or no clip while the campaign has none with a probed format."""
+    rating) of the condition (clear, or which submission's copies) drawn for it now
+    (:func:`_catch_footage_ids`), or no clip while the campaign has none with a probed format."""
     campaign = crop.gallery_image.identity.campaign
     rows = _catch_format_rows(campaign)
     if crop.catch_source_pk is None or not rows:
         return crop.catch_source_pk is None and not rows
     footage = _catch_footage_pool(campaign, rows)[1]
-    return any((crop.catch_source_pk, crop.catch_masked_pk) in pairs for pairs in footage.values())
+    recorded = (crop.catch_source_pk, crop.catch_masked_pk)
+    condition = next((key for key, pairs in footage.items() if recorded in pairs), False)
+    if condition is False:
+        return False
+    # And of the condition drawn now: when a submission enters rating its masked copies must
+    # appear in checks too (hostile pass h61: a probe kept on its old condition left a third
+    # of the identity trials, the new submission's, never a check).
+    drawn = _catch_footage_ids(campaign, crop.gallery_image_id, rows)
+    return next((key for key, pairs in footage.items() if drawn in pairs), None) == condition
 
 
 def retire_probes_on(*, source_video_pk: int | None = None, masked_video_pk: int | None = None) -> int:
@@ -985,9 +994,11 @@ def ensure_catch_video(crop: GalleryCrop, *, recheck_footage: bool = False) -> b
     opens and when a submission enters it), its footage may no longer carry a probe
     (:func:`_catch_footage_current`: the source video left the evaluated subset or was
     deleted, the masked copy was replaced, flagged or its submission taken out of rating,
-    no identity item of it is left). Not when the draw alone moved (new condition shares,
-    other blocks): such a probe still stands on identity-trial footage, and keeping it
-    keeps its length the one of the copies already served. A rater's request never runs the
+    no identity item of it is left), or its condition is no longer the one drawn for it (a
+    submission entered or left rating: the probes' conditions follow the identity items'
+    shares). Not when only the clip drawn within its condition moved (other blocks): such a
+    probe still stands on identity-trial footage, and keeping it keeps its length the one
+    of the copies already served (an open check keeps its stored copy either way). A rater's request never runs the
     footage check (four queries an evaluated trial's request does not make: a check's
     requests would take longer), so a probe whose footage was flagged is served until
     media are prepared again (opening rating again prepares them).

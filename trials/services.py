@@ -127,7 +127,9 @@ def set_submission_rated(submission: Submission, included: bool, *, prepare_medi
     Adding creates the items of its masked videos now if rating is open (a late
     submission joins the running study; again later: items of masked videos uploaded
     since), or at the next opening. Taking it out stops new trials of its items
-    (``ItemQuerySet.evaluated``); responses already given stay stored.
+    (``ItemQuerySet.evaluated``); responses already given stay stored. Either way media
+    preparation is queued (``prepare_media``) when rating is open, so attention-check probes
+    stand on the conditions identity trials show now.
 
     Returns
     -------
@@ -139,7 +141,10 @@ def set_submission_rated(submission: Submission, included: bool, *, prepare_medi
         RatedSubmission.objects.update_or_create(submission=submission, defaults={"included": included})
         campaign = Campaign.objects.get(pk=submission.campaign_id)
         created = sync_items(campaign) if included and campaign.rating_open else 0
-        if created and prepare_media:
+        # Either way the conditions identity trials show changed: the attention-check probes
+        # follow (trials.media.ensure_catch_video with recheck_footage; hostile pass h61:
+        # probes on a submission taken out stayed in 11 of 40 checks).
+        if prepare_media and campaign.rating_open and (created or not included):
             transaction.on_commit(partial(prepare_campaign_media.delay, campaign.pk))
     return created
 

@@ -3,6 +3,7 @@ while rating runs (issue 9): opening rating used to take every submission, incom
 ones included, and a submission made later never got items."""
 
 import json
+from collections import Counter
 
 import pytest
 from django.contrib.auth.models import User
@@ -102,3 +103,41 @@ def test_api_chooses_the_rated_submissions(grid_campaign):
     )
     bad = api.post(url, json.dumps({"open": True, "submissions": ["x"]}), content_type="application/json")
     assert bad.status_code == 400 and "submissions" in bad.json()
+
+
+def test_checks_follow_a_submission_into_rating_and_out_of_it(
+    grid_campaign, django_capture_on_commit_callbacks
+):
+    """Hostile pass h61: attention-check probes stand on clear clips and the masked copies of
+    the submissions in rating, in the identity items' shares (``trials.media``). A
+    submission entering rating got no probe (the draw moved, the probes were kept: a third
+    of the identity trials, the new team's, were never a check), and one taken out kept its
+    probes until rating opened again (11 of 40 checks on footage no evaluated trial showed).
+    GRID's 6 men's probes, one block: clear and blurred 3 each; with a second submission,
+    2 per condition; taken out again, none on it."""
+    from evalsite.models import GalleryImage
+    from trials import assignment
+    from trials.models import GalleryCrop
+    from trials.tasks import prepare_campaign_media
+
+    plans, _ = assignment.identity_plans(grid_campaign)
+    men = {identity for plan in plans.values() for identity in plan.block}
+
+    def conditions() -> Counter:
+        shown = GalleryCrop.objects.filter(
+            gallery_image__identity__in=men, gallery_image__identity__campaign=grid_campaign
+        ).exclude(catch_frames=None)
+        submission_of = dict(MaskedVideo.objects.values_list("pk", "submission__name"))
+        return Counter(submission_of.get(crop.catch_masked_pk, "clear") for crop in shown)
+
+    prepare_campaign_media(grid_campaign.pk)
+    assert GalleryImage.objects.filter(identity__in=men).count() == 6
+    blurred = MaskedVideo.objects.filter(submission__campaign=grid_campaign).first().submission.name
+    assert conditions() == Counter({"clear": 3, blurred: 3})
+    second = _copy_submission(grid_campaign, "second")
+    with django_capture_on_commit_callbacks(execute=True):
+        set_submission_rated(second, True)
+    assert conditions() == Counter({"clear": 2, blurred: 2, "second": 2})
+    with django_capture_on_commit_callbacks(execute=True):
+        set_submission_rated(second, False)
+    assert conditions() == Counter({"clear": 3, blurred: 3})
