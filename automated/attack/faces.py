@@ -243,42 +243,24 @@ def video_face_crops(
         If ``stride`` is not a whole number >= 1 (:func:`automated.checks.check_stride`)
         or either video cannot be read (``video.VideoError``).
     """
-    from ..detection import MediaPipeFaceDetector, detector_key
+    from ..detection import MediaPipeFaceDetector
     from ..video import video_header
 
     check_stride(stride)
     own = detector is None
     detector = MediaPipeFaceDetector() if own else detector
     try:
-        settings = settings_token(CACHE_VERSION, stride, detector_key(detector), size_px)
-        clear_key = f"v{CACHE_VERSION}_{file_sha256(clear_path)[:24]}_{settings}"
-        masked_key = f"{clear_key}_m{file_sha256(masked_path)[:24]}"
-        cache = Path(cache_dir) if cache_dir is not None else None
-        clear_file = cache / f"clear_{clear_key}.npz" if cache else None
-        masked_file = cache / f"masked_{masked_key}.npz" if cache else None
-        hit_clear = clear_file is not None and clear_file.is_file()
+        clear_file, masked_file = _cache_files(clear_path, masked_path, stride, detector, size_px, cache_dir)
+        stored_clear = _load_clear(clear_file)
+        hit_clear = stored_clear is not None
         if hit_clear:
-            with np.load(clear_file) as stored:
-                indices, boxes, clear, clear_wh = (
-                    stored["frame_indices"],
-                    stored["boxes_xyxy"],
-                    stored["crops"],
-                    tuple(stored["clear_wh"]),
-                )
+            indices, boxes, clear, clear_wh = stored_clear
         else:
             indices, boxes, clear = _clear_crops(
                 clear_path, stride=stride, detector=detector, size_px=size_px
             )
             clear_wh = video_header(clear_path)[1]  # the header: no second decode
-            if clear_file is not None:
-                save_npz(
-                    clear_file,
-                    compressed=False,
-                    frame_indices=indices,
-                    boxes_xyxy=boxes,
-                    crops=clear,
-                    clear_wh=np.asarray(clear_wh),
-                )
+            _save_clear(clear_file, indices, boxes, clear, clear_wh)
     finally:
         if own:
             detector.close()
@@ -291,6 +273,134 @@ def video_face_crops(
         if masked_file is not None:
             save_npz(masked_file, compressed=False, crops=masked, found=found)
     return VideoCrops(indices[found], boxes[found], clear[found], masked[found], hit_clear and hit_masked)
+
+
+def _cache_files(clear_path, masked_path, stride, detector, size_px, cache_dir) -> tuple:
+    """``(clear file, masked file)`` of a pair's crops in ``cache_dir`` (None, None without one)."""
+    from ..detection import detector_key
+
+    if cache_dir is None:
+        return None, None
+    settings = settings_token(CACHE_VERSION, stride, detector_key(detector), size_px)
+    clear_key = f"v{CACHE_VERSION}_{file_sha256(clear_path)[:24]}_{settings}"
+    masked_key = f"{clear_key}_m{file_sha256(masked_path)[:24]}"
+    return Path(cache_dir) / f"clear_{clear_key}.npz", Path(cache_dir) / f"masked_{masked_key}.npz"
+
+
+def _load_clear(clear_file) -> tuple | None:
+    if clear_file is None or not clear_file.is_file():
+        return None
+    with np.load(clear_file) as stored:
+        return (
+            stored["frame_indices"],
+            stored["boxes_xyxy"],
+            stored["crops"],
+            tuple(stored["clear_wh"]),
+        )
+
+
+def _save_clear(clear_file, indices, boxes, crops, clear_wh) -> None:
+    if clear_file is not None:
+        save_npz(
+            clear_file,
+            compressed=False,
+            frame_indices=indices,
+            boxes_xyxy=boxes,
+            crops=crops,
+            clear_wh=np.asarray(clear_wh),
+        )
+
+
+class CropPass:
+    """The attack's face crops of a clear/masked pair from another pass's decoding (a context manager).
+
+    An observer of ``face_eval.run_frame_loop`` (``update(frame_index, clear_rgb,
+    masked_rgb)`` for every ``stride``-th frame pair): the face evaluation decodes both
+    files at the attack's stride anyway, so the crops :func:`video_face_crops` would make
+    are made from those frames and stored in its cache, and the attack's per-video unit
+    then reads them instead of decoding both files again (issue 20: each file decoded
+    once). The clear box comes from this pass's own detector (``make_face_detector`` of
+    the same name, fed the same frames in the same order as :func:`video_face_crops`), so
+    the files are those :func:`video_face_crops` writes, array for array
+    (tests/automated/attack/test_crop_pass.py). Frame pairs must be of one size (the face
+    evaluation refuses others). Nothing is written when both files are cached already, or
+    when the block exits with an exception.
+
+    Parameters
+    ----------
+    clear_path, masked_path : path-like
+    stride : int
+        The frame step of the frames given to :meth:`update` (frames 0, stride, ...).
+    detector : str
+        A ``detection.make_face_detector`` name.
+    cache_dir : path-like
+        The attack's crop cache (``video_face_crops``' ``cache_dir``).
+    size_px : int, default=160
+    """
+
+    def __init__(self, clear_path, masked_path, *, stride: int, detector: str, cache_dir, size_px: int = 160):
+        check_stride(stride)
+        self.paths = (clear_path, masked_path)
+        self.stride, self.detector_name, self.cache_dir, self.size_px = stride, detector, cache_dir, size_px
+
+    def __enter__(self) -> CropPass:
+        from ..detection import make_face_detector
+
+        self.detector = make_face_detector(self.detector_name)
+        self.clear_file, self.masked_file = _cache_files(
+            *self.paths, self.stride, self.detector, self.size_px, self.cache_dir
+        )
+        self.stored_clear = _load_clear(self.clear_file)
+        self.done = self.stored_clear is not None and self.masked_file.is_file()
+        self.rows = {int(f): i for i, f in enumerate(self.stored_clear[0])} if self.stored_clear else {}
+        self.indices, self.boxes, self.clear, self.masked = [], [], [], []
+        self.masked_by_row: dict[int, np.ndarray] = {}
+        return self
+
+    def update(self, frame_index: int, clear_rgb: np.ndarray, masked_rgb: np.ndarray) -> None:
+        """One tested frame pair (uint8 RGB, shape (height, width, 3), both of one size)."""
+        if self.done:
+            return
+        if self.stored_clear is not None:
+            row = self.rows.get(int(frame_index))
+            if row is not None:
+                box = self.stored_clear[1][row]
+                self.masked_by_row[row] = crop_internal_face(masked_rgb, box, size_px=self.size_px)
+            return
+        from ..detection import largest_face
+
+        box = largest_face(self.detector.detect(clear_rgb, frame_index))
+        if box is None:
+            return
+        self.indices.append(frame_index)
+        self.boxes.append(box)
+        self.clear.append(crop_internal_face(clear_rgb, box, size_px=self.size_px))
+        self.masked.append(crop_internal_face(masked_rgb, box, size_px=self.size_px))
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        from ..video import video_header
+
+        self.detector.close()
+        if exc_type is not None or self.done:
+            return
+        size = self.size_px
+        if self.stored_clear is None:
+            _save_clear(
+                self.clear_file,
+                np.asarray(self.indices, np.int64),
+                np.asarray(self.boxes, np.float32).reshape(-1, 4),
+                np.asarray(self.clear, np.uint8).reshape(-1, size, size, 3),
+                video_header(self.paths[0])[1],
+            )
+            masked = np.asarray(self.masked, np.uint8).reshape(-1, size, size, 3)
+            found = np.ones(len(masked), bool)
+        else:
+            n = len(self.stored_clear[0])
+            masked = np.zeros((n, size, size, 3), np.uint8)
+            found = np.zeros(n, bool)
+            for row, crop in self.masked_by_row.items():
+                masked[row], found[row] = crop, True
+        save_npz(self.masked_file, compressed=False, crops=masked, found=found)
 
 
 def face_attack_data_from_videos(

@@ -48,7 +48,7 @@ from automated.serialize import jsonable
 
 from . import attack_privacy, embedded, lifecycle
 from .attack_models import AttackExtraction, AttackFold, AttackResult, AttackRun, AttackVideoResult
-from .services import check_complete
+from .services import check_complete, crop_cache_dir
 
 # The science of an attack (automated.attack's faces, recognizers, cross-video protocol and
 # suite: scikit-learn, pandas, the embedders) is imported in the functions that run it:
@@ -262,10 +262,6 @@ def _identity_metadata(masked_videos) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def _crop_cache_dir() -> Path:
-    return Path(settings.CACHE_DIR) / "attack_faces"
-
-
 def _model_cache() -> FittedModelCache:
     """Recognizers trained on clear crops only, on disk under ``CACHE_DIR/attack_models``.
 
@@ -327,7 +323,7 @@ def _attack_data(run: AttackRun, masked_videos):
             [m.source_video.identity.code for m in masked_videos],
             stride=config["stride"],
             detector=detector,
-            cache_dir=_crop_cache_dir(),
+            cache_dir=crop_cache_dir(),
             features=bool({"distinctive", "center"} & set(config["selection"])),
             identity_metadata=_identity_metadata(masked_videos)
             if "metadata" in config["selection"]
@@ -391,7 +387,7 @@ class AttackRunKind(lifecycle.RunKind):
                 masked_path,
                 stride=config["stride"],
                 detector=detector,
-                cache_dir=_crop_cache_dir(),
+                cache_dir=crop_cache_dir(),
             )
         return {"n_crops": len(crops.frame_indices), "extraction_s": time.perf_counter() - started}
 

@@ -426,6 +426,7 @@ class FaceRunKind(lifecycle.RunKind):
         ValueError
             From the evaluation, prefixed with the source video's name.
         """
+        from automated.attack.faces import CropPass
         from automated.behaviour.leakage import attribute_samples
         from automated.face_eval import evaluate_video
 
@@ -453,11 +454,21 @@ class FaceRunKind(lifecycle.RunKind):
                 contextlib.ExitStack() as stack,
             ):
                 try:
-                    # Behaviour rides on the face evaluation's decoding pass (one decode per pair).
+                    # Behaviour rides on the face evaluation's decoding pass (one decode per pair),
+                    # and so do the attack's face crops (its per-video unit then reads them).
                     behaviour = (
                         stack.enter_context(_behaviour_pass(clear_path, stride))
                         if config.get("behaviour", True)
                         else None
+                    )
+                    crops = stack.enter_context(
+                        CropPass(
+                            clear_path,
+                            masked_path,
+                            stride=stride,
+                            detector=detector_name,
+                            cache_dir=crop_cache_dir(),
+                        )
                     )
                     evaluation = evaluate_video(
                         clear_path,
@@ -472,7 +483,7 @@ class FaceRunKind(lifecycle.RunKind):
                         clear_cache=_CLEAR_CACHE,
                         clear_cache_dir=Path(settings.CACHE_DIR) / "clear_side",
                         no_face="nan",
-                        observers=[behaviour] if behaviour is not None else [],
+                        observers=[crops] if behaviour is None else [behaviour, crops],
                     )
                     values = VideoScore.metric_values(evaluation)
                     if behaviour is not None:
@@ -482,6 +493,12 @@ class FaceRunKind(lifecycle.RunKind):
                 except ValueError as error:  # stored files have opaque names: say which video
                     raise type(error)(f"source video {source.name!r}: {error}") from error
         return values
+
+
+def crop_cache_dir() -> Path:
+    """The attack's face crops on disk (``attack.faces.video_face_crops``' cache, read by the
+    attack's units), filled by the face evaluation's decoding pass (``attack.faces.CropPass``)."""
+    return Path(settings.CACHE_DIR) / "attack_faces"
 
 
 # Clear- and masked-side behaviour extractors per thread, reused over videos (loading the

@@ -301,3 +301,24 @@ def test_api_face_run_options_name_the_embedder():
     assert FaceRunOptions(data={"embedder": "arcface"}).is_valid()  # the InsightFace backend's
     bad = FaceRunOptions(data={"embedder": "facenet"})
     assert not bad.is_valid() and '"facenet" is not a valid choice.' in str(bad.errors["embedder"])
+
+
+def test_the_attack_reads_the_crops_the_face_evaluation_made_and_decodes_nothing(campaign, monkeypatch):
+    """Issue 20, each file decoded once: the face run's decoding pass leaves the attack's
+    face crops in its cache (``attack.faces.CropPass``), so the attack's per-video units
+    decode no frame (here decoding would fail the run)."""
+    from automated.attack import faces
+    from automated.django_app.attack_models import AttackRun
+    from automated.django_app.attack_service import run_attack
+
+    submission = create_baseline_submission(campaign, "blur_face", web_copies=False)
+    assert run_face_evaluation(submission, stride=5).status == AutomatedRun.Status.COMPLETED
+
+    def no_decoding(*args, **kwargs):
+        raise AssertionError("the attack decoded a video")
+
+    monkeypatch.setattr(faces, "_clear_crops", no_decoding)
+    monkeypatch.setattr(faces, "_masked_crops", no_decoding)
+    run = run_attack(submission, attackers=["clear", "naive"], recognizers=["lbph"], stride=5)
+    assert run.status == AttackRun.Status.COMPLETED, run.error
+    assert sorted(run.extractions.values_list("n_crops", flat=True)) == [15, 15, 15]  # 75 frames, stride 5
