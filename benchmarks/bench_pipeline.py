@@ -465,7 +465,6 @@ FLOOR_OF = {
 SECOND_FLOOR_OF = {
     "2nd face_eval": ("decode", "detect masked", "embed masked", "behaviour masked"),
     "2nd attack": (
-        "decode masked",
         "attack fits masked",
         "attack fits within-video masked",
         "attack embed masked",
