@@ -513,8 +513,13 @@ def render_mp4_variant(source: bytes, seed: int, *, total_size: int = 0, instruc
             frames.append(_add_unit_noise(frame, noise))
         if not frames or fps <= 0:
             raise VideoError("a trial's video source has no decodable frame or frame rate")
-        if instruction:
-            instruction_frames(frames, instruction, int(rng.integers(2**63)))
+        # Every copy draws an instruction: an evaluated trial's on a list it then drops, so
+        # making a check's copy takes no longer (it took 25 ms more of a first request's
+        # ~190: 49 of 60 checks told by that time, hostile pass h61).
+        drawn = instruction_frames(
+            list(frames), instruction or str(rng.integers(6)), int(rng.integers(2**63))
+        )
+        frames = drawn if instruction else frames
         height, width = frames[0].shape[:2]
         budget = frame_budget_bytes(width, height)
         factors = rate_factors(len(frames), int(rng.integers(2**63)))
