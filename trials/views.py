@@ -394,12 +394,12 @@ def media(request, token: str):
     instruction = ""
     if trial.probe_image_id is not None:
         crop = ensure_gallery_crop(trial.probe_image)
-        field = crop.catch_video
         # A check's copy once made is what its rater keeps getting: its probe is not made
         # again inside this request (retired after a footage replacement, each range request
         # of an open check took 170-270 ms against 5-15 for an evaluated trial: hostile pass h61).
-        if not variants.variant_stored(field.storage, trial.media_token):
+        if not variants.variant_stored(crop.catch_video.storage, trial.media_token):
             ensure_catch_video(crop)
+        field = crop.catch_video  # after: a concurrent request's probe is read into a new FieldFile
         instruction = trial.correct_choice  # drawn as words and dots (trials.variants)
     else:
         video = trial.item.video_for_raters() if trial.item_id else trial.source_video
