@@ -48,7 +48,16 @@ def _on_source_video_replaced(sender, source, **kwargs):
 
 def _on_gallery_image_replaced(sender, image, **kwargs):
     """A new still: its rater crop and probe go (with their files, ``models``' receiver) and
-    are made again from it on next use (``trials.media.ensure_gallery_crop``)."""
+    are made again from it by the media preparation queued after the commit while rating is
+    open (else on next use, ``trials.media.ensure_gallery_crop``)."""
+    from functools import partial
+
+    from django.db import transaction
+
     from .models import GalleryCrop
+    from .tasks import prepare_campaign_media
 
     GalleryCrop.objects.filter(gallery_image=image).delete()
+    campaign = image.identity.campaign
+    if campaign.rating_open:  # made ahead, not inside a rater's request (a check's would take longer)
+        transaction.on_commit(partial(prepare_campaign_media.delay, campaign.pk))

@@ -53,9 +53,10 @@ def crop_upload_to(instance, filename: str) -> str:
 #: a real clip's wall; probe5 the real clip with the face pasted on, issue 19, hostile
 #: pass 3; probe6 stands on clear or masked footage in the proportions evaluated trials
 #: show them; probe7 stands only on footage of identity trials, of the probe's lineup block
-#: where it has any, and records its footage and length on its crop) is made again on its
-#: next use.
-CATCH_VIDEO_SUFFIX = ".probe7.mp4"
+#: where it has any, and records its footage and length on its crop; probe8 is written at
+#: the footage's exact frame rate: probe7 went through an MJPG AVI that rounded 30000/1001
+#: to 29.97, another MP4 timescale than the clips') is made again on its next use.
+CATCH_VIDEO_SUFFIX = ".probe8.mp4"
 
 
 def catch_video_upload_to(instance, filename: str) -> str:

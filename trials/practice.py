@@ -198,7 +198,7 @@ def add_practice_faces(campaign) -> int:
             f"{key}-{PHOTO_PX}.png", lambda out, row=row: _photo_png(folder / row["neutral_image"], out)
         )
         clip = _cached(
-            f"{key}-{frame_size[0]}x{frame_size[1]}-{n_frames}-{fps:g}.mp4",
+            f"{key}-{frame_size[0]}x{frame_size[1]}-{n_frames}-{fps:g}-exact-rate.mp4",
             lambda out, row=row: _clip_mp4(
                 folder / row["smiling_image"], out, n_frames=n_frames, fps=fps, frame_size=frame_size
             ),

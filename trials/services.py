@@ -138,13 +138,17 @@ def set_submission_rated(submission: Submission, included: bool, *, prepare_medi
     """
     with transaction.atomic():
         list(Campaign.objects.select_for_update().filter(pk=submission.campaign_id).values_list("pk"))
+        before = (
+            RatedSubmission.objects.filter(submission=submission).values_list("included", flat=True).first()
+        )
         RatedSubmission.objects.update_or_create(submission=submission, defaults={"included": included})
         campaign = Campaign.objects.get(pk=submission.campaign_id)
         created = sync_items(campaign) if included and campaign.rating_open else 0
-        # Either way the conditions identity trials show changed: the attention-check probes
-        # follow (trials.media.ensure_catch_video with recheck_footage; hostile pass h61:
-        # probes on a submission taken out stayed in 11 of 40 checks).
-        if prepare_media and campaign.rating_open and (created or not included):
+        # When the conditions identity trials show changed (in or out, also back in with its
+        # items kept), the attention-check probes follow (trials.media.ensure_catch_video
+        # with recheck_footage; hostile pass h61: probes on a submission taken out stayed in
+        # 11 of 40 checks).
+        if prepare_media and campaign.rating_open and (created or before != included):
             transaction.on_commit(partial(prepare_campaign_media.delay, campaign.pk))
     return created
 

@@ -8,6 +8,7 @@ only their own trials. URLs carry opaque random tokens only (DESIGN.md, security
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import F, Value
 from django.db.models.functions import Greatest
@@ -392,12 +393,14 @@ def media(request, token: str):
     if trial is None or trial.completed or trial.released:
         raise Http404
     instruction = ""
+    # Asked for every trial alike (a storage call only a check made would time it on S3).
+    stored = variants.variant_stored(default_storage, trial.media_token)
     if trial.probe_image_id is not None:
         crop = ensure_gallery_crop(trial.probe_image)
         # A check's copy once made is what its rater keeps getting: its probe is not made
         # again inside this request (retired after a footage replacement, each range request
         # of an open check took 170-270 ms against 5-15 for an evaluated trial: hostile pass h61).
-        if not variants.variant_stored(crop.catch_video.storage, trial.media_token):
+        if not stored:
             ensure_catch_video(crop)
         field = crop.catch_video  # after: a concurrent request's probe is read into a new FieldFile
         instruction = trial.correct_choice  # drawn as words and dots (trials.variants)
@@ -406,7 +409,7 @@ def media(request, token: str):
         # Web copies are made when rating opens (trials.tasks), never in a rater's request:
         # one not ready yet is a 503 with Retry-After, which the trial page retries.
         field = video.web_file
-    if not field and not variants.variant_stored(field.storage, trial.media_token):
+    if not field and not stored:
         return not_prepared_response()
     trials = Trial.objects.filter(pk=trial.pk)
     try:

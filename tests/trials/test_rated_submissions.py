@@ -141,3 +141,7 @@ def test_checks_follow_a_submission_into_rating_and_out_of_it(
     with django_capture_on_commit_callbacks(execute=True):
         set_submission_rated(second, False)
     assert conditions() == Counter({"clear": 3, blurred: 3})
+    # Back in (its items kept, none created): the probes follow again (helper-57's review).
+    with django_capture_on_commit_callbacks(execute=True):
+        assert set_submission_rated(second, True) == 0
+    assert conditions() == Counter({"clear": 2, blurred: 2, "second": 2})
