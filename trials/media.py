@@ -462,8 +462,11 @@ def _catch_footage_pool(campaign, rows: list) -> tuple[dict, dict, dict, dict]:
     return weights, footage, plans, identity_of
 
 
-def _catch_footage_ids(campaign, probe_image_id: int, rows: list) -> tuple[int, int | None]:
-    """``(source video id, masked video id or None)`` of the footage of a catch probe.
+def _catch_footage_ids(
+    campaign, probe_image_id: int, rows: list, pool: tuple | None = None
+) -> tuple[int, int | None]:
+    """``(source video id, masked video id or None)`` of the footage of a catch probe
+    (``pool``: :func:`_catch_footage_pool` of ``rows`` when the caller has it).
 
     Evaluated identity trials show clear clips and the masked copies of every submission in
     rating in proportion to their items' target counts (:class:`trials.models.Item`, one
@@ -484,7 +487,7 @@ def _catch_footage_ids(campaign, probe_image_id: int, rows: list) -> tuple[int, 
     """
     from evalsite.models import GalleryImage
 
-    weights, footage, plans, identity_of = _catch_footage_pool(campaign, rows)
+    weights, footage, plans, identity_of = _catch_footage_pool(campaign, rows) if pool is None else pool
     images = dict(GalleryImage.objects.filter(identity__campaign=campaign).values_list("id", "identity_id"))
     plan = plans.get(images.get(probe_image_id))
     block = set(plan.block) if plan is not None else set()
@@ -928,7 +931,8 @@ def _catch_footage_current(crop: GalleryCrop) -> bool:
     rows = _catch_format_rows(campaign)
     if crop.catch_source_pk is None or not rows:
         return crop.catch_source_pk is None and not rows
-    footage = _catch_footage_pool(campaign, rows)[1]
+    pool = _catch_footage_pool(campaign, rows)
+    footage = pool[1]
     recorded = (crop.catch_source_pk, crop.catch_masked_pk)
     condition = next((key for key, pairs in footage.items() if recorded in pairs), False)
     if condition is False:
@@ -936,7 +940,7 @@ def _catch_footage_current(crop: GalleryCrop) -> bool:
     # And of the condition drawn now: when a submission enters rating its masked copies must
     # appear in checks too (hostile pass h61: a probe kept on its old condition left a third
     # of the identity trials, the new submission's, never a check).
-    drawn = _catch_footage_ids(campaign, crop.gallery_image_id, rows)
+    drawn = _catch_footage_ids(campaign, crop.gallery_image_id, rows, pool)
     return next((key for key, pairs in footage.items() if drawn in pairs), None) == condition
 
 
